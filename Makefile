@@ -1,0 +1,69 @@
+# sqlite-embed build. `make` builds embed.so and build/libembedcore.a;
+# `make demo` and `make test` first install any missing Debian package.
+CC      ?= cc
+BUILD   ?= build
+OPT     ?= -O2
+SAN     ?=
+CFLAGS_COMMON = -std=c11 $(OPT) -g -fPIC -Wall -Wextra -Werror -D_GNU_SOURCE \
+                -fopenmp-simd -Icore $(SAN)
+CFLAGS  ?=
+ALL_CFLAGS = $(CFLAGS_COMMON) $(CFLAGS)
+LIBS    = -lopenblas -lutf8proc -lcjson -lxxhash -lpthread -lm
+
+CORE_SRC = $(wildcard core/*.c)
+CORE_OBJ = $(CORE_SRC:%.c=$(BUILD)/%.o)
+EXT_SRC  = $(wildcard ext/*.c)
+EXT_OBJ  = $(EXT_SRC:%.c=$(BUILD)/%.o)
+CTEST_SRC = $(wildcard tests/c/test_*.c)
+CTEST_BIN = $(CTEST_SRC:tests/c/%.c=$(BUILD)/tests/%)
+BENCH_SRC = $(wildcard bench/bench_*.c)
+BENCH_BIN = $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
+EXT_SO   = $(if $(filter build,$(BUILD)),embed.so,$(BUILD)/embed.so)
+
+.PHONY: all deps demo test asan fuzz bench clean
+all: $(EXT_SO) $(BUILD)/libembedcore.a $(CTEST_BIN)
+
+deps:
+	@bash scripts/deps.sh
+
+$(BUILD)/%.o: %.c $(wildcard core/*.h ext/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -c $< -o $@
+
+$(BUILD)/libembedcore.a: $(CORE_OBJ)
+	rm -f $@ && ar rcs $@ $^
+
+$(EXT_SO): $(EXT_OBJ) $(BUILD)/libembedcore.a
+	$(CC) $(ALL_CFLAGS) -shared -o $@ $(EXT_OBJ) $(BUILD)/libembedcore.a $(LIBS)
+
+$(BUILD)/tests/%: tests/c/%.c tests/c/check.h $(BUILD)/libembedcore.a
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -Itests/c $< -o $@ $(BUILD)/libembedcore.a $(LIBS)
+
+$(BUILD)/bench/%: bench/%.c $(BUILD)/libembedcore.a
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $< -o $@ $(BUILD)/libembedcore.a $(LIBS)
+
+demo: deps
+	@$(MAKE) --no-print-directory all
+	sqlite3 -box :memory: '.load ./embed' '.read sql/demo.sql'
+
+test: deps
+	@$(MAKE) --no-print-directory all
+	@bash tests/run.sh $(BUILD) $(EXT_SO)
+
+# AddressSanitizer + UndefinedBehaviorSanitizer build of everything, then the suite.
+asan: deps
+	@$(MAKE) --no-print-directory BUILD=build-asan OPT=-O1 \
+	  SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" all
+	@SANITIZE=1 bash tests/run.sh build-asan build-asan/embed.so
+
+fuzz: deps
+	@bash tests/fuzz/run.sh $${FUZZ_SECONDS:-60}
+
+bench: deps
+	@$(MAKE) --no-print-directory all $(BENCH_BIN)
+	@bash bench/run.sh $(BUILD)
+
+clean:
+	rm -rf build build-asan build-fuzz embed.so
