@@ -1,0 +1,588 @@
+#include "encoder.h"
+#include "half.h"
+#include "model_config.h"
+#include "safetensors.h"
+#include <cblas.h>
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <xxhash.h>
+
+typedef struct {
+    const float *wq, *bq, *wk, *bk, *wv, *bv, *wo, *bo, *ln1_g, *ln1_b;
+    const float *w1, *b1, *w2, *b2, *ln2_g, *ln2_b;
+} layer_w;
+
+struct emb_encoder {
+    emb_model_config cfg;
+    emb_encoder_info info;
+    char prefix[16];
+    char src_label[64];         /* "model.safetensors" or "model.safetensors.index.json" */
+    emb_safetensors **files;
+    int nfiles;
+    void **owned;
+    int nowned, capowned;
+    const float *word, *pos, *type, *ln_g, *ln_b, *pool_w, *pool_b;
+    layer_w *L;
+    int first_dtype, mixed;
+    XXH3_state_t *hash;
+    uint64_t fingerprint;
+};
+
+struct emb_workspace {
+    float *arena;
+    size_t arena_n;
+    float *scores;
+    size_t scores_n;
+};
+
+/* ------------------------------------------------------------------ loading */
+
+static const emb_st_tensor *find_any(const emb_encoder *e, const char *name, const emb_safetensors **file) {
+    for (int i = 0; i < e->nfiles; i++) {
+        const emb_st_tensor *t = emb_safetensors_find(e->files[i], name);
+        if (t) { if (file) *file = e->files[i]; return t; }
+    }
+    return NULL;
+}
+
+static int own(emb_encoder *e, void *p) {
+    if (e->nowned == e->capowned) {
+        int nc = e->capowned ? e->capowned * 2 : 64;
+        void **n = realloc(e->owned, (size_t)nc * sizeof *n);
+        if (!n) return -1;
+        e->owned = n;
+        e->capowned = nc;
+    }
+    e->owned[e->nowned++] = p;
+    return 0;
+}
+
+static void fmt_shape(char *buf, size_t cap, int nd, const int64_t *s) {
+    size_t o = 0;
+    o += (size_t)snprintf(buf + o, cap - o, "[");
+    for (int i = 0; i < nd && o < cap; i++)
+        o += (size_t)snprintf(buf + o, cap - o, "%s%lld", i ? "," : "", (long long)s[i]);
+    if (o < cap) snprintf(buf + o, cap - o, "]");
+}
+
+static void hash_u64(XXH3_state_t *h, uint64_t v) {
+    unsigned char b[8];
+    for (int i = 0; i < 8; i++) b[i] = (unsigned char)(v >> (8 * i));
+    XXH3_64bits_update(h, b, 8);
+}
+
+/* Load tensor prefix+suffix with shape [d0] (d1 < 0) or [d0, d1] as float32. */
+static int get_tensor(emb_encoder *e, const char *suffix, int64_t d0, int64_t d1, int optional,
+                      const float **out, char err[EMB_ERR_LEN]) {
+    char name[256];
+    snprintf(name, sizeof name, "%s%s", e->prefix, suffix);
+    const emb_safetensors *file = NULL;
+    const emb_st_tensor *t = find_any(e, name, &file);
+    *out = NULL;
+    if (!t) {
+        if (optional) return 0;
+        snprintf(err, EMB_ERR_LEN, "%.40s: missing tensor '%.150s'", e->src_label, name);
+        return -1;
+    }
+    int64_t want[2] = {d0, d1};
+    int nd = d1 < 0 ? 1 : 2;
+    if (t->ndim != nd || t->shape[0] != d0 || (nd == 2 && t->shape[1] != d1)) {
+        char got[128], exp[64];
+        fmt_shape(got, sizeof got, t->ndim, t->shape);
+        fmt_shape(exp, sizeof exp, nd, want);
+        snprintf(err, EMB_ERR_LEN, "%.40s: tensor '%.100s' has shape %.40s, expected %.40s", file->label, name, got, exp);
+        return -1;
+    }
+    size_t n = (size_t)d0 * (size_t)(nd == 2 ? d1 : 1);
+    const float *p;
+    if (t->dtype == EMB_DT_F32) {
+        if (((uintptr_t)t->data & 3u) == 0) p = (const float *)(const void *)t->data;
+        else {
+            float *c = malloc(n * sizeof(float) + 1);
+            if (!c || own(e, c)) { free(c); snprintf(err, EMB_ERR_LEN, "out of memory loading '%.150s'", name); return -1; }
+            memcpy(c, t->data, n * sizeof(float));
+            e->info.converted_bytes += n * sizeof(float);
+            p = c;
+        }
+    } else if (t->dtype == EMB_DT_F16 || t->dtype == EMB_DT_BF16) {
+        float *c = malloc(n * sizeof(float) + 1);
+        if (!c || own(e, c)) { free(c); snprintf(err, EMB_ERR_LEN, "out of memory loading '%.150s'", name); return -1; }
+        if (t->dtype == EMB_DT_F16) emb_f16_to_f32_n(t->data, c, n);
+        else emb_bf16_to_f32_n(t->data, c, n);
+        e->info.converted_bytes += n * sizeof(float);
+        p = c;
+    } else {
+        snprintf(err, EMB_ERR_LEN, "%.40s: tensor '%.150s' has dtype %.10s, expected F32, F16 or BF16", file->label, name,
+                 emb_dtype_name(t->dtype));
+        return -1;
+    }
+    if (e->first_dtype < 0) e->first_dtype = (int)t->dtype;
+    else if (e->first_dtype != (int)t->dtype) e->mixed = 1;
+    e->info.weight_bytes += n * sizeof(float);
+    /* fingerprint: canonical name, shape, float32 values (little-endian host) */
+    XXH3_64bits_update(e->hash, suffix, strlen(suffix) + 1);
+    hash_u64(e->hash, (uint64_t)d0);
+    hash_u64(e->hash, (uint64_t)(nd == 2 ? d1 : 0));
+    XXH3_64bits_update(e->hash, p, n * sizeof(float));
+    *out = p;
+    return 0;
+}
+
+static int path_join(char *buf, size_t cap, const char *dir, const char *file, char err[EMB_ERR_LEN]) {
+    if ((size_t)snprintf(buf, cap, "%s/%s", dir, file) >= cap) {
+        snprintf(err, EMB_ERR_LEN, "model path too long");
+        return -1;
+    }
+    return 0;
+}
+
+static int file_exists(const char *p) {
+    struct stat sb;
+    return stat(p, &sb) == 0;
+}
+
+static int add_file(emb_encoder *e, const char *path, char err[EMB_ERR_LEN]) {
+    emb_safetensors **n = realloc(e->files, (size_t)(e->nfiles + 1) * sizeof *n);
+    if (!n) { snprintf(err, EMB_ERR_LEN, "out of memory"); return -1; }
+    e->files = n;
+    if (emb_safetensors_open(path, &e->files[e->nfiles], err)) return -1;
+    e->nfiles++;
+    return 0;
+}
+
+static int open_weights(emb_encoder *e, const char *dir, char err[EMB_ERR_LEN]) {
+    char path[4096];
+    if (path_join(path, sizeof path, dir, "model.safetensors", err)) return -1;
+    if (file_exists(path)) {
+        snprintf(e->src_label, sizeof e->src_label, "model.safetensors");
+        return add_file(e, path, err);
+    }
+    if (path_join(path, sizeof path, dir, "model.safetensors.index.json", err)) return -1;
+    if (!file_exists(path)) {
+        snprintf(err, EMB_ERR_LEN, "%s: no model.safetensors or model.safetensors.index.json (PyTorch .bin checkpoints are not supported)", dir);
+        return -1;
+    }
+    snprintf(e->src_label, sizeof e->src_label, "model.safetensors.index.json");
+    char *txt;
+    size_t len;
+    if (emb_config_read_file(path, 64u << 20, &txt, &len, err)) return -1;
+    cJSON *root = cJSON_ParseWithLength(txt, len);
+    free(txt);
+    const cJSON *wm = root ? cJSON_GetObjectItemCaseSensitive(root, "weight_map") : NULL;
+    int rc = -1;
+    if (!cJSON_IsObject(wm)) { snprintf(err, EMB_ERR_LEN, "model.safetensors.index.json: no \"weight_map\" object"); goto done; }
+    for (const cJSON *it = wm->child; it; it = it->next) {
+        if (!cJSON_IsString(it)) { snprintf(err, EMB_ERR_LEN, "model.safetensors.index.json: weight_map entry '%.100s' is not a file name", it->string); goto done; }
+        const char *f = it->valuestring;
+        size_t fl = strlen(f);
+        if (!fl || strchr(f, '/') || strchr(f, '\\') || f[0] == '.' || fl < 12 || strcmp(f + fl - 12, ".safetensors") != 0) {
+            snprintf(err, EMB_ERR_LEN, "model.safetensors.index.json: shard name '%.100s' is not a plain *.safetensors file name", f);
+            goto done;
+        }
+        int seen = 0;
+        for (int i = 0; i < e->nfiles && !seen; i++) seen = strcmp(e->files[i]->label, f) == 0;
+        if (seen) continue;
+        if (e->nfiles >= 4096) { snprintf(err, EMB_ERR_LEN, "model.safetensors.index.json: too many shards"); goto done; }
+        if (path_join(path, sizeof path, dir, f, err) || add_file(e, path, err)) goto done;
+    }
+    if (e->nfiles == 0) { snprintf(err, EMB_ERR_LEN, "model.safetensors.index.json: weight_map is empty"); goto done; }
+    rc = 0;
+done:
+    cJSON_Delete(root);
+    return rc;
+}
+
+static void sinusoidal_table(float *out, int n_pos, int dim) {
+    /* transformers' create_sinusoidal_embeddings */
+    for (int p = 0; p < n_pos; p++)
+        for (int j = 0; j < dim; j++) {
+            double a = p / pow(10000.0, 2.0 * (j / 2) / dim);
+            out[(size_t)p * dim + j] = (float)((j & 1) ? cos(a) : sin(a));
+        }
+}
+
+int emb_encoder_load(const char *dir, emb_encoder **out, char err[EMB_ERR_LEN]) {
+    *out = NULL;
+    emb_encoder *e = calloc(1, sizeof *e);
+    if (!e) { snprintf(err, EMB_ERR_LEN, "out of memory"); return -1; }
+    e->first_dtype = -1;
+    e->hash = XXH3_createState();
+    if (!e->hash) { snprintf(err, EMB_ERR_LEN, "out of memory"); goto fail; }
+    XXH3_64bits_reset(e->hash);
+    if (emb_model_config_load(dir, &e->cfg, err)) goto fail;
+    if (open_weights(e, dir, err)) goto fail;
+    const emb_model_config *c = &e->cfg;
+    int H = c->hidden, FF = c->intermediate;
+    int bert = c->arch == EMB_ARCH_BERT;
+    /* prefix: the one under which the word embeddings exist */
+    const char *cands[2] = {"", bert ? "bert." : "distilbert."};
+    int found = 0;
+    for (int i = 0; i < 2 && !found; i++) {
+        char name[64];
+        snprintf(name, sizeof name, "%sembeddings.word_embeddings.weight", cands[i]);
+        if (find_any(e, name, NULL)) { snprintf(e->prefix, sizeof e->prefix, "%s", cands[i]); found = 1; }
+    }
+    if (!found) {
+        snprintf(err, EMB_ERR_LEN, "%s: missing tensor 'embeddings.word_embeddings.weight' (also looked for '%sembeddings.word_embeddings.weight')",
+                 e->src_label, cands[1]);
+        goto fail;
+    }
+    /* fingerprint: config numbers first */
+    {
+        int64_t nums[] = {c->arch, H, c->layers, c->heads, FF, c->max_positions, c->type_vocab, c->vocab_size, c->sinusoidal, c->act};
+        for (size_t i = 0; i < sizeof nums / sizeof nums[0]; i++) hash_u64(e->hash, (uint64_t)nums[i]);
+        double eps = c->ln_eps;
+        uint64_t eb;
+        memcpy(&eb, &eps, 8);
+        hash_u64(e->hash, eb);
+    }
+    if (get_tensor(e, "embeddings.word_embeddings.weight", c->vocab_size, H, 0, &e->word, err)) goto fail;
+    if (get_tensor(e, "embeddings.position_embeddings.weight", c->max_positions, H, !bert && c->sinusoidal, &e->pos, err)) goto fail;
+    if (!e->pos) { /* DistilBERT sinusoidal without a stored table: build it as transformers does */
+        float *t = malloc((size_t)c->max_positions * H * sizeof(float));
+        if (!t || own(e, t)) { free(t); snprintf(err, EMB_ERR_LEN, "out of memory"); goto fail; }
+        sinusoidal_table(t, c->max_positions, H);
+        e->pos = t;
+        XXH3_64bits_update(e->hash, "sinusoidal", 11);
+    }
+    if (bert && get_tensor(e, "embeddings.token_type_embeddings.weight", c->type_vocab, H, 0, &e->type, err)) goto fail;
+    if (get_tensor(e, "embeddings.LayerNorm.weight", H, -1, 0, &e->ln_g, err) ||
+        get_tensor(e, "embeddings.LayerNorm.bias", H, -1, 0, &e->ln_b, err)) goto fail;
+    e->L = calloc((size_t)c->layers, sizeof *e->L);
+    if (!e->L) { snprintf(err, EMB_ERR_LEN, "out of memory"); goto fail; }
+    for (int l = 0; l < c->layers; l++) {
+        layer_w *w = &e->L[l];
+        char nm[16][96];
+        const char *fmt_bert[16] = {
+            "encoder.layer.%d.attention.self.query.weight", "encoder.layer.%d.attention.self.query.bias",
+            "encoder.layer.%d.attention.self.key.weight", "encoder.layer.%d.attention.self.key.bias",
+            "encoder.layer.%d.attention.self.value.weight", "encoder.layer.%d.attention.self.value.bias",
+            "encoder.layer.%d.attention.output.dense.weight", "encoder.layer.%d.attention.output.dense.bias",
+            "encoder.layer.%d.attention.output.LayerNorm.weight", "encoder.layer.%d.attention.output.LayerNorm.bias",
+            "encoder.layer.%d.intermediate.dense.weight", "encoder.layer.%d.intermediate.dense.bias",
+            "encoder.layer.%d.output.dense.weight", "encoder.layer.%d.output.dense.bias",
+            "encoder.layer.%d.output.LayerNorm.weight", "encoder.layer.%d.output.LayerNorm.bias"};
+        const char *fmt_distil[16] = {
+            "transformer.layer.%d.attention.q_lin.weight", "transformer.layer.%d.attention.q_lin.bias",
+            "transformer.layer.%d.attention.k_lin.weight", "transformer.layer.%d.attention.k_lin.bias",
+            "transformer.layer.%d.attention.v_lin.weight", "transformer.layer.%d.attention.v_lin.bias",
+            "transformer.layer.%d.attention.out_lin.weight", "transformer.layer.%d.attention.out_lin.bias",
+            "transformer.layer.%d.sa_layer_norm.weight", "transformer.layer.%d.sa_layer_norm.bias",
+            "transformer.layer.%d.ffn.lin1.weight", "transformer.layer.%d.ffn.lin1.bias",
+            "transformer.layer.%d.ffn.lin2.weight", "transformer.layer.%d.ffn.lin2.bias",
+            "transformer.layer.%d.output_layer_norm.weight", "transformer.layer.%d.output_layer_norm.bias"};
+        const float **dst[16] = {&w->wq, &w->bq, &w->wk, &w->bk, &w->wv, &w->bv, &w->wo, &w->bo,
+                                 &w->ln1_g, &w->ln1_b, &w->w1, &w->b1, &w->w2, &w->b2, &w->ln2_g, &w->ln2_b};
+        const int64_t shp[16][2] = {{H, H}, {H, -1}, {H, H}, {H, -1}, {H, H}, {H, -1}, {H, H}, {H, -1},
+                                    {H, -1}, {H, -1}, {FF, H}, {FF, -1}, {H, FF}, {H, -1}, {H, -1}, {H, -1}};
+        for (int k = 0; k < 16; k++) {
+            snprintf(nm[k], sizeof nm[k], bert ? fmt_bert[k] : fmt_distil[k], l);
+            if (get_tensor(e, nm[k], shp[k][0], shp[k][1], 0, dst[k], err)) goto fail;
+        }
+    }
+    if (bert) {
+        if (get_tensor(e, "pooler.dense.weight", H, H, 1, &e->pool_w, err) ||
+            get_tensor(e, "pooler.dense.bias", H, -1, 1, &e->pool_b, err)) goto fail;
+        if (!e->pool_w || !e->pool_b) e->pool_w = e->pool_b = NULL;
+    }
+    e->fingerprint = XXH3_64bits_digest(e->hash);
+    XXH3_freeState(e->hash);
+    e->hash = NULL;
+
+    emb_encoder_info *in = &e->info;
+    in->arch = c->arch_name;
+    in->hidden = H;
+    in->layers = c->layers;
+    in->heads = c->heads;
+    in->intermediate = FF;
+    in->max_positions = c->max_positions;
+    in->type_vocab = c->type_vocab;
+    in->vocab_size = c->vocab_size;
+    in->sinusoidal = c->sinusoidal;
+    in->ln_eps = c->ln_eps;
+    in->weight_type = e->mixed ? "mixed" : emb_dtype_name((emb_dtype)e->first_dtype);
+    in->tensor_prefix = e->prefix;
+    in->has_pooler = e->pool_w != NULL;
+    in->pad_token_id = c->pad_token_id;
+    in->n_files = e->nfiles;
+    *out = e;
+    return 0;
+fail:
+    emb_encoder_free(e);
+    return -1;
+}
+
+void emb_encoder_free(emb_encoder *e) {
+    if (!e) return;
+    for (int i = 0; i < e->nowned; i++) free(e->owned[i]);
+    free(e->owned);
+    for (int i = 0; i < e->nfiles; i++) emb_safetensors_close(e->files[i]);
+    free(e->files);
+    free(e->L);
+    if (e->hash) XXH3_freeState(e->hash);
+    free(e);
+}
+
+const emb_encoder_info *emb_encoder_get_info(const emb_encoder *e) { return &e->info; }
+uint64_t emb_encoder_fingerprint(const emb_encoder *e) { return e->fingerprint; }
+
+const float *emb_encoder_word_row(const emb_encoder *e, int32_t id) {
+    if (id < 0 || id >= e->cfg.vocab_size) return NULL;
+    return e->word + (size_t)id * e->cfg.hidden;
+}
+const float *emb_encoder_position_row(const emb_encoder *e, int32_t pos) {
+    if (pos < 0 || pos >= e->cfg.max_positions) return NULL;
+    return e->pos + (size_t)pos * e->cfg.hidden;
+}
+const float *emb_encoder_type_row(const emb_encoder *e, int32_t type) {
+    if (!e->type || type < 0 || type >= e->cfg.type_vocab) return NULL;
+    return e->type + (size_t)type * e->cfg.hidden;
+}
+
+int emb_encoder_pooler(const emb_encoder *e, const float *cls, float *out) {
+    if (!e->pool_w) return -1;
+    int H = e->cfg.hidden;
+    for (int i = 0; i < H; i++) {
+        double s = e->pool_b[i];
+        const float *w = e->pool_w + (size_t)i * H;
+        for (int j = 0; j < H; j++) s += (double)w[j] * cls[j];
+        out[i] = (float)tanh(s);
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------------ kernels */
+
+
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && !defined(__SANITIZE_ADDRESS__) && !defined(EMB_NO_CLONES)
+#define EMB_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define EMB_CLONES
+#endif
+
+/* exp for x <= 88 (Cephes polynomial, ~1 ulp; clamped below at -87 where the result is < 2e-38) */
+static inline float emb_expf(float x) {
+    x = x < -87.0f ? -87.0f : x;
+    x = x > 88.0f ? 88.0f : x;
+    float n = (x * 1.44269504088896341f + 12582912.0f) - 12582912.0f; /* round to nearest */
+    float r = x - n * 0.693359375f;
+    r = r - n * -2.12194440e-4f;
+    float p = 1.9875691500E-4f;
+    p = p * r + 1.3981999507E-3f;
+    p = p * r + 8.3334519073E-3f;
+    p = p * r + 4.1665795894E-2f;
+    p = p * r + 1.6666665459E-1f;
+    p = p * r + 5.0000001201E-1f;
+    float y = p * (r * r) + r + 1.0f;
+    int32_t bits = ((int32_t)n + 127) << 23;
+    float s;
+    memcpy(&s, &bits, 4);
+    return y * s;
+}
+
+/* erf as a rational function, evaluated in double: |error| < 7e-8 */
+static inline double emb_erf(double x) {
+    x = x > 4.0 ? 4.0 : x;
+    x = x < -4.0 ? -4.0 : x;
+    double x2 = x * x;
+    double p = x2 * -2.72614225801306e-10 + 2.77068142495902e-08;
+    p = x2 * p + -2.10102402082508e-06;
+    p = x2 * p + -5.69250639462346e-05;
+    p = x2 * p + -7.34990630326855e-04;
+    p = x2 * p + -2.95459980854025e-03;
+    p = x2 * p + -1.60960333262415e-02;
+    double q = x2 * -1.45660718464996e-05 + -2.13374055278905e-04;
+    q = x2 * q + -1.68282697438203e-03;
+    q = x2 * q + -7.37332916720468e-03;
+    q = x2 * q + -1.42647390514189e-02;
+    return x * p / q;
+}
+
+/* x[i] = LayerNorm(x[i]) in place, statistics in double */
+static inline void ln_inplace(float *x, const float *g, const float *b, int H, float eps) {
+    double s = 0;
+#pragma omp simd reduction(+ : s)
+    for (int i = 0; i < H; i++) s += x[i];
+    double mean = s / H, v = 0;
+#pragma omp simd reduction(+ : v)
+    for (int i = 0; i < H; i++) { double d = x[i] - mean; v += d * d; }
+    double rstd = 1.0 / sqrt(v / H + (double)eps);
+    float m = (float)mean;
+    float rs = (float)rstd;
+    /* (x - mean) is exact enough in float: x and mean are of similar magnitude */
+#pragma omp simd
+    for (int i = 0; i < H; i++) x[i] = (float)((double)(x[i] - m) * rstd) * g[i] + b[i];
+    (void)rs;
+}
+
+EMB_CLONES
+static void embed_ln_row(float *dst, const float *w, const float *p, const float *ty, const float *g, const float *b, int H, float eps) {
+    if (ty) {
+#pragma omp simd
+        for (int i = 0; i < H; i++) dst[i] = (w[i] + ty[i]) + p[i];
+    } else {
+#pragma omp simd
+        for (int i = 0; i < H; i++) dst[i] = w[i] + p[i];
+    }
+    ln_inplace(dst, g, b, H, eps);
+}
+
+EMB_CLONES
+static void add_bias3(float *q, float *k, float *v, const float *bq, const float *bk, const float *bv, size_t rows, int H) {
+    for (size_t r = 0; r < rows; r++) {
+        float *a = q + r * H, *c = k + r * H, *d = v + r * H;
+#pragma omp simd
+        for (int i = 0; i < H; i++) { a[i] += bq[i]; c[i] += bk[i]; d[i] += bv[i]; }
+    }
+}
+
+EMB_CLONES
+static void softmax_rows(float *S, int rows, int n) {
+    for (int r = 0; r < rows; r++) {
+        float *s = S + (size_t)r * n;
+        float mx = s[0];
+        for (int i = 1; i < n; i++) mx = s[i] > mx ? s[i] : mx;
+        float sum = 0;
+#pragma omp simd reduction(+ : sum)
+        for (int i = 0; i < n; i++) { float y = emb_expf(s[i] - mx); s[i] = y; sum += y; }
+        float inv = 1.0f / sum;
+#pragma omp simd
+        for (int i = 0; i < n; i++) s[i] *= inv;
+    }
+}
+
+/* x = LayerNorm(a + bias + x) row by row; a is clobbered */
+EMB_CLONES
+static void residual_ln(float *X, float *A, const float *bias, const float *g, const float *b, size_t rows, int H, float eps) {
+    for (size_t r = 0; r < rows; r++) {
+        float *x = X + r * H, *a = A + r * H;
+#pragma omp simd
+        for (int i = 0; i < H; i++) x[i] = (a[i] + bias[i]) + x[i];
+        ln_inplace(x, g, b, H, eps);
+    }
+}
+
+EMB_CLONES
+static void bias_gelu(float *Y, const float *bias, size_t rows, int n) {
+    for (size_t r = 0; r < rows; r++) {
+        float *y = Y + r * n;
+#pragma omp simd
+        for (int i = 0; i < n; i++) {
+            double x = (double)(y[i] + bias[i]);
+            y[i] = (float)(0.5 * x * (1.0 + emb_erf(x * 0.70710678118654752440)));
+        }
+    }
+}
+
+/* ------------------------------------------------------------------ forward */
+
+emb_workspace *emb_workspace_new(void) { return calloc(1, sizeof(emb_workspace)); }
+void emb_workspace_free(emb_workspace *w) {
+    if (!w) return;
+    free(w->arena);
+    free(w->scores);
+    free(w);
+}
+size_t emb_workspace_bytes(const emb_workspace *w) { return (w->arena_n + w->scores_n) * sizeof(float); }
+
+static int grow(float **p, size_t *cap, size_t n) {
+    if (n <= *cap) return 0;
+    void *q = NULL;
+    if (posix_memalign(&q, 64, n * sizeof(float))) return -1;
+    free(*p);
+    *p = q;
+    *cap = n;
+    return 0;
+}
+
+/* C[M,N] = A[M,K] * W[N,K]^T  (W as stored by PyTorch Linear: [out, in]) */
+static void linear(const float *A, const float *W, float *C, int M, int N, int K) {
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, N, K, 1.0f, A, K, W, K, 0.0f, C, N);
+}
+
+double emb_encoder_flops(const emb_encoder *e, int B, int T, const int32_t *lens, int n_layers) {
+    double H = e->cfg.hidden, FF = e->cfg.intermediate, BT = (double)B * T;
+    double proj = 2.0 * BT * (4 * H * H + 2 * H * FF);
+    double att = 0;
+    for (int b = 0; b < B; b++) att += 2.0 * 2.0 * T * (double)(lens ? lens[b] : T) * H;
+    return n_layers * (proj + att);
+}
+
+int emb_encoder_forward(const emb_encoder *e, emb_workspace *ws, int B, int T, const int32_t *ids,
+                        const int32_t *type_ids, const int32_t *lens, int n_layers, float *out,
+                        char err[EMB_ERR_LEN]) {
+    const emb_model_config *c = &e->cfg;
+    const int H = c->hidden, FF = c->intermediate, NH = c->heads, dh = H / NH;
+    if (B < 1 || T < 1) { snprintf(err, EMB_ERR_LEN, "batch %d x %d tokens: both must be at least 1", B, T); return -1; }
+    if (T > c->max_positions) {
+        snprintf(err, EMB_ERR_LEN, "%d tokens exceed the model's maximum of %d positions", T, c->max_positions);
+        return -1;
+    }
+    if (n_layers < 0 || n_layers > c->layers) {
+        snprintf(err, EMB_ERR_LEN, "layer %d out of range (the model has %d layers; 0 is the embedding output)", n_layers, c->layers);
+        return -1;
+    }
+    if ((size_t)B * (size_t)T > (size_t)1 << 26) { snprintf(err, EMB_ERR_LEN, "batch too large"); return -1; }
+    for (int b = 0; b < B; b++)
+        if (lens[b] < 1 || lens[b] > T) { snprintf(err, EMB_ERR_LEN, "sequence %d has length %d, expected 1..%d", b, lens[b], T); return -1; }
+    const size_t BT = (size_t)B * T;
+    for (size_t i = 0; i < BT; i++) {
+        if (ids[i] < 0 || ids[i] >= c->vocab_size) {
+            snprintf(err, EMB_ERR_LEN, "token id %d out of range (vocabulary size %d)", ids[i], c->vocab_size);
+            return -1;
+        }
+        if (e->type && type_ids && (type_ids[i] < 0 || type_ids[i] >= c->type_vocab)) {
+            snprintf(err, EMB_ERR_LEN, "token type id %d out of range (type vocabulary size %d)", type_ids[i], c->type_vocab);
+            return -1;
+        }
+    }
+    size_t need = BT * (size_t)(4 * H > FF + H ? 4 * H : FF + H);
+    if (grow(&ws->arena, &ws->arena_n, need) || grow(&ws->scores, &ws->scores_n, (size_t)T * T)) {
+        snprintf(err, EMB_ERR_LEN, "out of memory for a batch of %d x %d tokens", B, T);
+        return -1;
+    }
+    float *X = out;
+    /* embeddings */
+    for (int b = 0; b < B; b++)
+        for (int t = 0; t < T; t++) {
+            size_t r = (size_t)b * T + t;
+            const float *w = e->word + (size_t)ids[r] * H;
+            const float *p = e->pos + (size_t)t * H;
+            const float *ty = e->type ? e->type + (size_t)(type_ids ? type_ids[r] : 0) * H : NULL;
+            embed_ln_row(X + r * H, w, p, ty, e->ln_g, e->ln_b, H, c->ln_eps);
+        }
+    const float scale = (float)(1.0 / sqrt((double)dh));
+    for (int l = 0; l < n_layers; l++) {
+        const layer_w *w = &e->L[l];
+        float *q = ws->arena, *k = q + BT * H, *v = k + BT * H, *ao = v + BT * H;
+        linear(X, w->wq, q, (int)BT, H, H);
+        linear(X, w->wk, k, (int)BT, H, H);
+        linear(X, w->wv, v, (int)BT, H, H);
+        add_bias3(q, k, v, w->bq, w->bk, w->bv, BT, H);
+        for (int b = 0; b < B; b++) {
+            int len = lens[b];
+            for (int h = 0; h < NH; h++) {
+                float *qb = q + (size_t)b * T * H + (size_t)h * dh;
+                const float *kb = k + (size_t)b * T * H + (size_t)h * dh;
+                const float *vb = v + (size_t)b * T * H + (size_t)h * dh;
+                float *S = ws->scores;
+                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, len, dh, scale, qb, H, kb, H, 0.0f, S, len);
+                softmax_rows(S, T, len);
+                /* context overwrites this head's query columns (no longer needed) */
+                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, dh, len, 1.0f, S, len, vb, H, 0.0f, qb, H);
+            }
+        }
+        linear(q, w->wo, ao, (int)BT, H, H);
+        residual_ln(X, ao, w->bo, w->ln1_g, w->ln1_b, BT, H, c->ln_eps);
+        float *inter = ws->arena, *ffo = inter + BT * FF;
+        linear(X, w->w1, inter, (int)BT, FF, H);
+        bias_gelu(inter, w->b1, BT, FF);
+        linear(inter, w->w2, ffo, (int)BT, H, FF);
+        residual_ln(X, ffo, w->b2, w->ln2_g, w->ln2_b, BT, H, c->ln_eps);
+    }
+    return 0;
+}

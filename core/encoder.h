@@ -1,0 +1,63 @@
+/* BERT / DistilBERT encoder: loads a Hugging Face checkpoint folder (config.json plus
+ * model.safetensors or a sharded model.safetensors.index.json) and runs the forward pass
+ * exactly as transformers' BertModel / DistilBertModel do, on cblas_sgemm.
+ *
+ * An emb_encoder is immutable after load and may be shared by threads; each thread
+ * brings its own emb_workspace (scratch buffers that grow as needed and are reused). */
+#ifndef EMBED_ENCODER_H
+#define EMBED_ENCODER_H
+#include <stddef.h>
+#include <stdint.h>
+#include "emb_common.h"
+
+typedef struct emb_encoder emb_encoder;
+
+typedef struct {
+    const char *arch;            /* "bert" | "distilbert" */
+    int hidden, layers, heads, intermediate, max_positions, type_vocab, vocab_size;
+    int sinusoidal;              /* distilbert sinusoidal_pos_embds */
+    float ln_eps;
+    const char *weight_type;     /* "F32" | "F16" | "BF16" ("mixed" if the tensors differ) */
+    size_t weight_bytes;         /* bytes of the tensors used, as float32 in memory */
+    const char *tensor_prefix;   /* "", "bert.", "distilbert." */
+    int has_pooler;              /* BERT pooler.dense present */
+    int pad_token_id;
+    int n_files;                 /* safetensors files mapped (shards) */
+    size_t converted_bytes;      /* bytes copied/converted at load (F16/BF16, misaligned F32) */
+} emb_encoder_info;
+
+/* dir: folder with config.json and model.safetensors (or model.safetensors.index.json).
+ * F32 tensors are used in place from the mapping; F16/BF16 converted once. */
+int  emb_encoder_load(const char *dir, emb_encoder **out, char err[EMB_ERR_LEN]);
+void emb_encoder_free(emb_encoder *);
+const emb_encoder_info *emb_encoder_get_info(const emb_encoder *);
+
+const float *emb_encoder_word_row(const emb_encoder *, int32_t id);      /* NULL if out of range */
+const float *emb_encoder_position_row(const emb_encoder *, int32_t pos); /* the model's own table */
+const float *emb_encoder_type_row(const emb_encoder *, int32_t type);    /* NULL for distilbert */
+
+/* XXH3_64 over the config numbers and the weights actually used (as float32 values,
+ * in a fixed order, tensor names without prefix): the same on every machine. */
+uint64_t emb_encoder_fingerprint(const emb_encoder *);
+
+/* BERT pooler: out[H] = tanh(W cls + b). Returns -1 (out untouched) if the model has none. */
+int emb_encoder_pooler(const emb_encoder *, const float *cls, float *out);
+
+typedef struct emb_workspace emb_workspace;
+emb_workspace *emb_workspace_new(void);
+void emb_workspace_free(emb_workspace *);
+size_t emb_workspace_bytes(const emb_workspace *);  /* currently allocated */
+
+/* B sequences padded to T tokens: ids and type_ids are row-major B*T (type_ids may be NULL:
+ * all 0; ignored by distilbert), lens[b] in 1..T real tokens, the rest padding, masked out
+ * of attention as HF's attention_mask does (padded rows are still computed, as HF does).
+ * Runs the embeddings then n_layers encoder layers (0 = embedding LayerNorm output =
+ * HF hidden_states[0]; info.layers = last_hidden_state). out: B*T*hidden floats.
+ * Returns 0, or nonzero with a message in err. */
+int emb_encoder_forward(const emb_encoder *, emb_workspace *, int B, int T, const int32_t *ids,
+                        const int32_t *type_ids, const int32_t *lens, int n_layers, float *out,
+                        char err[EMB_ERR_LEN]);
+
+/* Floating-point operations of one forward pass over those shapes (for benchmarks). */
+double emb_encoder_flops(const emb_encoder *, int B, int T, const int32_t *lens, int n_layers);
+#endif

@@ -1,0 +1,213 @@
+#include "safetensors.h"
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "safetensors data is little-endian; this reader assumes a little-endian host"
+#endif
+
+static const struct { const char *name; size_t size; } dtypes[] = {
+    [EMB_DT_BOOL] = {"BOOL", 1},      [EMB_DT_U8] = {"U8", 1},     [EMB_DT_I8] = {"I8", 1},
+    [EMB_DT_F8_E5M2] = {"F8_E5M2", 1}, [EMB_DT_F8_E4M3] = {"F8_E4M3", 1},
+    [EMB_DT_I16] = {"I16", 2},        [EMB_DT_U16] = {"U16", 2},   [EMB_DT_F16] = {"F16", 2},
+    [EMB_DT_BF16] = {"BF16", 2},      [EMB_DT_I32] = {"I32", 4},   [EMB_DT_U32] = {"U32", 4},
+    [EMB_DT_F32] = {"F32", 4},        [EMB_DT_F64] = {"F64", 8},   [EMB_DT_I64] = {"I64", 8},
+    [EMB_DT_U64] = {"U64", 8},
+};
+#define N_DTYPES ((int)(sizeof dtypes / sizeof dtypes[0]))
+
+const char *emb_dtype_name(emb_dtype d) { return (int)d >= 0 && (int)d < N_DTYPES ? dtypes[d].name : "?"; }
+size_t emb_dtype_size(emb_dtype d) { return (int)d >= 0 && (int)d < N_DTYPES ? dtypes[d].size : 0; }
+
+#define FAIL(...) do { snprintf(err, EMB_ERR_LEN, __VA_ARGS__); goto fail; } while (0)
+
+/* A JSON number that is a non-negative integer exactly representable in a double. */
+static int get_u64(const cJSON *j, uint64_t *out) {
+    if (!cJSON_IsNumber(j)) return -1;
+    double v = j->valuedouble;
+    if (!(v >= 0) || v > 9007199254740992.0 || floor(v) != v) return -1;
+    *out = (uint64_t)v;
+    return 0;
+}
+
+static int cmp_tensor_name(const void *a, const void *b) {
+    return strcmp(((const emb_st_tensor *)a)->name, ((const emb_st_tensor *)b)->name);
+}
+static int cmp_tensor_begin(const void *a, const void *b) {
+    const emb_st_tensor *x = *(const emb_st_tensor *const *)a, *y = *(const emb_st_tensor *const *)b;
+    if (x->begin != y->begin) return x->begin < y->begin ? -1 : 1;
+    if (x->end != y->end) return x->end < y->end ? -1 : 1;
+    return 0;
+}
+
+void emb_st_header_free(emb_st_header *h) {
+    if (!h) return;
+    for (int i = 0; i < h->n; i++) free(h->tensors[i].name);
+    free(h->tensors);
+    memset(h, 0, sizeof *h);
+}
+
+int emb_st_parse(const void *buf, size_t size, const char *name, emb_st_header *out, char err[EMB_ERR_LEN]) {
+    const unsigned char *b = buf;
+    cJSON *root = NULL;
+    emb_st_tensor **order = NULL;
+    emb_st_header h;
+    memset(&h, 0, sizeof h);
+    memset(out, 0, sizeof *out);
+    if (!name) name = "safetensors";
+    if (size < 8) FAIL("%s: file too short (%zu bytes) for the 8-byte header length", name, size);
+    uint64_t n = 0;
+    for (int i = 7; i >= 0; i--) n = (n << 8) | b[i];
+    if (n > EMB_ST_MAX_HEADER) FAIL("%s: header length %llu exceeds the limit of %u bytes", name, (unsigned long long)n, EMB_ST_MAX_HEADER);
+    if (n > size - 8) FAIL("%s: header length %llu runs past the end of the file (%zu bytes)", name, (unsigned long long)n, size);
+    if (n < 2 || b[8] != '{') FAIL("%s: header is not a JSON object", name);
+    const char *end = NULL;
+    root = cJSON_ParseWithLengthOpts((const char *)b + 8, (size_t)n, &end, 0);
+    if (!root || !cJSON_IsObject(root)) FAIL("%s: header is not valid JSON", name);
+    for (const char *p = end; p < (const char *)b + 8 + n; p++)
+        if (*p != ' ' && *p != '\t' && *p != '\n' && *p != '\r')
+            FAIL("%s: unexpected bytes after the header's JSON object", name);
+    h.header_len = n;
+    h.data = b + 8 + n;
+    h.data_len = size - 8 - n;
+    int count = 0;
+    for (cJSON *e = root->child; e; e = e->next) count++;
+    h.tensors = calloc(count ? (size_t)count : 1, sizeof *h.tensors);
+    if (!h.tensors) FAIL("%s: out of memory", name);
+    for (cJSON *e = root->child; e; e = e->next) {
+        const char *key = e->string ? e->string : "";
+        if (strcmp(key, "__metadata__") == 0) {
+            if (!cJSON_IsObject(e)) FAIL("%s: __metadata__ is not an object", name);
+            continue;
+        }
+        if (!*key) FAIL("%s: empty tensor name", name);
+        if (!cJSON_IsObject(e)) FAIL("%s: tensor '%.100s' is not an object", name, key);
+        emb_st_tensor *t = &h.tensors[h.n];
+        const cJSON *dt = cJSON_GetObjectItemCaseSensitive(e, "dtype");
+        const cJSON *sh = cJSON_GetObjectItemCaseSensitive(e, "shape");
+        const cJSON *of = cJSON_GetObjectItemCaseSensitive(e, "data_offsets");
+        if (!cJSON_IsString(dt)) FAIL("%s: tensor '%.100s' has no dtype string", name, key);
+        int d = -1;
+        for (int i = 0; i < N_DTYPES; i++)
+            if (strcmp(dt->valuestring, dtypes[i].name) == 0) { d = i; break; }
+        if (d < 0) FAIL("%s: tensor '%.100s' has unknown dtype '%.20s'", name, key, dt->valuestring);
+        t->dtype = (emb_dtype)d;
+        if (!cJSON_IsArray(sh)) FAIL("%s: tensor '%.100s' has no shape array", name, key);
+        int nd = cJSON_GetArraySize(sh);
+        if (nd > EMB_ST_MAX_DIMS) FAIL("%s: tensor '%.100s' has %d dimensions (at most %d supported)", name, key, nd, EMB_ST_MAX_DIMS);
+        uint64_t elems = 1;
+        int overflow = 0;
+        int k = 0;
+        for (const cJSON *s = sh->child; s; s = s->next, k++) {
+            uint64_t v;
+            if (get_u64(s, &v)) FAIL("%s: tensor '%.100s' has a shape entry that is not a non-negative integer", name, key);
+            t->shape[k] = (int64_t)v;
+            if (v && elems > UINT64_MAX / v) overflow = 1;
+            elems *= v;
+        }
+        t->ndim = nd;
+        if (!cJSON_IsArray(of) || cJSON_GetArraySize(of) != 2)
+            FAIL("%s: tensor '%.100s' has no data_offsets [begin, end]", name, key);
+        if (get_u64(of->child, &t->begin) || get_u64(of->child->next, &t->end))
+            FAIL("%s: tensor '%.100s' has data_offsets that are not non-negative integers", name, key);
+        if (t->begin > t->end) FAIL("%s: tensor '%.100s' has data_offsets begin > end", name, key);
+        if (t->end > h.data_len)
+            FAIL("%s: tensor '%.100s' data [%llu, %llu) lies outside the data section (%llu bytes)", name, key,
+                 (unsigned long long)t->begin, (unsigned long long)t->end, (unsigned long long)h.data_len);
+        size_t es = dtypes[d].size;
+        if (overflow || elems > UINT64_MAX / es || elems * es != t->end - t->begin)
+            FAIL("%s: tensor '%.100s' shape and dtype %s need %s%llu bytes but data_offsets span %llu", name, key,
+                 dtypes[d].name, overflow ? "more than " : "", (unsigned long long)(overflow ? UINT64_MAX : elems * es),
+                 (unsigned long long)(t->end - t->begin));
+        t->data = h.data + t->begin;
+        t->name = strdup(key);
+        if (!t->name) FAIL("%s: out of memory", name);
+        h.n++;
+    }
+    /* duplicate names (JSON allows repeated keys) */
+    qsort(h.tensors, (size_t)h.n, sizeof *h.tensors, cmp_tensor_name);
+    for (int i = 1; i < h.n; i++)
+        if (strcmp(h.tensors[i - 1].name, h.tensors[i].name) == 0)
+            FAIL("%s: tensor '%.100s' appears twice in the header", name, h.tensors[i].name);
+    /* overlaps: sort by offsets, every non-empty tensor must start at or after the previous end */
+    order = malloc((h.n ? (size_t)h.n : 1) * sizeof *order);
+    if (!order) FAIL("%s: out of memory", name);
+    for (int i = 0; i < h.n; i++) order[i] = &h.tensors[i];
+    qsort(order, (size_t)h.n, sizeof *order, cmp_tensor_begin);
+    uint64_t prev_end = 0;
+    const char *prev = NULL;
+    for (int i = 0; i < h.n; i++) {
+        if (order[i]->begin == order[i]->end) continue;
+        if (prev && order[i]->begin < prev_end)
+            FAIL("%s: tensors '%.80s' and '%.80s' overlap in the data section", name, prev, order[i]->name);
+        prev_end = order[i]->end;
+        prev = order[i]->name;
+    }
+    free(order);
+    cJSON_Delete(root);
+    *out = h;
+    return 0;
+fail:
+    free(order);
+    cJSON_Delete(root);
+    emb_st_header_free(&h);
+    return -1;
+}
+
+const emb_st_tensor *emb_st_header_find(const emb_st_header *h, const char *name) {
+    int lo = 0, hi = h->n - 1;
+    while (lo <= hi) {
+        int mid = (lo + hi) / 2;
+        int c = strcmp(h->tensors[mid].name, name);
+        if (c == 0) return &h->tensors[mid];
+        if (c < 0) lo = mid + 1; else hi = mid - 1;
+    }
+    return NULL;
+}
+
+int emb_safetensors_open(const char *path, emb_safetensors **out, char err[EMB_ERR_LEN]) {
+    *out = NULL;
+    emb_safetensors *st = calloc(1, sizeof *st);
+    int fd = -1;
+    if (!st || !(st->path = strdup(path))) { snprintf(err, EMB_ERR_LEN, "%s: out of memory", path); goto fail; }
+    const char *slash = strrchr(st->path, '/');
+    st->label = slash ? slash + 1 : st->path;
+    fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) { snprintf(err, EMB_ERR_LEN, "%s: cannot open: %s", path, strerror(errno)); goto fail; }
+    struct stat sb;
+    if (fstat(fd, &sb) != 0) { snprintf(err, EMB_ERR_LEN, "%s: cannot stat: %s", path, strerror(errno)); goto fail; }
+    if (!S_ISREG(sb.st_mode)) { snprintf(err, EMB_ERR_LEN, "%s: not a regular file", path); goto fail; }
+    st->size = (size_t)sb.st_size;
+    if (st->size < 8) { snprintf(err, EMB_ERR_LEN, "%s: file too short (%zu bytes) for the 8-byte header length", st->label, st->size); goto fail; }
+    st->map = mmap(NULL, st->size, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (st->map == MAP_FAILED) { st->map = NULL; snprintf(err, EMB_ERR_LEN, "%s: mmap failed: %s", path, strerror(errno)); goto fail; }
+    close(fd);
+    fd = -1;
+    if (emb_st_parse(st->map, st->size, st->label, &st->h, err)) goto fail;
+    *out = st;
+    return 0;
+fail:
+    if (fd >= 0) close(fd);
+    emb_safetensors_close(st);
+    return -1;
+}
+
+void emb_safetensors_close(emb_safetensors *st) {
+    if (!st) return;
+    emb_st_header_free(&st->h);
+    if (st->map) munmap(st->map, st->size);
+    free(st->path);
+    free(st);
+}
+
+const emb_st_tensor *emb_safetensors_find(const emb_safetensors *st, const char *name) {
+    return emb_st_header_find(&st->h, name);
+}

@@ -1,0 +1,60 @@
+/* safetensors reader: the header is validated completely, the file is memory-mapped.
+ *
+ * Layout: 8-byte little-endian header length N, N bytes of JSON (an object mapping
+ * tensor names to {"dtype", "shape", "data_offsets"}, plus an optional "__metadata__"
+ * object), then the data section. Offsets are relative to the data section. */
+#ifndef EMBED_SAFETENSORS_H
+#define EMBED_SAFETENSORS_H
+#include <stddef.h>
+#include <stdint.h>
+#include "emb_common.h"
+
+#define EMB_ST_MAX_DIMS 8
+#define EMB_ST_MAX_HEADER (100u << 20) /* same bound as the reference implementation */
+
+typedef enum {
+    EMB_DT_BOOL, EMB_DT_U8, EMB_DT_I8, EMB_DT_F8_E5M2, EMB_DT_F8_E4M3,
+    EMB_DT_I16, EMB_DT_U16, EMB_DT_F16, EMB_DT_BF16,
+    EMB_DT_I32, EMB_DT_U32, EMB_DT_F32, EMB_DT_F64, EMB_DT_I64, EMB_DT_U64
+} emb_dtype;
+
+typedef struct {
+    char *name;
+    emb_dtype dtype;
+    int ndim;
+    int64_t shape[EMB_ST_MAX_DIMS];
+    uint64_t begin, end;        /* byte offsets into the data section */
+    const unsigned char *data;  /* begin of the tensor's bytes inside the buffer */
+} emb_st_tensor;
+
+typedef struct {
+    emb_st_tensor *tensors;     /* sorted by name */
+    int n;
+    uint64_t header_len;
+    const unsigned char *data;  /* the data section */
+    uint64_t data_len;
+} emb_st_header;
+
+/* Parse and validate a whole safetensors image held in memory (buf, size bytes).
+ * name (may be NULL) prefixes error messages, e.g. the file name. On success
+ * out->tensors point into buf; free with emb_st_header_free. */
+int emb_st_parse(const void *buf, size_t size, const char *name, emb_st_header *out, char err[EMB_ERR_LEN]);
+void emb_st_header_free(emb_st_header *h);
+const emb_st_tensor *emb_st_header_find(const emb_st_header *h, const char *name);
+
+const char *emb_dtype_name(emb_dtype d);
+size_t emb_dtype_size(emb_dtype d);
+
+/* A memory-mapped file. */
+typedef struct emb_safetensors {
+    char *path;       /* as given */
+    const char *label;/* file name used in messages */
+    void *map;
+    size_t size;
+    emb_st_header h;
+} emb_safetensors;
+
+int emb_safetensors_open(const char *path, emb_safetensors **out, char err[EMB_ERR_LEN]);
+void emb_safetensors_close(emb_safetensors *st);
+const emb_st_tensor *emb_safetensors_find(const emb_safetensors *st, const char *name);
+#endif

@@ -1,0 +1,116 @@
+#include "st_config.h"
+#include "model_config.h"
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#define FAIL(...) do { snprintf(err, EMB_ERR_LEN, __VA_ARGS__); goto fail; } while (0)
+
+static int ends_with(const char *s, const char *suf) {
+    size_t a = strlen(s), b = strlen(suf);
+    return a >= b && strcmp(s + a - b, suf) == 0;
+}
+
+/* Parse a JSON file; *root NULL (and 0 returned) if it does not exist. */
+static int load_json(const char *path, const char *label, cJSON **root, char err[EMB_ERR_LEN]) {
+    *root = NULL;
+    struct stat sb;
+    if (stat(path, &sb) != 0) return 0;
+    char *txt;
+    size_t len;
+    if (emb_config_read_file(path, 16u << 20, &txt, &len, err)) return -1;
+    *root = cJSON_ParseWithLength(txt, len);
+    free(txt);
+    if (!*root) { snprintf(err, EMB_ERR_LEN, "%s: not valid JSON", label); return -1; }
+    return 0;
+}
+
+static int safe_rel_path(const char *p) {
+    if (p[0] == '/' || strstr(p, "..")) return 0;
+    return strlen(p) < 100;
+}
+
+int emb_st_config_load(const char *dir, emb_st_config *out, char err[EMB_ERR_LEN]) {
+    emb_st_config c;
+    memset(&c, 0, sizeof c);
+    memset(out, 0, sizeof *out);
+    c.pool = EMB_POOL_MEAN;
+    cJSON *mods = NULL, *pool = NULL, *sb = NULL;
+    char path[4096], label[160];
+    snprintf(path, sizeof path, "%s/modules.json", dir);
+    if (load_json(path, "modules.json", &mods, err)) goto fail;
+    if (!mods) { *out = c; return 0; }
+    c.present = 1;
+    if (!cJSON_IsArray(mods)) FAIL("modules.json: not a JSON array");
+    char pool_path[128] = "";
+    int have_pool = 0;
+    for (const cJSON *m = mods->child; m; m = m->next) {
+        const cJSON *ty = cJSON_GetObjectItemCaseSensitive(m, "type");
+        const cJSON *pa = cJSON_GetObjectItemCaseSensitive(m, "path");
+        if (!cJSON_IsString(ty)) FAIL("modules.json: a module has no \"type\" string");
+        const char *p = cJSON_IsString(pa) ? pa->valuestring : "";
+        if (!safe_rel_path(p)) FAIL("modules.json: module path '%.60s' is not a plain relative folder", p);
+        if (ends_with(ty->valuestring, ".Transformer") || strcmp(ty->valuestring, "Transformer") == 0) {
+            snprintf(c.transformer_path, sizeof c.transformer_path, "%s", p);
+        } else if (ends_with(ty->valuestring, ".Pooling") || strcmp(ty->valuestring, "Pooling") == 0) {
+            snprintf(pool_path, sizeof pool_path, "%s", p);
+            have_pool = 1;
+        } else if (ends_with(ty->valuestring, ".Normalize") || strcmp(ty->valuestring, "Normalize") == 0) {
+            c.normalize = 1;
+        } else {
+            FAIL("modules.json: module type '%.80s' is not supported (only Transformer, Pooling, Normalize)", ty->valuestring);
+        }
+    }
+    if (have_pool) {
+        snprintf(label, sizeof label, "%s%sconfig.json", pool_path, *pool_path ? "/" : "");
+        snprintf(path, sizeof path, "%s/%s", dir, label);
+        if (load_json(path, label, &pool, err)) goto fail;
+        if (!pool) FAIL("%s: missing (modules.json lists a Pooling module at '%s')", label, pool_path);
+        if (!cJSON_IsObject(pool)) FAIL("%s: not a JSON object", label);
+        static const char *keys[] = {"pooling_mode_cls_token", "pooling_mode_mean_tokens", "pooling_mode_max_tokens",
+                                     "pooling_mode_mean_sqrt_len_tokens", "pooling_mode_weightedmean_tokens",
+                                     "pooling_mode_lasttoken"};
+        int on[6], n_on = 0;
+        for (int i = 0; i < 6; i++) {
+            const cJSON *j = cJSON_GetObjectItemCaseSensitive(pool, keys[i]);
+            if (j && !cJSON_IsBool(j) && !cJSON_IsNull(j)) FAIL("%s: key '%s' is not a boolean", label, keys[i]);
+            on[i] = cJSON_IsTrue(j);
+            n_on += on[i];
+        }
+        if (n_on == 0) FAIL("%s: no pooling mode is enabled", label);
+        if (n_on > 1) FAIL("%s: several pooling modes at once (concatenated vectors) are not supported", label);
+        for (int i = 3; i < 6; i++)
+            if (on[i]) FAIL("%s: pooling mode '%s' is not supported (only cls, mean, max)", label, keys[i]);
+        c.pool = on[0] ? EMB_POOL_CLS : on[1] ? EMB_POOL_MEAN : EMB_POOL_MAX;
+        const cJSON *d = cJSON_GetObjectItemCaseSensitive(pool, "word_embedding_dimension");
+        if (cJSON_IsNumber(d) && d->valuedouble >= 0 && d->valuedouble < 1e7) c.pooling_dim = (int)d->valuedouble;
+    } else {
+        FAIL("modules.json: no Pooling module (token-level sentence-transformers models are not supported)");
+    }
+    snprintf(path, sizeof path, "%s/sentence_bert_config.json", dir);
+    if (load_json(path, "sentence_bert_config.json", &sb, err)) goto fail;
+    if (sb) {
+        if (!cJSON_IsObject(sb)) FAIL("sentence_bert_config.json: not a JSON object");
+        const cJSON *m = cJSON_GetObjectItemCaseSensitive(sb, "max_seq_length");
+        if (m && !cJSON_IsNull(m)) {
+            if (!cJSON_IsNumber(m) || m->valuedouble < 1 || m->valuedouble > 1e7 || m->valuedouble != (int)m->valuedouble)
+                FAIL("sentence_bert_config.json: key 'max_seq_length' is not a positive integer");
+            c.max_seq_length = (int)m->valuedouble;
+        }
+        const cJSON *l = cJSON_GetObjectItemCaseSensitive(sb, "do_lower_case");
+        if (l && !cJSON_IsNull(l) && !cJSON_IsBool(l)) FAIL("sentence_bert_config.json: key 'do_lower_case' is not a boolean");
+        c.do_lower_case = cJSON_IsTrue(l);
+    }
+    cJSON_Delete(mods);
+    cJSON_Delete(pool);
+    cJSON_Delete(sb);
+    *out = c;
+    return 0;
+fail:
+    cJSON_Delete(mods);
+    cJSON_Delete(pool);
+    cJSON_Delete(sb);
+    return -1;
+}
