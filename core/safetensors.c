@@ -211,3 +211,39 @@ void emb_safetensors_close(emb_safetensors *st) {
 const emb_st_tensor *emb_safetensors_find(const emb_safetensors *st, const char *name) {
     return emb_st_header_find(&st->h, name);
 }
+
+int emb_safetensors_write(const char *path, const emb_st_write_tensor *t, int n, int misalign, char err[EMB_ERR_LEN]) {
+    size_t cap = 256 + (size_t)n * 512, len = 0;
+    char *hdr = malloc(cap);
+    FILE *f = NULL;
+    if (!hdr) { snprintf(err, EMB_ERR_LEN, "out of memory"); return -1; }
+    len += (size_t)snprintf(hdr + len, cap - len, "{\"__metadata__\":{\"format\":\"pt\"}");
+    uint64_t off = 0;
+    for (int i = 0; i < n; i++) {
+        uint64_t elems = 1;
+        for (int d = 0; d < t[i].ndim; d++) elems *= (uint64_t)t[i].shape[d];
+        uint64_t bytes = elems * emb_dtype_size(t[i].dtype);
+        if (strlen(t[i].name) > 150) { free(hdr); snprintf(err, EMB_ERR_LEN, "tensor name too long"); return -1; }
+        len += (size_t)snprintf(hdr + len, cap - len, ",\"%s\":{\"dtype\":\"%s\",\"shape\":[", t[i].name, emb_dtype_name(t[i].dtype));
+        for (int d = 0; d < t[i].ndim; d++) len += (size_t)snprintf(hdr + len, cap - len, "%s%lld", d ? "," : "", (long long)t[i].shape[d]);
+        len += (size_t)snprintf(hdr + len, cap - len, "],\"data_offsets\":[%llu,%llu]}", (unsigned long long)off, (unsigned long long)(off + bytes));
+        off += bytes;
+    }
+    len += (size_t)snprintf(hdr + len, cap - len, "}");
+    while ((8 + len) % 8 != (size_t)(misalign & 7)) hdr[len++] = ' ';
+    unsigned char lb[8];
+    for (int i = 0; i < 8; i++) lb[i] = (unsigned char)((uint64_t)len >> (8 * i));
+    f = fopen(path, "wb");
+    if (!f) { free(hdr); snprintf(err, EMB_ERR_LEN, "%s: cannot create", path); return -1; }
+    int ok = fwrite(lb, 1, 8, f) == 8 && fwrite(hdr, 1, len, f) == len;
+    for (int i = 0; i < n && ok; i++) {
+        uint64_t elems = 1;
+        for (int d = 0; d < t[i].ndim; d++) elems *= (uint64_t)t[i].shape[d];
+        size_t bytes = (size_t)(elems * emb_dtype_size(t[i].dtype));
+        ok = fwrite(t[i].data, 1, bytes, f) == bytes;
+    }
+    ok = (fclose(f) == 0) && ok;
+    free(hdr);
+    if (!ok) { snprintf(err, EMB_ERR_LEN, "%s: write failed", path); return -1; }
+    return 0;
+}

@@ -57,4 +57,16 @@ typedef struct emb_safetensors {
 int emb_safetensors_open(const char *path, emb_safetensors **out, char err[EMB_ERR_LEN]);
 void emb_safetensors_close(emb_safetensors *st);
 const emb_st_tensor *emb_safetensors_find(const emb_safetensors *st, const char *name);
+
+/* Writer (tests, benchmarks, tools): tensors laid out in the order given. misalign
+ * (0..7) pads the header so that the data section starts at an offset = misalign mod 8,
+ * to exercise unaligned data. */
+typedef struct {
+    const char *name;
+    emb_dtype dtype;
+    int ndim;
+    int64_t shape[EMB_ST_MAX_DIMS];
+    const void *data;   /* product(shape) * dtype size bytes */
+} emb_st_write_tensor;
+int emb_safetensors_write(const char *path, const emb_st_write_tensor *t, int n, int misalign, char err[EMB_ERR_LEN]);
 #endif
