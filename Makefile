@@ -44,7 +44,8 @@ $(BUILD)/bench/%: bench/%.c $(BUILD)/libembedcore.a
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $< -o $@ $(BUILD)/libembedcore.a $(LIBS)
 
-demo: deps
+demo:
+	@EMBED_DEPS=build bash scripts/deps.sh
 	@$(MAKE) --no-print-directory all
 	sqlite3 -box :memory: '.load ./embed' '.read sql/demo.sql'
 

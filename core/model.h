@@ -1,0 +1,63 @@
+/* A model as SQL sees it: a name, a tokenizer, and (unless tokenizer-only) vectors.
+ * Three kinds share this interface: models defined from JSON (static table, whitespace
+ * tokens), tokenizer-only folders, and Hugging Face encoders. A model is immutable after
+ * creation and reference-counted, so connections and threads share it freely. */
+#ifndef EMBED_MODEL_H
+#define EMBED_MODEL_H
+#include <stddef.h>
+#include <stdint.h>
+#include "emb_common.h"
+#include "token.h"
+
+typedef struct emb_model emb_model;
+
+typedef struct {
+    const char *name;
+    const char *path;          /* folder it was loaded from; NULL for defined models */
+    const char *architecture;  /* "defined", "tokenizer", "bert", "distilbert" */
+    int hidden, layers, heads, vocab_size;
+    int max_positions;         /* rows of the position table */
+    int max_tokens;            /* truncation limit in force (incl. special tokens) */
+    const char *position_kind; /* "learned", "sinusoidal", or NULL */
+    const char *pooling;       /* "mean", "cls", "max", or NULL */
+    int normalize;
+    const char *weight_type;   /* "F32", "F16", "BF16", or NULL */
+    int64_t bytes;             /* bytes of weights in use */
+    char fingerprint[17];      /* 16 hex digits */
+    int has_vectors;           /* 0 for tokenizer-only models */
+} emb_model_info;
+
+int emb_model_define(const char *name, const char *json, size_t len, emb_model **out,
+                     char err[EMB_ERR_LEN]);
+int emb_model_load(const char *name, const char *dir, emb_model **out, char err[EMB_ERR_LEN]);
+void emb_model_retain(emb_model *m);
+void emb_model_release(emb_model *m); /* frees the model with its last reference */
+const emb_model_info *emb_model_get_info(const emb_model *m);
+
+void emb_model_encoding_init(emb_encoding *enc);
+void emb_model_encoding_free(emb_encoding *enc);
+/* Tokens of text (and text_b, or NULL), special tokens included, truncated to max_tokens. */
+int emb_model_tokenize(const emb_model *m, const char *text, size_t len, const char *text_b,
+                       size_t len_b, emb_encoding *enc, char err[EMB_ERR_LEN]);
+const char *emb_model_token_text(const emb_model *m, int32_t id, size_t *len);
+
+/* Rows of the model's tables; NULL when out of range or the model has no vectors. */
+const float *emb_model_token_row(const emb_model *m, int32_t id);
+const float *emb_model_position_row(const emb_model *m, int32_t pos);
+const float *emb_model_type_row(const emb_model *m, int32_t type);
+
+/* Hidden states of an encoded input after n_layers layers (0: the input embedding; for a
+ * defined model, the only level: token row + position row). out: enc->n x hidden. */
+int emb_model_hidden_states(emb_model *m, const emb_encoding *enc, int n_layers, float *out,
+                            char err[EMB_ERR_LEN]);
+
+typedef struct {
+    int pool;      /* -1: the model's own pooling, else an emb_pool_mode (pooling.h) */
+    int normalize; /* -1: the model's own */
+} emb_embed_options;
+
+/* Sentence vectors for n texts (out: n x hidden), batched by length internally. */
+int emb_model_embed(emb_model *m, const char *const *texts, const size_t *lens, size_t n,
+                    const emb_embed_options *opt, float *out, char err[EMB_ERR_LEN]);
+
+#endif

@@ -1,0 +1,38 @@
+/* A model defined by hand: a vocabulary, its embedding rows and position rows
+ * (given, or the sinusoidal formula). Text is split on whitespace; there are no
+ * layers, so the input embedding (token row + position row) is also the output. */
+#ifndef EMBED_STATIC_MODEL_H
+#define EMBED_STATIC_MODEL_H
+#include <stddef.h>
+#include <stdint.h>
+#include "emb_common.h"
+
+typedef struct emb_static_model {
+    int32_t vocab_size;
+    int32_t dim;
+    int32_t max_positions; /* rows given, or 512 for "sinusoidal" unless "max_positions" says */
+    int sinusoidal;
+    char **vocab;          /* vocab_size NUL-terminated words */
+    int32_t *sorted;       /* word ids sorted by word, for binary search */
+    float *embeddings;     /* vocab_size x dim */
+    float *positions;      /* max_positions x dim (sinusoidal rows precomputed) */
+} emb_static_model;
+
+/* One whitespace-separated word of the input. */
+typedef struct {
+    int32_t id;
+    int32_t start, end; /* UTF-8 byte offsets [start, end) */
+} emb_static_token;
+
+/* Parses {"vocab": [...], "embeddings": [[...]...], "positions": [[...]...] | "sinusoidal"}. */
+int emb_static_model_from_json(const char *json, size_t len, emb_static_model **out,
+                               char err[EMB_ERR_LEN]);
+void emb_static_model_free(emb_static_model *m);
+int32_t emb_static_lookup(const emb_static_model *m, const char *word, size_t len);
+/* Splits text on whitespace and maps each word to its id. *out is grown with realloc;
+ * a word outside the vocabulary or more words than positions is an error. */
+int emb_static_tokenize(const emb_static_model *m, const char *text, size_t len,
+                        emb_static_token **out, size_t *cap, size_t *n, char err[EMB_ERR_LEN]);
+uint64_t emb_static_fingerprint(const emb_static_model *m);
+
+#endif

@@ -1,0 +1,99 @@
+#include "ext_registry.h"
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* A short list under one mutex: a process holds a handful of models, and each lookup
+ * costs far less than the work done with the model it returns. */
+static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
+static emb_model **models;
+static int n_models, cap_models;
+
+static int find(const char *name) {
+    for (int i = 0; i < n_models; i++)
+        if (strcmp(emb_model_get_info(models[i])->name, name) == 0) return i;
+    return -1;
+}
+
+int ext_registry_put(emb_model *m, emb_model **existing) {
+    int rc = SQLITE_OK;
+    *existing = NULL;
+    pthread_mutex_lock(&registry_lock);
+    int at = find(emb_model_get_info(m)->name);
+    if (at >= 0) {
+        *existing = models[at];
+        emb_model_retain(*existing);
+        rc = SQLITE_CONSTRAINT;
+    } else {
+        if (n_models == cap_models) {
+            int nc = cap_models ? cap_models * 2 : 8;
+            emb_model **grown = realloc(models, (size_t)nc * sizeof *grown);
+            if (!grown) rc = SQLITE_NOMEM;
+            else {
+                models = grown;
+                cap_models = nc;
+            }
+        }
+        if (rc == SQLITE_OK) {
+            emb_model_retain(m);
+            models[n_models++] = m;
+        }
+    }
+    pthread_mutex_unlock(&registry_lock);
+    return rc;
+}
+
+emb_model *ext_registry_get(const char *name) {
+    emb_model *m = NULL;
+    pthread_mutex_lock(&registry_lock);
+    int at = find(name);
+    if (at >= 0) {
+        m = models[at];
+        emb_model_retain(m);
+    }
+    pthread_mutex_unlock(&registry_lock);
+    return m;
+}
+
+int ext_registry_remove(const char *name) {
+    emb_model *gone = NULL;
+    pthread_mutex_lock(&registry_lock);
+    int at = find(name);
+    if (at >= 0) {
+        gone = models[at];
+        models[at] = models[--n_models];
+    }
+    pthread_mutex_unlock(&registry_lock);
+    emb_model_release(gone);
+    return gone != NULL;
+}
+
+static int by_name(const void *a, const void *b) {
+    return strcmp(emb_model_get_info(*(emb_model *const *)a)->name,
+                  emb_model_get_info(*(emb_model *const *)b)->name);
+}
+
+int ext_registry_list(emb_model ***out, int *n) {
+    int rc = SQLITE_OK;
+    pthread_mutex_lock(&registry_lock);
+    *n = n_models;
+    *out = sqlite3_malloc64(((size_t)n_models + 1) * sizeof **out);
+    if (!*out) rc = SQLITE_NOMEM;
+    else
+        for (int i = 0; i < n_models; i++) {
+            (*out)[i] = models[i];
+            emb_model_retain(models[i]);
+        }
+    pthread_mutex_unlock(&registry_lock);
+    if (rc == SQLITE_OK) qsort(*out, (size_t)*n, sizeof **out, by_name);
+    return rc;
+}
+
+emb_model *ext_model_arg(sqlite3_context *ctx, sqlite3_value *val, const char *fn) {
+    const char *name;
+    int len;
+    if (ext_get_text(ctx, val, fn, "the model name", &name, &len) != EXT_OK) return NULL;
+    emb_model *m = ext_registry_get(name);
+    if (!m) ext_error(ctx, fn, "no model named '%s' (load one with embed_load or embed_define)", name);
+    return m;
+}

@@ -1,0 +1,167 @@
+/* Functions of a model and a text: embed_token_ids, contextual_embedding, embed. */
+#include "ext_functions.h"
+#include "ext_registry.h"
+#include <cjson/cJSON.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_LAYER_ARG 10000
+
+/* Reads the (model, text [, text_b]) arguments shared by these functions. Returns the
+ * model retained, or NULL (error set, or a NULL argument: the result stays NULL). */
+static emb_model *model_and_text(sqlite3_context *ctx, sqlite3_value **argv, int with_b,
+                                 const char *fn, const char **text, int *len, const char **b, int *blen) {
+    *b = NULL;
+    *blen = 0;
+    if (ext_get_text(ctx, argv[1], fn, "the text", text, len) != EXT_OK) return NULL;
+    if (with_b && ext_get_text(ctx, argv[2], fn, "text_b", b, blen) == EXT_ERROR) return NULL;
+    return ext_model_arg(ctx, argv[0], fn);
+}
+
+static void fn_embed_token_ids(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
+    const char *fn = "embed_token_ids", *text, *b;
+    int len, blen;
+    emb_model *m = model_and_text(ctx, argv, argc == 3, fn, &text, &len, &b, &blen);
+    if (!m) return;
+    emb_encoding enc;
+    emb_model_encoding_init(&enc);
+    char err[EMB_ERR_LEN];
+    if (emb_model_tokenize(m, text, (size_t)len, b, (size_t)blen, &enc, err)) {
+        ext_error(ctx, fn, "%s", err);
+    } else {
+        sqlite3_str *s = sqlite3_str_new(NULL);
+        sqlite3_str_appendchar(s, 1, '[');
+        for (size_t i = 0; i < enc.n; i++)
+            sqlite3_str_appendf(s, i ? ",%d" : "%d", enc.tok[i].id);
+        sqlite3_str_appendchar(s, 1, ']');
+        int slen = sqlite3_str_length(s);
+        char *json = sqlite3_str_finish(s);
+        if (!json) sqlite3_result_error_nomem(ctx);
+        else {
+            sqlite3_result_text(ctx, json, slen, sqlite3_free);
+            sqlite3_result_subtype(ctx, 'J');
+        }
+    }
+    emb_model_encoding_free(&enc);
+    emb_model_release(m);
+}
+
+static void fn_contextual_embedding(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
+    const char *fn = "contextual_embedding", *text, *b;
+    int len, blen;
+    sqlite3_int64 index, layer = -1;
+    if (ext_get_int(ctx, argv[2], fn, "the token index", 0, 1 << 30, &index) != EXT_OK) return;
+    if (argc == 4 && ext_get_int(ctx, argv[3], fn, "the layer", 0, MAX_LAYER_ARG, &layer) != EXT_OK) return;
+    emb_model *m = model_and_text(ctx, argv, 0, fn, &text, &len, &b, &blen);
+    if (!m) return;
+    const emb_model_info *info = emb_model_get_info(m);
+    if (layer < 0) layer = info->layers;
+    emb_encoding enc;
+    emb_model_encoding_init(&enc);
+    char err[EMB_ERR_LEN];
+    float *hidden = NULL;
+    if (!info->has_vectors) {
+        ext_error(ctx, fn, "model '%s' is a tokenizer only: it has no vectors", info->name);
+    } else if (layer > info->layers) {
+        ext_error(ctx, fn, "layer %lld is out of range: model '%s' has %d layers (0 is the input embedding)",
+                  layer, info->name, info->layers);
+    } else if (emb_model_tokenize(m, text, (size_t)len, NULL, 0, &enc, err)) {
+        ext_error(ctx, fn, "%s", err);
+    } else if ((size_t)index >= enc.n) {
+        ext_error(ctx, fn, "token index %lld is out of range: the text has %lld tokens", index,
+                  (long long)enc.n);
+    } else if (!(hidden = malloc(enc.n * (size_t)info->hidden * sizeof(float)))) {
+        sqlite3_result_error_nomem(ctx);
+    } else if (emb_model_hidden_states(m, &enc, (int)layer, hidden, err)) {
+        ext_error(ctx, fn, "%s", err);
+    } else {
+        ext_result_vector(ctx, hidden + (size_t)index * (size_t)info->hidden, (size_t)info->hidden);
+    }
+    free(hidden);
+    emb_model_encoding_free(&enc);
+    emb_model_release(m);
+}
+
+/* options: {"pooling": "mean" | "cls" | "max", "normalize": true | false} */
+static int parse_options(sqlite3_context *ctx, sqlite3_value *val, emb_embed_options *opt) {
+    static const char *const pool_names[] = {"mean", "cls", "max"};
+    const char *fn = "embed", *json;
+    int len;
+    opt->pool = -1;
+    opt->normalize = -1;
+    ext_rc r = ext_get_text(ctx, val, fn, "options", &json, &len);
+    if (r != EXT_OK) return r == EXT_ERROR ? -1 : 0;
+    cJSON *root = cJSON_ParseWithLength(json, (size_t)len);
+    int rc = 0;
+    if (!cJSON_IsObject(root)) {
+        ext_error(ctx, fn, "options must be a JSON object such as {\"pooling\": \"cls\", \"normalize\": false}");
+        rc = -1;
+    }
+    for (const cJSON *item = root && rc == 0 ? root->child : NULL; item && rc == 0; item = item->next) {
+        if (strcmp(item->string, "pooling") == 0) {
+            for (int p = 0; p < 3 && cJSON_IsString(item); p++)
+                if (strcmp(item->valuestring, pool_names[p]) == 0) opt->pool = p;
+            if (opt->pool < 0) {
+                ext_error(ctx, fn, "option \"pooling\" must be \"mean\", \"cls\" or \"max\"");
+                rc = -1;
+            }
+        } else if (strcmp(item->string, "normalize") == 0) {
+            if (!cJSON_IsBool(item)) {
+                ext_error(ctx, fn, "option \"normalize\" must be true or false");
+                rc = -1;
+            }
+            opt->normalize = cJSON_IsTrue(item);
+        } else {
+            ext_error(ctx, fn, "unknown option \"%s\" (known: pooling, normalize)", item->string);
+            rc = -1;
+        }
+    }
+    cJSON_Delete(root);
+    return rc;
+}
+
+static void fn_embed(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
+    const char *fn = "embed", *text, *b;
+    int len, blen;
+    emb_embed_options opt;
+    if (argc == 3 && parse_options(ctx, argv[2], &opt)) return;
+    if (argc < 3) opt = (emb_embed_options){-1, -1};
+    emb_model *m = model_and_text(ctx, argv, 0, fn, &text, &len, &b, &blen);
+    if (!m) return;
+    const emb_model_info *info = emb_model_get_info(m);
+    float *out = NULL;
+    char err[EMB_ERR_LEN];
+    size_t slen = (size_t)len;
+    if (!info->has_vectors)
+        ext_error(ctx, fn, "model '%s' is a tokenizer only: it has no vectors", info->name);
+    else if (!(out = sqlite3_malloc64((size_t)info->hidden * sizeof(float))))
+        sqlite3_result_error_nomem(ctx);
+    else if (emb_model_embed(m, &text, &slen, 1, &opt, out, err)) {
+        ext_error(ctx, fn, "%s", err);
+        sqlite3_free(out);
+    } else {
+        ext_result_vector_owned(ctx, out, (size_t)info->hidden);
+    }
+    emb_model_release(m);
+}
+
+int ext_register_text_functions(sqlite3 *db) {
+    /* Their results depend on the registry, so none is deterministic. */
+    const int flags = SQLITE_UTF8 | SQLITE_INNOCUOUS | SQLITE_RESULT_SUBTYPE;
+    static const struct {
+        const char *name;
+        int nargs;
+        void (*fn)(sqlite3_context *, int, sqlite3_value **);
+    } fns[] = {
+        {"embed_token_ids", 2, fn_embed_token_ids},
+        {"embed_token_ids", 3, fn_embed_token_ids},
+        {"contextual_embedding", 3, fn_contextual_embedding},
+        {"contextual_embedding", 4, fn_contextual_embedding},
+        {"embed", 2, fn_embed},
+        {"embed", 3, fn_embed},
+    };
+    int rc = SQLITE_OK;
+    for (size_t i = 0; rc == SQLITE_OK && i < sizeof fns / sizeof fns[0]; i++)
+        rc = sqlite3_create_function(db, fns[i].name, fns[i].nargs, flags, NULL, fns[i].fn, NULL, NULL);
+    return rc;
+}

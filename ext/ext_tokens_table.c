@@ -1,0 +1,239 @@
+/* embed_tokens(model, text [, text_b]): one row per token, with the vectors that the
+ * lesson is about. Vector columns are computed only when a query reads them, and the
+ * layers run once per input, not once per row. */
+#include "ext_functions.h"
+#include "ext_registry.h"
+#include <stdlib.h>
+#include <string.h>
+
+enum { COL_POSITION, COL_TOKEN_ID, COL_TOKEN, COL_TYPE_ID, COL_START, COL_END, COL_WORD,
+       COL_TOKEN_EMB, COL_POSITION_EMB, COL_INPUT_EMB, COL_CONTEXTUAL_EMB,
+       COL_MODEL, COL_TEXT, COL_TEXT_B };
+enum { HAS_MODEL = 1, HAS_TEXT = 2, HAS_TEXT_B = 4 };
+
+typedef struct {
+    sqlite3_vtab_cursor base;
+    emb_model *model;
+    emb_encoding enc;
+    size_t at;
+    sqlite3_value *args[3]; /* model, text, text_b as given, for the hidden columns */
+    float *input, *contextual; /* enc.n x hidden, filled on first use */
+} tokens_cursor;
+
+static int tokens_connect(sqlite3 *db, void *aux, int argc, const char *const *argv,
+                          sqlite3_vtab **out, char **err) {
+    (void)aux; (void)argc; (void)argv; (void)err;
+    int rc = sqlite3_declare_vtab(db,
+        "CREATE TABLE x(position INTEGER, token_id INTEGER, token TEXT, type_id INTEGER,"
+        " start INTEGER, \"end\" INTEGER, word INTEGER, token_embedding BLOB,"
+        " position_embedding BLOB, input_embedding BLOB, contextual_embedding BLOB,"
+        " model HIDDEN, text HIDDEN, text_b HIDDEN)");
+    if (rc != SQLITE_OK) return rc;
+    *out = sqlite3_malloc(sizeof **out);
+    if (!*out) return SQLITE_NOMEM;
+    memset(*out, 0, sizeof **out);
+    sqlite3_vtab_config(db, SQLITE_VTAB_INNOCUOUS);
+    return SQLITE_OK;
+}
+
+static int tokens_disconnect(sqlite3_vtab *vtab) {
+    sqlite3_free(vtab);
+    return SQLITE_OK;
+}
+
+static int tokens_best_index(sqlite3_vtab *vtab, sqlite3_index_info *info) {
+    (void)vtab;
+    int slot[3] = {-1, -1, -1};
+    for (int i = 0; i < info->nConstraint; i++) {
+        const struct sqlite3_index_constraint *c = &info->aConstraint[i];
+        if (c->iColumn < COL_MODEL || c->op != SQLITE_INDEX_CONSTRAINT_EQ) continue;
+        if (!c->usable) return SQLITE_CONSTRAINT; /* wait for a plan where the argument is known */
+        slot[c->iColumn - COL_MODEL] = i;
+    }
+    if (slot[0] < 0 || slot[1] < 0) {
+        sqlite3_free(vtab->zErrMsg);
+        vtab->zErrMsg = sqlite3_mprintf("embed_tokens: needs a model and a text: embed_tokens(model, text [, text_b])");
+        return SQLITE_ERROR;
+    }
+    int argv_index = 1, mask = 0;
+    for (int k = 0; k < 3; k++)
+        if (slot[k] >= 0) {
+            info->aConstraintUsage[slot[k]].argvIndex = argv_index++;
+            info->aConstraintUsage[slot[k]].omit = 1;
+            mask |= 1 << k;
+        }
+    info->idxNum = mask;
+    info->estimatedCost = 100;
+    info->estimatedRows = 32;
+    return SQLITE_OK;
+}
+
+static int tokens_open(sqlite3_vtab *vtab, sqlite3_vtab_cursor **out) {
+    (void)vtab;
+    tokens_cursor *c = sqlite3_malloc(sizeof *c);
+    if (!c) return SQLITE_NOMEM;
+    memset(c, 0, sizeof *c);
+    emb_model_encoding_init(&c->enc);
+    *out = &c->base;
+    return SQLITE_OK;
+}
+
+static void reset(tokens_cursor *c) {
+    emb_model_release(c->model);
+    c->model = NULL;
+    for (int k = 0; k < 3; k++) {
+        sqlite3_value_free(c->args[k]);
+        c->args[k] = NULL;
+    }
+    free(c->input);
+    free(c->contextual);
+    c->input = c->contextual = NULL;
+    c->enc.n = 0;
+    c->at = 0;
+}
+
+static int tokens_close(sqlite3_vtab_cursor *cur) {
+    tokens_cursor *c = (tokens_cursor *)cur;
+    reset(c);
+    emb_model_encoding_free(&c->enc);
+    sqlite3_free(c);
+    return SQLITE_OK;
+}
+
+static int cursor_error(tokens_cursor *c, const char *fmt, const char *detail) {
+    sqlite3_vtab *vtab = c->base.pVtab;
+    sqlite3_free(vtab->zErrMsg);
+    vtab->zErrMsg = sqlite3_mprintf(fmt, detail);
+    return SQLITE_ERROR;
+}
+
+static int tokens_filter(sqlite3_vtab_cursor *cur, int mask, const char *idx_str, int argc,
+                         sqlite3_value **argv) {
+    (void)idx_str;
+    (void)argc;
+    tokens_cursor *c = (tokens_cursor *)cur;
+    reset(c);
+    int a = 0;
+    for (int k = 0; k < 3; k++)
+        if (mask & (1 << k)) {
+            c->args[k] = sqlite3_value_dup(argv[a++]);
+            if (!c->args[k]) return SQLITE_NOMEM;
+        }
+    sqlite3_value *model = c->args[0], *text = c->args[1], *text_b = c->args[2];
+    if (sqlite3_value_type(model) == SQLITE_NULL || sqlite3_value_type(text) == SQLITE_NULL)
+        return SQLITE_OK; /* NULL in: no rows */
+    if (sqlite3_value_type(model) != SQLITE_TEXT)
+        return cursor_error(c, "embed_tokens: the model name must be text%s", "");
+    if (sqlite3_value_type(text) != SQLITE_TEXT ||
+        (text_b && sqlite3_value_type(text_b) != SQLITE_TEXT && sqlite3_value_type(text_b) != SQLITE_NULL))
+        return cursor_error(c, "embed_tokens: the text must be text%s", "");
+    const char *name = (const char *)sqlite3_value_text(model);
+    c->model = ext_registry_get(name);
+    if (!c->model)
+        return cursor_error(c, "embed_tokens: no model named '%s' (load one with embed_load or embed_define)", name);
+    const char *b = NULL;
+    size_t blen = 0;
+    if (text_b && sqlite3_value_type(text_b) == SQLITE_TEXT) {
+        b = (const char *)sqlite3_value_text(text_b);
+        blen = (size_t)sqlite3_value_bytes(text_b);
+    }
+    char err[EMB_ERR_LEN];
+    if (emb_model_tokenize(c->model, (const char *)sqlite3_value_text(text),
+                           (size_t)sqlite3_value_bytes(text), b, blen, &c->enc, err))
+        return cursor_error(c, "embed_tokens: %s", err);
+    return SQLITE_OK;
+}
+
+static int tokens_next(sqlite3_vtab_cursor *cur) {
+    ((tokens_cursor *)cur)->at++;
+    return SQLITE_OK;
+}
+
+static int tokens_eof(sqlite3_vtab_cursor *cur) {
+    tokens_cursor *c = (tokens_cursor *)cur;
+    return c->at >= c->enc.n;
+}
+
+/* The hidden states of the whole input after n_layers, computed once per cursor. */
+static int hidden_level(tokens_cursor *c, sqlite3_context *ctx, float **cache, int n_layers) {
+    if (*cache) return 0;
+    const emb_model_info *info = emb_model_get_info(c->model);
+    if (!info->has_vectors) {
+        ext_error(ctx, "embed_tokens", "model '%s' is a tokenizer only: it has no vectors", info->name);
+        return -1;
+    }
+    *cache = malloc(c->enc.n * (size_t)info->hidden * sizeof(float));
+    if (!*cache) {
+        sqlite3_result_error_nomem(ctx);
+        return -1;
+    }
+    char err[EMB_ERR_LEN];
+    if (emb_model_hidden_states(c->model, &c->enc, n_layers, *cache, err)) {
+        free(*cache);
+        *cache = NULL;
+        ext_error(ctx, "embed_tokens", "%s", err);
+        return -1;
+    }
+    return 0;
+}
+
+static void result_row(sqlite3_context *ctx, const emb_model_info *info, const float *row) {
+    if (row) ext_result_vector(ctx, row, (size_t)info->hidden);
+    else if (!info->has_vectors)
+        ext_error(ctx, "embed_tokens", "model '%s' is a tokenizer only: it has no vectors", info->name);
+}
+
+static int tokens_column(sqlite3_vtab_cursor *cur, sqlite3_context *ctx, int col) {
+    tokens_cursor *c = (tokens_cursor *)cur;
+    const emb_token *t = &c->enc.tok[c->at];
+    const emb_model_info *info = emb_model_get_info(c->model);
+    size_t h = (size_t)info->hidden;
+    switch (col) {
+    case COL_POSITION: sqlite3_result_int64(ctx, (sqlite3_int64)c->at); break;
+    case COL_TOKEN_ID: sqlite3_result_int(ctx, t->id); break;
+    case COL_TOKEN: {
+        size_t len;
+        const char *s = emb_model_token_text(c->model, t->id, &len);
+        if (s) sqlite3_result_text(ctx, s, (int)len, SQLITE_TRANSIENT);
+        break;
+    }
+    case COL_TYPE_ID: sqlite3_result_int(ctx, t->type_id); break;
+    case COL_START: if (t->start >= 0) sqlite3_result_int(ctx, t->start); break;
+    case COL_END: if (t->end >= 0) sqlite3_result_int(ctx, t->end); break;
+    case COL_WORD: if (t->word >= 0) sqlite3_result_int(ctx, t->word); break;
+    case COL_TOKEN_EMB: result_row(ctx, info, emb_model_token_row(c->model, t->id)); break;
+    case COL_POSITION_EMB: result_row(ctx, info, emb_model_position_row(c->model, (int32_t)c->at)); break;
+    case COL_INPUT_EMB:
+        if (hidden_level(c, ctx, &c->input, 0) == 0) ext_result_vector(ctx, c->input + c->at * h, h);
+        break;
+    case COL_CONTEXTUAL_EMB:
+        if (hidden_level(c, ctx, &c->contextual, info->layers) == 0)
+            ext_result_vector(ctx, c->contextual + c->at * h, h);
+        break;
+    default:
+        if (c->args[col - COL_MODEL]) sqlite3_result_value(ctx, c->args[col - COL_MODEL]);
+    }
+    return SQLITE_OK;
+}
+
+static int tokens_rowid(sqlite3_vtab_cursor *cur, sqlite3_int64 *rowid) {
+    *rowid = (sqlite3_int64)((tokens_cursor *)cur)->at;
+    return SQLITE_OK;
+}
+
+static sqlite3_module tokens_module = {
+    .xConnect = tokens_connect,
+    .xBestIndex = tokens_best_index,
+    .xDisconnect = tokens_disconnect,
+    .xOpen = tokens_open,
+    .xClose = tokens_close,
+    .xFilter = tokens_filter,
+    .xNext = tokens_next,
+    .xEof = tokens_eof,
+    .xColumn = tokens_column,
+    .xRowid = tokens_rowid,
+};
+
+int ext_register_tokens_table(sqlite3 *db) {
+    return sqlite3_create_module(db, "embed_tokens", &tokens_module, NULL);
+}

@@ -1,0 +1,212 @@
+#include "ext_util.h"
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *ext_type_name(int t) {
+    switch (t) {
+    case SQLITE_INTEGER: return "an integer";
+    case SQLITE_FLOAT: return "a real";
+    case SQLITE_TEXT: return "text";
+    case SQLITE_BLOB: return "a blob";
+    default: return "NULL";
+    }
+}
+
+void ext_error(sqlite3_context *ctx, const char *fn, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    char *msg = sqlite3_vmprintf(fmt, ap);
+    va_end(ap);
+    char *full = msg ? sqlite3_mprintf("%s: %s", fn, msg) : NULL;
+    if (full) sqlite3_result_error(ctx, full, -1);
+    else sqlite3_result_error_nomem(ctx);
+    sqlite3_free(msg);
+    sqlite3_free(full);
+}
+
+int ext_parse_json_vector(const char *json, int len, float **out, size_t *n, char **err) {
+    *out = NULL;
+    *n = 0;
+    cJSON *root = cJSON_ParseWithLength(json, (size_t)len);
+    if (!root || !cJSON_IsArray(root)) {
+        cJSON_Delete(root);
+        *err = sqlite3_mprintf("not a vector: expected a JSON array of numbers");
+        return -1;
+    }
+    size_t count = (size_t)cJSON_GetArraySize(root);
+    float *v = sqlite3_malloc64(count ? count * sizeof(float) : 1);
+    if (!v) {
+        cJSON_Delete(root);
+        *err = NULL;
+        return -1;
+    }
+    size_t i = 0;
+    for (const cJSON *e = root->child; e; e = e->next, i++) {
+        if (!cJSON_IsNumber(e)) {
+            *err = sqlite3_mprintf("element %lld of the JSON array is not a number", (long long)i);
+            goto fail;
+        }
+        float f = (float)e->valuedouble;
+        if (!isfinite(f)) {
+            *err = sqlite3_mprintf("element %lld (%g) is not a finite float32", (long long)i,
+                                   e->valuedouble);
+            goto fail;
+        }
+        v[i] = f;
+    }
+    cJSON_Delete(root);
+    *out = v;
+    *n = count;
+    return 0;
+fail:
+    cJSON_Delete(root);
+    sqlite3_free(v);
+    return -1;
+}
+
+ext_rc ext_get_vector(sqlite3_context *ctx, sqlite3_value *val, const char *fn, int arg, ext_vec *out) {
+    memset(out, 0, sizeof *out);
+    switch (sqlite3_value_type(val)) {
+    case SQLITE_NULL: return EXT_NULL;
+    case SQLITE_BLOB: {
+        const void *p = sqlite3_value_blob(val);
+        int bytes = sqlite3_value_bytes(val);
+        if (bytes % 4) {
+            ext_error(ctx, fn, "argument %d is a blob of %d bytes, not a float32 vector "
+                               "(length must be a multiple of 4)", arg + 1, bytes);
+            return EXT_ERROR;
+        }
+        out->n = (size_t)bytes / 4;
+        if (((uintptr_t)p % sizeof(float)) != 0) {
+            out->buf = sqlite3_malloc(bytes);
+            if (!out->buf) {
+                sqlite3_result_error_nomem(ctx);
+                return EXT_ERROR;
+            }
+            memcpy(out->buf, p, (size_t)bytes);
+            out->v = out->buf;
+        } else {
+            out->v = p;
+        }
+        for (size_t i = 0; i < out->n; i++)
+            if (!isfinite(out->v[i])) {
+                ext_error(ctx, fn, "argument %d has a non-finite value at index %lld", arg + 1,
+                          (long long)i);
+                ext_vec_free(out);
+                return EXT_ERROR;
+            }
+        return EXT_OK;
+    }
+    case SQLITE_TEXT: {
+        char *err = NULL;
+        if (ext_parse_json_vector((const char *)sqlite3_value_text(val), sqlite3_value_bytes(val),
+                                  &out->buf, &out->n, &err)) {
+            if (err) ext_error(ctx, fn, "argument %d: %s", arg + 1, err);
+            else sqlite3_result_error_nomem(ctx);
+            sqlite3_free(err);
+            return EXT_ERROR;
+        }
+        out->v = out->buf;
+        return EXT_OK;
+    }
+    default:
+        ext_error(ctx, fn, "argument %d must be a vector (float32 blob or JSON array), not %s",
+                  arg + 1, ext_type_name(sqlite3_value_type(val)));
+        return EXT_ERROR;
+    }
+}
+
+void ext_vec_free(ext_vec *v) {
+    sqlite3_free(v->buf);
+    v->buf = NULL;
+    v->v = NULL;
+}
+
+int ext_same_dims(sqlite3_context *ctx, const char *fn, const ext_vec *a, const ext_vec *b) {
+    if (a->n == b->n) return 1;
+    ext_error(ctx, fn, "vectors have different dimensions (%lld and %lld)", (long long)a->n,
+              (long long)b->n);
+    return 0;
+}
+
+void ext_result_vector(sqlite3_context *ctx, const float *v, size_t n) {
+    sqlite3_result_blob64(ctx, v, n * sizeof(float), SQLITE_TRANSIENT);
+    sqlite3_result_subtype(ctx, EMBED_VECTOR_SUBTYPE);
+}
+
+void ext_result_vector_owned(sqlite3_context *ctx, float *v, size_t n) {
+    sqlite3_result_blob64(ctx, v, n * sizeof(float), sqlite3_free);
+    sqlite3_result_subtype(ctx, EMBED_VECTOR_SUBTYPE);
+}
+
+/* Shortest %g form (6 to 9 significant digits) that reads back to the same float32. */
+static int format_float(char *buf, size_t cap, float f) {
+    int len = 0;
+    for (int prec = 6; prec <= 9; prec++) {
+        len = snprintf(buf, cap, "%.*g", prec, (double)f);
+        if (strtof(buf, NULL) == f) break;
+    }
+    return len;
+}
+
+char *ext_vector_to_json(const float *v, size_t n) {
+    size_t cap = n * 17 + 3;
+    char *out = sqlite3_malloc64(cap);
+    if (!out) return NULL;
+    size_t pos = 0;
+    out[pos++] = '[';
+    for (size_t i = 0; i < n; i++) {
+        if (i) out[pos++] = ',';
+        pos += (size_t)format_float(out + pos, cap - pos, v[i]);
+    }
+    out[pos++] = ']';
+    out[pos] = '\0';
+    return out;
+}
+
+ext_rc ext_get_int(sqlite3_context *ctx, sqlite3_value *val, const char *fn, const char *what,
+                   sqlite3_int64 lo, sqlite3_int64 hi, sqlite3_int64 *out) {
+    int t = sqlite3_value_type(val);
+    if (t == SQLITE_NULL) return EXT_NULL;
+    if (t == SQLITE_FLOAT) {
+        double d = sqlite3_value_double(val);
+        if (d != floor(d) || d < (double)lo || d > (double)hi) {
+            ext_error(ctx, fn, "%s must be an integer from %lld to %lld, not %g", what, lo, hi, d);
+            return EXT_ERROR;
+        }
+        *out = (sqlite3_int64)d;
+        return EXT_OK;
+    }
+    if (t != SQLITE_INTEGER) {
+        ext_error(ctx, fn, "%s must be an integer, not %s", what, ext_type_name(t));
+        return EXT_ERROR;
+    }
+    sqlite3_int64 x = sqlite3_value_int64(val);
+    if (x < lo || x > hi) {
+        ext_error(ctx, fn, "%s must be from %lld to %lld, not %lld", what, lo, hi, x);
+        return EXT_ERROR;
+    }
+    *out = x;
+    return EXT_OK;
+}
+
+ext_rc ext_get_text(sqlite3_context *ctx, sqlite3_value *val, const char *fn, const char *what,
+                    const char **out, int *len) {
+    int t = sqlite3_value_type(val);
+    if (t == SQLITE_NULL) return EXT_NULL;
+    if (t != SQLITE_TEXT) {
+        ext_error(ctx, fn, "%s must be text, not %s", what, ext_type_name(t));
+        return EXT_ERROR;
+    }
+    *out = (const char *)sqlite3_value_text(val);
+    *len = sqlite3_value_bytes(val);
+    if (!*out) {
+        sqlite3_result_error_nomem(ctx);
+        return EXT_ERROR;
+    }
+    return EXT_OK;
+}

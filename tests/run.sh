@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# Runs every test suite and prints the total as its last line: "N passed, N failed".
+# Usage: tests/run.sh BUILD_DIR EXTENSION_PATH   (SANITIZE=1 for the sanitizer build)
+set -u
+cd "$(dirname "$0")/.."
+build=${1:-build}
+ext=${2:-./embed.so}
+passed=0
+failed=0
+logdir=$(mktemp -d)
+
+sanitizer_env=()
+if [ "${SANITIZE:-0}" = 1 ]; then
+    # Python is not built with ASan: preload the runtime. Python's own allocations are not
+    # ours to judge, so leak checking is done by the C suites and the sqlite3-shell check.
+    sanitizer_env=(LD_PRELOAD="$(gcc -print-file-name=libasan.so):$(gcc -print-file-name=libubsan.so)"
+                   ASAN_OPTIONS=detect_leaks=0)
+fi
+
+run_suite() {
+    local name=$1; shift
+    local log="$logdir/$name.log"
+    local start=$SECONDS
+    "$@" >"$log" 2>&1
+    local rc=$?
+    local line
+    line=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$log" | tail -n 1)
+    local p=0 f=0
+    if [ -n "$line" ]; then
+        p=$(echo "$line" | sed -E 's/^([0-9]+) passed.*/\1/')
+        f=$(echo "$line" | sed -E 's/^[0-9]+ passed, ([0-9]+) failed.*/\1/')
+    fi
+    if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then f=1; fi   # a crash or a missing count is a failure
+    passed=$((passed + p))
+    failed=$((failed + f))
+    printf '%-28s %6d passed %4d failed  (%ds)\n' "$name" "$p" "$f" $((SECONDS - start))
+    if [ "$f" -ne 0 ]; then
+        echo "---- $name (exit $rc), last lines:"
+        grep -v '^ok ' "$log" | tail -n 40
+        echo "----"
+    fi
+}
+
+for bin in "$build"/tests/test_*; do
+    [ -x "$bin" ] || continue
+    if [ "${SANITIZE:-0}" = 1 ]; then
+        run_suite "$(basename "$bin")" env ASAN_OPTIONS=detect_leaks=1 "$bin"
+    else
+        run_suite "$(basename "$bin")" "$bin"
+    fi
+done
+run_suite sql env "${sanitizer_env[@]}" EMBED_EXT="$ext" /usr/bin/python3 tests/sql/run.py
+if [ "${SANITIZE:-0}" = 1 ]; then
+    run_suite sql_leaks bash tests/sql/leak_check.sh "$ext"
+fi
+if [ -f tests/fuzz/run.sh ] && [ "${SANITIZE:-0}" != 1 ]; then
+    run_suite fuzz_short bash tests/fuzz/run.sh "${FUZZ_SECONDS:-10}"
+fi
+rm -rf "$logdir"
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]

@@ -1,0 +1,71 @@
+"""A small harness for the SQL tests: each @test function is one check; a failed
+assertion or an unexpected exception fails it. Run by tests/sql/run.py."""
+import math
+import os
+import sqlite3
+import struct
+
+EXT = os.path.abspath(os.environ.get("EMBED_EXT", "./embed.so"))
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+FIXTURES = os.path.join(ROOT, "tests", "fixtures")
+TESTS = []
+
+
+def test(fn):
+    TESTS.append(fn)
+    return fn
+
+
+def connect(path=":memory:"):
+    con = sqlite3.connect(path, isolation_level=None)
+    con.enable_load_extension(True)
+    con.load_extension(EXT)
+    return con
+
+
+def one(con, sql, *args):
+    return con.execute(sql, args).fetchone()[0]
+
+
+def blob(values):
+    return struct.pack("<%df" % len(values), *values)
+
+
+def floats(b):
+    assert isinstance(b, bytes), "expected a BLOB, got %r" % (b,)
+    assert len(b) % 4 == 0
+    return list(struct.unpack("<%df" % (len(b) // 4), b))
+
+
+def f32(x):
+    """x rounded to float32, as the extension stores it."""
+    return struct.unpack("<f", struct.pack("<f", x))[0]
+
+
+def assert_close(got, want, tol, what=""):
+    assert len(got) == len(want), "%s: length %d != %d" % (what, len(got), len(want))
+    worst = max((abs(g - w) for g, w in zip(got, want)), default=0.0)
+    assert worst <= tol, "%s: max abs diff %g > %g\n got %s\nwant %s" % (what, worst, tol, got[:8], want[:8])
+    return worst
+
+
+def assert_error(con, sql, *fragments, args=()):
+    """The statement fails with an SQL error whose message contains every fragment."""
+    try:
+        con.execute(sql, args).fetchall()
+    except sqlite3.Error as e:
+        msg = str(e)
+        for f in fragments:
+            assert f in msg, "error %r lacks %r (sql: %s)" % (msg, f, sql)
+        return msg
+    raise AssertionError("no error from: %s" % sql)
+
+
+LESSON_MODEL = ('{"vocab": ["bus", "is", "late", "early"],'
+                ' "embeddings": [[1,0,2],[0,1,0],[2,1,1],[2,1,-1]],'
+                ' "positions": [[1,1,0],[0,1,1],[1,0,1]]}')
+
+
+def define_lesson(con, name="lesson"):
+    con.execute("SELECT embed_unload(?)", (name,))
+    return one(con, "SELECT embed_define(?, ?)", name, LESSON_MODEL)

@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Leak check of the SQL surface under the sanitizer build: the sqlite3 shell (which frees
+# what it allocates) runs statements touching every function and table, with LeakSanitizer
+# on. Prints "N passed, N failed".
+set -u
+ext=${1:?extension path}
+cd "$(dirname "$0")/../.."
+out=$(LD_PRELOAD="$(gcc -print-file-name=libasan.so):$(gcc -print-file-name=libubsan.so)" \
+      ASAN_OPTIONS=detect_leaks=1 sqlite3 :memory: ".load ${ext%.so}" ".read tests/sql/leak_check.sql" 2>&1)
+rc=$?
+if [ $rc -eq 0 ] && ! grep -q "ERROR: LeakSanitizer\|runtime error" <<<"$out"; then
+    echo "1 passed, 0 failed"
+else
+    echo "$out" | tail -n 40
+    echo "0 passed, 1 failed"
+    exit 1
+fi

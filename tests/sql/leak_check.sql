@@ -1,0 +1,22 @@
+-- Exercised by tests/sql/leak_check.sh under LeakSanitizer: success and error paths.
+.bail off
+SELECT embed_json(embed_add('[1,2,3]', '[4,5,6]')), embed_dims(embed_vector('[1]')),
+       embed_distance('[1,0]', '[0,1]', 'l2'), embed_json(embed_normalize('[3,4]')),
+       embed_json(position_encoding(5, 16)), embed_version(), length(embed_debug()) > 0;
+SELECT embed_json(embed_sum(v)), embed_json(embed_mean(v)) FROM (SELECT '[1,2]' AS v UNION ALL SELECT '[3,4]');
+SELECT embed_vector('[1,');
+SELECT embed_vector(x'010203');
+SELECT embed_add('[1]', '[1,2]');
+SELECT embed_sum(v) FROM (SELECT '[1,2]' AS v UNION ALL SELECT '[3]');
+SELECT embed_define('lesson', '{"vocab": ["bus", "is", "late", "early"], "embeddings": [[1,0,2],[0,1,0],[2,1,1],[2,1,-1]], "positions": [[1,1,0],[0,1,1],[1,0,1]]}');
+SELECT embed_define('bad', '{"vocab": ["a", "a"], "embeddings": [[1],[2]], "positions": [[1]]}');
+SELECT position, token, embed_json(input_embedding), embed_json(contextual_embedding) FROM embed_tokens('lesson', 'bus is late');
+SELECT * FROM embed_tokens('lesson', 'bus is very late');
+SELECT embed_json(embed('lesson', 'late is bus')), embed_token_ids('lesson', 'bus is'), embed_json(contextual_embedding('lesson', 'bus is', 1));
+SELECT * FROM embed_models;
+SELECT embed_load('tok', 'tests/fixtures/models/bert-tiny-uncased');
+SELECT embed_load('missing', '/nonexistent/folder');
+SELECT embed_token_ids('tok', 'I left my phone on the left side of the table.');
+SELECT position, token, start, "end", length(contextual_embedding) FROM embed_tokens('tok', 'Hello, world', 'pair');
+SELECT embed_json(embed('tok', 'hello')), embed_json(contextual_embedding('tok', 'left left', 1, 1));
+SELECT embed_unload('lesson'), embed_unload('tok');
