@@ -224,7 +224,11 @@ int emb_encoder_load(const char *dir, emb_encoder **out, char err[EMB_ERR_LEN]) 
     for (int i = 0; i < 2 && !found; i++) {
         char name[64];
         snprintf(name, sizeof name, "%sembeddings.word_embeddings.weight", cands[i]);
-        if (find_any(e, name, NULL)) { snprintf(e->prefix, sizeof e->prefix, "%s", cands[i]); found = 1; }
+        if (find_any(e, name, NULL)) {
+            snprintf(e->prefix, sizeof e->prefix, "%s", cands[i]);
+            e->info.tensor_prefix = cands[i]; /* a string literal: valid after free */
+            found = 1;
+        }
     }
     if (!found) {
         snprintf(err, EMB_ERR_LEN, "%s: missing tensor 'embeddings.word_embeddings.weight' (also looked for '%sembeddings.word_embeddings.weight')",
@@ -305,7 +309,6 @@ int emb_encoder_load(const char *dir, emb_encoder **out, char err[EMB_ERR_LEN]) 
     in->sinusoidal = c->sinusoidal;
     in->ln_eps = c->ln_eps;
     in->weight_type = e->mixed ? "mixed" : emb_dtype_name((emb_dtype)e->first_dtype);
-    in->tensor_prefix = e->prefix;
     in->has_pooler = e->pool_w != NULL;
     in->pad_token_id = c->pad_token_id;
     in->n_files = e->nfiles;

@@ -64,25 +64,25 @@ int emb_st_config_load(const char *dir, emb_st_config *out, char err[EMB_ERR_LEN
         }
     }
     if (have_pool) {
-        snprintf(label, sizeof label, "%s%sconfig.json", pool_path, *pool_path ? "/" : "");
+        snprintf(label, sizeof label, "%.100s%sconfig.json", pool_path, *pool_path ? "/" : "");
         snprintf(path, sizeof path, "%s/%s", dir, label);
         if (load_json(path, label, &pool, err)) goto fail;
-        if (!pool) FAIL("%s: missing (modules.json lists a Pooling module at '%s')", label, pool_path);
-        if (!cJSON_IsObject(pool)) FAIL("%s: not a JSON object", label);
+        if (!pool) FAIL("%.100s: missing (modules.json lists a Pooling module at '%.60s')", label, pool_path);
+        if (!cJSON_IsObject(pool)) FAIL("%.100s: not a JSON object", label);
         static const char *keys[] = {"pooling_mode_cls_token", "pooling_mode_mean_tokens", "pooling_mode_max_tokens",
                                      "pooling_mode_mean_sqrt_len_tokens", "pooling_mode_weightedmean_tokens",
                                      "pooling_mode_lasttoken"};
         int on[6], n_on = 0;
         for (int i = 0; i < 6; i++) {
             const cJSON *j = cJSON_GetObjectItemCaseSensitive(pool, keys[i]);
-            if (j && !cJSON_IsBool(j) && !cJSON_IsNull(j)) FAIL("%s: key '%s' is not a boolean", label, keys[i]);
+            if (j && !cJSON_IsBool(j) && !cJSON_IsNull(j)) FAIL("%.100s: key '%s' is not a boolean", label, keys[i]);
             on[i] = cJSON_IsTrue(j);
             n_on += on[i];
         }
-        if (n_on == 0) FAIL("%s: no pooling mode is enabled", label);
-        if (n_on > 1) FAIL("%s: several pooling modes at once (concatenated vectors) are not supported", label);
+        if (n_on == 0) FAIL("%.100s: no pooling mode is enabled", label);
+        if (n_on > 1) FAIL("%.100s: several pooling modes at once (concatenated vectors) are not supported", label);
         for (int i = 3; i < 6; i++)
-            if (on[i]) FAIL("%s: pooling mode '%s' is not supported (only cls, mean, max)", label, keys[i]);
+            if (on[i]) FAIL("%.100s: pooling mode '%s' is not supported (only cls, mean, max)", label, keys[i]);
         c.pool = on[0] ? EMB_POOL_CLS : on[1] ? EMB_POOL_MEAN : EMB_POOL_MAX;
         const cJSON *d = cJSON_GetObjectItemCaseSensitive(pool, "word_embedding_dimension");
         if (cJSON_IsNumber(d) && d->valuedouble >= 0 && d->valuedouble < 1e7) c.pooling_dim = (int)d->valuedouble;

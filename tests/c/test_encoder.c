@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <pthread.h>
 #include <unistd.h>
 
 static const char *MODELS[] = {"bert-tiny-uncased", "bert-tiny-prefixed", "bert-tiny-f16",
@@ -217,8 +218,537 @@ static void parity(const char *model) {
     cJSON_Delete(ref);
 }
 
+/* ------------------------------------------------------------------ synthetic models */
+
+static char tmpdir[256];
+static uint32_t rng = 12345;
+static uint32_t rnd(void) { rng = rng * 1664525u + 1013904223u; return rng >> 8; }
+
+static void write_text(const char *dir, const char *name, const char *text) {
+    char p[1024];
+    snprintf(p, sizeof p, "%s/%s", dir, name);
+    FILE *f = fopen(p, "wb");
+    if (!f) { perror(p); return; }
+    fputs(text, f);
+    fclose(f);
+}
+static void mkdir_p(const char *d) { mkdir(d, 0755); }
+static char *subdir(const char *name) {
+    static char buf[8][512];
+    static int k;
+    char *b = buf[k++ & 7];
+    snprintf(b, 512, "%s/%s", tmpdir, name);
+    mkdir_p(b);
+    return b;
+}
+
+static const char *BERT_CFG =
+    "{\"model_type\":\"bert\",\"hidden_size\":8,\"num_hidden_layers\":2,\"num_attention_heads\":2,"
+    "\"intermediate_size\":16,\"max_position_embeddings\":16,\"type_vocab_size\":2,\"vocab_size\":20,"
+    "\"layer_norm_eps\":1e-12,\"hidden_act\":\"gelu\"}";
+
+enum { O_DTYPE_F32, O_DTYPE_BF16, O_DTYPE_F16, O_DTYPE_I32 };
+typedef struct {
+    int dtype;             /* for all tensors, or only `only` if set */
+    const char *only;      /* tensor (suffix) that gets dtype */
+    int misalign;
+    const char *prefix;
+    const char *skip;      /* suffix of a tensor left out */
+    const char *reshape;   /* suffix of a 2-D tensor written with half its columns */
+    int shards;            /* 0: model.safetensors; 2: two shards + index */
+    int extra_head;        /* add cls.predictions.bias */
+} synth_opts;
+
+static uint16_t f32_to_f16_exact(float f) { /* for values exactly representable, normal or zero */
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    if ((u & 0x7fffffffu) == 0) return (uint16_t)(u >> 16);
+    uint32_t sign = (u >> 16) & 0x8000u, exp = (u >> 23) & 0xff, man = u & 0x7fffff;
+    return (uint16_t)(sign | ((exp - 112) << 10) | (man >> 13));
+}
+
+/* Writes a 2-layer BERT (H=8, heads=2, I=16, vocab 20, 16 positions) with weights k/256,
+ * exactly representable in F16 and BF16, so every dtype variant holds the same values. */
+static int write_synth(const char *dir, const synth_opts *o) {
+    const int H = 8, FF = 16, V = 20, P = 16, L = 2;
+    char names[64][128];
+    int64_t shapes[64][2];
+    int n = 0;
+#define ADD(nm, a, b) do { snprintf(names[n], 128, "%s", nm); shapes[n][0] = a; shapes[n][1] = b; n++; } while (0)
+    ADD("embeddings.word_embeddings.weight", V, H);
+    ADD("embeddings.position_embeddings.weight", P, H);
+    ADD("embeddings.token_type_embeddings.weight", 2, H);
+    ADD("embeddings.LayerNorm.weight", H, -1);
+    ADD("embeddings.LayerNorm.bias", H, -1);
+    for (int l = 0; l < L; l++) {
+        char b[128];
+#define ADDL(fmt, a, c) do { snprintf(b, sizeof b, fmt, l); ADD(b, a, c); } while (0)
+        ADDL("encoder.layer.%d.attention.self.query.weight", H, H); ADDL("encoder.layer.%d.attention.self.query.bias", H, -1);
+        ADDL("encoder.layer.%d.attention.self.key.weight", H, H); ADDL("encoder.layer.%d.attention.self.key.bias", H, -1);
+        ADDL("encoder.layer.%d.attention.self.value.weight", H, H); ADDL("encoder.layer.%d.attention.self.value.bias", H, -1);
+        ADDL("encoder.layer.%d.attention.output.dense.weight", H, H); ADDL("encoder.layer.%d.attention.output.dense.bias", H, -1);
+        ADDL("encoder.layer.%d.attention.output.LayerNorm.weight", H, -1); ADDL("encoder.layer.%d.attention.output.LayerNorm.bias", H, -1);
+        ADDL("encoder.layer.%d.intermediate.dense.weight", FF, H); ADDL("encoder.layer.%d.intermediate.dense.bias", FF, -1);
+        ADDL("encoder.layer.%d.output.dense.weight", H, FF); ADDL("encoder.layer.%d.output.dense.bias", H, -1);
+        ADDL("encoder.layer.%d.output.LayerNorm.weight", H, -1); ADDL("encoder.layer.%d.output.LayerNorm.bias", H, -1);
+#undef ADDL
+    }
+    ADD("pooler.dense.weight", H, H);
+    ADD("pooler.dense.bias", H, -1);
+    if (o->extra_head) ADD("cls.predictions.bias", V, -1);
+#undef ADD
+    emb_st_write_tensor wt[64];
+    char full[64][160];
+    void *bufs[64];
+    int m = 0;
+    uint32_t saved = rng;
+    rng = 777; /* same values for every variant */
+    for (int i = 0; i < n; i++) {
+        size_t cnt = (size_t)shapes[i][0] * (size_t)(shapes[i][1] < 0 ? 1 : shapes[i][1]);
+        float *f = malloc(cnt * sizeof(float));
+        int is_ln_w = strstr(names[i], "LayerNorm.weight") != NULL;
+        for (size_t k = 0; k < cnt; k++) {
+            int v = (int)(rnd() % 129) - 64;
+            f[k] = is_ln_w ? 1.0f + v / 128.0f : v / 256.0f * (strstr(names[i], "embeddings") ? 4.0f : 1.0f);
+        }
+        if (o->skip && strcmp(o->skip, names[i]) == 0) { free(f); continue; }
+        int dt = (!o->only || strcmp(o->only, names[i]) == 0) ? o->dtype : O_DTYPE_F32;
+        emb_st_write_tensor *t = &wt[m];
+        snprintf(full[m], sizeof full[m], "%.20s%.120s", o->prefix && strncmp(names[i], "cls.", 4) ? o->prefix : "", names[i]);
+        t->name = full[m];
+        t->ndim = shapes[i][1] < 0 ? 1 : 2;
+        t->shape[0] = shapes[i][0];
+        t->shape[1] = shapes[i][1];
+        if (o->reshape && strcmp(o->reshape, names[i]) == 0) t->shape[1] /= 2, cnt /= 2;
+        if (dt == O_DTYPE_F32) { t->dtype = EMB_DT_F32; bufs[m] = f; }
+        else if (dt == O_DTYPE_I32) { t->dtype = EMB_DT_I32; bufs[m] = f; }
+        else {
+            uint16_t *h = malloc(cnt * 2);
+            for (size_t k = 0; k < cnt; k++) {
+                uint32_t u;
+                memcpy(&u, &f[k], 4);
+                h[k] = dt == O_DTYPE_BF16 ? (uint16_t)(u >> 16) : f32_to_f16_exact(f[k]);
+            }
+            free(f);
+            t->dtype = dt == O_DTYPE_BF16 ? EMB_DT_BF16 : EMB_DT_F16;
+            bufs[m] = h;
+        }
+        t->data = bufs[m];
+        m++;
+    }
+    rng = saved;
+    char err[EMB_ERR_LEN], p[1024];
+    int rc = 0;
+    write_text(dir, "config.json", BERT_CFG);
+    if (o->shards) {
+        int half = m / 2;
+        snprintf(p, sizeof p, "%s/model-00001-of-00002.safetensors", dir);
+        rc |= emb_safetensors_write(p, wt, half, o->misalign, err);
+        snprintf(p, sizeof p, "%s/model-00002-of-00002.safetensors", dir);
+        rc |= emb_safetensors_write(p, wt + half, m - half, o->misalign, err);
+        size_t cap = 16384, len = 0;
+        char *idx = malloc(cap);
+        len += (size_t)snprintf(idx + len, cap - len, "{\"metadata\":{\"total_size\":0},\"weight_map\":{");
+        for (int i = 0; i < m; i++)
+            len += (size_t)snprintf(idx + len, cap - len, "%s\"%s\":\"model-0000%d-of-00002.safetensors\"", i ? "," : "", wt[i].name, i < half ? 1 : 2);
+        snprintf(idx + len, cap - len, "}}");
+        write_text(dir, "model.safetensors.index.json", idx);
+        free(idx);
+    } else {
+        snprintf(p, sizeof p, "%s/model.safetensors", dir);
+        rc = emb_safetensors_write(p, wt, m, o->misalign, err);
+    }
+    for (int i = 0; i < m; i++) free(bufs[i]);
+    if (rc) fprintf(stderr, "write_synth: %s\n", err);
+    return rc;
+}
+
+/* forward a fixed 2-sequence batch through the synthetic model */
+static int synth_run(const char *dir, float out[2 * 6 * 8], uint64_t *fp, char err[EMB_ERR_LEN], emb_encoder_info *info) {
+    emb_encoder *e;
+    if (emb_encoder_load(dir, &e, err)) return -1;
+    int32_t ids[12] = {2, 5, 7, 9, 3, 0, 2, 11, 19, 3, 0, 0}, tt[12] = {0, 0, 0, 1, 1, 0, 0, 0, 0, 0, 0, 0}, lens[2] = {5, 4};
+    emb_workspace *ws = emb_workspace_new();
+    int rc = emb_encoder_forward(e, ws, 2, 6, ids, tt, lens, 2, out, err);
+    if (fp) *fp = emb_encoder_fingerprint(e);
+    if (info) *info = *emb_encoder_get_info(e);
+    emb_workspace_free(ws);
+    emb_encoder_free(e);
+    return rc;
+}
+
+static int load_fails_with(const char *dir, const char *needle1, const char *needle2, char err[EMB_ERR_LEN]) {
+    emb_encoder *e = NULL;
+    err[0] = 0;
+    int rc = emb_encoder_load(dir, &e, err);
+    if (rc == 0) { emb_encoder_free(e); snprintf(err, EMB_ERR_LEN, "(loaded without error)"); return 0; }
+    if (e != NULL) return 0;
+    return strstr(err, needle1) && (!needle2 || strstr(err, needle2));
+}
+
+static void synthetic_tests(void) {
+    char err[EMB_ERR_LEN];
+    float ref[96], out[96];
+    uint64_t fp0, fp;
+    emb_encoder_info info;
+    synth_opts o = {0};
+    char *d = subdir("f32");
+    CHECK(write_synth(d, &o) == 0 && synth_run(d, ref, &fp0, err, &info) == 0, "synthetic F32 model: %s", err);
+    CHECK(info.converted_bytes == 0 && strcmp(info.weight_type, "F32") == 0 && info.n_files == 1,
+          "synthetic F32: used in place (converted %zu bytes, type %s)", info.converted_bytes, info.weight_type);
+    o.misalign = 2;
+    d = subdir("f32_misaligned");
+    CHECK(write_synth(d, &o) == 0 && synth_run(d, out, &fp, err, &info) == 0, "misaligned F32: %s", err);
+    CHECK(maxdiff(out, ref, 96) == 0 && fp == fp0 && info.converted_bytes > 0, "misaligned F32 copied, same results and fingerprint");
+    o.misalign = 0;
+    o.dtype = O_DTYPE_BF16;
+    d = subdir("bf16");
+    CHECK(write_synth(d, &o) == 0 && synth_run(d, out, &fp, err, &info) == 0, "BF16: %s", err);
+    CHECK(maxdiff(out, ref, 96) == 0 && fp == fp0 && strcmp(info.weight_type, "BF16") == 0, "BF16 equals F32 (same values), type %s", info.weight_type);
+    o.dtype = O_DTYPE_F16;
+    d = subdir("f16");
+    CHECK(write_synth(d, &o) == 0 && synth_run(d, out, &fp, err, &info) == 0, "F16: %s", err);
+    CHECK(maxdiff(out, ref, 96) == 0 && fp == fp0 && strcmp(info.weight_type, "F16") == 0, "F16 equals F32 (same values)");
+    o.only = "encoder.layer.0.intermediate.dense.weight";
+    d = subdir("mixed");
+    CHECK(write_synth(d, &o) == 0 && synth_run(d, out, &fp, err, &info) == 0 && strcmp(info.weight_type, "mixed") == 0 &&
+          maxdiff(out, ref, 96) == 0, "mixed F32/F16: %s", err);
+    o = (synth_opts){0};
+    o.shards = 2;
+    d = subdir("sharded");
+    CHECK(write_synth(d, &o) == 0 && synth_run(d, out, &fp, err, &info) == 0, "sharded: %s", err);
+    CHECK(maxdiff(out, ref, 96) == 0 && fp == fp0 && info.n_files == 2, "sharded equals single file (%d files)", info.n_files);
+    o = (synth_opts){0};
+    o.prefix = "bert.";
+    o.extra_head = 1;
+    d = subdir("prefixed");
+    CHECK(write_synth(d, &o) == 0 && synth_run(d, out, &fp, err, &info) == 0, "prefixed: %s", err);
+    CHECK(maxdiff(out, ref, 96) == 0 && fp == fp0 && strcmp(info.tensor_prefix, "bert.") == 0, "prefixed + head tensor equals plain");
+
+    /* load errors */
+    o = (synth_opts){0};
+    o.skip = "encoder.layer.1.output.dense.bias";
+    d = subdir("missing");
+    write_synth(d, &o);
+    CHECK(load_fails_with(d, "missing tensor 'encoder.layer.1.output.dense.bias'", "model.safetensors", err), "missing tensor: %s", err);
+    o.prefix = "bert.";
+    d = subdir("missing_prefixed");
+    write_synth(d, &o);
+    CHECK(load_fails_with(d, "missing tensor 'bert.encoder.layer.1.output.dense.bias'", NULL, err), "missing prefixed tensor: %s", err);
+    o = (synth_opts){0};
+    o.skip = "embeddings.word_embeddings.weight";
+    d = subdir("missing_word");
+    write_synth(d, &o);
+    CHECK(load_fails_with(d, "embeddings.word_embeddings.weight", "missing", err), "missing word embeddings: %s", err);
+    o = (synth_opts){0};
+    o.reshape = "encoder.layer.1.attention.self.query.weight";
+    d = subdir("wrong_shape");
+    write_synth(d, &o);
+    CHECK(load_fails_with(d, "tensor 'encoder.layer.1.attention.self.query.weight' has shape [8,4], expected [8,8]", "model.safetensors", err),
+          "wrong shape: %s", err);
+    o = (synth_opts){0};
+    o.dtype = O_DTYPE_I32;
+    o.only = "embeddings.LayerNorm.bias";
+    d = subdir("wrong_dtype");
+    write_synth(d, &o);
+    CHECK(load_fails_with(d, "embeddings.LayerNorm.bias", "I32", err), "integer dtype: %s", err);
+    o = (synth_opts){0};
+    o.shards = 2;
+    d = subdir("shard_missing");
+    write_synth(d, &o);
+    { char p[1024]; snprintf(p, sizeof p, "%s/model-00002-of-00002.safetensors", d); unlink(p); }
+    CHECK(load_fails_with(d, "model-00002-of-00002.safetensors", "cannot open", err), "missing shard: %s", err);
+    write_text(d, "model.safetensors.index.json", "{\"weight_map\":{\"a\":\"../../etc/passwd.safetensors\"}}");
+    CHECK(load_fails_with(d, "model.safetensors.index.json", "shard name", err), "shard path escaping the folder: %s", err);
+    write_text(d, "model.safetensors.index.json", "{\"weight_map\":[");
+    CHECK(load_fails_with(d, "model.safetensors.index.json", NULL, err), "broken index: %s", err);
+
+    /* config errors */
+    d = subdir("cfg");
+    o = (synth_opts){0};
+    write_synth(d, &o);
+    write_text(d, "config.json", "{\"model_type\":\"bert\",\"num_hidden_layers\":2,\"num_attention_heads\":2,\"intermediate_size\":16,"
+                                 "\"max_position_embeddings\":16,\"vocab_size\":20}");
+    CHECK(load_fails_with(d, "config.json", "missing key 'hidden_size'", err), "missing hidden_size: %s", err);
+    write_text(d, "config.json", "{\"model_type\":\"distilbert\",\"dim\":8,\"n_heads\":2,\"hidden_dim\":16,"
+                                 "\"max_position_embeddings\":16,\"vocab_size\":20}");
+    CHECK(load_fails_with(d, "config.json", "missing key 'n_layers'", err), "missing n_layers: %s", err);
+    write_text(d, "config.json", "{\"model_type\":\"gpt2\",\"n_embd\":8}");
+    CHECK(load_fails_with(d, "config.json", "'gpt2'", err), "gpt2: %s", err);
+    write_text(d, "config.json", "{\"hidden_size\":8}");
+    CHECK(load_fails_with(d, "config.json", "model_type", err), "no model_type: %s", err);
+    write_text(d, "config.json", "{\"model_type\":\"bert\",");
+    CHECK(load_fails_with(d, "config.json", "JSON", err), "broken config JSON: %s", err);
+    write_text(d, "config.json", "{\"model_type\":\"bert\",\"hidden_size\":9,\"num_hidden_layers\":2,\"num_attention_heads\":2,"
+                                 "\"intermediate_size\":16,\"max_position_embeddings\":16,\"vocab_size\":20}");
+    CHECK(load_fails_with(d, "config.json", "multiple", err), "hidden not a multiple of heads: %s", err);
+    write_text(d, "config.json", "{\"model_type\":\"bert\",\"hidden_size\":8,\"num_hidden_layers\":2,\"num_attention_heads\":2,"
+                                 "\"intermediate_size\":16,\"max_position_embeddings\":16,\"vocab_size\":20,\"hidden_act\":\"relu\"}");
+    CHECK(load_fails_with(d, "config.json", "'relu'", err), "unsupported activation: %s", err);
+    write_text(d, "config.json", "{\"model_type\":\"bert\",\"hidden_size\":8,\"num_hidden_layers\":2,\"num_attention_heads\":2,"
+                                 "\"intermediate_size\":16,\"max_position_embeddings\":16,\"vocab_size\":20,\"position_embedding_type\":\"relative_key\"}");
+    CHECK(load_fails_with(d, "config.json", "relative_key", err), "relative positions: %s", err);
+    write_text(d, "config.json", "{\"model_type\":\"bert\",\"hidden_size\":8,\"num_hidden_layers\":3,\"num_attention_heads\":2,"
+                                 "\"intermediate_size\":16,\"max_position_embeddings\":16,\"vocab_size\":20}");
+    CHECK(load_fails_with(d, "missing tensor 'encoder.layer.2.", NULL, err), "more layers than stored: %s", err);
+    write_text(d, "config.json", "{\"model_type\":\"bert\",\"hidden_size\":8,\"num_hidden_layers\":2,\"num_attention_heads\":2,"
+                                 "\"intermediate_size\":16,\"max_position_embeddings\":16,\"vocab_size\":30522}");
+    CHECK(load_fails_with(d, "embeddings.word_embeddings.weight' has shape [20,8], expected [30522,8]", NULL, err), "vocab mismatch: %s", err);
+    d = subdir("empty");
+    CHECK(load_fails_with(d, "config.json", "cannot open", err), "no config.json: %s", err);
+    write_text(d, "config.json", BERT_CFG);
+    CHECK(load_fails_with(d, "model.safetensors", NULL, err), "no weights: %s", err);
+
+    /* forward argument errors */
+    d = subdir("f32");
+    emb_encoder *e;
+    if (emb_encoder_load(d, &e, err) == 0) {
+        emb_workspace *ws = emb_workspace_new();
+        float o2[17 * 8];
+        int32_t ids[17] = {0}, tt[17] = {0}, len = 3;
+        CHECK(emb_encoder_forward(e, ws, 1, 17, ids, tt, &len, 2, o2, err) != 0 && strstr(err, "17 tokens"), "too many tokens: %s", err);
+        ids[1] = 20;
+        CHECK(emb_encoder_forward(e, ws, 1, 3, ids, tt, &len, 2, o2, err) != 0 && strstr(err, "token id 20"), "bad id: %s", err);
+        ids[1] = 1;
+        tt[2] = 2;
+        CHECK(emb_encoder_forward(e, ws, 1, 3, ids, tt, &len, 2, o2, err) != 0 && strstr(err, "type id 2"), "bad type id: %s", err);
+        tt[2] = 0;
+        CHECK(emb_encoder_forward(e, ws, 1, 3, ids, tt, &len, 3, o2, err) != 0 && strstr(err, "layer 3"), "bad layer: %s", err);
+        len = 0;
+        CHECK(emb_encoder_forward(e, ws, 1, 3, ids, tt, &len, 2, o2, err) != 0 && strstr(err, "length 0"), "empty sequence: %s", err);
+        len = 3;
+        CHECK(emb_encoder_forward(e, ws, 1, 3, ids, NULL, &len, 2, o2, err) == 0, "NULL type ids: %s", err);
+        emb_workspace_free(ws);
+        emb_encoder_free(e);
+    }
+}
+
+/* Corrupted and truncated copies of a real checkpoint. */
+static unsigned char *slurp(const char *path, size_t *n) {
+    char *t, err[EMB_ERR_LEN];
+    if (emb_config_read_file(path, 64u << 20, &t, n, err)) return NULL;
+    return (unsigned char *)t;
+}
+static void put(const char *dir, const unsigned char *b, size_t n) {
+    char p[1024];
+    snprintf(p, sizeof p, "%s/model.safetensors", dir);
+    FILE *f = fopen(p, "wb");
+    fwrite(b, 1, n, f);
+    fclose(f);
+}
+
+static void corrupt_tests(void) {
+    char err[EMB_ERR_LEN];
+    size_t n;
+    unsigned char *orig = slurp(FIXTURES "/models/bert-tiny-uncased/model.safetensors", &n);
+    CHECK(orig != NULL, "read bert-tiny-uncased");
+    if (!orig) return;
+    char *d = subdir("corrupt");
+    char *cfg;
+    size_t cl;
+    emb_config_read_file(FIXTURES "/models/bert-tiny-uncased/config.json", 1 << 20, &cfg, &cl, err);
+    write_text(d, "config.json", cfg);
+    free(cfg);
+    unsigned char *b = malloc(n);
+    uint64_t hl = 0;
+    for (int i = 7; i >= 0; i--) hl = hl << 8 | orig[i];
+
+    put(d, orig, n / 2);
+    CHECK(load_fails_with(d, "model.safetensors", "outside the data section", err), "truncated to half: %s", err);
+    put(d, orig, 5);
+    CHECK(load_fails_with(d, "model.safetensors", "too short", err), "truncated to 5 bytes: %s", err);
+    put(d, orig, 100);
+    CHECK(load_fails_with(d, "model.safetensors", "past the end", err), "truncated inside the header: %s", err);
+    put(d, orig, 8 + hl);
+    CHECK(load_fails_with(d, "model.safetensors", "outside the data section", err), "header only: %s", err);
+    memcpy(b, orig, n);
+    b[5] = 1;
+    put(d, b, n);
+    CHECK(load_fails_with(d, "model.safetensors", "exceeds the limit", err), "huge header length: %s", err);
+    memcpy(b, orig, n);
+    b[8] = 'x';
+    put(d, b, n);
+    CHECK(load_fails_with(d, "model.safetensors", "not a JSON object", err), "header not an object: %s", err);
+    memcpy(b, orig, n);
+    char *colon = memchr(b + 8 + hl / 2, ':', hl / 2);
+    *colon = ';';
+    put(d, b, n);
+    CHECK(load_fails_with(d, "model.safetensors", "not valid JSON", err), "broken header JSON: %s", err);
+    memcpy(b, orig, n);
+    char *f32 = memmem(b + 8, hl, "\"F32\"", 5);
+    f32[3] = '3';
+    put(d, b, n);
+    CHECK(load_fails_with(d, "model.safetensors", "unknown dtype 'F33'", err), "unknown dtype: %s", err);
+    memcpy(b, orig, n);
+    char *sh = memmem(b + 8, hl, "[512,32]", 8);
+    if (!sh) sh = memmem(b + 8, hl, "[512, 32]", 9);
+    CHECK(sh != NULL, "position shape in header");
+    if (sh) {
+        sh[1] = '6'; /* 612 x 32 no longer matches the offsets */
+        put(d, b, n);
+        CHECK(load_fails_with(d, "position_embeddings", "data_offsets span", err), "shape vs offsets: %s", err);
+    }
+    /* random byte flips in the header and in the data: a clean error or a clean load, never a crash */
+    int ok = 1, loaded = 0, failed = 0;
+    uint32_t saved = rng;
+    rng = 99;
+    for (int it = 0; it < 300; it++) {
+        memcpy(b, orig, n);
+        int flips = 1 + (int)(rnd() % 4);
+        for (int k = 0; k < flips; k++) {
+            size_t pos = it % 3 == 2 ? rnd() % n : 8 + rnd() % hl;
+            b[pos] ^= (unsigned char)(1u << (rnd() % 8));
+        }
+        put(d, b, n);
+        emb_encoder *e = NULL;
+        err[0] = 0;
+        if (emb_encoder_load(d, &e, err) == 0) { loaded++; emb_encoder_free(e); }
+        else { failed++; if (!err[0]) ok = 0; }
+    }
+    rng = saved;
+    CHECK(ok, "every failed load of a corrupted file has a message");
+    printf("corrupted copies: %d failed cleanly, %d loaded (flips in data or harmless header bytes)\n", failed, loaded);
+    free(b);
+    free(orig);
+}
+
+static void st_config_tests(void) {
+    char err[EMB_ERR_LEN];
+    emb_st_config c;
+    int rc = emb_st_config_load(FIXTURES "/models/minilm-tiny-st", &c, err);
+    CHECK(rc == 0 && c.present && c.pool == EMB_POOL_MEAN && c.normalize && c.max_seq_length == 128 && !c.do_lower_case &&
+          c.pooling_dim == 48 && c.transformer_path[0] == 0,
+          "minilm-tiny-st: rc %d present %d pool %d normalize %d max_seq_length %d (%s)", rc, c.present, c.pool, c.normalize,
+          c.max_seq_length, rc ? err : "");
+    rc = emb_st_config_load(FIXTURES "/models/bert-tiny-uncased", &c, err);
+    CHECK(rc == 0 && !c.present && c.pool == EMB_POOL_MEAN && !c.normalize && c.max_seq_length == 0, "plain model: no st config");
+    char *d = subdir("st");
+    char *p1 = subdir("st/1_Pooling");
+    (void)p1;
+    write_text(d, "modules.json", "[{\"idx\":0,\"name\":\"0\",\"path\":\"\",\"type\":\"sentence_transformers.models.Transformer\"},"
+                                  "{\"idx\":1,\"name\":\"1\",\"path\":\"1_Pooling\",\"type\":\"sentence_transformers.models.Pooling\"}]");
+    write_text(d, "1_Pooling/config.json", "{\"word_embedding_dimension\":8,\"pooling_mode_cls_token\":true,\"pooling_mode_mean_tokens\":false}");
+    rc = emb_st_config_load(d, &c, err);
+    CHECK(rc == 0 && c.present && c.pool == EMB_POOL_CLS && !c.normalize && c.max_seq_length == 0, "cls pooling, no normalize: %s", rc ? err : "");
+    write_text(d, "1_Pooling/config.json", "{\"pooling_mode_max_tokens\":true}");
+    write_text(d, "sentence_bert_config.json", "{\"max_seq_length\":256,\"do_lower_case\":true}");
+    rc = emb_st_config_load(d, &c, err);
+    CHECK(rc == 0 && c.pool == EMB_POOL_MAX && c.max_seq_length == 256 && c.do_lower_case, "max pooling, lower case: %s", rc ? err : "");
+    write_text(d, "1_Pooling/config.json", "{\"pooling_mode_mean_sqrt_len_tokens\":true}");
+    rc = emb_st_config_load(d, &c, err);
+    CHECK(rc != 0 && strstr(err, "1_Pooling/config.json") && strstr(err, "pooling_mode_mean_sqrt_len_tokens"), "mean_sqrt_len: %s", err);
+    write_text(d, "1_Pooling/config.json", "{\"pooling_mode_mean_tokens\":true,\"pooling_mode_max_tokens\":true}");
+    rc = emb_st_config_load(d, &c, err);
+    CHECK(rc != 0 && strstr(err, "several pooling modes"), "two modes: %s", err);
+    write_text(d, "1_Pooling/config.json", "{\"pooling_mode_mean_tokens\":false}");
+    rc = emb_st_config_load(d, &c, err);
+    CHECK(rc != 0 && strstr(err, "no pooling mode"), "no mode: %s", err);
+    write_text(d, "1_Pooling/config.json", "{\"pooling_mode_mean_tokens\":true}");
+    write_text(d, "sentence_bert_config.json", "{\"max_seq_length\":\"long\"}");
+    rc = emb_st_config_load(d, &c, err);
+    CHECK(rc != 0 && strstr(err, "sentence_bert_config.json") && strstr(err, "max_seq_length"), "bad max_seq_length: %s", err);
+    write_text(d, "sentence_bert_config.json", "{}");
+    write_text(d, "modules.json", "[{\"path\":\"\",\"type\":\"sentence_transformers.models.Transformer\"},"
+                                  "{\"path\":\"1_Pooling\",\"type\":\"sentence_transformers.models.Pooling\"},"
+                                  "{\"path\":\"2_Dense\",\"type\":\"sentence_transformers.models.Dense\"}]");
+    rc = emb_st_config_load(d, &c, err);
+    CHECK(rc != 0 && strstr(err, "modules.json") && strstr(err, "Dense"), "Dense module: %s", err);
+    write_text(d, "modules.json", "[{\"path\":\"\",\"type\":\"sentence_transformers.models.Transformer\"},"
+                                  "{\"path\":\"3_Pool\",\"type\":\"sentence_transformers.models.Pooling\"}]");
+    rc = emb_st_config_load(d, &c, err);
+    CHECK(rc != 0 && strstr(err, "3_Pool/config.json"), "missing pooling config: %s", err);
+    write_text(d, "modules.json", "[{\"path\":\"../x\",\"type\":\"sentence_transformers.models.Pooling\"}]");
+    rc = emb_st_config_load(d, &c, err);
+    CHECK(rc != 0 && strstr(err, "modules.json"), "path escaping the folder: %s", err);
+    write_text(d, "modules.json", "[{");
+    rc = emb_st_config_load(d, &c, err);
+    CHECK(rc != 0 && strstr(err, "modules.json"), "broken modules.json: %s", err);
+}
+
+static void pooling_tests(void) {
+    float h[3 * 2] = {1, -2, 3, 5, -7, 1}, o[2];
+    emb_pool(h, 3, 2, 2, EMB_POOL_MAX, o);
+    CHECK(o[0] == 3 && o[1] == 5, "max over the first 2 rows");
+    emb_pool(h, 3, 2, 3, EMB_POOL_MEAN, o);
+    CHECK(fabsf(o[0] + 1.0f) < 1e-7f && fabsf(o[1] - 4.0f / 3) < 1e-7f, "mean over 3 rows");
+    emb_pool(h, 3, 2, 3, EMB_POOL_CLS, o);
+    CHECK(o[0] == 1 && o[1] == -2, "cls");
+    emb_pool(h, 3, 2, 0, EMB_POOL_MEAN, o);
+    CHECK(o[0] == 0 && o[1] == 0, "len 0 gives zeros");
+    float z[3] = {0, 0, 0}, v[2] = {3, 4};
+    emb_l2_normalize(z, 3);
+    CHECK(z[0] == 0 && z[1] == 0 && z[2] == 0, "zero vector stays zero");
+    emb_l2_normalize(v, 2);
+    CHECK(fabsf(v[0] - 0.6f) < 1e-7f && fabsf(v[1] - 0.8f) < 1e-7f, "normalize [3,4]");
+    emb_pool_mode m;
+    CHECK(emb_pool_mode_parse("max", &m) == 0 && m == EMB_POOL_MAX && emb_pool_mode_parse("sum", &m) != 0 &&
+          strcmp(emb_pool_mode_name(EMB_POOL_CLS), "cls") == 0, "pool mode names");
+}
+
+/* Two threads share one encoder, each with its own workspace; a workspace grown by a
+ * large batch gives the same result on a small one. */
+typedef struct { const emb_encoder *e; float *out; int rc; } thr_arg;
+static void *thr_main(void *p) {
+    thr_arg *a = p;
+    emb_workspace *ws = emb_workspace_new();
+    char err[EMB_ERR_LEN];
+    int32_t ids[4 * 32], lens[4] = {32, 17, 9, 30};
+    for (int i = 0; i < 4 * 32; i++) ids[i] = (i * 7919) % 30000;
+    a->rc = 0;
+    for (int it = 0; it < 20 && !a->rc; it++) a->rc = emb_encoder_forward(a->e, ws, 4, 32, ids, NULL, lens, 3, a->out, err);
+    emb_workspace_free(ws);
+    return NULL;
+}
+static void thread_tests(void) {
+    char err[EMB_ERR_LEN];
+    emb_encoder *e;
+    if (emb_encoder_load(FIXTURES "/models/minilm-tiny-st", &e, err)) { CHECK(0, "load: %s", err); return; }
+    const int H = 48, N = 4 * 32 * 48;
+    float *solo = malloc(sizeof(float) * N), *o1 = malloc(sizeof(float) * N), *o2 = malloc(sizeof(float) * N);
+    thr_arg a0 = {e, solo, 0}, a1 = {e, o1, 0}, a2 = {e, o2, 0};
+    thr_main(&a0);
+    pthread_t t1, t2;
+    pthread_create(&t1, NULL, thr_main, &a1);
+    pthread_create(&t2, NULL, thr_main, &a2);
+    pthread_join(t1, NULL);
+    pthread_join(t2, NULL);
+    CHECK(a0.rc == 0 && a1.rc == 0 && a2.rc == 0 && memcmp(solo, o1, sizeof(float) * N) == 0 && memcmp(solo, o2, sizeof(float) * N) == 0,
+          "two threads with one shared encoder give the one-thread result");
+    /* workspace reuse: big batch then small in one workspace == fresh workspace */
+    emb_workspace *ws = emb_workspace_new(), *fresh = emb_workspace_new();
+    int32_t ids[5] = {101, 2000, 3000, 4000, 102}, len = 5;
+    float a[5 * 48], b[5 * 48];
+    int32_t bids[4 * 32], blens[4] = {32, 32, 32, 32};
+    for (int i = 0; i < 4 * 32; i++) bids[i] = i + 1000;
+    int rc = emb_encoder_forward(e, ws, 4, 32, bids, NULL, blens, 3, solo, err);
+    rc |= emb_encoder_forward(e, ws, 1, 5, ids, NULL, &len, 3, a, err);
+    rc |= emb_encoder_forward(e, fresh, 1, 5, ids, NULL, &len, 3, b, err);
+    CHECK(rc == 0 && memcmp(a, b, sizeof a) == 0, "reused workspace gives the same result");
+    (void)H;
+    emb_workspace_free(ws);
+    emb_workspace_free(fresh);
+    free(solo); free(o1); free(o2);
+    emb_encoder_free(e);
+}
+
+static void rm_rf(const char *d) {
+    char cmd[600];
+    if (strncmp(d, "/tmp/", 5) == 0 && strlen(d) > 10) {
+        snprintf(cmd, sizeof cmd, "rm -rf '%s'", d);
+        if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", d);
+    }
+}
+
 int main(void) {
     for (int m = 0; m < N_MODELS; m++) parity(MODELS[m]);
     printf("max abs error over all models: %.3g\n", worst_all);
+    snprintf(tmpdir, sizeof tmpdir, "/tmp/test_encoder_XXXXXX");
+    if (!mkdtemp(tmpdir)) { perror("mkdtemp"); return 1; }
+    synthetic_tests();
+    corrupt_tests();
+    st_config_tests();
+    pooling_tests();
+    thread_tests();
+    rm_rf(tmpdir);
     return check_report();
 }
