@@ -1,18 +1,48 @@
 #include "model.h"
+#include "encoder.h"
+#include "pooling.h"
+#include "st_config.h"
 #include "static_model.h"
+#include "tokenizer.h"
 #include "vec.h"
 #include <inttypes.h>
+#include <limits.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <xxhash.h>
+
+#define EMBED_BATCH 32    /* sequences per forward pass */
+#define RUNNERS_KEPT 8    /* idle scratch sets a model keeps for reuse */
+
+/* Scratch for one forward pass at a time: taken from the model's pool by a thread,
+ * returned after, so activations are reused across calls without locks during the math. */
+typedef struct runner {
+    struct runner *next;
+    emb_workspace *ws;
+    emb_encoding enc;
+    int32_t *ids, *types, *lens;
+    size_t ids_cap, types_cap, lens_cap;
+    float *hidden;
+    size_t hidden_cap;
+} runner;
 
 struct emb_model {
     atomic_int refs;
     emb_model_info info;
     char *name, *path;
-    emb_static_model *defined; /* kind "defined" */
+    char weight_type[8];
+    emb_static_model *defined; /* architecture "defined" */
+    emb_tokenizer *tok;        /* folder models */
+    emb_encoder *enc;          /* NULL for tokenizer-only folders */
+    emb_st_config st;
+    pthread_mutex_t lock;      /* guards idle */
+    runner *idle;
+    int n_idle;
 };
 
 static int fail(char err[EMB_ERR_LEN], const char *fmt, ...) {
@@ -27,16 +57,15 @@ static emb_model *model_new(const char *name, const char *path) {
     emb_model *m = calloc(1, sizeof *m);
     if (!m) return NULL;
     atomic_init(&m->refs, 1);
+    pthread_mutex_init(&m->lock, NULL);
     m->name = strdup(name);
     m->path = path ? strdup(path) : NULL;
-    if (!m->name || (path && !m->path)) {
-        free(m->name);
-        free(m->path);
-        free(m);
-        return NULL;
-    }
     m->info.name = m->name;
     m->info.path = m->path;
+    if (!m->name || (path && !m->path)) {
+        emb_model_release(m);
+        return NULL;
+    }
     return m;
 }
 
@@ -71,18 +100,117 @@ int emb_model_define(const char *name, const char *json, size_t len, emb_model *
     return 0;
 }
 
+static int exists(const char *dir, const char *file) {
+    char path[PATH_MAX];
+    struct stat st;
+    if (snprintf(path, sizeof path, "%s/%s", dir, file) >= (int)sizeof path) return 0;
+    return stat(path, &st) == 0;
+}
+
+/* The token limit in force: sentence-transformers' max_seq_length when the folder has one
+ * (as sentence-transformers applies it), else the tokenizer's model_max_length, and never
+ * more than the position table. */
+static int token_limit(const emb_model *m) {
+    int64_t limit = 0;
+    if (m->st.present && m->st.max_seq_length > 0) limit = m->st.max_seq_length;
+    else if (emb_tokenizer_model_max_length(m->tok) > 0) limit = emb_tokenizer_model_max_length(m->tok);
+    if (m->enc) {
+        int maxpos = emb_encoder_get_info(m->enc)->max_positions;
+        if (limit == 0 || limit > maxpos) limit = maxpos;
+    }
+    return limit > INT_MAX ? INT_MAX : (int)limit;
+}
+
+static int load_folder(emb_model *m, const char *dir, char err[EMB_ERR_LEN]) {
+    struct stat st;
+    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) return fail(err, "'%s' is not a folder", dir);
+    if (emb_st_config_load(dir, &m->st, err)) return -1;
+    char sub[PATH_MAX];
+    if (m->st.present && m->st.transformer_path[0]) { /* the Transformer module in a subfolder */
+        if (snprintf(sub, sizeof sub, "%s/%s", dir, m->st.transformer_path) >= (int)sizeof sub)
+            return fail(err, "path too long");
+        dir = sub;
+    }
+    if (!exists(dir, "tokenizer.json") && !exists(dir, "vocab.txt"))
+        return fail(err, "'%s' has neither tokenizer.json nor vocab.txt", dir);
+    if (emb_tokenizer_load(dir, &m->tok, err)) return -1;
+    int has_weights = exists(dir, "model.safetensors") || exists(dir, "model.safetensors.index.json");
+    if (exists(dir, "config.json") && has_weights) {
+        if (emb_encoder_load(dir, &m->enc, err)) return -1;
+    } else if (has_weights) {
+        return fail(err, "'%s' has weights but no config.json", dir);
+    } else if (exists(dir, "pytorch_model.bin")) {
+        return fail(err, "'%s' has only pytorch_model.bin: convert it to model.safetensors", dir);
+    }
+
+    emb_model_info *info = &m->info;
+    info->vocab_size = emb_tokenizer_vocab_size(m->tok);
+    info->max_tokens = token_limit(m);
+    info->pooling = m->enc ? emb_pool_mode_name(m->st.pool) : NULL;
+    info->normalize = m->st.normalize;
+    if (!m->enc) {
+        info->architecture = "tokenizer";
+    } else {
+        const emb_encoder_info *e = emb_encoder_get_info(m->enc);
+        if (info->vocab_size > e->vocab_size)
+            return fail(err, "the tokenizer has %d tokens but the model's embedding table only %d rows",
+                        info->vocab_size, e->vocab_size);
+        if (m->st.pooling_dim > 0 && m->st.pooling_dim != e->hidden)
+            return fail(err, "1_Pooling/config.json: word_embedding_dimension %d differs from hidden size %d",
+                        m->st.pooling_dim, e->hidden);
+        info->architecture = e->arch;
+        info->hidden = e->hidden;
+        info->layers = e->layers;
+        info->heads = e->heads;
+        info->vocab_size = e->vocab_size;
+        info->max_positions = e->max_positions;
+        info->position_kind = e->sinusoidal ? "sinusoidal" : "learned";
+        snprintf(m->weight_type, sizeof m->weight_type, "%s", e->weight_type);
+        info->weight_type = m->weight_type;
+        info->bytes = (int64_t)e->weight_bytes;
+        info->has_vectors = 1;
+    }
+    uint64_t parts[5] = {m->enc ? emb_encoder_fingerprint(m->enc) : 0, emb_tokenizer_fingerprint(m->tok),
+                         (uint64_t)m->st.pool, (uint64_t)m->st.normalize, (uint64_t)info->max_tokens};
+    set_fingerprint(info, XXH3_64bits(parts, sizeof parts));
+    return 0;
+}
+
 int emb_model_load(const char *name, const char *dir, emb_model **out, char err[EMB_ERR_LEN]) {
-    (void)name;
-    (void)dir;
     *out = NULL;
-    return fail(err, "loading model folders is not built yet");
+    emb_model *m = model_new(name, dir);
+    if (!m) return fail(err, "out of memory");
+    if (load_folder(m, dir, err)) {
+        emb_model_release(m);
+        return -1;
+    }
+    *out = m;
+    return 0;
 }
 
 void emb_model_retain(emb_model *m) { atomic_fetch_add(&m->refs, 1); }
 
+static void runner_free(runner *r) {
+    emb_workspace_free(r->ws);
+    emb_encoding_free(&r->enc);
+    free(r->ids);
+    free(r->types);
+    free(r->lens);
+    free(r->hidden);
+    free(r);
+}
+
 void emb_model_release(emb_model *m) {
     if (!m || atomic_fetch_sub(&m->refs, 1) != 1) return;
+    while (m->idle) {
+        runner *r = m->idle;
+        m->idle = r->next;
+        runner_free(r);
+    }
+    pthread_mutex_destroy(&m->lock);
     emb_static_model_free(m->defined);
+    emb_tokenizer_free(m->tok);
+    emb_encoder_free(m->enc);
     free(m->name);
     free(m->path);
     free(m);
@@ -90,12 +218,52 @@ void emb_model_release(emb_model *m) {
 
 const emb_model_info *emb_model_get_info(const emb_model *m) { return &m->info; }
 
-void emb_model_encoding_init(emb_encoding *enc) { memset(enc, 0, sizeof *enc); }
-
-void emb_model_encoding_free(emb_encoding *enc) {
-    free(enc->tok);
-    memset(enc, 0, sizeof *enc);
+static runner *runner_take(emb_model *m) {
+    pthread_mutex_lock(&m->lock);
+    runner *r = m->idle;
+    if (r) {
+        m->idle = r->next;
+        m->n_idle--;
+    }
+    pthread_mutex_unlock(&m->lock);
+    if (r) return r;
+    r = calloc(1, sizeof *r);
+    if (!r) return NULL;
+    emb_encoding_init(&r->enc);
+    r->ws = emb_workspace_new();
+    if (!r->ws) {
+        free(r);
+        return NULL;
+    }
+    return r;
 }
+
+static void runner_give(emb_model *m, runner *r) {
+    if (!r) return;
+    pthread_mutex_lock(&m->lock);
+    if (m->n_idle < RUNNERS_KEPT) {
+        r->next = m->idle;
+        m->idle = r;
+        m->n_idle++;
+        r = NULL;
+    }
+    pthread_mutex_unlock(&m->lock);
+    if (r) runner_free(r);
+}
+
+static int grow(void **p, size_t *cap, size_t need, size_t elem) {
+    if (need <= *cap) return 0;
+    size_t nc = *cap ? *cap : 64;
+    while (nc < need) nc *= 2;
+    void *q = realloc(*p, nc * elem);
+    if (!q) return -1;
+    *p = q;
+    *cap = nc;
+    return 0;
+}
+
+void emb_model_encoding_init(emb_encoding *enc) { emb_encoding_init(enc); }
+void emb_model_encoding_free(emb_encoding *enc) { emb_encoding_free(enc); }
 
 static int tokenize_defined(const emb_model *m, const char *text, size_t len, emb_encoding *enc,
                             char err[EMB_ERR_LEN]) {
@@ -103,14 +271,8 @@ static int tokenize_defined(const emb_model *m, const char *text, size_t len, em
     emb_static_token *words = NULL;
     size_t cap = 0, n = 0;
     int rc = emb_static_tokenize(sm, text, len, &words, &cap, &n, err);
-    if (rc == 0 && n > enc->cap) {
-        emb_token *t = realloc(enc->tok, n * sizeof *t);
-        if (!t) rc = fail(err, "out of memory");
-        else {
-            enc->tok = t;
-            enc->cap = n;
-        }
-    }
+    if (rc == 0 && grow((void **)&enc->tok, &enc->cap, n, sizeof *enc->tok))
+        rc = fail(err, "out of memory");
     if (rc == 0) {
         for (size_t i = 0; i < n; i++)
             enc->tok[i] = (emb_token){words[i].id, 0, words[i].start, words[i].end, (int32_t)i, 0};
@@ -120,15 +282,20 @@ static int tokenize_defined(const emb_model *m, const char *text, size_t len, em
     return rc;
 }
 
-int emb_model_tokenize(const emb_model *m, const char *text, size_t len, const char *text_b,
-                       size_t len_b, emb_encoding *enc, char err[EMB_ERR_LEN]) {
-    (void)len_b;
+int emb_model_tokenize_limit(const emb_model *m, const char *text, size_t len, const char *text_b,
+                             size_t len_b, int max_tokens, emb_encoding *enc, char err[EMB_ERR_LEN]) {
     enc->n = 0;
     if (m->defined) {
         if (text_b) return fail(err, "a defined model takes one text, not a pair");
         return tokenize_defined(m, text, len, enc, err);
     }
-    return fail(err, "model '%s' has no tokenizer", m->name);
+    if (max_tokens < 0) max_tokens = m->info.max_tokens;
+    return emb_tokenize(m->tok, text, len, text_b, len_b, (size_t)max_tokens, enc, err);
+}
+
+int emb_model_tokenize(const emb_model *m, const char *text, size_t len, const char *text_b,
+                       size_t len_b, emb_encoding *enc, char err[EMB_ERR_LEN]) {
+    return emb_model_tokenize_limit(m, text, len, text_b, len_b, -1, enc, err);
 }
 
 const char *emb_model_token_text(const emb_model *m, int32_t id, size_t *len) {
@@ -137,66 +304,166 @@ const char *emb_model_token_text(const emb_model *m, int32_t id, size_t *len) {
         *len = strlen(m->defined->vocab[id]);
         return m->defined->vocab[id];
     }
-    return NULL;
+    return emb_tokenizer_token(m->tok, id, len);
 }
 
 const float *emb_model_token_row(const emb_model *m, int32_t id) {
-    if (m->defined && id >= 0 && id < m->defined->vocab_size)
-        return m->defined->embeddings + (size_t)id * (size_t)m->defined->dim;
-    return NULL;
+    if (m->defined)
+        return id >= 0 && id < m->defined->vocab_size
+                   ? m->defined->embeddings + (size_t)id * (size_t)m->defined->dim
+                   : NULL;
+    return m->enc ? emb_encoder_word_row(m->enc, id) : NULL;
 }
 
 const float *emb_model_position_row(const emb_model *m, int32_t pos) {
-    if (m->defined && pos >= 0 && pos < m->defined->max_positions)
-        return m->defined->positions + (size_t)pos * (size_t)m->defined->dim;
-    return NULL;
+    if (m->defined)
+        return pos >= 0 && pos < m->defined->max_positions
+                   ? m->defined->positions + (size_t)pos * (size_t)m->defined->dim
+                   : NULL;
+    return m->enc ? emb_encoder_position_row(m->enc, pos) : NULL;
 }
 
 const float *emb_model_type_row(const emb_model *m, int32_t type) {
-    (void)m;
-    (void)type;
-    return NULL;
+    return m->enc ? emb_encoder_type_row(m->enc, type) : NULL;
+}
+
+/* Runs the encoder over sequences seq[0..B) of the flat token arrays (ids and types, with
+ * starts[] and lens[] per sequence), padded to the longest of them. The hidden states land
+ * in r->hidden, B x *T x hidden. */
+static int run_batch(emb_model *m, runner *r, const int32_t *ids, const int32_t *types,
+                     const size_t *starts, const int32_t *lens, const size_t *seq, int B,
+                     int n_layers, int *T_out, char err[EMB_ERR_LEN]) {
+    int T = 0;
+    for (int b = 0; b < B; b++)
+        if (lens[seq[b]] > T) T = lens[seq[b]];
+    size_t cells = (size_t)B * (size_t)T, H = (size_t)m->info.hidden;
+    if (grow((void **)&r->ids, &r->ids_cap, cells, sizeof(int32_t)) ||
+        grow((void **)&r->types, &r->types_cap, cells, sizeof(int32_t)) ||
+        grow((void **)&r->lens, &r->lens_cap, (size_t)B, sizeof(int32_t)) ||
+        grow((void **)&r->hidden, &r->hidden_cap, cells * H, sizeof(float)))
+        return fail(err, "out of memory");
+    for (int b = 0; b < B; b++) {
+        int32_t n = lens[seq[b]];
+        int32_t *row_ids = r->ids + (size_t)b * T, *row_types = r->types + (size_t)b * T;
+        memcpy(row_ids, ids + starts[seq[b]], (size_t)n * sizeof(int32_t));
+        memcpy(row_types, types + starts[seq[b]], (size_t)n * sizeof(int32_t));
+        for (int t = n; t < T; t++) row_ids[t] = row_types[t] = 0; /* padding, masked out */
+        r->lens[b] = n;
+    }
+    *T_out = T;
+    return emb_encoder_forward(m->enc, r->ws, B, T, r->ids, r->types, r->lens, n_layers,
+                               r->hidden, err);
 }
 
 int emb_model_hidden_states(emb_model *m, const emb_encoding *enc, int n_layers, float *out,
                             char err[EMB_ERR_LEN]) {
+    size_t H = (size_t)m->info.hidden;
     if (m->defined) {
         if (n_layers != 0)
             return fail(err, "model '%s' has no layers (layer %d asked)", m->name, n_layers);
-        size_t d = (size_t)m->defined->dim;
         for (size_t i = 0; i < enc->n; i++)
-            emb_vec_add(out + i * d, emb_model_token_row(m, enc->tok[i].id),
-                        emb_model_position_row(m, (int32_t)i), d);
+            emb_vec_add(out + i * H, emb_model_token_row(m, enc->tok[i].id),
+                        emb_model_position_row(m, (int32_t)i), H);
         return 0;
     }
-    return fail(err, "model '%s' has no vectors (tokenizer only)", m->name);
+    if (!m->enc) return fail(err, "model '%s' is a tokenizer only: it has no vectors", m->name);
+    if (n_layers < 0 || n_layers > m->info.layers)
+        return fail(err, "layer %d is out of range (0 to %d)", n_layers, m->info.layers);
+    if (enc->n == 0) return 0;
+    runner *r = runner_take(m);
+    int32_t *ids = malloc(enc->n * 2 * sizeof(int32_t));
+    int rc = r && ids ? 0 : fail(err, "out of memory");
+    if (rc == 0) {
+        int32_t *types = ids + enc->n, len = (int32_t)enc->n;
+        for (size_t i = 0; i < enc->n; i++) {
+            ids[i] = enc->tok[i].id;
+            types[i] = enc->tok[i].type_id;
+        }
+        size_t start = 0, seq = 0;
+        int T;
+        rc = run_batch(m, r, ids, types, &start, &len, &seq, 1, n_layers, &T, err);
+        if (rc == 0) memcpy(out, r->hidden, enc->n * H * sizeof(float));
+    }
+    free(ids);
+    runner_give(m, r);
+    return rc;
+}
+
+static int by_length(const void *a, const void *b, void *lens) {
+    int32_t x = ((const int32_t *)lens)[*(const size_t *)a], y = ((const int32_t *)lens)[*(const size_t *)b];
+    return (x > y) - (x < y);
+}
+
+/* Pools one sequence's hidden states into out and normalises it as asked. */
+static void finish_vector(const float *hidden, int T, int H, int len, emb_pool_mode mode,
+                          int normalize, float *out) {
+    emb_pool(hidden, T, H, len, mode, out);
+    if (normalize) emb_l2_normalize(out, H);
+}
+
+static int embed_defined(emb_model *m, const char *const *texts, const size_t *lens, size_t n,
+                         emb_pool_mode mode, int normalize, float *out, char err[EMB_ERR_LEN]) {
+    int H = m->info.hidden;
+    emb_encoding enc;
+    emb_encoding_init(&enc);
+    float *hidden = malloc((size_t)m->defined->max_positions * (size_t)H * sizeof(float));
+    int rc = hidden ? 0 : fail(err, "out of memory");
+    for (size_t t = 0; rc == 0 && t < n; t++) {
+        rc = emb_model_tokenize(m, texts[t], lens[t], NULL, 0, &enc, err);
+        if (rc == 0 && enc.n == 0) rc = fail(err, "the text has no words");
+        if (rc == 0) rc = emb_model_hidden_states(m, &enc, 0, hidden, err);
+        if (rc == 0) finish_vector(hidden, (int)enc.n, H, (int)enc.n, mode, normalize, out + t * (size_t)H);
+    }
+    free(hidden);
+    emb_encoding_free(&enc);
+    return rc;
 }
 
 int emb_model_embed(emb_model *m, const char *const *texts, const size_t *lens, size_t n,
                     const emb_embed_options *opt, float *out, char err[EMB_ERR_LEN]) {
-    (void)opt;
-    if (!m->defined) return fail(err, "model '%s' has no vectors (tokenizer only)", m->name);
-    size_t d = (size_t)m->info.hidden;
-    emb_encoding enc;
-    emb_model_encoding_init(&enc);
-    float *hidden = NULL;
-    int rc = 0;
+    emb_pool_mode mode = opt && opt->pool >= 0 ? (emb_pool_mode)opt->pool : m->st.pool;
+    int normalize = opt && opt->normalize >= 0 ? opt->normalize : m->st.normalize;
+    if (m->defined) return embed_defined(m, texts, lens, n, mode, normalize, out, err);
+    if (!m->enc) return fail(err, "model '%s' is a tokenizer only: it has no vectors", m->name);
+    if (n == 0) return 0;
+
+    /* Tokenize everything into flat arrays, then run length-sorted batches so that the
+     * padding in each batch stays small. */
+    runner *r = runner_take(m);
+    size_t ids_cap = 0, types_cap = 0, used = 0, H = (size_t)m->info.hidden;
+    int32_t *ids = NULL, *types = NULL, *tlens = malloc(n * sizeof(int32_t));
+    size_t *starts = malloc(n * sizeof(size_t)), *order = malloc(n * sizeof(size_t));
+    int rc = r && tlens && starts && order ? 0 : fail(err, "out of memory");
     for (size_t t = 0; rc == 0 && t < n; t++) {
-        rc = emb_model_tokenize(m, texts[t], lens[t], NULL, 0, &enc, err);
+        rc = emb_model_tokenize(m, texts[t], lens[t], NULL, 0, &r->enc, err);
         if (rc) break;
-        float *h = realloc(hidden, (enc.n ? enc.n : 1) * d * sizeof(float));
-        if (!h) {
+        if (grow((void **)&ids, &ids_cap, used + r->enc.n, sizeof(int32_t)) ||
+            grow((void **)&types, &types_cap, used + r->enc.n, sizeof(int32_t))) {
             rc = fail(err, "out of memory");
             break;
         }
-        hidden = h;
-        rc = emb_model_hidden_states(m, &enc, 0, hidden, err);
-        float *o = out + t * d;
-        memset(o, 0, d * sizeof(float));
-        for (size_t i = 0; rc == 0 && i < enc.n; i++) emb_vec_add(o, o, hidden + i * d, d);
-        if (enc.n) emb_vec_scale(o, o, 1.0f / (float)enc.n, d);
+        for (size_t i = 0; i < r->enc.n; i++) {
+            ids[used + i] = r->enc.tok[i].id;
+            types[used + i] = r->enc.tok[i].type_id;
+        }
+        starts[t] = used;
+        tlens[t] = (int32_t)r->enc.n;
+        used += r->enc.n;
+        order[t] = t;
     }
-    free(hidden);
-    emb_model_encoding_free(&enc);
+    if (rc == 0) qsort_r(order, n, sizeof *order, by_length, tlens);
+    for (size_t at = 0; rc == 0 && at < n; at += EMBED_BATCH) {
+        int B = (int)(n - at < EMBED_BATCH ? n - at : EMBED_BATCH), T;
+        rc = run_batch(m, r, ids, types, starts, tlens, order + at, B, m->info.layers, &T, err);
+        for (int b = 0; rc == 0 && b < B; b++)
+            finish_vector(r->hidden + (size_t)b * (size_t)T * H, T, (int)H, tlens[order[at + b]],
+                          mode, normalize, out + order[at + b] * H);
+    }
+    free(ids);
+    free(types);
+    free(tlens);
+    free(starts);
+    free(order);
+    runner_give(m, r);
     return rc;
 }

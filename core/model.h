@@ -39,6 +39,9 @@ void emb_model_encoding_free(emb_encoding *enc);
 /* Tokens of text (and text_b, or NULL), special tokens included, truncated to max_tokens. */
 int emb_model_tokenize(const emb_model *m, const char *text, size_t len, const char *text_b,
                        size_t len_b, emb_encoding *enc, char err[EMB_ERR_LEN]);
+/* The same with another token limit (the C API's way to ask for one; -1: the model's own). */
+int emb_model_tokenize_limit(const emb_model *m, const char *text, size_t len, const char *text_b,
+                             size_t len_b, int max_tokens, emb_encoding *enc, char err[EMB_ERR_LEN]);
 const char *emb_model_token_text(const emb_model *m, int32_t id, size_t *len);
 
 /* Rows of the model's tables; NULL when out of range or the model has no vectors. */

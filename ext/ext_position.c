@@ -41,12 +41,16 @@ static void model_position(sqlite3_context *ctx, sqlite3_value **argv) {
     emb_model *m = ext_model_arg(ctx, argv[0], fn);
     if (!m) return;
     const emb_model_info *info = emb_model_get_info(m);
+    if (!info->has_vectors) {
+        ext_error(ctx, fn, "model '%s' is a tokenizer only: it has no position vectors", info->name);
+        emb_model_release(m);
+        return;
+    }
     sqlite3_int64 pos;
     ext_rc r = ext_get_int(ctx, argv[1], fn, "pos", 0, info->max_positions - 1, &pos);
     if (r == EXT_OK) {
         const float *row = emb_model_position_row(m, (int32_t)pos);
         if (row) ext_result_vector(ctx, row, (size_t)info->hidden);
-        else ext_error(ctx, fn, "model '%s' has no position vectors (tokenizer only)", info->name);
     }
     emb_model_release(m);
 }
