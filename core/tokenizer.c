@@ -1,0 +1,1082 @@
+/* WordPiece tokenizer equal to Hugging Face tokenizers 0.23 for BERT-family tokenizer.json files
+ * (see tokenizer.h and tests/fixtures/GOLDEN_README.md, "Behaviour the golden data pins down"). */
+#include "tokenizer.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <cjson/cJSON.h>
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
+#include "unicode_hf.h"
+#include "vocab.h"
+
+#define MAX_TMPL 16
+#define MAX_PREFIX 32
+
+typedef struct {
+    char *s;
+    size_t len;
+    int32_t id;
+} added_tok;
+
+typedef struct {
+    int kind; /* 0 special token, 1 sequence A, 2 sequence B */
+    int32_t id;
+    int32_t type_id;
+} tmpl_item;
+
+enum { A_WORD = 0, A_REMOVED = 1, A_WS = 2, A_PUNCT = 3 };
+
+struct emb_tokenizer {
+    emb_vocab *vocab; /* every token */
+    emb_vocab *cont;  /* tokens that start with the prefix, keyed without it */
+    size_t max_tok, max_cont;
+    int lowercase, strip, chinese, clean;
+    int max_chars;
+    char prefix[MAX_PREFIX];
+    size_t prefix_len;
+    int32_t unk_id, cls_id, sep_id, pad_id, mask_id;
+    int64_t model_max_length;
+    added_tok *added;
+    size_t n_added;
+    uint8_t added_first[256];
+    tmpl_item single[MAX_TMPL], pair[MAX_TMPL];
+    int n_single, n_pair, spec_single, spec_pair;
+    uint64_t fp;
+    const uint8_t *bmp;
+    uint8_t ascii_act[128];
+    char ascii_low[128];
+};
+
+/* ---------------------------------------------------------------------------------------- */
+/* errors and files */
+
+static int fail(char err[EMB_ERR_LEN], const char *fmt, ...) {
+    if (err) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err, EMB_ERR_LEN, fmt, ap);
+        va_end(ap);
+    }
+    return -1;
+}
+
+static char *read_file(const char *path, size_t *len, char err[EMB_ERR_LEN]) {
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        fail(err, "cannot open %s: %s", path, strerror(errno));
+        return NULL;
+    }
+    char *buf = NULL;
+    size_t n = 0, cap = 0;
+    for (;;) {
+        if (cap - n < 65536) {
+            size_t nc = cap ? cap * 2 : 1 << 20;
+            if (nc > ((size_t)1 << 31)) {
+                fail(err, "%s: file too large", path);
+                goto bad;
+            }
+            char *nb = realloc(buf, nc + 1);
+            if (!nb) {
+                fail(err, "%s: out of memory", path);
+                goto bad;
+            }
+            buf = nb;
+            cap = nc;
+        }
+        size_t r = fread(buf + n, 1, cap - n, f);
+        n += r;
+        if (r == 0) break;
+    }
+    if (ferror(f)) {
+        fail(err, "cannot read %s", path);
+        goto bad;
+    }
+    fclose(f);
+    buf[n] = 0;
+    *len = n;
+    return buf;
+bad:
+    fclose(f);
+    free(buf);
+    return NULL;
+}
+
+static int is_file(const char *path) {
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* building */
+
+static emb_tokenizer *tok_new(void) {
+    emb_tokenizer *t = calloc(1, sizeof *t);
+    if (!t) return NULL;
+    t->vocab = emb_vocab_new();
+    t->cont = emb_vocab_new();
+    if (!t->vocab || !t->cont) {
+        emb_vocab_free(t->vocab);
+        emb_vocab_free(t->cont);
+        free(t);
+        return NULL;
+    }
+    t->lowercase = t->strip = t->chinese = t->clean = 1;
+    t->max_chars = 100;
+    memcpy(t->prefix, "##", 3);
+    t->prefix_len = 2;
+    t->unk_id = t->cls_id = t->sep_id = t->pad_id = t->mask_id = -1;
+    return t;
+}
+
+void emb_tokenizer_free(emb_tokenizer *t) {
+    if (!t) return;
+    emb_vocab_free(t->vocab);
+    emb_vocab_free(t->cont);
+    for (size_t i = 0; i < t->n_added; i++) free(t->added[i].s);
+    free(t->added);
+    free(t);
+}
+
+static int add_vocab(emb_tokenizer *t, const char *s, size_t len, int32_t id) {
+    return emb_vocab_add(t->vocab, s, len, id);
+}
+
+static int add_added(emb_tokenizer *t, const char *s, size_t len, int32_t id, char err[EMB_ERR_LEN]) {
+    if (len == 0) return 0;
+    for (size_t i = 0; i < t->n_added; i++)
+        if (t->added[i].len == len && memcmp(t->added[i].s, s, len) == 0) {
+            t->added[i].id = id;
+            return 0;
+        }
+    added_tok *na = realloc(t->added, (t->n_added + 1) * sizeof *na);
+    if (!na) return fail(err, "out of memory");
+    t->added = na;
+    char *c = malloc(len + 1);
+    if (!c) return fail(err, "out of memory");
+    memcpy(c, s, len);
+    c[len] = 0;
+    t->added[t->n_added++] = (added_tok){c, len, id};
+    return 0;
+}
+
+static int cmp_added(const void *a, const void *b) {
+    const added_tok *x = a, *y = b;
+    if (x->id != y->id) return x->id < y->id ? -1 : 1;
+    size_t m = x->len < y->len ? x->len : y->len;
+    int c = memcmp(x->s, y->s, m);
+    return c ? c : (x->len < y->len ? -1 : x->len > y->len);
+}
+
+static void put_u64(XXH3_state_t *st, uint64_t v) {
+    unsigned char b[8];
+    for (int i = 0; i < 8; i++) b[i] = (unsigned char)(v >> (8 * i));
+    XXH3_64bits_update(st, b, 8);
+}
+
+static void put_str(XXH3_state_t *st, const char *s, size_t len) {
+    put_u64(st, len);
+    XXH3_64bits_update(st, s, len);
+}
+
+/* Everything after the settings are read: continuation table, ASCII tables, fingerprint. */
+static int finish(emb_tokenizer *t, char err[EMB_ERR_LEN]) {
+    int32_t n = emb_vocab_size(t->vocab);
+    if (n == 0) return fail(err, "the vocabulary is empty");
+    for (int32_t id = 0; id < n; id++) {
+        size_t len;
+        const char *s = emb_vocab_token(t->vocab, id, &len);
+        if (!s) continue;
+        /* the id a lookup finds (duplicates: the later one) */
+        int32_t fid = emb_vocab_find(t->vocab, s, len);
+        if (fid != id) continue;
+        if (len > t->max_tok) t->max_tok = len;
+        if (t->prefix_len && len >= t->prefix_len && memcmp(s, t->prefix, t->prefix_len) == 0) {
+            if (emb_vocab_add(t->cont, s + t->prefix_len, len - t->prefix_len, id))
+                return fail(err, "out of memory");
+            if (len - t->prefix_len > t->max_cont) t->max_cont = len - t->prefix_len;
+        }
+    }
+    if (t->unk_id < 0) return fail(err, "the unknown token is not in the vocabulary");
+    qsort(t->added, t->n_added, sizeof *t->added, cmp_added);
+    memset(t->added_first, 0, sizeof t->added_first);
+    for (size_t i = 0; i < t->n_added; i++) t->added_first[(unsigned char)t->added[i].s[0]] = 1;
+    t->spec_single = t->spec_pair = 0;
+    for (int i = 0; i < t->n_single; i++) t->spec_single += t->single[i].kind == 0;
+    for (int i = 0; i < t->n_pair; i++) t->spec_pair += t->pair[i].kind == 0;
+
+    emb_hf_init();
+    t->bmp = emb_hf_bmp_table();
+    for (int c = 0; c < 128; c++) {
+        unsigned f = t->bmp[c];
+        uint8_t a = A_WORD;
+        if (t->clean && (f & EMB_HF_REMOVED)) a = A_REMOVED;
+        else if (f & EMB_HF_WS) a = A_WS;
+        else if (f & EMB_HF_PUNCT) a = A_PUNCT;
+        t->ascii_act[c] = a;
+        t->ascii_low[c] = (char)((t->lowercase && c >= 'A' && c <= 'Z') ? c + 32 : c);
+    }
+
+    XXH3_state_t *st = XXH3_createState();
+    if (!st) return fail(err, "out of memory");
+    XXH3_64bits_reset(st);
+    XXH3_64bits_update(st, "sqlite-embed wordpiece 1", 24);
+    put_u64(st, (uint64_t)t->lowercase);
+    put_u64(st, (uint64_t)t->strip);
+    put_u64(st, (uint64_t)t->chinese);
+    put_u64(st, (uint64_t)t->clean);
+    put_u64(st, (uint64_t)t->max_chars);
+    put_str(st, t->prefix, t->prefix_len);
+    put_u64(st, (uint64_t)(int64_t)t->unk_id);
+    put_u64(st, t->n_added);
+    for (size_t i = 0; i < t->n_added; i++) {
+        put_str(st, t->added[i].s, t->added[i].len);
+        put_u64(st, (uint64_t)(int64_t)t->added[i].id);
+    }
+    put_u64(st, (uint64_t)t->n_single);
+    for (int i = 0; i < t->n_single; i++) {
+        put_u64(st, (uint64_t)t->single[i].kind);
+        put_u64(st, (uint64_t)(int64_t)t->single[i].id);
+        put_u64(st, (uint64_t)(int64_t)t->single[i].type_id);
+    }
+    put_u64(st, (uint64_t)t->n_pair);
+    for (int i = 0; i < t->n_pair; i++) {
+        put_u64(st, (uint64_t)t->pair[i].kind);
+        put_u64(st, (uint64_t)(int64_t)t->pair[i].id);
+        put_u64(st, (uint64_t)(int64_t)t->pair[i].type_id);
+    }
+    put_u64(st, (uint64_t)n);
+    for (int32_t id = 0; id < n; id++) {
+        size_t len = 0;
+        const char *s = emb_vocab_token(t->vocab, id, &len);
+        if (s) put_str(st, s, len);
+        else put_u64(st, UINT64_MAX);
+    }
+    t->fp = XXH3_64bits_digest(st);
+    XXH3_freeState(st);
+    return 0;
+}
+
+static void default_template(emb_tokenizer *t) {
+    t->n_single = 3;
+    t->single[0] = (tmpl_item){0, t->cls_id, 0};
+    t->single[1] = (tmpl_item){1, -1, 0};
+    t->single[2] = (tmpl_item){0, t->sep_id, 0};
+    t->n_pair = 5;
+    t->pair[0] = (tmpl_item){0, t->cls_id, 0};
+    t->pair[1] = (tmpl_item){1, -1, 0};
+    t->pair[2] = (tmpl_item){0, t->sep_id, 0};
+    t->pair[3] = (tmpl_item){2, -1, 1};
+    t->pair[4] = (tmpl_item){0, t->sep_id, 1};
+}
+
+static int32_t lookup_cstr(const emb_tokenizer *t, const char *s) {
+    return s ? emb_vocab_find(t->vocab, s, strlen(s)) : -1;
+}
+
+/* A special-token entry of tokenizer_config.json: "[UNK]" or {"content": "[UNK]", ...}. */
+static const char *config_token(const cJSON *cfg, const char *key, const char *dflt) {
+    const cJSON *v = cfg ? cJSON_GetObjectItemCaseSensitive(cfg, key) : NULL;
+    if (!v) return dflt;
+    if (cJSON_IsNull(v)) return NULL;
+    if (cJSON_IsString(v)) return v->valuestring;
+    const cJSON *c = cJSON_IsObject(v) ? cJSON_GetObjectItemCaseSensitive(v, "content") : NULL;
+    return cJSON_IsString(c) ? c->valuestring : dflt;
+}
+
+static int json_bool(const cJSON *o, const char *key, int dflt) {
+    const cJSON *v = o ? cJSON_GetObjectItemCaseSensitive(o, key) : NULL;
+    if (cJSON_IsBool(v)) return cJSON_IsTrue(v);
+    return dflt;
+}
+
+static int check_added_flags(const cJSON *a, const char *what, const char *content, char err[EMB_ERR_LEN]) {
+    static const char *keys[] = {"lstrip", "rstrip", "single_word"};
+    for (int i = 0; i < 3; i++)
+        if (json_bool(a, keys[i], 0))
+            return fail(err, "%s: added token '%.40s' with %s=true is not supported", what, content, keys[i]);
+    if (json_bool(a, "normalized", 0))
+        return fail(err, "%s: added token '%.40s' with normalized=true is not supported", what, content);
+    return 0;
+}
+
+/* model_max_length (and, for vocab.txt, the settings) from tokenizer_config.json */
+static int read_config(const char *path, cJSON **out, char err[EMB_ERR_LEN]) {
+    *out = NULL;
+    if (!path) return 0;
+    size_t len;
+    char *buf = read_file(path, &len, err);
+    if (!buf) return -1;
+    cJSON *j = cJSON_ParseWithLength(buf, len);
+    free(buf);
+    if (!j || !cJSON_IsObject(j)) {
+        cJSON_Delete(j);
+        return fail(err, "%s: not a JSON object", path);
+    }
+    *out = j;
+    return 0;
+}
+
+static void config_max_length(emb_tokenizer *t, const cJSON *cfg) {
+    const cJSON *m = cfg ? cJSON_GetObjectItemCaseSensitive(cfg, "model_max_length") : NULL;
+    if (cJSON_IsNumber(m) && m->valuedouble >= 1 && m->valuedouble <= 1e9)
+        t->model_max_length = (int64_t)m->valuedouble;
+}
+
+static int load_vocab_txt(emb_tokenizer *t, const char *vocab_path, const cJSON *cfg, char err[EMB_ERR_LEN]) {
+    size_t len;
+    char *buf = read_file(vocab_path, &len, err);
+    if (!buf) return -1;
+    int32_t id = 0;
+    size_t i = 0;
+    while (i < len) {
+        const char *nl = memchr(buf + i, '\n', len - i);
+        size_t e = nl ? (size_t)(nl - buf) : len;
+        size_t l = e - i;
+        if (l && buf[i + l - 1] == '\r') l--;
+        if (add_vocab(t, buf + i, l, id++)) {
+            free(buf);
+            return fail(err, "out of memory");
+        }
+        i = e + 1;
+    }
+    free(buf);
+
+    if (cfg) {
+        const cJSON *cls = cJSON_GetObjectItemCaseSensitive(cfg, "tokenizer_class");
+        if (cJSON_IsString(cls)) {
+            static const char *ok[] = {"BertTokenizer", "BertTokenizerFast", "DistilBertTokenizer",
+                                       "DistilBertTokenizerFast", "ElectraTokenizer", "ElectraTokenizerFast",
+                                       "MobileBertTokenizer", "MobileBertTokenizerFast"};
+            int found = 0;
+            for (size_t k = 0; k < sizeof ok / sizeof *ok; k++) found |= strcmp(cls->valuestring, ok[k]) == 0;
+            if (!found)
+                return fail(err, "tokenizer_config.json: tokenizer_class '%.60s' is not supported with vocab.txt "
+                                 "(only BERT WordPiece)", cls->valuestring);
+        }
+    }
+    t->lowercase = json_bool(cfg, "do_lower_case", 1);
+    const cJSON *sa = cfg ? cJSON_GetObjectItemCaseSensitive(cfg, "strip_accents") : NULL;
+    t->strip = cJSON_IsBool(sa) ? cJSON_IsTrue(sa) : t->lowercase;
+    t->chinese = json_bool(cfg, "tokenize_chinese_chars", 1);
+    t->clean = 1;
+    const char *names[5] = {config_token(cfg, "unk_token", "[UNK]"), config_token(cfg, "sep_token", "[SEP]"),
+                            config_token(cfg, "pad_token", "[PAD]"), config_token(cfg, "cls_token", "[CLS]"),
+                            config_token(cfg, "mask_token", "[MASK]")};
+    t->unk_id = lookup_cstr(t, names[0]);
+    t->sep_id = lookup_cstr(t, names[1]);
+    t->pad_id = lookup_cstr(t, names[2]);
+    t->cls_id = lookup_cstr(t, names[3]);
+    t->mask_id = lookup_cstr(t, names[4]);
+    if (t->cls_id < 0 || t->sep_id < 0) return fail(err, "%s: no [CLS]/[SEP] token in the vocabulary", vocab_path);
+    for (int k = 0; k < 5; k++) {
+        int32_t kid = lookup_cstr(t, names[k]);
+        if (kid >= 0 && add_added(t, names[k], strlen(names[k]), kid, err)) return -1;
+    }
+    const cJSON *atd = cfg ? cJSON_GetObjectItemCaseSensitive(cfg, "added_tokens_decoder") : NULL;
+    const cJSON *a;
+    cJSON_ArrayForEach(a, atd) {
+        const cJSON *c = cJSON_GetObjectItemCaseSensitive(a, "content");
+        if (!cJSON_IsString(c) || !a->string) continue;
+        char *end;
+        long aid = strtol(a->string, &end, 10);
+        if (*end || aid < 0 || aid > INT32_MAX) return fail(err, "tokenizer_config.json: bad added token id '%.20s'", a->string);
+        if (check_added_flags(a, "tokenizer_config.json", c->valuestring, err)) return -1;
+        if (emb_vocab_token(t->vocab, (int32_t)aid, NULL) == NULL &&
+            add_vocab(t, c->valuestring, strlen(c->valuestring), (int32_t)aid))
+            return fail(err, "out of memory");
+        if (add_added(t, c->valuestring, strlen(c->valuestring), (int32_t)aid, err)) return -1;
+    }
+    default_template(t);
+    return 0;
+}
+
+static int special_ids(const cJSON *specials, const char *name, int32_t ids[MAX_TMPL], int *n) {
+    const cJSON *s = cJSON_GetObjectItemCaseSensitive(specials, name);
+    const cJSON *arr = s ? cJSON_GetObjectItemCaseSensitive(s, "ids") : NULL;
+    if (!cJSON_IsArray(arr)) return -1;
+    *n = 0;
+    const cJSON *x;
+    cJSON_ArrayForEach(x, arr) {
+        if (!cJSON_IsNumber(x) || *n >= MAX_TMPL) return -1;
+        ids[(*n)++] = (int32_t)x->valuedouble;
+    }
+    return 0;
+}
+
+static int parse_template(const cJSON *arr, const cJSON *specials, tmpl_item *items, int *n, char err[EMB_ERR_LEN]) {
+    *n = 0;
+    const cJSON *it;
+    if (!cJSON_IsArray(arr)) return fail(err, "tokenizer.json: TemplateProcessing without a template");
+    cJSON_ArrayForEach(it, arr) {
+        const cJSON *sp = cJSON_GetObjectItemCaseSensitive(it, "SpecialToken");
+        const cJSON *sq = cJSON_GetObjectItemCaseSensitive(it, "Sequence");
+        const cJSON *o = sp ? sp : sq;
+        const cJSON *id = cJSON_GetObjectItemCaseSensitive(o, "id");
+        const cJSON *ty = cJSON_GetObjectItemCaseSensitive(o, "type_id");
+        if (!o || !cJSON_IsString(id)) return fail(err, "tokenizer.json: bad TemplateProcessing item");
+        int32_t type_id = cJSON_IsNumber(ty) ? (int32_t)ty->valuedouble : 0;
+        if (sq) {
+            if (*n >= MAX_TMPL) return fail(err, "tokenizer.json: template too long");
+            int kind = strcmp(id->valuestring, "A") == 0 ? 1 : strcmp(id->valuestring, "B") == 0 ? 2 : 0;
+            if (!kind) return fail(err, "tokenizer.json: bad template sequence '%.20s'", id->valuestring);
+            items[(*n)++] = (tmpl_item){kind, -1, type_id};
+        } else {
+            int32_t ids[MAX_TMPL];
+            int k;
+            if (special_ids(specials, id->valuestring, ids, &k))
+                return fail(err, "tokenizer.json: template special token '%.40s' not defined", id->valuestring);
+            for (int i = 0; i < k; i++) {
+                if (*n >= MAX_TMPL) return fail(err, "tokenizer.json: template too long");
+                items[(*n)++] = (tmpl_item){0, ids[i], type_id};
+            }
+        }
+    }
+    return 0;
+}
+
+static const char *type_of(const cJSON *o) {
+    const cJSON *ty = cJSON_GetObjectItemCaseSensitive(o, "type");
+    return cJSON_IsString(ty) ? ty->valuestring : NULL;
+}
+
+static int load_json(emb_tokenizer *t, const char *path, char err[EMB_ERR_LEN]) {
+    size_t len;
+    char *buf = read_file(path, &len, err);
+    if (!buf) return -1;
+    cJSON *j = cJSON_ParseWithLength(buf, len);
+    free(buf);
+    int rc = -1;
+    if (!j || !cJSON_IsObject(j)) {
+        fail(err, "tokenizer.json: not valid JSON");
+        goto out;
+    }
+    const cJSON *model = cJSON_GetObjectItemCaseSensitive(j, "model");
+    if (!cJSON_IsObject(model)) {
+        fail(err, "tokenizer.json: no model");
+        goto out;
+    }
+    const char *mt = type_of(model);
+    const cJSON *vocab = cJSON_GetObjectItemCaseSensitive(model, "vocab");
+    if (!mt) { /* older files omit the type: recognise it by its fields */
+        if (cJSON_GetObjectItemCaseSensitive(model, "merges")) mt = "BPE";
+        else if (cJSON_IsArray(vocab)) mt = "Unigram";
+        else if (cJSON_GetObjectItemCaseSensitive(model, "continuing_subword_prefix") ||
+                 cJSON_GetObjectItemCaseSensitive(model, "max_input_chars_per_word"))
+            mt = "WordPiece";
+        else mt = "WordLevel";
+    }
+    if (strcmp(mt, "WordPiece") != 0) {
+        fail(err, "tokenizer.json: model type '%.40s' is not supported (only WordPiece)", mt);
+        goto out;
+    }
+    if (!cJSON_IsObject(vocab)) {
+        fail(err, "tokenizer.json: WordPiece model without a vocab object");
+        goto out;
+    }
+    const cJSON *e;
+    cJSON_ArrayForEach(e, vocab) {
+        if (!cJSON_IsNumber(e) || e->valuedouble < 0 || e->valuedouble > INT32_MAX - 1 ||
+            e->valuedouble != (double)(int32_t)e->valuedouble || !e->string) {
+            fail(err, "tokenizer.json: bad vocabulary entry");
+            goto out;
+        }
+        if (add_vocab(t, e->string, strlen(e->string), (int32_t)e->valuedouble)) {
+            fail(err, "out of memory");
+            goto out;
+        }
+    }
+    const cJSON *unk = cJSON_GetObjectItemCaseSensitive(model, "unk_token");
+    const cJSON *pre = cJSON_GetObjectItemCaseSensitive(model, "continuing_subword_prefix");
+    const cJSON *mx = cJSON_GetObjectItemCaseSensitive(model, "max_input_chars_per_word");
+    t->unk_id = lookup_cstr(t, cJSON_IsString(unk) ? unk->valuestring : "[UNK]");
+    if (cJSON_IsString(pre)) {
+        size_t pl = strlen(pre->valuestring);
+        if (pl >= MAX_PREFIX) {
+            fail(err, "tokenizer.json: continuing_subword_prefix too long");
+            goto out;
+        }
+        memcpy(t->prefix, pre->valuestring, pl + 1);
+        t->prefix_len = pl;
+    }
+    if (cJSON_IsNumber(mx)) {
+        if (mx->valuedouble < 0) {
+            fail(err, "tokenizer.json: bad max_input_chars_per_word");
+            goto out;
+        }
+        t->max_chars = mx->valuedouble > 1e9 ? 1000000000 : (int)mx->valuedouble;
+    }
+
+    const cJSON *norm = cJSON_GetObjectItemCaseSensitive(j, "normalizer");
+    if (cJSON_IsNull(norm) || !norm) {
+        t->clean = t->chinese = t->strip = t->lowercase = 0;
+    } else {
+        const char *nt = type_of(norm);
+        if (!nt || strcmp(nt, "BertNormalizer") != 0) {
+            fail(err, "tokenizer.json: normalizer type '%.40s' is not supported (only BertNormalizer)",
+                 nt ? nt : "?");
+            goto out;
+        }
+        t->clean = json_bool(norm, "clean_text", 1);
+        t->chinese = json_bool(norm, "handle_chinese_chars", 1);
+        t->lowercase = json_bool(norm, "lowercase", 1);
+        const cJSON *sa = cJSON_GetObjectItemCaseSensitive(norm, "strip_accents");
+        t->strip = cJSON_IsBool(sa) ? cJSON_IsTrue(sa) : t->lowercase;
+    }
+    const cJSON *pt = cJSON_GetObjectItemCaseSensitive(j, "pre_tokenizer");
+    const char *ptt = type_of(pt);
+    if (!ptt || strcmp(ptt, "BertPreTokenizer") != 0) {
+        fail(err, "tokenizer.json: pre_tokenizer type '%.40s' is not supported (only BertPreTokenizer)",
+             ptt ? ptt : "null");
+        goto out;
+    }
+
+    const cJSON *added = cJSON_GetObjectItemCaseSensitive(j, "added_tokens");
+    const cJSON *a;
+    cJSON_ArrayForEach(a, added) {
+        const cJSON *c = cJSON_GetObjectItemCaseSensitive(a, "content");
+        const cJSON *id = cJSON_GetObjectItemCaseSensitive(a, "id");
+        if (!cJSON_IsString(c) || !cJSON_IsNumber(id) || id->valuedouble < 0 || id->valuedouble > INT32_MAX - 1) {
+            fail(err, "tokenizer.json: bad added token");
+            goto out;
+        }
+        if (check_added_flags(a, "tokenizer.json", c->valuestring, err)) goto out;
+        int32_t aid = (int32_t)id->valuedouble;
+        if (!emb_vocab_token(t->vocab, aid, NULL) && add_vocab(t, c->valuestring, strlen(c->valuestring), aid)) {
+            fail(err, "out of memory");
+            goto out;
+        }
+        if (add_added(t, c->valuestring, strlen(c->valuestring), aid, err)) goto out;
+    }
+
+    t->cls_id = lookup_cstr(t, "[CLS]");
+    t->sep_id = lookup_cstr(t, "[SEP]");
+    const cJSON *pp = cJSON_GetObjectItemCaseSensitive(j, "post_processor");
+    if (!pp || cJSON_IsNull(pp)) {
+        t->n_single = 1;
+        t->single[0] = (tmpl_item){1, -1, 0};
+        t->n_pair = 2;
+        t->pair[0] = (tmpl_item){1, -1, 0};
+        t->pair[1] = (tmpl_item){2, -1, 1};
+    } else {
+        const char *ppt = type_of(pp);
+        if (ppt && strcmp(ppt, "TemplateProcessing") == 0) {
+            const cJSON *sp = cJSON_GetObjectItemCaseSensitive(pp, "special_tokens");
+            if (parse_template(cJSON_GetObjectItemCaseSensitive(pp, "single"), sp, t->single, &t->n_single, err) ||
+                parse_template(cJSON_GetObjectItemCaseSensitive(pp, "pair"), sp, t->pair, &t->n_pair, err))
+                goto out;
+            int first = -1, last = -1;
+            for (int i = 0; i < t->n_single; i++)
+                if (t->single[i].kind == 0) {
+                    if (first < 0) first = i;
+                    last = i;
+                }
+            if (first >= 0 && last > first) {
+                t->cls_id = t->single[first].id;
+                t->sep_id = t->single[last].id;
+            }
+        } else if (ppt && strcmp(ppt, "BertProcessing") == 0) {
+            const cJSON *sep = cJSON_GetObjectItemCaseSensitive(pp, "sep");
+            const cJSON *cls = cJSON_GetObjectItemCaseSensitive(pp, "cls");
+            if (cJSON_GetArraySize(sep) != 2 || cJSON_GetArraySize(cls) != 2 ||
+                !cJSON_IsNumber(cJSON_GetArrayItem(sep, 1)) || !cJSON_IsNumber(cJSON_GetArrayItem(cls, 1))) {
+                fail(err, "tokenizer.json: bad BertProcessing");
+                goto out;
+            }
+            t->sep_id = (int32_t)cJSON_GetArrayItem(sep, 1)->valuedouble;
+            t->cls_id = (int32_t)cJSON_GetArrayItem(cls, 1)->valuedouble;
+            default_template(t);
+        } else {
+            fail(err, "tokenizer.json: post_processor type '%.40s' is not supported "
+                      "(only TemplateProcessing and BertProcessing)", ppt ? ppt : "?");
+            goto out;
+        }
+    }
+    t->pad_id = lookup_cstr(t, "[PAD]");
+    const cJSON *pad = cJSON_GetObjectItemCaseSensitive(j, "padding");
+    const cJSON *pid = pad ? cJSON_GetObjectItemCaseSensitive(pad, "pad_id") : NULL;
+    if (cJSON_IsNumber(pid)) t->pad_id = (int32_t)pid->valuedouble;
+    t->mask_id = lookup_cstr(t, "[MASK]");
+    rc = 0;
+out:
+    cJSON_Delete(j);
+    return rc;
+}
+
+int emb_tokenizer_load_files(const char *json_path, const char *vocab_path, const char *config_path,
+                             emb_tokenizer **out, char err[EMB_ERR_LEN]) {
+    *out = NULL;
+    if (!json_path == !vocab_path) return fail(err, "give either tokenizer.json or vocab.txt");
+    emb_tokenizer *t = tok_new();
+    if (!t) return fail(err, "out of memory");
+    cJSON *cfg = NULL;
+    int rc = read_config(config_path, &cfg, err);
+    if (rc == 0) rc = json_path ? load_json(t, json_path, err) : load_vocab_txt(t, vocab_path, cfg, err);
+    if (rc == 0) {
+        config_max_length(t, cfg);
+        rc = finish(t, err);
+    }
+    cJSON_Delete(cfg);
+    if (rc) {
+        emb_tokenizer_free(t);
+        return -1;
+    }
+    *out = t;
+    return 0;
+}
+
+int emb_tokenizer_load(const char *dir, emb_tokenizer **out, char err[EMB_ERR_LEN]) {
+    *out = NULL;
+    if (!dir) return fail(err, "no tokenizer path");
+    if (is_file(dir)) { /* a tokenizer.json or vocab.txt given directly */
+        size_t n = strlen(dir);
+        int js = n >= 5 && strcmp(dir + n - 5, ".json") == 0;
+        return emb_tokenizer_load_files(js ? dir : NULL, js ? NULL : dir, NULL, out, err);
+    }
+    size_t n = strlen(dir);
+    char *p1 = malloc(n + 32), *p2 = malloc(n + 32), *p3 = malloc(n + 32);
+    int rc;
+    if (!p1 || !p2 || !p3) rc = fail(err, "out of memory");
+    else {
+        snprintf(p1, n + 32, "%s/tokenizer.json", dir);
+        snprintf(p2, n + 32, "%s/vocab.txt", dir);
+        snprintf(p3, n + 32, "%s/tokenizer_config.json", dir);
+        const char *cfg = is_file(p3) ? p3 : NULL;
+        if (is_file(p1)) rc = emb_tokenizer_load_files(p1, NULL, cfg, out, err);
+        else if (is_file(p2)) rc = emb_tokenizer_load_files(NULL, p2, cfg, out, err);
+        else rc = fail(err, "%s: no tokenizer.json or vocab.txt", dir);
+    }
+    free(p1);
+    free(p2);
+    free(p3);
+    return rc;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* accessors */
+
+const char *emb_tokenizer_token(const emb_tokenizer *t, int32_t id, size_t *len) {
+    return emb_vocab_token(t->vocab, id, len);
+}
+int32_t emb_tokenizer_vocab_size(const emb_tokenizer *t) { return emb_vocab_size(t->vocab); }
+int32_t emb_tokenizer_lookup(const emb_tokenizer *t, const char *s, size_t len) {
+    return emb_vocab_find(t->vocab, s, len);
+}
+uint64_t emb_tokenizer_fingerprint(const emb_tokenizer *t) { return t->fp; }
+int emb_tokenizer_lowercase(const emb_tokenizer *t) { return t->lowercase; }
+int emb_tokenizer_strip_accents(const emb_tokenizer *t) { return t->strip; }
+int emb_tokenizer_chinese_chars(const emb_tokenizer *t) { return t->chinese; }
+int emb_tokenizer_clean_text(const emb_tokenizer *t) { return t->clean; }
+int32_t emb_tokenizer_unk_id(const emb_tokenizer *t) { return t->unk_id; }
+int32_t emb_tokenizer_cls_id(const emb_tokenizer *t) { return t->cls_id; }
+int32_t emb_tokenizer_sep_id(const emb_tokenizer *t) { return t->sep_id; }
+int32_t emb_tokenizer_pad_id(const emb_tokenizer *t) { return t->pad_id; }
+int32_t emb_tokenizer_mask_id(const emb_tokenizer *t) { return t->mask_id; }
+int emb_tokenizer_max_input_chars_per_word(const emb_tokenizer *t) { return t->max_chars; }
+int64_t emb_tokenizer_model_max_length(const emb_tokenizer *t) { return t->model_max_length; }
+int emb_tokenizer_num_special(const emb_tokenizer *t, int pair) { return pair ? t->spec_pair : t->spec_single; }
+
+/* ---------------------------------------------------------------------------------------- */
+/* encoding */
+
+typedef struct {
+    uint32_t nb;    /* byte offset of the character in the normalized word */
+    int32_t s, e;   /* its span in the original text */
+} wchar;
+
+typedef struct {
+    emb_token *tok;
+    size_t n, cap;
+} toklist;
+
+typedef struct {
+    toklist seq[2];
+    char *wb; /* normalized word, UTF-8 */
+    size_t wlen, wcap;
+    wchar *wc;
+    size_t nwc, wccap;
+    size_t nchars; /* characters in the word (may exceed nwc for over-long words) */
+    int32_t w_s, w_e;
+    int32_t word; /* next word index */
+    size_t cap;   /* early exit: stop after the word that brings the count to cap (0: never) */
+    int stop;
+    int oom;
+} scratch;
+
+void emb_encoding_init(emb_encoding *enc) { memset(enc, 0, sizeof *enc); }
+
+void emb_encoding_free(emb_encoding *enc) {
+    if (!enc) return;
+    scratch *sc = enc->scratch;
+    if (sc) {
+        free(sc->seq[0].tok);
+        free(sc->seq[1].tok);
+        free(sc->wb);
+        free(sc->wc);
+        free(sc);
+    }
+    free(enc->tok);
+    memset(enc, 0, sizeof *enc);
+}
+
+static int grow(void **p, size_t *cap, size_t need, size_t elem) {
+    if (need <= *cap) return 0;
+    size_t nc = *cap ? *cap : 64;
+    while (nc < need) nc *= 2;
+    void *np = realloc(*p, nc * elem);
+    if (!np) return -1;
+    *p = np;
+    *cap = nc;
+    return 0;
+}
+
+static inline void push_tok(scratch *sc, toklist *l, int32_t id, int32_t s, int32_t e, int32_t word, int32_t seq) {
+    if (l->n == l->cap && grow((void **)&l->tok, &l->cap, l->n + 1, sizeof *l->tok)) {
+        sc->oom = 1;
+        return;
+    }
+    l->tok[l->n++] = (emb_token){id, 0, s, e, word, seq};
+}
+
+static inline int put_utf8(char *p, uint32_t c) {
+    if (c < 0x80) {
+        p[0] = (char)c;
+        return 1;
+    }
+    if (c < 0x800) {
+        p[0] = (char)(0xC0 | (c >> 6));
+        p[1] = (char)(0x80 | (c & 0x3F));
+        return 2;
+    }
+    if (c < 0x10000) {
+        p[0] = (char)(0xE0 | (c >> 12));
+        p[1] = (char)(0x80 | ((c >> 6) & 0x3F));
+        p[2] = (char)(0x80 | (c & 0x3F));
+        return 3;
+    }
+    p[0] = (char)(0xF0 | (c >> 18));
+    p[1] = (char)(0x80 | ((c >> 12) & 0x3F));
+    p[2] = (char)(0x80 | ((c >> 6) & 0x3F));
+    p[3] = (char)(0x80 | (c & 0x3F));
+    return 4;
+}
+
+/* Appends one normalized character (bytes b[0..n)) with original span [s,e) to the word. */
+static inline void add_bytes(const emb_tokenizer *t, scratch *sc, const char *b, int n, int32_t s, int32_t e) {
+    if (sc->nchars == 0) sc->w_s = s;
+    sc->w_e = e;
+    if (sc->nchars++ > (size_t)t->max_chars) return; /* the word is [UNK] anyway: stop storing */
+    if (sc->nwc + 2 > sc->wccap && grow((void **)&sc->wc, &sc->wccap, sc->nwc + 2, sizeof *sc->wc)) {
+        sc->oom = 1;
+        return;
+    }
+    if (sc->wlen + 8 > sc->wcap && grow((void **)&sc->wb, &sc->wcap, sc->wlen + 8, 1)) {
+        sc->oom = 1;
+        return;
+    }
+    sc->wc[sc->nwc++] = (wchar){(uint32_t)sc->wlen, s, e};
+    for (int i = 0; i < n; i++) sc->wb[sc->wlen++] = b[i];
+}
+
+static inline void add_cp(const emb_tokenizer *t, scratch *sc, uint32_t c, int32_t s, int32_t e) {
+    char b[4];
+    int n = put_utf8(b, c);
+    add_bytes(t, sc, b, n, s, e);
+}
+
+/* WordPiece on the word collected in sc, then reset it. */
+static void flush_word(const emb_tokenizer *t, scratch *sc, toklist *l, int32_t seq) {
+    if (sc->nchars == 0) return;
+    if (sc->stop) {
+        sc->nchars = sc->nwc = sc->wlen = 0;
+        return;
+    }
+    int32_t word = sc->word++;
+    if (sc->nchars > (size_t)t->max_chars) {
+        push_tok(sc, l, t->unk_id, sc->w_s, sc->w_e, word, seq);
+        goto done;
+    }
+    size_t n = sc->nwc, saved = l->n;
+    sc->wc[n].nb = (uint32_t)sc->wlen; /* sentinel: end of the last character */
+    size_t cs = 0;
+    while (cs < n) {
+        uint32_t b0 = sc->wc[cs].nb;
+        const emb_vocab *v = cs == 0 ? t->vocab : t->cont;
+        size_t maxb = cs == 0 ? t->max_tok : t->max_cont;
+        size_t ce = n;
+        while (ce > cs && sc->wc[ce].nb - b0 > maxb) ce--;
+        int32_t id = -1;
+        for (; ce > cs; ce--) {
+            id = emb_vocab_find(v, sc->wb + b0, sc->wc[ce].nb - b0);
+            if (id >= 0) break;
+        }
+        if (id < 0) {
+            l->n = saved;
+            push_tok(sc, l, t->unk_id, sc->w_s, sc->w_e, word, seq);
+            goto done;
+        }
+        push_tok(sc, l, id, sc->wc[cs].s, sc->wc[ce - 1].e, word, seq);
+        cs = ce;
+    }
+done:
+    sc->nchars = sc->nwc = sc->wlen = 0;
+    if (sc->cap && l->n >= sc->cap) sc->stop = 1;
+}
+
+/* Normalizes one non-ASCII character of the input and feeds the pre-tokenizer. */
+static void feed_cp(const emb_tokenizer *t, scratch *sc, toklist *l, int32_t seq, uint32_t c, unsigned f,
+                    const char *src, int srclen, int32_t s, int32_t e) {
+    int isolate = t->chinese && (f & EMB_HF_CJK);
+    int strip = t->strip && !(f & EMB_HF_STRIP_ID);
+    int lower = t->lowercase && !(f & EMB_HF_LOWER_ID);
+    if (!strip && !lower) { /* unchanged character */
+        if (isolate || (f & EMB_HF_PUNCT)) {
+            flush_word(t, sc, l, seq);
+            add_bytes(t, sc, src, srclen, s, e);
+            flush_word(t, sc, l, seq);
+        } else {
+            add_bytes(t, sc, src, srclen, s, e);
+        }
+        return;
+    }
+    uint32_t a[EMB_HF_MAXMAP], out[EMB_HF_MAXMAP * 3];
+    int na = 1, no = 0;
+    a[0] = c;
+    if (strip) na = emb_hf_strip(c, a);
+    for (int i = 0; i < na; i++) {
+        unsigned fi = a[i] < 65536 ? t->bmp[a[i]] : emb_hf_flags(a[i]);
+        if (t->lowercase && !(fi & EMB_HF_LOWER_ID)) no += emb_hf_lower(a[i], out + no);
+        else out[no++] = a[i];
+    }
+    if (isolate) flush_word(t, sc, l, seq);
+    for (int i = 0; i < no; i++) {
+        unsigned fo = out[i] < 65536 ? t->bmp[out[i]] : emb_hf_flags(out[i]);
+        if (fo & EMB_HF_PUNCT) {
+            flush_word(t, sc, l, seq);
+            add_cp(t, sc, out[i], s, e);
+            flush_word(t, sc, l, seq);
+        } else {
+            add_cp(t, sc, out[i], s, e);
+        }
+    }
+    if (isolate) flush_word(t, sc, l, seq);
+}
+
+/* Length of the longest added token at p (0 if none), its id in *id. */
+static size_t match_added(const emb_tokenizer *t, const char *p, size_t rem, int32_t *id) {
+    size_t best = 0;
+    for (size_t k = 0; k < t->n_added; k++) {
+        const added_tok *a = &t->added[k];
+        if (a->len > best && a->len <= rem && memcmp(p, a->s, a->len) == 0) {
+            best = a->len;
+            *id = a->id;
+        }
+    }
+    return best;
+}
+
+/* Tokenizes one (valid UTF-8) sequence into sc->seq[seq]; stops after the word that brings the
+ * count to cap (cap 0: no limit), as HF 0.23's early exit does. */
+static void tokenize_seq(const emb_tokenizer *t, scratch *sc, const char *text, size_t len, int seq, size_t cap) {
+    toklist *l = &sc->seq[seq];
+    l->n = 0;
+    sc->word = 0;
+    sc->nchars = sc->nwc = sc->wlen = 0;
+    sc->cap = cap;
+    sc->stop = 0;
+    const unsigned char *u = (const unsigned char *)text;
+    size_t i = 0;
+    while (i < len && !sc->stop && !sc->oom) {
+        unsigned b = u[i];
+        if (t->added_first[b]) {
+            int32_t id;
+            size_t m = match_added(t, text + i, len - i, &id);
+            if (m) {
+                flush_word(t, sc, l, seq);
+                if (sc->stop) break;
+                push_tok(sc, l, id, (int32_t)i, (int32_t)(i + m), sc->word++, seq);
+                if (cap && l->n >= cap) sc->stop = 1;
+                i += m;
+                continue;
+            }
+        }
+        if (b < 0x80) {
+            switch (t->ascii_act[b]) {
+            case A_WORD:
+                if (sc->nchars == 0) sc->w_s = (int32_t)i;
+                sc->w_e = (int32_t)i + 1;
+                if (sc->nchars++ <= (size_t)t->max_chars) {
+                    if ((sc->nwc + 2 > sc->wccap &&
+                         grow((void **)&sc->wc, &sc->wccap, sc->nwc + 2, sizeof *sc->wc)) ||
+                        (sc->wlen + 8 > sc->wcap && grow((void **)&sc->wb, &sc->wcap, sc->wlen + 8, 1))) {
+                        sc->oom = 1;
+                        return;
+                    }
+                    sc->wc[sc->nwc++] = (wchar){(uint32_t)sc->wlen, (int32_t)i, (int32_t)i + 1};
+                    sc->wb[sc->wlen++] = t->ascii_low[b];
+                }
+                break;
+            case A_REMOVED:
+                break;
+            case A_WS:
+                flush_word(t, sc, l, seq);
+                break;
+            default: /* punctuation */
+                flush_word(t, sc, l, seq);
+                add_bytes(t, sc, text + i, 1, (int32_t)i, (int32_t)i + 1);
+                flush_word(t, sc, l, seq);
+            }
+            i++;
+            continue;
+        }
+        uint32_t c;
+        int n;
+        if (b < 0xE0) {
+            c = ((b & 0x1F) << 6) | (u[i + 1] & 0x3F);
+            n = 2;
+        } else if (b < 0xF0) {
+            c = ((b & 0x0F) << 12) | ((u[i + 1] & 0x3F) << 6) | (u[i + 2] & 0x3F);
+            n = 3;
+        } else {
+            c = ((b & 0x07) << 18) | ((u[i + 1] & 0x3F) << 12) | ((u[i + 2] & 0x3F) << 6) | (u[i + 3] & 0x3F);
+            n = 4;
+        }
+        unsigned f = c < 65536 ? t->bmp[c] : emb_hf_flags(c);
+        if (t->clean && (f & EMB_HF_REMOVED)) {
+            /* deleted by clean_text */
+        } else if (f & EMB_HF_WS) {
+            flush_word(t, sc, l, seq);
+        } else {
+            feed_cp(t, sc, l, seq, c, f, text + i, n, (int32_t)i, (int32_t)(i + (size_t)n));
+        }
+        i += (size_t)n;
+    }
+    flush_word(t, sc, l, seq);
+}
+
+/* -1 if valid, else the offset of the first invalid byte. */
+static long utf8_check(const unsigned char *s, size_t n) {
+    size_t i = 0;
+    while (i < n) {
+        if (i + 8 <= n) {
+            uint64_t w;
+            memcpy(&w, s + i, 8);
+            if (!(w & 0x8080808080808080ull)) {
+                i += 8;
+                continue;
+            }
+        }
+        unsigned c = s[i];
+        if (c < 0x80) {
+            i++;
+            continue;
+        }
+        size_t need;
+        unsigned lo = 0x80, hi = 0xBF;
+        if (c >= 0xC2 && c <= 0xDF) need = 1;
+        else if (c >= 0xE0 && c <= 0xEF) {
+            need = 2;
+            if (c == 0xE0) lo = 0xA0;
+            if (c == 0xED) hi = 0x9F;
+        } else if (c >= 0xF0 && c <= 0xF4) {
+            need = 3;
+            if (c == 0xF0) lo = 0x90;
+            if (c == 0xF4) hi = 0x8F;
+        } else return (long)i;
+        if (i + need >= n) return (long)i;
+        if (s[i + 1] < lo || s[i + 1] > hi) return (long)i;
+        for (size_t k = 2; k <= need; k++)
+            if ((s[i + k] & 0xC0) != 0x80) return (long)i;
+        i += need + 1;
+    }
+    return -1;
+}
+
+static int append_out(emb_encoding *out, emb_token tk) {
+    if (out->n == out->cap && grow((void **)&out->tok, &out->cap, out->n + 1, sizeof *out->tok)) return -1;
+    out->tok[out->n++] = tk;
+    return 0;
+}
+
+int emb_tokenize(const emb_tokenizer *t, const char *text, size_t len, const char *text_b, size_t len_b,
+                 size_t max_len, emb_encoding *out, char err[EMB_ERR_LEN]) {
+    out->n = 0;
+    if (!text && len) return fail(err, "no text");
+    if (len > INT32_MAX || (text_b && len_b > INT32_MAX)) return fail(err, "text too long (over 2 GB)");
+    long bad = utf8_check((const unsigned char *)text, len);
+    if (bad >= 0) return fail(err, "invalid UTF-8 at byte %ld", bad);
+    if (text_b) {
+        bad = utf8_check((const unsigned char *)text_b, len_b);
+        if (bad >= 0) return fail(err, "invalid UTF-8 in text_b at byte %ld", bad);
+    }
+    int pair = text_b != NULL;
+    size_t nspec = (size_t)(pair ? t->spec_pair : t->spec_single);
+    if (max_len && max_len < nspec)
+        return fail(err, "max length %zu is less than the %zu special tokens", max_len, nspec);
+    scratch *sc = out->scratch;
+    if (!sc) {
+        sc = calloc(1, sizeof *sc);
+        if (!sc) return fail(err, "out of memory");
+        out->scratch = sc;
+    }
+    sc->oom = 0;
+    size_t budget = max_len ? max_len - nspec : 0;
+    size_t cap = max_len ? (pair ? max_len : (budget ? budget : 1)) : 0;
+    tokenize_seq(t, sc, text ? text : "", len, 0, cap);
+    sc->seq[1].n = 0;
+    if (pair) tokenize_seq(t, sc, text_b, len_b, 1, cap);
+    if (sc->oom) return fail(err, "out of memory");
+    size_t n1 = sc->seq[0].n, n2 = sc->seq[1].n;
+    if (max_len && n1 + n2 > budget) {
+        if (!pair) n1 = budget;
+        else if (budget == 0) n1 = n2 = 0;
+        else { /* longest_first (tokenizers utils/truncation.rs) on the early-exit counts */
+            size_t a = n1, b = n2;
+            int swap = a > b;
+            if (swap) {
+                size_t tmp = a;
+                a = b;
+                b = tmp;
+            }
+            if (a > budget) b = a;
+            else b = a > budget - a ? a : budget - a;
+            if (a + b > budget) {
+                a = budget / 2;
+                b = a + budget % 2;
+            }
+            if (swap) {
+                size_t tmp = a;
+                a = b;
+                b = tmp;
+            }
+            if (a < n1) n1 = a;
+            if (b < n2) n2 = b;
+        }
+    }
+    const tmpl_item *tm = pair ? t->pair : t->single;
+    int ntm = pair ? t->n_pair : t->n_single;
+    size_t total = n1 + n2 + nspec;
+    if (grow((void **)&out->tok, &out->cap, total, sizeof *out->tok)) return fail(err, "out of memory");
+    for (int k = 0; k < ntm; k++) {
+        if (tm[k].kind == 0) {
+            if (append_out(out, (emb_token){tm[k].id, tm[k].type_id, -1, -1, -1, -1})) return fail(err, "out of memory");
+        } else {
+            int s = tm[k].kind - 1;
+            size_t cnt = s ? n2 : n1;
+            if (s == 1 && !pair) continue;
+            for (size_t q = 0; q < cnt; q++) {
+                emb_token tk = sc->seq[s].tok[q];
+                tk.type_id = tm[k].type_id;
+                if (append_out(out, tk)) return fail(err, "out of memory");
+            }
+        }
+    }
+    return 0;
+}
