@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# Builds every tests/fuzz/fuzz_*.c with clang's libFuzzer + ASan + UBSan (each harness linked with
+# all of core/*.c) into build-fuzz/ and runs each for SECONDS (default 60). Seed corpora:
+# tests/fuzz/corpus/<harness>/ when present; fuzz_tokenizer also gets the golden texts.
+# Prints "N passed, N failed" (one per harness); exit status 1 if any failed.
+set -u
+cd "$(dirname "$0")/../.."
+SECONDS_PER=${1:-60}
+CC=${FUZZ_CC:-clang}
+OUT=build-fuzz
+mkdir -p "$OUT"
+CFLAGS="-std=c11 -O1 -g -D_GNU_SOURCE -Icore -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all"
+LIBS="-lopenblas -lutf8proc -lcjson -lxxhash -lpthread -lm"
+pass=0
+fail=0
+for src in tests/fuzz/fuzz_*.c; do
+    [ -e "$src" ] || continue
+    name=$(basename "$src" .c)
+    bin="$OUT/$name"
+    echo "== $name: build"
+    if ! $CC $CFLAGS "$src" core/*.c -o "$bin" $LIBS; then
+        echo "FAIL $name: build failed"
+        fail=$((fail + 1))
+        continue
+    fi
+    corpus="$OUT/corpus/$name"
+    mkdir -p "$corpus"
+    if [ -d "tests/fuzz/corpus/$name" ]; then cp -n tests/fuzz/corpus/"$name"/* "$corpus"/ 2>/dev/null; fi
+    if [ "$name" = fuzz_tokenizer ] && [ -z "$(ls -A "$corpus")" ] && command -v python3 >/dev/null; then
+        python3 - "$corpus" <<'PY'
+import json, sys
+out = sys.argv[1]
+for i, line in enumerate(open("tests/fixtures/tokenizers/public/cases.jsonl", encoding="utf-8")):
+    c = json.loads(line)
+    a = c["text"].encode("utf-8", "surrogatepass")
+    if "text_b" in c:
+        b = c["text_b"].encode("utf-8", "surrogatepass")
+        mode = 0x10 | ((len(a) * 7 // max(1, len(a) + len(b))) << 5)
+        data = bytes([mode]) + a + b
+    else:
+        data = bytes([i & 0x0F]) + a
+    open("%s/case%04d" % (out, i), "wb").write(data)
+PY
+    fi
+    echo "== $name: run ${SECONDS_PER}s"
+    if "$bin" -max_total_time="$SECONDS_PER" -timeout=20 -rss_limit_mb=2560 -max_len=8192 \
+        -print_final_stats=1 "$corpus" >"$OUT/$name.log" 2>&1; then
+        tail -n 12 "$OUT/$name.log" | grep -E "stat::number_of_executed_runs|Done" || true
+        echo "ok   $name"
+        pass=$((pass + 1))
+    else
+        tail -n 40 "$OUT/$name.log"
+        echo "FAIL $name (log: $OUT/$name.log)"
+        fail=$((fail + 1))
+    fi
+done
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
