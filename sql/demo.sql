@@ -46,3 +46,38 @@ SELECT pos, embed_json(position_encoding(pos, 8)) AS encoding FROM p;
 .print '   Nearby positions have similar encodings: cosine similarity to position 10 (d = 64)'
 SELECT pos, round(embed_cosine(position_encoding(10, 64), position_encoding(pos, 64)), 4) AS cosine_to_10
   FROM (SELECT 9 AS pos UNION ALL SELECT 10 UNION ALL SELECT 11 UNION ALL SELECT 20 UNION ALL SELECT 100);
+
+.print ''
+.print '== 6. A real BERT: the two "left"s of "I left my phone on the left side of the table."'
+.print '   (bert-tiny-uncased from tests/fixtures: the real bert-base-uncased vocabulary, but RANDOM'
+.print '    weights, 32 dimensions, 2 layers. Only the structure is meaningful, not the numbers.)'
+SELECT embed_load('tiny', 'tests/fixtures/models/bert-tiny-uncased') AS loaded;
+SELECT name, architecture, hidden_size, layers, heads, vocab_size, max_tokens, weight_type, fingerprint
+  FROM embed_models WHERE name = 'tiny';
+
+SELECT position, token_id, token, start, "end", word
+  FROM embed_tokens('tiny', 'I left my phone on the left side of the table.');
+
+.print ''
+.print '   Cosine similarity of the two "left" rows at each level:'
+WITH l AS (
+  SELECT * FROM embed_tokens('tiny', 'I left my phone on the left side of the table.') WHERE token = 'left'
+), a AS (SELECT * FROM l ORDER BY position LIMIT 1),
+   b AS (SELECT * FROM l ORDER BY position DESC LIMIT 1)
+SELECT 'token (table lookup)' AS level, round(embed_cosine(a.token_embedding, b.token_embedding), 4) AS cosine FROM a, b
+UNION ALL SELECT 'position', round(embed_cosine(a.position_embedding, b.position_embedding), 4) FROM a, b
+UNION ALL SELECT 'input (token + position + type, LayerNorm)', round(embed_cosine(a.input_embedding, b.input_embedding), 4) FROM a, b
+UNION ALL SELECT 'contextual (after 2 layers of attention)', round(embed_cosine(a.contextual_embedding, b.contextual_embedding), 4) FROM a, b;
+
+.print ''
+.print '   The same with a word the vocabulary splits into pieces, and word vectors from pieces:'
+SELECT word, group_concat(token, ' ') AS pieces, embed_dims(embed_mean(contextual_embedding)) AS dims
+  FROM embed_tokens('tiny', 'шагать шагать') WHERE word IS NOT NULL GROUP BY word;
+SELECT round(embed_cosine(x.v, y.v), 4) AS cosine_of_the_two_word_vectors FROM
+  (SELECT embed_mean(contextual_embedding) AS v FROM embed_tokens('tiny', 'шагать шагать') WHERE word = 0) AS x,
+  (SELECT embed_mean(contextual_embedding) AS v FROM embed_tokens('tiny', 'шагать шагать') WHERE word = 1) AS y;
+
+.print ''
+.print '   Sentence vectors (mean pooling) and their distances:'
+SELECT round(embed_distance(embed('tiny', 'bus is late'), embed('tiny', 'late is bus')), 4) AS same_words_other_order,
+       round(embed_distance(embed('tiny', 'bus is late'), embed('tiny', 'the bus is late')), 4) AS one_word_added;
