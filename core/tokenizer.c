@@ -205,7 +205,7 @@ static int finish(emb_tokenizer *t, char err[EMB_ERR_LEN]) {
         }
     }
     if (t->unk_id < 0) return fail(err, "the unknown token is not in the vocabulary");
-    qsort(t->added, t->n_added, sizeof *t->added, cmp_added);
+    if (t->n_added) qsort(t->added, t->n_added, sizeof *t->added, cmp_added);
     memset(t->added_first, 0, sizeof t->added_first);
     for (size_t i = 0; i < t->n_added; i++) t->added_first[(unsigned char)t->added[i].s[0]] = 1;
     t->spec_single = t->spec_pair = 0;
