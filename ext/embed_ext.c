@@ -13,7 +13,7 @@ int sqlite3_embed_init(sqlite3 *db, char **pzErrMsg, const sqlite3_api_routines 
         ext_register_vector_functions, ext_register_position_functions,
         ext_register_info_functions,   ext_register_model_functions,
         ext_register_models_table,     ext_register_tokens_table,
-        ext_register_text_functions,
+        ext_register_text_functions,   ext_register_index_module,
     };
     for (size_t i = 0; i < sizeof registrations / sizeof registrations[0]; i++) {
         int rc = registrations[i](db);

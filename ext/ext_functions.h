@@ -10,5 +10,6 @@ int ext_register_model_functions(sqlite3 *db);    /* ext_models.c */
 int ext_register_models_table(sqlite3 *db);       /* ext_models_table.c */
 int ext_register_tokens_table(sqlite3 *db);       /* ext_tokens_table.c */
 int ext_register_text_functions(sqlite3 *db);     /* ext_text.c */
+int ext_register_index_module(sqlite3 *db);       /* ext_index.c */
 
 #endif
