@@ -224,6 +224,16 @@ static void test_model_refs(void) {
         CHECK(rc == 0 && emb_tokenizer_vocab_size(t) == 30522 && emb_tokenizer_model_max_length(t) == 512,
               "load %s: %s", path, rc ? err : "wrong vocab size / model_max_length");
         if (rc) continue;
+        /* the folder's vocab.txt + tokenizer_config.json describe the same tokenizer */
+        char vp[512], cp[512];
+        snprintf(vp, sizeof vp, FIXTURES "/models/%s/vocab.txt", models[m]);
+        snprintf(cp, sizeof cp, FIXTURES "/models/%s/tokenizer_config.json", models[m]);
+        emb_tokenizer *tv = NULL;
+        rc = emb_tokenizer_load_files(NULL, vp, cp, &tv, err);
+        CHECK(rc == 0 && emb_tokenizer_fingerprint(tv) == emb_tokenizer_fingerprint(t) &&
+                  emb_tokenizer_model_max_length(tv) == 512,
+              "%s: vocab.txt + tokenizer_config.json: %s", models[m], rc ? err : "differs from tokenizer.json");
+        emb_tokenizer_free(tv);
         snprintf(path, sizeof path, FIXTURES "/models/refs/%s.json", models[m]);
         char *buf = slurp(path, NULL);
         cJSON *j = buf ? cJSON_Parse(buf) : NULL;
@@ -424,7 +434,7 @@ static void test_units(void) {
     double t2 = now();
     printf("long input: %zu bytes -> %zu tokens in %.3f s; %zu bytes -> %zu tokens in %.3f s\n", p / 5, n_small,
            t1 - t0, p, e.n, t2 - t1);
-    CHECK(rc == 0 && rc2 == 0 && e.n > 4 * n_small && (t2 - t1) < 12 * (t1 - t0) + 0.05, "5 MB mixed text, linear time");
+    CHECK(rc == 0 && rc2 == 0 && e.n > 4 * n_small && (t2 - t1) < 15 * (t1 - t0) + 0.05, "5 MB mixed text, linear time");
     rc = emb_tokenize(t, s, p, NULL, 0, 512, &e, err);
     CHECK(rc == 0 && e.n == 512 && e.tok[511].id == 102, "5 MB text truncated to 512");
 
