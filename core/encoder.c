@@ -361,6 +361,13 @@ int emb_encoder_pooler(const emb_encoder *e, const float *cls, float *out) {
 /* ------------------------------------------------------------------ kernels */
 
 
+/* Element-wise kernels. GCC builds them for AVX-512, AVX2 and baseline x86-64 and picks one
+ * at load time (ifunc); without -ftrapping-math the clamps and selects below if-convert, so
+ * the loops vectorize on every target. */
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC push_options
+#pragma GCC optimize("no-trapping-math")
+#endif
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && !defined(__SANITIZE_ADDRESS__) && !defined(EMB_NO_CLONES)
 #define EMB_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
 #else
@@ -381,10 +388,9 @@ static inline float emb_expf(float x) {
     p = p * r + 1.6666665459E-1f;
     p = p * r + 5.0000001201E-1f;
     float y = p * (r * r) + r + 1.0f;
-    int32_t bits = ((int32_t)n + 127) << 23;
-    float s;
-    memcpy(&s, &bits, 4);
-    return y * s;
+    union { int32_t i; float f; } u;
+    u.i = ((int32_t)n + 127) << 23;
+    return y * u.f;
 }
 
 /* erf as a rational function, evaluated in double: |error| < 7e-8 */
@@ -448,6 +454,7 @@ static void softmax_rows(float *S, int rows, int n) {
     for (int r = 0; r < rows; r++) {
         float *s = S + (size_t)r * n;
         float mx = s[0];
+#pragma omp simd reduction(max : mx)
         for (int i = 1; i < n; i++) mx = s[i] > mx ? s[i] : mx;
         float sum = 0;
 #pragma omp simd reduction(+ : sum)
@@ -481,6 +488,10 @@ static void bias_gelu(float *Y, const float *bias, size_t rows, int n) {
     }
 }
 
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC pop_options
+#endif
+
 /* ------------------------------------------------------------------ forward */
 
 emb_workspace *emb_workspace_new(void) { return calloc(1, sizeof(emb_workspace)); }
@@ -501,6 +512,11 @@ static int grow(float **p, size_t *cap, size_t n) {
     *cap = n;
     return 0;
 }
+
+/* OpenBLAS (interface/gemm.c) keeps a product on the calling thread when
+ * M*N*K <= 65536 * GEMM_MULTITHREAD_THRESHOLD (4 by default). */
+#define ATT_BLOCK_MNK 262144.0
+#define ATT_SPLIT_MAX_MNK 4194304.0
 
 /* C[M,N] = A[M,K] * W[N,K]^T  (W as stored by PyTorch Linear: [out, in]) */
 static void linear(const float *A, const float *W, float *C, int M, int N, int K) {
@@ -573,10 +589,22 @@ int emb_encoder_forward(const emb_encoder *e, emb_workspace *ws, int B, int T, c
                 const float *kb = k + (size_t)b * T * H + (size_t)h * dh;
                 const float *vb = v + (size_t)b * T * H + (size_t)h * dh;
                 float *S = ws->scores;
-                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, len, dh, scale, qb, H, kb, H, 0.0f, S, len);
-                softmax_rows(S, T, len);
-                /* context overwrites this head's query columns (no longer needed) */
-                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, dh, len, 1.0f, S, len, vb, H, 0.0f, qb, H);
+                /* Small per-head products are issued in row blocks of at most ATT_BLOCK_MNK
+                 * multiply-adds: OpenBLAS runs those on the calling thread, where splitting
+                 * them over its thread pool costs more in synchronisation than it saves. */
+                int rb = T;
+                if ((double)T * len * dh <= ATT_SPLIT_MAX_MNK) {
+                    rb = (int)(ATT_BLOCK_MNK / ((double)len * dh));
+                    if (rb < 8) rb = 8;
+                }
+                for (int r0 = 0; r0 < T; r0 += rb) {
+                    int m = T - r0 < rb ? T - r0 : rb;
+                    float *Sr = S + (size_t)r0 * len, *qr = qb + (size_t)r0 * H;
+                    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, len, dh, scale, qr, H, kb, H, 0.0f, Sr, len);
+                    softmax_rows(Sr, m, len);
+                    /* the context overwrites these query rows of this head (no longer needed) */
+                    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, dh, len, 1.0f, Sr, len, vb, H, 0.0f, qr, H);
+                }
             }
         }
         linear(q, w->wo, ao, (int)BT, H, H);
