@@ -5,6 +5,8 @@
 #include <cblas.h>
 #include <cjson/cJSON.h>
 #include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,12 +34,115 @@ struct emb_encoder {
     uint64_t fingerprint;
 };
 
+/* Fork-join helpers for the work between the matrix products (attention per head,
+ * LayerNorm, GELU), sized to OpenBLAS's thread count: while OpenBLAS works they sleep. */
+typedef void (*task_fn)(void *ctx, int task, int worker);
+typedef struct {
+    int n;                      /* helper threads (the caller is worker 0) */
+    pthread_t *th;
+    pthread_mutex_t mu;
+    pthread_cond_t start, done;
+    unsigned gen;
+    int pending, stop;
+    task_fn fn;
+    void *ctx;
+    int ntasks;
+    atomic_int next;
+} pool;
+
 struct emb_workspace {
     float *arena;
     size_t arena_n;
-    float *scores;
+    float *scores;              /* one T*T block per worker */
     size_t scores_n;
+    pool *pool;
 };
+
+typedef struct { pool *p; int id; } helper_arg;
+
+static void run_tasks(pool *p, int worker) {
+    for (;;) {
+        int t = atomic_fetch_add(&p->next, 1);
+        if (t >= p->ntasks) break;
+        p->fn(p->ctx, t, worker);
+    }
+}
+
+static void *helper_main(void *a) {
+    helper_arg *ha = a;
+    pool *p = ha->p;
+    int id = ha->id;
+    free(ha);
+    unsigned seen = 0;
+    pthread_mutex_lock(&p->mu);
+    for (;;) {
+        while (p->gen == seen && !p->stop) pthread_cond_wait(&p->start, &p->mu);
+        if (p->stop) break;
+        seen = p->gen;
+        pthread_mutex_unlock(&p->mu);
+        run_tasks(p, id);
+        pthread_mutex_lock(&p->mu);
+        if (--p->pending == 0) pthread_cond_signal(&p->done);
+    }
+    pthread_mutex_unlock(&p->mu);
+    return NULL;
+}
+
+static void pool_free(pool *p) {
+    if (!p) return;
+    pthread_mutex_lock(&p->mu);
+    p->stop = 1;
+    pthread_cond_broadcast(&p->start);
+    pthread_mutex_unlock(&p->mu);
+    for (int i = 0; i < p->n; i++) pthread_join(p->th[i], NULL);
+    pthread_mutex_destroy(&p->mu);
+    pthread_cond_destroy(&p->start);
+    pthread_cond_destroy(&p->done);
+    free(p->th);
+    free(p);
+}
+
+/* A pool of n helpers, or NULL (then everything runs on the caller). */
+static pool *pool_new(int n) {
+    pool *p = calloc(1, sizeof *p);
+    if (!p) return NULL;
+    p->th = calloc((size_t)n, sizeof *p->th);
+    if (!p->th) { free(p); return NULL; }
+    pthread_mutex_init(&p->mu, NULL);
+    pthread_cond_init(&p->start, NULL);
+    pthread_cond_init(&p->done, NULL);
+    for (int i = 0; i < n; i++) {
+        helper_arg *ha = malloc(sizeof *ha);
+        if (!ha) break;
+        ha->p = p;
+        ha->id = i + 1;
+        if (pthread_create(&p->th[i], NULL, helper_main, ha) != 0) { free(ha); break; }
+        p->n++;
+    }
+    if (p->n == 0) { pool_free(p); return NULL; }
+    return p;
+}
+
+/* Run fn(ctx, 0..ntasks-1, worker) on the caller and the helpers; returns when all are done. */
+static void pool_run(pool *p, int ntasks, task_fn fn, void *ctx) {
+    if (!p || ntasks < 2) {
+        for (int t = 0; t < ntasks; t++) fn(ctx, t, 0);
+        return;
+    }
+    pthread_mutex_lock(&p->mu);
+    p->fn = fn;
+    p->ctx = ctx;
+    p->ntasks = ntasks;
+    atomic_store(&p->next, 0);
+    p->pending = p->n;
+    p->gen++;
+    pthread_cond_broadcast(&p->start);
+    pthread_mutex_unlock(&p->mu);
+    run_tasks(p, 0);
+    pthread_mutex_lock(&p->mu);
+    while (p->pending > 0) pthread_cond_wait(&p->done, &p->mu);
+    pthread_mutex_unlock(&p->mu);
+}
 
 /* ------------------------------------------------------------------ loading */
 
@@ -441,11 +546,11 @@ static void embed_ln_row(float *dst, const float *w, const float *p, const float
 }
 
 EMB_CLONES
-static void add_bias3(float *q, float *k, float *v, const float *bq, const float *bk, const float *bv, size_t rows, int H) {
-    for (size_t r = 0; r < rows; r++) {
-        float *a = q + r * H, *c = k + r * H, *d = v + r * H;
+static void add_bias_cols(float *a, int ld, int rows, int n, const float *bias) {
+    for (int r = 0; r < rows; r++) {
+        float *x = a + (size_t)r * ld;
 #pragma omp simd
-        for (int i = 0; i < H; i++) { a[i] += bq[i]; c[i] += bk[i]; d[i] += bv[i]; }
+        for (int i = 0; i < n; i++) x[i] += bias[i];
     }
 }
 
@@ -497,6 +602,7 @@ static void bias_gelu(float *Y, const float *bias, size_t rows, int n) {
 emb_workspace *emb_workspace_new(void) { return calloc(1, sizeof(emb_workspace)); }
 void emb_workspace_free(emb_workspace *w) {
     if (!w) return;
+    pool_free(w->pool);
     free(w->arena);
     free(w->scores);
     free(w);
@@ -531,6 +637,92 @@ double emb_encoder_flops(const emb_encoder *e, int B, int T, const int32_t *lens
     return n_layers * (proj + att);
 }
 
+#define PAR_MIN_ELEMS ((size_t)16384)
+#define PAR_MIN_ATT_MNK 1048576.0
+
+typedef struct {
+    const emb_encoder *e;
+    const layer_w *w;
+    int B, T, H, NH, dh, FF;
+    size_t BT;
+    const int32_t *ids, *type_ids, *lens;
+    float *X, *q, *k, *v, *ao, *inter, *ffo, *scores;
+    float scale, eps;
+    int split, rows_per_task, ffn_rows;
+} fwd_ctx;
+
+static void task_embed(void *cv, int t, int worker) {
+    (void)worker;
+    fwd_ctx *c = cv;
+    const emb_encoder *e = c->e;
+    size_t r0 = (size_t)t * c->rows_per_task, r1 = r0 + (size_t)c->rows_per_task;
+    if (r1 > c->BT) r1 = c->BT;
+    for (size_t r = r0; r < r1; r++) {
+        int pos = (int)(r % (size_t)c->T);
+        const float *wr = e->word + (size_t)c->ids[r] * c->H;
+        const float *p = e->pos + (size_t)pos * c->H;
+        const float *ty = e->type ? e->type + (size_t)(c->type_ids ? c->type_ids[r] : 0) * c->H : NULL;
+        embed_ln_row(c->X + r * c->H, wr, p, ty, e->ln_g, e->ln_b, c->H, e->cfg.ln_eps);
+    }
+}
+
+/* One (sequence, head): biases of its Q/K/V slices, scores, softmax over the real keys,
+ * context into the query slice. */
+static void task_attention(void *cv, int t, int worker) {
+    fwd_ctx *c = cv;
+    const layer_w *w = c->w;
+    int b = t / c->NH, h = t % c->NH, T = c->T, H = c->H, dh = c->dh, len = c->lens[b];
+    size_t off = (size_t)b * T * H + (size_t)h * dh;
+    float *qb = c->q + off, *kb = c->k + off, *vb = c->v + off;
+    add_bias_cols(qb, H, T, dh, w->bq + (size_t)h * dh);
+    add_bias_cols(kb, H, len, dh, w->bk + (size_t)h * dh);
+    add_bias_cols(vb, H, len, dh, w->bv + (size_t)h * dh);
+    float *S = c->scores + (size_t)worker * T * T;
+    /* With several OpenBLAS threads, products are issued in row blocks of at most
+     * ATT_BLOCK_MNK multiply-adds, which OpenBLAS keeps on the calling thread: splitting
+     * such small products over its pool costs more in synchronisation than it saves,
+     * and here the heads already run in parallel. */
+    int rb = T;
+    if (c->split) {
+        rb = (int)(ATT_BLOCK_MNK / ((double)len * dh));
+        if (rb < 8) rb = 8;
+    }
+    for (int r0 = 0; r0 < T; r0 += rb) {
+        int m = T - r0 < rb ? T - r0 : rb;
+        float *Sr = S + (size_t)r0 * len, *qr = qb + (size_t)r0 * H;
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, len, dh, c->scale, qr, H, kb, H, 0.0f, Sr, len);
+        softmax_rows(Sr, m, len);
+        /* the context overwrites these query rows of this head (no longer needed) */
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, dh, len, 1.0f, Sr, len, vb, H, 0.0f, qr, H);
+    }
+}
+
+static void row_range(const fwd_ctx *c, int t, int per, size_t *r0, size_t *n) {
+    *r0 = (size_t)t * per;
+    *n = *r0 + (size_t)per > c->BT ? c->BT - *r0 : (size_t)per;
+}
+static void task_ln1(void *cv, int t, int worker) {
+    (void)worker;
+    fwd_ctx *c = cv;
+    size_t r0, n;
+    row_range(c, t, c->rows_per_task, &r0, &n);
+    residual_ln(c->X + r0 * c->H, c->ao + r0 * c->H, c->w->bo, c->w->ln1_g, c->w->ln1_b, n, c->H, c->eps);
+}
+static void task_gelu(void *cv, int t, int worker) {
+    (void)worker;
+    fwd_ctx *c = cv;
+    size_t r0, n;
+    row_range(c, t, c->ffn_rows, &r0, &n);
+    bias_gelu(c->inter + r0 * c->FF, c->w->b1, n, c->FF);
+}
+static void task_ln2(void *cv, int t, int worker) {
+    (void)worker;
+    fwd_ctx *c = cv;
+    size_t r0, n;
+    row_range(c, t, c->rows_per_task, &r0, &n);
+    residual_ln(c->X + r0 * c->H, c->ffo + r0 * c->H, c->w->b2, c->w->ln2_g, c->w->ln2_b, n, c->H, c->eps);
+}
+
 int emb_encoder_forward(const emb_encoder *e, emb_workspace *ws, int B, int T, const int32_t *ids,
                         const int32_t *type_ids, const int32_t *lens, int n_layers, float *out,
                         char err[EMB_ERR_LEN]) {
@@ -559,61 +751,57 @@ int emb_encoder_forward(const emb_encoder *e, emb_workspace *ws, int B, int T, c
             return -1;
         }
     }
+    /* helpers: as many as OpenBLAS has threads, minus the caller */
+    int nthr = openblas_get_num_threads();
+    if (nthr < 1) nthr = 1;
+    if (nthr > 16) nthr = 16;
+    int want_pool = nthr > 1 && ((size_t)BT * H >= PAR_MIN_ELEMS || (double)B * NH * T * T * dh >= PAR_MIN_ATT_MNK);
+    if (ws->pool && (!want_pool || ws->pool->n != nthr - 1)) {
+        if (want_pool || ws->pool->n != nthr - 1) { pool_free(ws->pool); ws->pool = NULL; }
+    }
+    if (want_pool && !ws->pool) ws->pool = pool_new(nthr - 1); /* NULL: run on the caller alone */
+    int workers = ws->pool ? ws->pool->n + 1 : 1;
     size_t need = BT * (size_t)(4 * H > FF + H ? 4 * H : FF + H);
-    if (grow(&ws->arena, &ws->arena_n, need) || grow(&ws->scores, &ws->scores_n, (size_t)T * T)) {
+    if (grow(&ws->arena, &ws->arena_n, need) || grow(&ws->scores, &ws->scores_n, (size_t)workers * T * T)) {
         snprintf(err, EMB_ERR_LEN, "out of memory for a batch of %d x %d tokens", B, T);
         return -1;
     }
+    fwd_ctx fc;
+    memset(&fc, 0, sizeof fc);
+    fc.e = e;
+    fc.B = B; fc.T = T; fc.H = H; fc.NH = NH; fc.dh = dh; fc.FF = FF; fc.BT = BT;
+    fc.ids = ids; fc.type_ids = type_ids; fc.lens = lens;
+    fc.X = out;
+    fc.q = ws->arena; fc.k = fc.q + BT * H; fc.v = fc.k + BT * H; fc.ao = fc.v + BT * H;
+    fc.inter = ws->arena; fc.ffo = fc.inter + BT * FF;
+    fc.scores = ws->scores;
+    fc.scale = (float)(1.0 / sqrt((double)dh));
+    fc.eps = c->ln_eps;
+    fc.split = nthr > 1; /* keep every attention product on its calling thread */
+    pool *par_rows = (size_t)BT * H >= PAR_MIN_ELEMS ? ws->pool : NULL;
+    pool *par_att = (double)B * NH * T * T * dh >= PAR_MIN_ATT_MNK ? ws->pool : NULL;
+    fc.rows_per_task = (int)(PAR_MIN_ELEMS / 2 / (size_t)H);
+    if (fc.rows_per_task < 4) fc.rows_per_task = 4;
+    int row_tasks = (int)((BT + (size_t)fc.rows_per_task - 1) / (size_t)fc.rows_per_task);
+    int ffn_rows = (int)(PAR_MIN_ELEMS / 2 / (size_t)FF);
+    if (ffn_rows < 4) ffn_rows = 4;
+    int ffn_tasks = (int)((BT + (size_t)ffn_rows - 1) / (size_t)ffn_rows);
+    fc.ffn_rows = ffn_rows;
     float *X = out;
-    /* embeddings */
-    for (int b = 0; b < B; b++)
-        for (int t = 0; t < T; t++) {
-            size_t r = (size_t)b * T + t;
-            const float *w = e->word + (size_t)ids[r] * H;
-            const float *p = e->pos + (size_t)t * H;
-            const float *ty = e->type ? e->type + (size_t)(type_ids ? type_ids[r] : 0) * H : NULL;
-            embed_ln_row(X + r * H, w, p, ty, e->ln_g, e->ln_b, H, c->ln_eps);
-        }
-    const float scale = (float)(1.0 / sqrt((double)dh));
+    pool_run(par_rows, row_tasks, task_embed, &fc);
     for (int l = 0; l < n_layers; l++) {
         const layer_w *w = &e->L[l];
-        float *q = ws->arena, *k = q + BT * H, *v = k + BT * H, *ao = v + BT * H;
-        linear(X, w->wq, q, (int)BT, H, H);
-        linear(X, w->wk, k, (int)BT, H, H);
-        linear(X, w->wv, v, (int)BT, H, H);
-        add_bias3(q, k, v, w->bq, w->bk, w->bv, BT, H);
-        for (int b = 0; b < B; b++) {
-            int len = lens[b];
-            for (int h = 0; h < NH; h++) {
-                float *qb = q + (size_t)b * T * H + (size_t)h * dh;
-                const float *kb = k + (size_t)b * T * H + (size_t)h * dh;
-                const float *vb = v + (size_t)b * T * H + (size_t)h * dh;
-                float *S = ws->scores;
-                /* Small per-head products are issued in row blocks of at most ATT_BLOCK_MNK
-                 * multiply-adds: OpenBLAS runs those on the calling thread, where splitting
-                 * them over its thread pool costs more in synchronisation than it saves. */
-                int rb = T;
-                if ((double)T * len * dh <= ATT_SPLIT_MAX_MNK) {
-                    rb = (int)(ATT_BLOCK_MNK / ((double)len * dh));
-                    if (rb < 8) rb = 8;
-                }
-                for (int r0 = 0; r0 < T; r0 += rb) {
-                    int m = T - r0 < rb ? T - r0 : rb;
-                    float *Sr = S + (size_t)r0 * len, *qr = qb + (size_t)r0 * H;
-                    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, len, dh, scale, qr, H, kb, H, 0.0f, Sr, len);
-                    softmax_rows(Sr, m, len);
-                    /* the context overwrites these query rows of this head (no longer needed) */
-                    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, dh, len, 1.0f, Sr, len, vb, H, 0.0f, qr, H);
-                }
-            }
-        }
-        linear(q, w->wo, ao, (int)BT, H, H);
-        residual_ln(X, ao, w->bo, w->ln1_g, w->ln1_b, BT, H, c->ln_eps);
-        float *inter = ws->arena, *ffo = inter + BT * FF;
-        linear(X, w->w1, inter, (int)BT, FF, H);
-        bias_gelu(inter, w->b1, BT, FF);
-        linear(inter, w->w2, ffo, (int)BT, H, FF);
-        residual_ln(X, ffo, w->b2, w->ln2_g, w->ln2_b, BT, H, c->ln_eps);
+        fc.w = w;
+        linear(X, w->wq, fc.q, (int)BT, H, H);
+        linear(X, w->wk, fc.k, (int)BT, H, H);
+        linear(X, w->wv, fc.v, (int)BT, H, H);
+        pool_run(par_att, B * NH, task_attention, &fc);
+        linear(fc.q, w->wo, fc.ao, (int)BT, H, H);
+        pool_run(par_rows, row_tasks, task_ln1, &fc);
+        linear(X, w->w1, fc.inter, (int)BT, FF, H);
+        pool_run(par_rows, ffn_tasks, task_gelu, &fc);
+        linear(fc.inter, w->w2, fc.ffo, (int)BT, H, FF);
+        pool_run(par_rows, row_tasks, task_ln2, &fc);
     }
     return 0;
 }

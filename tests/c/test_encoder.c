@@ -6,6 +6,7 @@
 #include "pooling.h"
 #include "safetensors.h"
 #include "st_config.h"
+#include <cblas.h>
 #include <cjson/cJSON.h>
 #include <math.h>
 #include <stdint.h>
@@ -725,6 +726,34 @@ static void thread_tests(void) {
     rc |= emb_encoder_forward(e, fresh, 1, 5, ids, NULL, &len, 3, b, err);
     CHECK(rc == 0 && memcmp(a, b, sizeof a) == 0, "reused workspace gives the same result");
     (void)H;
+    /* a batch large enough for the helper threads (rows x hidden >= 16384): the same
+     * result with 1 and with 2 OpenBLAS threads, and against the sequences one by one */
+    {
+        enum { B4 = 4, T4 = 160 };
+        int32_t *ids4 = malloc(sizeof(int32_t) * B4 * T4), lens4[B4] = {160, 97, 131, 8};
+        float *o_1 = malloc(sizeof(float) * B4 * T4 * 48), *o_2 = malloc(sizeof(float) * B4 * T4 * 48),
+              *o_s = malloc(sizeof(float) * T4 * 48);
+        for (int i = 0; i < B4 * T4; i++) ids4[i] = 1000 + (i * 7919) % 28000;
+        int saved = openblas_get_num_threads();
+        openblas_set_num_threads(1);
+        emb_workspace *w1 = emb_workspace_new();
+        rc = emb_encoder_forward(e, w1, B4, T4, ids4, NULL, lens4, 3, o_1, err);
+        openblas_set_num_threads(2);
+        rc |= emb_encoder_forward(e, w1, B4, T4, ids4, NULL, lens4, 3, o_2, err);
+        double dmax = 0, dseq = 0;
+        for (int b = 0; b < B4; b++) {
+            double d1 = maxdiff(o_1 + (size_t)b * T4 * 48, o_2 + (size_t)b * T4 * 48, (size_t)lens4[b] * 48);
+            if (d1 > dmax) dmax = d1;
+            int32_t l = lens4[b];
+            rc |= emb_encoder_forward(e, w1, 1, l, ids4 + (size_t)b * T4, NULL, &l, 3, o_s, err);
+            d1 = maxdiff(o_s, o_2 + (size_t)b * T4 * 48, (size_t)l * 48);
+            if (d1 > dseq) dseq = d1;
+        }
+        openblas_set_num_threads(saved);
+        CHECK(rc == 0 && dmax <= 1e-5 && dseq <= 1e-5, "4 x 160 batch: 1 vs 2 threads differ by %.3g, batch vs single by %.3g (%s)", dmax, dseq, rc ? err : "");
+        emb_workspace_free(w1);
+        free(ids4); free(o_1); free(o_2); free(o_s);
+    }
     emb_workspace_free(ws);
     emb_workspace_free(fresh);
     free(solo); free(o1); free(o2);
