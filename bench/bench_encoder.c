@@ -99,11 +99,21 @@ static void gemm_only(const msize *m, gemm_bufs *g, int B, int T, const int32_t 
     for (int l = 0; l < m->L; l++) {
         for (int k = 0; k < 3; k++)
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, BT, H, H, 1.0f, g->X, H, g->W1, H, 0.0f, g->Q + (size_t)k * BT * H, H);
+        /* per (sequence, head), in the row blocks the encoder uses with several threads
+         * (blocks of <= 262144 multiply-adds, at least 8 rows), all on this thread */
         for (int b = 0; b < B; b++)
             for (int h = 0; h < m->NH; h++) {
                 float *q = g->Q + (size_t)b * T * H + h * dh;
-                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, lens[b], dh, 0.125f, q, H, q + (size_t)BT * H, H, 0.0f, g->S, lens[b]);
-                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, dh, lens[b], 1.0f, g->S, lens[b], q + (size_t)2 * BT * H, H, 0.0f, q, H);
+                int len = lens[b], rb = T;
+                if (openblas_get_num_threads() > 1) {
+                    rb = (int)(262144.0 / ((double)len * dh));
+                    if (rb < 8) rb = 8;
+                }
+                for (int r0 = 0; r0 < T; r0 += rb) {
+                    int mm = T - r0 < rb ? T - r0 : rb;
+                    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, mm, len, dh, 0.125f, q + (size_t)r0 * H, H, q + (size_t)BT * H, H, 0.0f, g->S + (size_t)r0 * len, len);
+                    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, mm, dh, len, 1.0f, g->S + (size_t)r0 * len, len, q + (size_t)2 * BT * H, H, 0.0f, q + (size_t)r0 * H, H);
+                }
             }
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, BT, H, H, 1.0f, g->Q, H, g->W1, H, 0.0f, g->out, H);
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, BT, FF, H, 1.0f, g->X, H, g->W2, H, 0.0f, g->Q, FF);
