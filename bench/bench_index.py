@@ -13,7 +13,7 @@ encoder's own throughput in length-sorted batches of 32 on the same texts (bench
 with the tiny test model and with a random-weight model of all-MiniLM-L6-v2's size.
 
 Environment: BENCH_N (vectors, default 100000), BENCH_QUERIES (default 50), BENCH_TEXTS
-(texts for the tiny model, default 20000; a fifth of that for the MiniLM-sized model).
+(texts for the tiny model, default 20000; a fiftieth of that for the MiniLM-sized model).
 """
 import os
 import random
@@ -206,7 +206,7 @@ def main():
         print()
         model = os.path.join(tmp, "minilm-size")
         helper("make-model", model)
-        bulk_insert(tmp, "MiniLM-L6-sized random weights (384 dims, 6 layers)", model, max(200, TEXTS // 10))
+        bulk_insert(tmp, "MiniLM-L6-sized random weights (384 dims, 6 layers)", model, max(100, TEXTS // 50))
 
 
 if __name__ == "__main__":

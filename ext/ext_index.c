@@ -58,7 +58,7 @@ enum { F_K = 4, F_LIMIT = 8, F_OFFSET = 16, F_VECTOR = 32, F_NEED_K = 64 };
 enum {
     ST_INSERT_ROW, ST_INSERT_PENDING, ST_GET_ROW, ST_DELETE_ROW, ST_DELETE_PENDING_ROW,
     ST_GET_PENDING, ST_SET_LOC, ST_READ_PENDING, ST_CLEAR_PENDING, ST_GET_CONFIG, ST_SET_CONFIG,
-    ST_BUMP_VERSION, ST_NEW_CHUNK, ST_DELETE_CHUNK, ST_LOAD, ST_TEXT, ST_COUNT
+    ST_BUMP_VERSION, ST_NEW_CHUNK, ST_DELETE_CHUNK, ST_TEXT, ST_COUNT
 };
 
 /* One connection's copy of the index, shared by the cursors that use it. */
@@ -150,7 +150,6 @@ static const char *const stmt_sql[ST_COUNT] = {
     [ST_NEW_CHUNK] = "INSERT INTO \"%w\".\"%w_chunks\"(chunk_id, rowids, vectors)"
                      " VALUES (?1, zeroblob(?2), zeroblob(?3))",
     [ST_DELETE_CHUNK] = "DELETE FROM \"%w\".\"%w_chunks\" WHERE chunk_id = ?1",
-    [ST_LOAD] = "SELECT chunk_id, rowids, vectors FROM \"%w\".\"%w_chunks\" ORDER BY chunk_id",
     [ST_TEXT] = "SELECT text FROM \"%w\".\"%w_rows\" WHERE id = ?1",
 };
 
@@ -490,32 +489,33 @@ static int ensure_cache(idx_vtab *v) {
         cache_release(c);
         return SQLITE_NOMEM;
     }
-    sqlite3_stmt *s = stmt(v, ST_LOAD, &rc);
-    if (!s) {
-        cache_release(c);
-        return rc;
-    }
-    size_t chunks = (n + ch - 1) / ch, got = 0;
-    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-        sqlite3_int64 id = sqlite3_column_int64(s, 0);
-        size_t rows = id >= 0 && (size_t)id < chunks ? ((size_t)id + 1 == chunks ? n - (size_t)id * ch : ch) : 0;
-        if ((size_t)id != got || rows == 0 ||
-            (size_t)sqlite3_column_bytes(s, 1) != ch * sizeof(sqlite3_int64) ||
-            (size_t)sqlite3_column_bytes(s, 2) != ch * d * sizeof(float)) {
-            rc = SQLITE_CORRUPT_VTAB;
-            break;
+    /* straight from the chunks' pages into the array with incremental blob I/O: one copy */
+    size_t chunks = (n + ch - 1) / ch;
+    char *table = sqlite3_mprintf("%s_chunks", v->name);
+    sqlite3_blob *bv = NULL, *br = NULL;
+    rc = table ? SQLITE_OK : SQLITE_NOMEM;
+    for (size_t id = 0; rc == SQLITE_OK && id < chunks; id++) {
+        size_t rows = id + 1 == chunks ? n - id * ch : ch;
+        if (id == 0) {
+            rc = sqlite3_blob_open(v->db, v->schema, table, "vectors", 0, 0, &bv);
+            if (rc == SQLITE_OK) rc = sqlite3_blob_open(v->db, v->schema, table, "rowids", 0, 0, &br);
+        } else {
+            rc = sqlite3_blob_reopen(bv, (sqlite3_int64)id);
+            if (rc == SQLITE_OK) rc = sqlite3_blob_reopen(br, (sqlite3_int64)id);
         }
-        memcpy(c->rowids + (size_t)id * ch, sqlite3_column_blob(s, 1), rows * sizeof(sqlite3_int64));
-        memcpy(c->vecs + (size_t)id * ch * d, sqlite3_column_blob(s, 2), rows * d * sizeof(float));
-        got++;
+        if (rc == SQLITE_OK && ((size_t)sqlite3_blob_bytes(bv) != ch * d * sizeof(float) ||
+                                (size_t)sqlite3_blob_bytes(br) != ch * sizeof(sqlite3_int64)))
+            rc = SQLITE_CORRUPT_VTAB;
+        if (rc == SQLITE_OK) rc = sqlite3_blob_read(bv, c->vecs + id * ch * d, (int)(rows * d * sizeof(float)), 0);
+        if (rc == SQLITE_OK) rc = sqlite3_blob_read(br, c->rowids + id * ch, (int)(rows * sizeof(sqlite3_int64)), 0);
     }
-    sqlite3_reset(s);
-    if (rc == SQLITE_DONE) rc = got == chunks ? SQLITE_OK : SQLITE_CORRUPT_VTAB;
-    if (rc == SQLITE_CORRUPT_VTAB)
+    sqlite3_blob_close(bv);
+    sqlite3_blob_close(br);
+    sqlite3_free(table);
+    if (rc == SQLITE_CORRUPT_VTAB || rc == SQLITE_ERROR)
         vt_error(v, "shadow table \"%s_chunks\" does not match the count in \"%s_config\": the "
                     "index is corrupt", v->name, v->name);
-    else if (rc != SQLITE_OK)
-        rc = sql_error(v, rc);
+    if (rc == SQLITE_ERROR) rc = SQLITE_CORRUPT_VTAB;
     if (rc != SQLITE_OK) {
         cache_release(c);
         return rc;
