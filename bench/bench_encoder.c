@@ -115,9 +115,10 @@ static void gemm_only(const msize *m, gemm_bufs *g, int B, int T, const int32_t 
                     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, mm, dh, len, 1.0f, g->S + (size_t)r0 * len, len, q + (size_t)2 * BT * H, H, 0.0f, q + (size_t)r0 * H, H);
                 }
             }
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, BT, H, H, 1.0f, g->Q, H, g->W1, H, 0.0f, g->out, H);
+        /* output projections accumulate onto the residual (beta = 1), as the encoder does */
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, BT, H, H, 1.0f, g->Q, H, g->W1, H, 1.0f, g->out, H);
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, BT, FF, H, 1.0f, g->X, H, g->W2, H, 0.0f, g->Q, FF);
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, BT, H, FF, 1.0f, g->Q, FF, g->W2, FF, 0.0f, g->out, H);
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, BT, H, FF, 1.0f, g->Q, FF, g->W2, FF, 1.0f, g->out, H);
     }
 }
 
@@ -230,6 +231,7 @@ static int run_model(const char *dir, const msize *m, int n_sent) {
     for (size_t i = 0; i < (size_t)m->H * m->H; i++) g.W1[i] = urand(0.05f);
     for (size_t i = 0; i < (size_t)m->H * m->FF; i++) g.W2[i] = urand(0.05f);
     memset(g.Q, 0, sizeof(float) * BTmax * (m->FF > 3 * m->H ? m->FF : 3 * m->H));
+    memset(g.out, 0, sizeof(float) * BTmax * m->H);
     for (int th = 1; th <= 2; th++) {
         openblas_set_num_threads(th);
         for (int w = 0; w < 4; w++) {

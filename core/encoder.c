@@ -570,13 +570,13 @@ static void softmax_rows(float *S, int rows, int n) {
     }
 }
 
-/* x = LayerNorm(a + bias + x) row by row; a is clobbered */
+/* x = LayerNorm(x + bias) row by row (x already holds residual + product) */
 EMB_CLONES
-static void residual_ln(float *X, float *A, const float *bias, const float *g, const float *b, size_t rows, int H, float eps) {
+static void bias_ln(float *X, const float *bias, const float *g, const float *b, size_t rows, int H, float eps) {
     for (size_t r = 0; r < rows; r++) {
-        float *x = X + r * H, *a = A + r * H;
+        float *x = X + r * H;
 #pragma omp simd
-        for (int i = 0; i < H; i++) x[i] = (a[i] + bias[i]) + x[i];
+        for (int i = 0; i < H; i++) x[i] += bias[i];
         ln_inplace(x, g, b, H, eps);
     }
 }
@@ -628,6 +628,10 @@ static int grow(float **p, size_t *cap, size_t n) {
 static void linear(const float *A, const float *W, float *C, int M, int N, int K) {
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, N, K, 1.0f, A, K, W, K, 0.0f, C, N);
 }
+/* C[M,N] += A[M,K] * W[N,K]^T: the residual connection, summed by sgemm itself */
+static void linear_acc(const float *A, const float *W, float *C, int M, int N, int K) {
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, N, K, 1.0f, A, K, W, K, 1.0f, C, N);
+}
 
 double emb_encoder_flops(const emb_encoder *e, int B, int T, const int32_t *lens, int n_layers) {
     double H = e->cfg.hidden, FF = e->cfg.intermediate, BT = (double)B * T;
@@ -646,7 +650,7 @@ typedef struct {
     int B, T, H, NH, dh, FF;
     size_t BT;
     const int32_t *ids, *type_ids, *lens;
-    float *X, *q, *k, *v, *ao, *inter, *ffo, *scores;
+    float *X, *q, *k, *v, *inter, *scores;
     float scale, eps;
     int split, rows_per_task, ffn_rows;
 } fwd_ctx;
@@ -706,7 +710,7 @@ static void task_ln1(void *cv, int t, int worker) {
     fwd_ctx *c = cv;
     size_t r0, n;
     row_range(c, t, c->rows_per_task, &r0, &n);
-    residual_ln(c->X + r0 * c->H, c->ao + r0 * c->H, c->w->bo, c->w->ln1_g, c->w->ln1_b, n, c->H, c->eps);
+    bias_ln(c->X + r0 * c->H, c->w->bo, c->w->ln1_g, c->w->ln1_b, n, c->H, c->eps);
 }
 static void task_gelu(void *cv, int t, int worker) {
     (void)worker;
@@ -720,7 +724,7 @@ static void task_ln2(void *cv, int t, int worker) {
     fwd_ctx *c = cv;
     size_t r0, n;
     row_range(c, t, c->rows_per_task, &r0, &n);
-    residual_ln(c->X + r0 * c->H, c->ffo + r0 * c->H, c->w->b2, c->w->ln2_g, c->w->ln2_b, n, c->H, c->eps);
+    bias_ln(c->X + r0 * c->H, c->w->b2, c->w->ln2_g, c->w->ln2_b, n, c->H, c->eps);
 }
 
 int emb_encoder_forward(const emb_encoder *e, emb_workspace *ws, int B, int T, const int32_t *ids,
@@ -761,7 +765,7 @@ int emb_encoder_forward(const emb_encoder *e, emb_workspace *ws, int B, int T, c
     }
     if (want_pool && !ws->pool) ws->pool = pool_new(nthr - 1); /* NULL: run on the caller alone */
     int workers = ws->pool ? ws->pool->n + 1 : 1;
-    size_t need = BT * (size_t)(4 * H > FF + H ? 4 * H : FF + H);
+    size_t need = BT * (size_t)(3 * H > FF ? 3 * H : FF); /* q, k, v; later the FFN's inner activations */
     if (grow(&ws->arena, &ws->arena_n, need) || grow(&ws->scores, &ws->scores_n, (size_t)workers * T * T)) {
         snprintf(err, EMB_ERR_LEN, "out of memory for a batch of %d x %d tokens", B, T);
         return -1;
@@ -772,8 +776,8 @@ int emb_encoder_forward(const emb_encoder *e, emb_workspace *ws, int B, int T, c
     fc.B = B; fc.T = T; fc.H = H; fc.NH = NH; fc.dh = dh; fc.FF = FF; fc.BT = BT;
     fc.ids = ids; fc.type_ids = type_ids; fc.lens = lens;
     fc.X = out;
-    fc.q = ws->arena; fc.k = fc.q + BT * H; fc.v = fc.k + BT * H; fc.ao = fc.v + BT * H;
-    fc.inter = ws->arena; fc.ffo = fc.inter + BT * FF;
+    fc.q = ws->arena; fc.k = fc.q + BT * H; fc.v = fc.k + BT * H;
+    fc.inter = ws->arena;
     fc.scores = ws->scores;
     fc.scale = (float)(1.0 / sqrt((double)dh));
     fc.eps = c->ln_eps;
@@ -796,11 +800,11 @@ int emb_encoder_forward(const emb_encoder *e, emb_workspace *ws, int B, int T, c
         linear(X, w->wk, fc.k, (int)BT, H, H);
         linear(X, w->wv, fc.v, (int)BT, H, H);
         pool_run(par_att, B * NH, task_attention, &fc);
-        linear(fc.q, w->wo, fc.ao, (int)BT, H, H);
+        linear_acc(fc.q, w->wo, X, (int)BT, H, H);
         pool_run(par_rows, row_tasks, task_ln1, &fc);
         linear(X, w->w1, fc.inter, (int)BT, FF, H);
         pool_run(par_rows, ffn_tasks, task_gelu, &fc);
-        linear(fc.inter, w->w2, fc.ffo, (int)BT, H, FF);
+        linear_acc(fc.inter, w->w2, X, (int)BT, H, FF);
         pool_run(par_rows, row_tasks, task_ln2, &fc);
     }
     return 0;
