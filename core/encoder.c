@@ -469,6 +469,9 @@ int emb_encoder_pooler(const emb_encoder *e, const float *cls, float *out) {
 /* Element-wise kernels. GCC builds them for AVX-512, AVX2 and baseline x86-64 and picks one
  * at load time (ifunc); without -ftrapping-math the clamps and selects below if-convert, so
  * the loops vectorize on every target. */
+#ifdef __clang__ /* "omp simd" is a hint; clang warns where it cannot follow it (e.g. at -O0/-O1) */
+#pragma clang diagnostic ignored "-Wpass-failed"
+#endif
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC push_options
 #pragma GCC optimize("no-trapping-math")
