@@ -65,7 +65,7 @@ enum {
 typedef struct {
     int refs;
     sqlite3_int64 version;
-    size_t n, d;
+    size_t n, d, cap;      /* vectors, dimensions, room allocated (vectors) */
     float *vecs;           /* n x d */
     sqlite3_int64 *rowids; /* n */
     float *aux;            /* cosine: 1/|v|; l2: |v|^2; else NULL */
@@ -131,6 +131,67 @@ static void cache_release(idx_cache *c) {
 static void drop_cache(idx_vtab *v) {
     cache_release(v->cache);
     v->cache = NULL;
+}
+
+static float cache_aux(emb_metric m, const float *x, size_t d) {
+    double s2 = emb_vec_norm2(x, d);
+    return m == EMB_METRIC_COSINE ? (float)(1.0 / sqrt(s2)) : (float)s2;
+}
+
+/* The connection's own writes keep its cache in step when the cache holds exactly the `count`
+ * vectors of the chunks and no cursor shares it; otherwise the cache is dropped and the next
+ * query reloads it. (Rollbacks drop it too: xRollback, xRollbackTo.) */
+static int current_version(idx_vtab *v, sqlite3_int64 *ver);
+static idx_cache *cache_for_write(idx_vtab *v, sqlite3_int64 count) {
+    sqlite3_int64 ver;
+    /* another connection may have committed since the cache was filled: inside this write
+     * transaction the stored version is the last committed one */
+    if (v->cache && (v->cache->refs != 1 || v->cache->n != (size_t)count ||
+                     current_version(v, &ver) != SQLITE_OK || ver != v->cache->version))
+        drop_cache(v);
+    return v->cache;
+}
+
+static int cache_append(idx_vtab *v, sqlite3_int64 count, const sqlite3_int64 *ids, const float *vecs,
+                        size_t n) {
+    idx_cache *c = cache_for_write(v, count);
+    if (!c) return 0;
+    size_t d = c->d;
+    if (c->n + n > c->cap) {
+        size_t cap = c->cap + c->cap / 2 > c->n + n ? c->cap + c->cap / 2 : c->n + n + 1024;
+        float *nv = aligned_alloc(64, (cap * d * sizeof(float) + 63) / 64 * 64);
+        sqlite3_int64 *nr = realloc(c->rowids, cap * sizeof *nr);
+        if (nr) c->rowids = nr;
+        float *na = c->aux ? realloc(c->aux, cap * sizeof *na) : NULL;
+        if (na) c->aux = na;
+        if (!nv || !nr || (c->aux && !na)) {
+            free(nv);
+            drop_cache(v);
+            return 0;
+        }
+        memcpy(nv, c->vecs, c->n * d * sizeof(float));
+        free(c->vecs);
+        c->vecs = nv;
+        c->cap = cap;
+    }
+    memcpy(c->vecs + c->n * d, vecs, n * d * sizeof(float));
+    memcpy(c->rowids + c->n, ids, n * sizeof *ids);
+    for (size_t i = 0; c->aux && i < n; i++) c->aux[c->n + i] = cache_aux(v->metric, vecs + i * d, d);
+    c->n += n;
+    return 0;
+}
+
+/* Mirrors a delete: the last vector moves to position loc. */
+static void cache_remove(idx_vtab *v, sqlite3_int64 count, sqlite3_int64 loc) {
+    idx_cache *c = cache_for_write(v, count);
+    if (!c) return;
+    size_t last = c->n - 1, d = c->d;
+    if ((size_t)loc != last) {
+        memcpy(c->vecs + (size_t)loc * d, c->vecs + last * d, d * sizeof(float));
+        c->rowids[loc] = c->rowids[last];
+        if (c->aux) c->aux[loc] = c->aux[last];
+    }
+    c->n--;
 }
 
 static const char *const stmt_sql[ST_COUNT] = {
@@ -372,6 +433,8 @@ static int append_vectors(idx_vtab *v, const sqlite3_int64 *ids, const float *ve
         i += take;
     }
     if (rc == SQLITE_OK) rc = set_config_int(v, "count", count + (sqlite3_int64)n);
+    if (rc == SQLITE_OK) cache_append(v, count, ids, vecs, n);
+    else drop_cache(v);
     return rc;
 }
 
@@ -479,6 +542,7 @@ static int ensure_cache(idx_vtab *v) {
     c->refs = 1;
     c->version = ver;
     c->n = n;
+    c->cap = n;
     c->d = d;
     size_t vbytes = (n * d * sizeof(float) + 63) / 64 * 64;
     c->vecs = aligned_alloc(64, vbytes ? vbytes : 64);
@@ -520,10 +584,7 @@ static int ensure_cache(idx_vtab *v) {
         cache_release(c);
         return rc;
     }
-    for (size_t i = 0; c->aux && i < n; i++) {
-        double s2 = emb_vec_norm2(c->vecs + i * d, d);
-        c->aux[i] = v->metric == EMB_METRIC_COSINE ? (float)(1.0 / sqrt(s2)) : (float)s2;
-    }
+    for (size_t i = 0; c->aux && i < n; i++) c->aux[i] = cache_aux(v->metric, c->vecs + i * d, d);
     v->cache = c;
     return SQLITE_OK;
 }
@@ -1218,7 +1279,6 @@ static int idx_column(sqlite3_vtab_cursor *cur, sqlite3_context *ctx, int col) {
 
 static void wrote(idx_vtab *v) {
     v->dirty = 1;
-    drop_cache(v);
 }
 
 /* Removes a row (chunked or pending). *found says whether it was there. */
@@ -1271,14 +1331,23 @@ static int remove_row(idx_vtab *v, sqlite3_int64 rowid, int *found) {
                 sqlite3_bind_int64(s, 2, loc);
                 rc = run(v, s);
             }
-            if (rc != SQLITE_OK) return rc;
+            if (rc != SQLITE_OK) {
+                drop_cache(v);
+                return rc;
+            }
         }
         if (last % v->chunk == 0) {
-            if (!(s = stmt(v, ST_DELETE_CHUNK, &rc))) return rc;
-            sqlite3_bind_int64(s, 1, last / v->chunk);
-            if ((rc = run(v, s)) != SQLITE_OK) return rc;
+            if (!(s = stmt(v, ST_DELETE_CHUNK, &rc)) || (sqlite3_bind_int64(s, 1, last / v->chunk),
+                                                         (rc = run(v, s)) != SQLITE_OK)) {
+                drop_cache(v);
+                return rc;
+            }
         }
-        if ((rc = set_config_int(v, "count", last)) != SQLITE_OK) return rc;
+        if ((rc = set_config_int(v, "count", last)) != SQLITE_OK) {
+            drop_cache(v);
+            return rc;
+        }
+        cache_remove(v, count, loc);
     }
     if (!(s = stmt(v, ST_DELETE_ROW, &rc))) return rc;
     sqlite3_bind_int64(s, 1, rowid);
@@ -1464,6 +1533,9 @@ static int idx_sync(sqlite3_vtab *vt) {
     if (rc == SQLITE_OK && v->dirty) {
         sqlite3_stmt *s = stmt(v, ST_BUMP_VERSION, &rc);
         if (s) rc = run(v, s);
+        sqlite3_int64 ver;
+        if (rc == SQLITE_OK && v->cache && current_version(v, &ver) == SQLITE_OK) v->cache->version = ver;
+        else if (rc == SQLITE_OK) drop_cache(v);
         if (rc == SQLITE_OK) v->dirty = 0;
     }
     return rc;

@@ -437,3 +437,67 @@ def vector_column_match_and_select_star():
     assert len(star) == 1 and floats(star[0][0]) == [-1, 0] and star[0][1] == "west"
     assert one(con, "SELECT count(*) FROM v WHERE rowid = 'x'") == 0
     assert con.execute("SELECT rowid FROM v WHERE v MATCH '[1,0]' AND k = 5 ORDER BY rowid DESC").fetchall() == [(3,), (2,), (1,)]
+
+
+@test
+def writes_between_queries_keep_each_connections_cache_right():
+    """A connection's own writes update its cached copy in place; rollbacks, failed statements,
+    open cursors and other connections' writes make it reload. Every query is checked."""
+    rng = random.Random(8)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "mixed.db")
+        a, b = connect(path), connect(path)
+        make_index(a, "idx", 5, "l2", chunk=4)
+        rows = {}
+        next_id = 1
+        for step in range(300):
+            op = rng.random()
+            con = a if rng.random() < 0.7 else b
+            if op < 0.45 or len(rows) < 5:
+                rows[next_id] = rand_vec(rng, 5)
+                con.execute("INSERT INTO idx(rowid, vector) VALUES (?, ?)", (next_id, blob(rows[next_id])))
+                next_id += 1
+            elif op < 0.65:
+                r = rng.choice(sorted(rows))
+                con.execute("DELETE FROM idx WHERE rowid = ?", (r,))
+                del rows[r]
+            elif op < 0.75:
+                r = rng.choice(sorted(rows))
+                rows[r] = rand_vec(rng, 5)
+                con.execute("UPDATE idx SET vector = ? WHERE rowid = ?", (blob(rows[r]), r))
+            elif op < 0.8:
+                con.execute("BEGIN")
+                con.execute("INSERT INTO idx(rowid, vector) VALUES (?, ?)", (next_id, blob(rand_vec(rng, 5))))
+                knn(con, "idx", blob(rand_vec(rng, 5)), 3)
+                con.execute("DELETE FROM idx WHERE rowid = ?", (rng.choice(sorted(rows)),))
+                knn(con, "idx", blob(rand_vec(rng, 5)), 3)
+                # a statement that fails after writing two rows
+                assert_error(con, "INSERT INTO idx(rowid, vector) VALUES (?, ?), (?, ?), (?, '[1]')",
+                             "dimensions", args=(next_id + 1, blob(rand_vec(rng, 5)), next_id + 2,
+                                                 blob(rand_vec(rng, 5)), next_id + 3))
+                con.execute("ROLLBACK")
+            elif op < 0.85:
+                con.execute("BEGIN")
+                knn(con, "idx", blob(rand_vec(rng, 5)), 2)
+                assert_error(con, "INSERT INTO idx(rowid, vector) VALUES (?, ?), (?, ?), (?, 'x')",
+                             "embed_index", args=(next_id, blob(rand_vec(rng, 5)), next_id + 1,
+                                                  blob(rand_vec(rng, 5)), next_id + 2))
+                rows[next_id + 5] = rand_vec(rng, 5)
+                con.execute("INSERT INTO idx(rowid, vector) VALUES (?, ?)", (next_id + 5, blob(rows[next_id + 5])))
+                con.execute("COMMIT")
+                next_id += 6
+            else:
+                # copy the nearest row under a new rowid while the search's cursor is open
+                q = rand_vec(rng, 5)
+                got = knn(con, "idx", blob(q), 1)
+                con.execute("INSERT INTO idx(rowid, vector) SELECT ?, vector FROM idx"
+                            " WHERE idx MATCH ? AND k = 1", (next_id, blob(q)))
+                rows[next_id] = rows[got[0][0]]
+                next_id += 1
+            if step % 3 == 0:
+                for c in (a, b):
+                    q = rand_vec(rng, 5)
+                    for k in (1, 7, len(rows) + 1):
+                        check_knn(c, "idx", rows, "l2", q, k, "step %d" % step)
+        check_all(a, "idx", rows, "l2", rng, "a at the end", ks=(1, 50, None))
+        check_all(connect(path), "idx", rows, "l2", rng, "a new connection", ks=(1, 50, None))

@@ -1,0 +1,35 @@
+-- embed_index under LeakSanitizer (success and error paths); see leak_check.sh.
+.bail off
+SELECT embed_load('minilm', 'tests/fixtures/models/minilm-tiny-st');
+CREATE VIRTUAL TABLE ni USING embed_index(model = 'minilm', metric = 'cosine', chunk_size = 3);
+INSERT INTO ni(rowid, text) VALUES (1, 'the bus is late'), (2, 'a cat'), (3, 'trains'), (4, 'the bus was early'), (5, 'dogs');
+SELECT rowid, text, distance, length(vector) FROM ni WHERE ni MATCH 'the bus is late' AND k = 3;
+SELECT rowid, distance FROM ni WHERE vector MATCH embed('minilm', 'cats') AND k = 10;
+BEGIN;
+INSERT INTO ni(rowid, text) VALUES (6, 'pending one'), (7, 'pending two');
+SELECT rowid FROM ni WHERE ni MATCH 'pending' AND k = 2;
+SAVEPOINT s;
+DELETE FROM ni WHERE rowid = 2;
+UPDATE ni SET text = 'cats sit' WHERE rowid = 4;
+ROLLBACK TO s;
+COMMIT;
+BEGIN;
+INSERT INTO ni(rowid, text) VALUES (8, 'rolled back');
+ROLLBACK;
+UPDATE ni SET rowid = 40 WHERE rowid = 4;
+SELECT * FROM ni WHERE rowid = 40;
+SELECT count(*) FROM ni;
+INSERT INTO ni(rowid, text) VALUES (1, 'duplicate');
+INSERT INTO ni(rowid, vector) VALUES (9, '[1, 2]');
+INSERT INTO ni(rowid, text) VALUES (9, CAST(x'41ff' AS TEXT));
+SELECT rowid FROM ni WHERE ni MATCH 'x';
+SELECT rowid FROM ni WHERE ni MATCH 'x' AND k = 0;
+SELECT rowid FROM ni WHERE ni MATCH NULL AND k = 1;
+CREATE VIRTUAL TABLE bad USING embed_index(model = 'nope');
+CREATE VIRTUAL TABLE bad USING embed_index(dims = 3, metric = 'x');
+CREATE VIRTUAL TABLE "we""ird idx" USING embed_index(dims = 2, metric = 'l2');
+INSERT INTO "we""ird idx"(rowid, vector) VALUES (1, '[1, 0]'), (2, x'0000803f00000000');
+SELECT rowid, distance FROM "we""ird idx" WHERE "we""ird idx" MATCH '[0, 1]' AND k = 5;
+ALTER TABLE "we""ird idx" RENAME TO renamed;
+DROP TABLE renamed;
+DROP TABLE ni;
