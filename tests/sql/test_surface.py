@@ -19,7 +19,7 @@ EXPECTED = {
     ("embed_vector", 1): DETERMINISTIC | INNOCUOUS, ("embed_version", 0): DETERMINISTIC | INNOCUOUS,
     ("position_encoding", 2): INNOCUOUS, ("position_encoding", 3): DETERMINISTIC | INNOCUOUS,
 }
-MODULES = {"embed_models", "embed_tokens"}
+MODULES = {"embed_models", "embed_tokens", "embed_index"}
 
 
 @test
