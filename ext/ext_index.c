@@ -83,6 +83,8 @@ typedef struct {
     int pending;          /* rows possibly pending (a hint: 0 means certainly none) */
     size_t pending_bytes;
     idx_cache *cache;
+    float *score;         /* a query's scores, kept between queries (n floats) */
+    size_t score_cap;
     sqlite3_stmt *st[ST_COUNT];
 } idx_vtab;
 
@@ -636,11 +638,16 @@ static int knn(idx_vtab *v, const idx_cache *c, const float *q, size_t k, hit **
      * whose order the rounding of the scores could flip */
     size_t m = k + k / 4 + 16;
     if (m > n) m = n;
-    float *score = malloc(n * sizeof *score);
+    if (v->score_cap < n) {
+        free(v->score);
+        v->score_cap = 0;
+        if (!(v->score = malloc(n * sizeof *v->score))) return SQLITE_NOMEM;
+        v->score_cap = n;
+    }
+    float *score = v->score;
     cand *heap = malloc(m * sizeof *heap);
     hit *hits = malloc(m * sizeof *hits);
-    if (!score || !heap || !hits) {
-        free(score);
+    if (!heap || !hits) {
         free(heap);
         free(hits);
         return SQLITE_NOMEM;
@@ -664,6 +671,7 @@ static int knn(idx_vtab *v, const idx_cache *c, const float *q, size_t k, hit **
     }
     size_t h = 0;
     for (size_t i = 0; i < n; i++) {
+        if (h == m && score[i] > heap[0].key) continue; /* the common case: not among the best */
         cand x = {score[i], (sqlite3_int64)i};
         if (h < m) {
             heap[h++] = x;
@@ -681,7 +689,6 @@ static int knn(idx_vtab *v, const idx_cache *c, const float *q, size_t k, hit **
         hits[j].loc = (sqlite3_int64)i;
     }
     qsort(hits, h, sizeof *hits, hit_cmp);
-    free(score);
     free(heap);
     *out = hits;
     *nout = h < k ? h : k;
@@ -739,6 +746,7 @@ static void vtab_free(idx_vtab *v) {
     if (!v) return;
     for (int i = 0; i < ST_COUNT; i++) sqlite3_finalize(v->st[i]);
     drop_cache(v);
+    free(v->score);
     sqlite3_free(v->schema);
     sqlite3_free(v->name);
     sqlite3_free(v->model);
