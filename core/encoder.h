@@ -43,6 +43,11 @@ uint64_t emb_encoder_fingerprint(const emb_encoder *);
 /* BERT pooler: out[H] = tanh(W cls + b). Returns -1 (out untouched) if the model has none. */
 int emb_encoder_pooler(const emb_encoder *, const float *cls, float *out);
 
+/* Per-thread scratch: activations (about B*T*max(3*hidden, intermediate) floats) and,
+ * when OpenBLAS has several threads and the batch is large enough, as many helper
+ * threads minus one, which run the attention heads, LayerNorms and GELU between the
+ * matrix products and sleep otherwise. Freeing the workspace joins them. Not to be
+ * used by two threads at once, nor across fork(). */
 typedef struct emb_workspace emb_workspace;
 emb_workspace *emb_workspace_new(void);
 void emb_workspace_free(emb_workspace *);
