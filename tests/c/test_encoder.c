@@ -613,6 +613,54 @@ static void corrupt_tests(void) {
     free(orig);
 }
 
+/* DistilBERT with sinusoidal_pos_embds and no stored table: built as transformers builds it */
+static void sinusoidal_fallback_test(void) {
+    char err[EMB_ERR_LEN], path[1024];
+    const char *src = FIXTURES "/models/distilbert-tiny-sinusoidal";
+    emb_safetensors *st = NULL;
+    snprintf(path, sizeof path, "%s/model.safetensors", src);
+    if (emb_safetensors_open(path, &st, err)) { CHECK(0, "%s", err); return; }
+    emb_st_write_tensor *wt = calloc((size_t)st->h.n, sizeof *wt);
+    int m = 0;
+    for (int i = 0; i < st->h.n; i++) {
+        const emb_st_tensor *t = &st->h.tensors[i];
+        if (strcmp(t->name, "embeddings.position_embeddings.weight") == 0) continue;
+        wt[m].name = t->name;
+        wt[m].dtype = t->dtype;
+        wt[m].ndim = t->ndim;
+        memcpy(wt[m].shape, t->shape, sizeof t->shape);
+        wt[m].data = t->data;
+        m++;
+    }
+    char *d = subdir("sinusoidal_generated");
+    snprintf(path, sizeof path, "%s/model.safetensors", d);
+    int rc = emb_safetensors_write(path, wt, m, 0, err);
+    free(wt);
+    emb_safetensors_close(st);
+    char *cfg;
+    size_t cl;
+    snprintf(path, sizeof path, "%s/config.json", src);
+    emb_config_read_file(path, 1 << 20, &cfg, &cl, err);
+    write_text(d, "config.json", cfg);
+    free(cfg);
+    emb_encoder *a = NULL, *b = NULL;
+    rc |= emb_encoder_load(src, &a, err);
+    rc |= emb_encoder_load(d, &b, err);
+    CHECK(rc == 0, "sinusoidal fallback: %s", err);
+    if (a && b) {
+        double dm = 0;
+        for (int p = 0; p < 512; p++) {
+            double x = maxdiff(emb_encoder_position_row(a, p), emb_encoder_position_row(b, p), 32);
+            if (x > dm) dm = x;
+        }
+        CHECK(dm <= 2e-6, "generated sinusoidal table equals the stored one (max diff %.3g)", dm);
+        printf("sinusoidal table built at load vs stored: max diff %.3g\n", dm);
+        if (!emb_encoder_get_info(b)->sinusoidal) CHECK(0, "sinusoidal flag");
+    }
+    emb_encoder_free(a);
+    emb_encoder_free(b);
+}
+
 static void st_config_tests(void) {
     char err[EMB_ERR_LEN];
     emb_st_config c;
@@ -775,6 +823,7 @@ int main(void) {
     if (!mkdtemp(tmpdir)) { perror("mkdtemp"); return 1; }
     synthetic_tests();
     corrupt_tests();
+    sinusoidal_fallback_test();
     st_config_tests();
     pooling_tests();
     thread_tests();
