@@ -166,6 +166,17 @@ static int more_reps(int reps, double best, double elapsed, double min_time) {
     return reps < 2 || elapsed < min_time;
 }
 
+/* The machine may be shared: print the load average next to the figures. */
+static void print_load(const char *when) {
+    FILE *f = fopen("/proc/loadavg", "r");
+    double l1 = -1;
+    if (f) {
+        if (fscanf(f, "%lf", &l1) != 1) l1 = -1;
+        fclose(f);
+    }
+    if (l1 >= 0) printf("load average (1 min) %s: %.2f on %ld CPUs\n", when, l1, sysconf(_SC_NPROCESSORS_ONLN));
+}
+
 static long peak_rss_kb(void) {
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
@@ -180,6 +191,7 @@ static int run_model(const char *dir, const msize *m, int n_sent) {
     if (emb_encoder_load(dir, &enc, err)) { fprintf(stderr, "load: %s\n", err); return 1; }
     const emb_encoder_info *in = emb_encoder_get_info(enc);
     printf("\n== %s: %.1f MB of F32 weights, loaded (mmap + fingerprint) in %.2f s\n", m->name, in->weight_bytes / 1e6, now() - t0);
+    print_load("before");
     workload wl[4] = {make_fixed("1 x 16", 1, 16), make_fixed("1 x 128", 1, 128), make_fixed("32 x 128", 32, 128), make_sentences("", n_sent)};
     static char sname[64];
     snprintf(sname, sizeof sname, "%d sent. 8-128, b32", n_sent);
@@ -263,6 +275,7 @@ static int run_model(const char *dir, const msize *m, int n_sent) {
     printf("peak RSS %.1f MB (before load %.1f MB) vs weights %.1f MB: weights + %.1f MB; workspace %.1f MB at 32 x 128\n",
            rss_after / 1024.0, rss0 / 1024.0, in->weight_bytes / 1e6 / 1.048576, (rss_after * 1024.0 - (double)in->weight_bytes) / 1048576.0,
            ws_bytes / 1048576.0);
+    print_load("after");
     fflush(stdout);
     emb_workspace_free(ws);
     emb_encoder_free(enc);
