@@ -43,6 +43,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #define FN "embed_index"
 #define DEFAULT_CHUNK 1024
@@ -122,6 +123,21 @@ static int sql_error(idx_vtab *v, int rc) {
     return rc == SQLITE_OK || rc == SQLITE_DONE || rc == SQLITE_ROW ? SQLITE_ERROR : rc;
 }
 
+/* Room for the cache's vectors: 64-byte aligned, and for large arrays 2 MB aligned with
+ * transparent huge pages asked for, so that filling 150 MB takes ~75 page faults, not 37,500,
+ * and a scan misses the TLB less. Freed with free(). */
+static float *vectors_alloc(size_t count) {
+    size_t bytes = (count * sizeof(float) + 63) / 64 * 64;
+    if (bytes < ((size_t)4 << 20)) return aligned_alloc(64, bytes ? bytes : 64);
+    const size_t huge = (size_t)2 << 20;
+    bytes = (bytes + huge - 1) / huge * huge;
+    float *p = aligned_alloc(huge, bytes);
+#ifdef MADV_HUGEPAGE
+    if (p) madvise(p, bytes, MADV_HUGEPAGE);
+#endif
+    return p;
+}
+
 static void cache_release(idx_cache *c) {
     if (!c || --c->refs > 0) return;
     free(c->vecs);
@@ -161,7 +177,7 @@ static int cache_append(idx_vtab *v, sqlite3_int64 count, const sqlite3_int64 *i
     size_t d = c->d;
     if (c->n + n > c->cap) {
         size_t cap = c->cap + c->cap / 2 > c->n + n ? c->cap + c->cap / 2 : c->n + n + 1024;
-        float *nv = aligned_alloc(64, (cap * d * sizeof(float) + 63) / 64 * 64);
+        float *nv = vectors_alloc(cap * d);
         sqlite3_int64 *nr = realloc(c->rowids, cap * sizeof *nr);
         if (nr) c->rowids = nr;
         float *na = c->aux ? realloc(c->aux, cap * sizeof *na) : NULL;
@@ -546,8 +562,7 @@ static int ensure_cache(idx_vtab *v) {
     c->n = n;
     c->cap = n;
     c->d = d;
-    size_t vbytes = (n * d * sizeof(float) + 63) / 64 * 64;
-    c->vecs = aligned_alloc(64, vbytes ? vbytes : 64);
+    c->vecs = vectors_alloc(n * d);
     c->rowids = malloc((n ? n : 1) * sizeof(sqlite3_int64));
     if (v->metric == EMB_METRIC_COSINE || v->metric == EMB_METRIC_L2)
         c->aux = malloc((n ? n : 1) * sizeof(float));
