@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <utf8proc.h>
+#include "utf8.h"
 #include <xxhash.h>
 
 #define STATIC_DEFAULT_POSITIONS 512
@@ -170,13 +170,8 @@ static int is_space(char c) { return c == ' ' || (c >= '\t' && c <= '\r'); }
 int emb_static_tokenize(const emb_static_model *m, const char *text, size_t len,
                         emb_static_token **out, size_t *cap, size_t *n, char err[EMB_ERR_LEN]) {
     *n = 0;
-    for (size_t at = 0; at < len;) {
-        utf8proc_int32_t cp;
-        utf8proc_ssize_t step = utf8proc_iterate((const utf8proc_uint8_t *)text + at,
-                                                 (utf8proc_ssize_t)(len - at), &cp);
-        if (step < 0) return fail(err, "invalid UTF-8 at byte %zu", at);
-        at += (size_t)step;
-    }
+    size_t bad;
+    if (!emb_utf8_valid(text, len, &bad)) return fail(err, "invalid UTF-8 at byte %zu", bad);
     size_t i = 0;
     while (i < len) {
         while (i < len && is_space(text[i])) i++;

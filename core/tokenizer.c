@@ -15,6 +15,7 @@
 #include <xxhash.h>
 
 #include "unicode_hf.h"
+#include "utf8.h"
 #include "vocab.h"
 
 #define MAX_TMPL 16
@@ -961,44 +962,6 @@ static void tokenize_seq(const emb_tokenizer *t, scratch *sc, const char *text, 
     flush_word(t, sc, l, seq);
 }
 
-/* -1 if valid, else the offset of the first invalid byte. */
-static long utf8_check(const unsigned char *s, size_t n) {
-    size_t i = 0;
-    while (i < n) {
-        if (i + 8 <= n) {
-            uint64_t w;
-            memcpy(&w, s + i, 8);
-            if (!(w & 0x8080808080808080ull)) {
-                i += 8;
-                continue;
-            }
-        }
-        unsigned c = s[i];
-        if (c < 0x80) {
-            i++;
-            continue;
-        }
-        size_t need;
-        unsigned lo = 0x80, hi = 0xBF;
-        if (c >= 0xC2 && c <= 0xDF) need = 1;
-        else if (c >= 0xE0 && c <= 0xEF) {
-            need = 2;
-            if (c == 0xE0) lo = 0xA0;
-            if (c == 0xED) hi = 0x9F;
-        } else if (c >= 0xF0 && c <= 0xF4) {
-            need = 3;
-            if (c == 0xF0) lo = 0x90;
-            if (c == 0xF4) hi = 0x8F;
-        } else return (long)i;
-        if (i + need >= n) return (long)i;
-        if (s[i + 1] < lo || s[i + 1] > hi) return (long)i;
-        for (size_t k = 2; k <= need; k++)
-            if ((s[i + k] & 0xC0) != 0x80) return (long)i;
-        i += need + 1;
-    }
-    return -1;
-}
-
 static int append_out(emb_encoding *out, emb_token tk) {
     if (out->n == out->cap && grow((void **)&out->tok, &out->cap, out->n + 1, sizeof *out->tok)) return -1;
     out->tok[out->n++] = tk;
@@ -1010,12 +973,10 @@ int emb_tokenize(const emb_tokenizer *t, const char *text, size_t len, const cha
     out->n = 0;
     if (!text && len) return fail(err, "no text");
     if (len > INT32_MAX || (text_b && len_b > INT32_MAX)) return fail(err, "text too long (over 2 GB)");
-    long bad = utf8_check((const unsigned char *)text, len);
-    if (bad >= 0) return fail(err, "invalid UTF-8 at byte %ld", bad);
-    if (text_b) {
-        bad = utf8_check((const unsigned char *)text_b, len_b);
-        if (bad >= 0) return fail(err, "invalid UTF-8 in text_b at byte %ld", bad);
-    }
+    size_t bad;
+    if (!emb_utf8_valid(text, len, &bad)) return fail(err, "invalid UTF-8 at byte %zu", bad);
+    if (text_b && !emb_utf8_valid(text_b, len_b, &bad))
+        return fail(err, "invalid UTF-8 in text_b at byte %zu", bad);
     int pair = text_b != NULL;
     size_t nspec = (size_t)(pair ? t->spec_pair : t->spec_single);
     if (max_len && max_len < nspec)
