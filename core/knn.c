@@ -1,0 +1,131 @@
+#include "knn.h"
+#include <cblas.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+void emb_knn_scratch_free(emb_knn_scratch *s) {
+    free(s->score);
+    s->score = NULL;
+    s->cap = 0;
+}
+
+int emb_knn_needs_aux(emb_metric m) {
+    return m == EMB_METRIC_COSINE || m == EMB_METRIC_L2;
+}
+
+float emb_knn_aux(emb_metric m, const float *v, size_t d) {
+    if (!emb_knn_needs_aux(m)) return 0;
+    double s2 = emb_vec_norm2(v, d);
+    return m == EMB_METRIC_COSINE ? (float)(1.0 / sqrt(s2)) : (float)s2;
+}
+
+/* float32 scores, lower is nearer: -cos, |v|^2 - 2 v.q (|q|^2 left out), -dot, l1. */
+static void score_rows(const emb_knn_index *ix, const float *q, float *score) {
+    size_t n = ix->n, d = ix->d;
+    if (ix->metric == EMB_METRIC_L1) {
+        for (size_t i = 0; i < n; i++) score[i] = (float)emb_vec_l1(ix->vectors + i * d, q, d);
+        return;
+    }
+    /* one pass over the array, in blocks that OpenBLAS splits over its threads */
+    const size_t block = 65536;
+    for (size_t at = 0; at < n; at += block) {
+        size_t rows = n - at < block ? n - at : block;
+        cblas_sgemv(CblasRowMajor, CblasNoTrans, (blasint)rows, (blasint)d, 1.0f,
+                    ix->vectors + at * d, (blasint)d, q, 1, 0.0f, score + at, 1);
+    }
+    const float *aux = ix->aux;
+    if (ix->metric == EMB_METRIC_COSINE)
+        for (size_t i = 0; i < n; i++) score[i] = -score[i] * aux[i];
+    else if (ix->metric == EMB_METRIC_L2)
+        for (size_t i = 0; i < n; i++) score[i] = aux[i] - 2.0f * score[i];
+    else
+        for (size_t i = 0; i < n; i++) score[i] = -score[i];
+}
+
+typedef struct {
+    float key;
+    size_t i;
+} cand;
+
+/* Max-heap on key (ties: larger position on top), so the top is the worst candidate kept. */
+static int cand_worse(const cand *a, const cand *b) {
+    return a->key > b->key || (a->key == b->key && a->i > b->i);
+}
+
+static void sift_down(cand *h, size_t n, size_t at) {
+    for (;;) {
+        size_t l = 2 * at + 1, r = l + 1, top = at;
+        if (l < n && cand_worse(&h[l], &h[top])) top = l;
+        if (r < n && cand_worse(&h[r], &h[top])) top = r;
+        if (top == at) return;
+        cand t = h[at];
+        h[at] = h[top];
+        h[top] = t;
+        at = top;
+    }
+}
+
+/* The (at most m) lowest of n scores into heap; returns how many. */
+static size_t select_best(const float *score, size_t n, cand *heap, size_t m) {
+    size_t h = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (h == m && score[i] > heap[0].key) continue; /* the common case: not among the best */
+        cand x = {score[i], i};
+        if (h < m) {
+            heap[h++] = x;
+            if (h == m)
+                for (size_t j = m / 2; j-- > 0;) sift_down(heap, m, j);
+        } else if (cand_worse(&heap[0], &x)) {
+            heap[0] = x;
+            sift_down(heap, m, 0);
+        }
+    }
+    return h;
+}
+
+static int hit_cmp(const void *pa, const void *pb) {
+    const emb_knn_hit *a = pa, *b = pb;
+    if (a->dist != b->dist) return a->dist < b->dist ? -1 : 1;
+    return (a->id > b->id) - (a->id < b->id);
+}
+
+int emb_knn_search(const emb_knn_index *ix, const float *q, size_t k, emb_knn_scratch *scratch,
+                   emb_knn_hit *out, size_t *n_out) {
+    size_t n = ix->n, d = ix->d;
+    *n_out = 0;
+    if (k > n) k = n;
+    if (k == 0) return 0;
+    size_t m = k + k / 4 + 16;
+    if (m > n) m = n;
+    emb_knn_scratch own = {0};
+    if (!scratch) scratch = &own;
+    if (scratch->cap < n) {
+        emb_knn_scratch_free(scratch);
+        if (!(scratch->score = malloc(n * sizeof *scratch->score))) return -1;
+        scratch->cap = n;
+    }
+    cand *heap = malloc(m * sizeof *heap);
+    emb_knn_hit *hits = malloc(m * sizeof *hits);
+    if (!heap || !hits) {
+        free(heap);
+        free(hits);
+        emb_knn_scratch_free(&own);
+        return -1;
+    }
+    score_rows(ix, q, scratch->score);
+    size_t h = select_best(scratch->score, n, heap, m);
+    for (size_t j = 0; j < h; j++) {
+        size_t i = heap[j].i;
+        hits[j].dist = emb_vec_distance(ix->metric, ix->vectors + i * d, q, d);
+        hits[j].id = ix->ids ? ix->ids[i] : (int64_t)i;
+        hits[j].pos = i;
+    }
+    qsort(hits, h, sizeof *hits, hit_cmp);
+    *n_out = h < k ? h : k;
+    memcpy(out, hits, *n_out * sizeof *out);
+    free(heap);
+    free(hits);
+    emb_knn_scratch_free(&own);
+    return 0;
+}
