@@ -68,25 +68,23 @@ fail:
     return -1;
 }
 
-ext_rc ext_get_vector(sqlite3_context *ctx, sqlite3_value *val, const char *fn, int arg, ext_vec *out) {
+ext_rc ext_value_vector(sqlite3_value *val, const char *what, ext_vec *out, char **err) {
     memset(out, 0, sizeof *out);
+    *err = NULL;
     switch (sqlite3_value_type(val)) {
     case SQLITE_NULL: return EXT_NULL;
     case SQLITE_BLOB: {
         const void *p = sqlite3_value_blob(val);
         int bytes = sqlite3_value_bytes(val);
         if (bytes % 4) {
-            ext_error(ctx, fn, "argument %d is a blob of %d bytes, not a float32 vector "
-                               "(length must be a multiple of 4)", arg + 1, bytes);
+            *err = sqlite3_mprintf("%s is a blob of %d bytes, not a float32 vector (length must be "
+                                   "a multiple of 4)", what, bytes);
             return EXT_ERROR;
         }
         out->n = (size_t)bytes / 4;
         if (((uintptr_t)p % sizeof(float)) != 0) {
             out->buf = sqlite3_malloc(bytes);
-            if (!out->buf) {
-                sqlite3_result_error_nomem(ctx);
-                return EXT_ERROR;
-            }
+            if (!out->buf) return EXT_ERROR;
             memcpy(out->buf, p, (size_t)bytes);
             out->v = out->buf;
         } else {
@@ -94,30 +92,40 @@ ext_rc ext_get_vector(sqlite3_context *ctx, sqlite3_value *val, const char *fn, 
         }
         for (size_t i = 0; i < out->n; i++)
             if (!isfinite(out->v[i])) {
-                ext_error(ctx, fn, "argument %d has a non-finite value at index %lld", arg + 1,
-                          (long long)i);
+                *err = sqlite3_mprintf("%s has a non-finite value at index %lld", what, (long long)i);
                 ext_vec_free(out);
                 return EXT_ERROR;
             }
         return EXT_OK;
     }
     case SQLITE_TEXT: {
-        char *err = NULL;
+        char *msg = NULL;
         if (ext_parse_json_vector((const char *)sqlite3_value_text(val), sqlite3_value_bytes(val),
-                                  &out->buf, &out->n, &err)) {
-            if (err) ext_error(ctx, fn, "argument %d: %s", arg + 1, err);
-            else sqlite3_result_error_nomem(ctx);
-            sqlite3_free(err);
+                                  &out->buf, &out->n, &msg)) {
+            if (msg) *err = sqlite3_mprintf("%s: %s", what, msg);
+            sqlite3_free(msg);
             return EXT_ERROR;
         }
         out->v = out->buf;
         return EXT_OK;
     }
     default:
-        ext_error(ctx, fn, "argument %d must be a vector (float32 blob or JSON array), not %s",
-                  arg + 1, ext_type_name(sqlite3_value_type(val)));
+        *err = sqlite3_mprintf("%s must be a vector (float32 blob or JSON array), not %s", what,
+                               ext_type_name(sqlite3_value_type(val)));
         return EXT_ERROR;
     }
+}
+
+ext_rc ext_get_vector(sqlite3_context *ctx, sqlite3_value *val, const char *fn, int arg, ext_vec *out) {
+    char what[32], *err;
+    snprintf(what, sizeof what, "argument %d", arg + 1);
+    ext_rc rc = ext_value_vector(val, what, out, &err);
+    if (rc == EXT_ERROR) {
+        if (err) ext_error(ctx, fn, "%s", err);
+        else sqlite3_result_error_nomem(ctx);
+        sqlite3_free(err);
+    }
+    return rc;
 }
 
 void ext_vec_free(ext_vec *v) {

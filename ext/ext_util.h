@@ -23,6 +23,9 @@ typedef struct {
 
 typedef enum { EXT_OK = 0, EXT_NULL = 1, EXT_ERROR = -1 } ext_rc;
 
+/* Reads a value as a vector. On EXT_ERROR *err is a sqlite3_malloc'd message that starts
+ * with `what` (NULL when out of memory). On EXT_NULL the value is NULL. */
+ext_rc ext_value_vector(sqlite3_value *val, const char *what, ext_vec *out, char **err);
 /* Reads argument `arg` (0-based) of function `fn` as a vector. On EXT_ERROR the error is
  * already set on ctx. On EXT_NULL the caller returns NULL. */
 ext_rc ext_get_vector(sqlite3_context *ctx, sqlite3_value *val, const char *fn, int arg, ext_vec *out);
