@@ -1,0 +1,238 @@
+/* embed_index's cursors: a k-nearest-neighbour search (MATCH with k or LIMIT), a scan in
+ * rowid order, or a rowid lookup. A search runs over the connection's copy of the vectors,
+ * which the cursor holds a reference to while it reads the results. */
+#include "ext_index.h"
+#include "utf8.h"
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+    sqlite3_vtab_cursor base;
+    int plan;
+    /* a search's results, nearest first */
+    emb_knn_hit *hits;
+    size_t n, at;
+    sqlite3_int64 k;
+    /* scan and rowid lookup */
+    sqlite3_stmt *stmt;
+    int eof;
+    float *one; /* a vector read without the cache */
+    idx_cache *cache;
+} idx_cursor;
+
+int ix_open(sqlite3_vtab *vt, sqlite3_vtab_cursor **out) {
+    (void)vt;
+    idx_cursor *c = sqlite3_malloc(sizeof *c);
+    if (!c) return SQLITE_NOMEM;
+    memset(c, 0, sizeof *c);
+    *out = &c->base;
+    return SQLITE_OK;
+}
+
+static void cursor_reset(idx_cursor *c) {
+    free(c->hits);
+    c->hits = NULL;
+    c->n = c->at = 0;
+    sqlite3_finalize(c->stmt);
+    c->stmt = NULL;
+    sqlite3_free(c->one);
+    c->one = NULL;
+    ix_cache_release(c->cache);
+    c->cache = NULL;
+    c->eof = 1;
+}
+
+int ix_close(sqlite3_vtab_cursor *cur) {
+    cursor_reset((idx_cursor *)cur);
+    sqlite3_free(cur);
+    return SQLITE_OK;
+}
+
+/* The query vector of a MATCH: a vector BLOB, JSON text starting with '[', or text to embed. */
+static int query_vector(idx_vtab *v, sqlite3_value *val, ext_vec *q) {
+    memset(q, 0, sizeof *q);
+    int t = sqlite3_value_type(val);
+    if (t == SQLITE_NULL) return ix_error(v, "the query of a search of \"%s\" is NULL", v->name);
+    if (t == SQLITE_TEXT) {
+        const char *s = (const char *)sqlite3_value_text(val);
+        size_t len = (size_t)sqlite3_value_bytes(val);
+        size_t i = 0;
+        while (i < len && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r')) i++;
+        if (i == len || s[i] != '[') {
+            if (!emb_utf8_valid(s, len, NULL))
+                return ix_error(v, "the query text is not valid UTF-8");
+            float *f = sqlite3_malloc64((size_t)v->dims * sizeof *f);
+            if (!f) return SQLITE_NOMEM;
+            int rc = ix_embed_texts(v, &s, &len, 1, f);
+            if (rc != SQLITE_OK) {
+                sqlite3_free(f);
+                return rc;
+            }
+            q->v = q->buf = f;
+            q->n = (size_t)v->dims;
+            return SQLITE_OK;
+        }
+    }
+    return ix_read_vector(v, val, "the query", q);
+}
+
+static int filter_knn(idx_cursor *c, idx_vtab *v, int flags, sqlite3_value **argv) {
+    sqlite3_int64 k;
+    if (flags & F_NEED_K)
+        return ix_error(v, "a search of \"%s\" needs k: WHERE \"%s\" MATCH :query AND k = 10 "
+                           "(LIMIT 10 works too from SQLite 3.41)", v->name, v->name);
+    if (flags & F_K) {
+        sqlite3_value *kv = argv[1];
+        int t = sqlite3_value_type(kv);
+        double kd = sqlite3_value_double(kv);
+        if (t == SQLITE_INTEGER) k = sqlite3_value_int64(kv);
+        else if (t == SQLITE_FLOAT && kd == floor(kd) && fabs(kd) < 9e15) k = (sqlite3_int64)kd;
+        else return ix_error(v, "k must be a positive integer, not %s", ext_type_name(t));
+        if (k <= 0) return ix_error(v, "k must be a positive integer, not %lld", k);
+    } else {
+        k = sqlite3_value_int64(argv[1]);
+        if (k < 0) k = (sqlite3_int64)1 << 62; /* LIMIT -1: no limit */
+        if (flags & F_OFFSET) {
+            sqlite3_int64 off = sqlite3_value_int64(argv[2]);
+            if (off > 0) k = k > ((sqlite3_int64)1 << 62) - off ? (sqlite3_int64)1 << 62 : k + off;
+        }
+    }
+    c->k = k;
+    ext_vec q;
+    int rc = query_vector(v, argv[0], &q);
+    if (rc == SQLITE_OK) rc = ix_ensure_cache(v);
+    if (rc != SQLITE_OK) {
+        ext_vec_free(&q);
+        return rc;
+    }
+    c->cache = v->cache;
+    c->cache->refs++;
+    emb_knn_index ix = emb_vec_array_index(&c->cache->a);
+    size_t room = (size_t)k < ix.n ? (size_t)k : ix.n, n = 0;
+    if (room && (!(c->hits = malloc(room * sizeof *c->hits)) ||
+                 emb_knn_search(&ix, q.v, room, &v->scratch, c->hits, &n)))
+        rc = SQLITE_NOMEM;
+    ext_vec_free(&q);
+    if (rc != SQLITE_OK) return rc;
+    c->n = n;
+    c->eof = n == 0;
+    return SQLITE_OK;
+}
+
+static int scan_step(idx_cursor *c) {
+    int rc = sqlite3_step(c->stmt);
+    if (rc == SQLITE_ROW) return SQLITE_OK;
+    c->eof = 1;
+    return rc == SQLITE_DONE ? SQLITE_OK : ix_sql_error((idx_vtab *)c->base.pVtab, rc);
+}
+
+int ix_filter(sqlite3_vtab_cursor *cur, int idx_num, const char *idx_str, int argc,
+                      sqlite3_value **argv) {
+    (void)idx_str;
+    (void)argc;
+    idx_cursor *c = (idx_cursor *)cur;
+    idx_vtab *v = (idx_vtab *)cur->pVtab;
+    cursor_reset(c);
+    c->plan = idx_num & PLAN_MASK;
+    if (c->plan == PLAN_KNN) return filter_knn(c, v, idx_num, argv);
+    int rc = ix_flush(v);
+    if (rc == SQLITE_OK && (idx_num & F_VECTOR) && c->plan == PLAN_SCAN) {
+        rc = ix_ensure_cache(v);
+        if (rc == SQLITE_OK) {
+            c->cache = v->cache;
+            c->cache->refs++;
+        }
+    }
+    if (rc != SQLITE_OK) return rc;
+    char *sql = sqlite3_mprintf(c->plan == PLAN_ROWID
+                                    ? "SELECT id, loc, text FROM \"%w\".\"%w_rows\" WHERE id = ?1"
+                                    : "SELECT id, loc, text FROM \"%w\".\"%w_rows\" ORDER BY id",
+                                v->schema, v->name);
+    if (!sql) return SQLITE_NOMEM;
+    rc = sqlite3_prepare_v2(v->db, sql, -1, &c->stmt, NULL);
+    sqlite3_free(sql);
+    if (rc != SQLITE_OK) return ix_sql_error(v, rc);
+    if (c->plan == PLAN_ROWID) {
+        if (sqlite3_value_type(argv[0]) != SQLITE_INTEGER && sqlite3_value_numeric_type(argv[0]) != SQLITE_INTEGER)
+            return SQLITE_OK; /* no integer rowid equals it: no rows */
+        sqlite3_bind_value(c->stmt, 1, argv[0]);
+    }
+    c->eof = 0;
+    return scan_step(c);
+}
+
+int ix_next(sqlite3_vtab_cursor *cur) {
+    idx_cursor *c = (idx_cursor *)cur;
+    if (c->plan == PLAN_KNN) {
+        if (++c->at >= c->n) c->eof = 1;
+        return SQLITE_OK;
+    }
+    return scan_step(c);
+}
+
+int ix_eof(sqlite3_vtab_cursor *cur) {
+    return ((idx_cursor *)cur)->eof;
+}
+
+int ix_rowid(sqlite3_vtab_cursor *cur, sqlite3_int64 *out) {
+    idx_cursor *c = (idx_cursor *)cur;
+    *out = c->plan == PLAN_KNN ? c->hits[c->at].id : sqlite3_column_int64(c->stmt, 0);
+    return SQLITE_OK;
+}
+
+/* The stored vector of the current row of a scan or lookup. */
+static const float *scan_vector(idx_cursor *c, idx_vtab *v, int *rc) {
+    *rc = SQLITE_OK;
+    if (sqlite3_column_type(c->stmt, 1) != SQLITE_INTEGER) return NULL; /* pending: no vector yet */
+    sqlite3_int64 loc = sqlite3_column_int64(c->stmt, 1);
+    if (c->cache) return loc >= 0 && (size_t)loc < c->cache->a.n ? c->cache->a.vecs + loc * v->dims : NULL;
+    sqlite3_int64 ver;
+    if (v->cache && ix_version(v, &ver) == SQLITE_OK && ver == v->cache->version && !v->pending)
+        return loc >= 0 && (size_t)loc < v->cache->a.n ? v->cache->a.vecs + loc * v->dims : NULL;
+    if (!c->one && !(c->one = sqlite3_malloc64((size_t)v->dims * sizeof(float)))) {
+        *rc = SQLITE_NOMEM;
+        return NULL;
+    }
+    size_t bytes = (size_t)v->dims * sizeof(float);
+    *rc = ix_chunk_io(v, loc / v->chunk, "vectors", c->one, bytes, (size_t)(loc % v->chunk) * bytes, 0);
+    return *rc == SQLITE_OK ? c->one : NULL;
+}
+
+int ix_column(sqlite3_vtab_cursor *cur, sqlite3_context *ctx, int col) {
+    idx_cursor *c = (idx_cursor *)cur;
+    idx_vtab *v = (idx_vtab *)cur->pVtab;
+    int knn_row = c->plan == PLAN_KNN;
+    switch (col) {
+    case COL_VECTOR: {
+        if (sqlite3_vtab_nochange(ctx)) return SQLITE_OK; /* an UPDATE that leaves it alone */
+        int rc = SQLITE_OK;
+        const float *f = knn_row ? c->cache->a.vecs + c->hits[c->at].pos * (size_t)v->dims
+                                 : scan_vector(c, v, &rc);
+        if (rc != SQLITE_OK) return rc;
+        if (f) ext_result_vector(ctx, f, (size_t)v->dims);
+        return SQLITE_OK;
+    }
+    case COL_TEXT:
+        if (!knn_row) {
+            sqlite3_result_value(ctx, sqlite3_column_value(c->stmt, 2));
+        } else {
+            int rc;
+            sqlite3_stmt *s = ix_stmt(v, ST_TEXT, &rc);
+            if (!s) return rc;
+            sqlite3_bind_int64(s, 1, c->hits[c->at].id);
+            if (sqlite3_step(s) == SQLITE_ROW) sqlite3_result_value(ctx, sqlite3_column_value(s, 0));
+            sqlite3_reset(s);
+        }
+        return SQLITE_OK;
+    case COL_DISTANCE:
+        if (knn_row) sqlite3_result_double(ctx, c->hits[c->at].dist);
+        return SQLITE_OK;
+    case COL_K:
+        if (knn_row) sqlite3_result_int64(ctx, c->k);
+        return SQLITE_OK;
+    default:
+        return SQLITE_OK;
+    }
+}
+
