@@ -98,7 +98,7 @@ static void gemm_only(const msize *m, gemm_bufs *g, int B, int T, const int32_t 
     const int H = m->H, FF = m->FF, dh = H / m->NH, BT = B * T;
     for (int l = 0; l < m->L; l++) {
         for (int k = 0; k < 3; k++)
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, BT, H, H, 1.0f, g->X, H, g->W1, H, 0.0f, g->Q + (size_t)k * BT * H, H);
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, BT, H, H, 1.0f, g->X, H, g->W1, H, 1.0f, g->Q + (size_t)k * BT * H, H);
         /* per (sequence, head), in the row blocks the encoder uses with several threads
          * (blocks of <= 262144 multiply-adds, at least 8 rows), all on this thread */
         for (int b = 0; b < B; b++)
@@ -115,9 +115,9 @@ static void gemm_only(const msize *m, gemm_bufs *g, int B, int T, const int32_t 
                     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, mm, dh, len, 1.0f, g->S + (size_t)r0 * len, len, q + (size_t)2 * BT * H, H, 0.0f, q + (size_t)r0 * H, H);
                 }
             }
-        /* output projections accumulate onto the residual (beta = 1), as the encoder does */
+        /* projections accumulate onto their preloaded bias or the residual (beta = 1), as the encoder does */
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, BT, H, H, 1.0f, g->Q, H, g->W1, H, 1.0f, g->out, H);
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, BT, FF, H, 1.0f, g->X, H, g->W2, H, 0.0f, g->Q, FF);
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, BT, FF, H, 1.0f, g->X, H, g->W2, H, 1.0f, g->Q, FF);
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, BT, H, FF, 1.0f, g->Q, FF, g->W2, FF, 1.0f, g->out, H);
     }
 }

@@ -548,12 +548,14 @@ static void embed_ln_row(float *dst, const float *w, const float *p, const float
     ln_inplace(dst, g, b, H, eps);
 }
 
+/* rows of C[rows, n] = bias: sgemm then adds the product onto it (beta = 1), which
+ * spares OpenBLAS's own zeroing pass of C (slow when C is split over threads) */
 EMB_CLONES
-static void add_bias_cols(float *a, int ld, int rows, int n, const float *bias) {
-    for (int r = 0; r < rows; r++) {
-        float *x = a + (size_t)r * ld;
+static void fill_bias(float *C, const float *bias, size_t rows, int n) {
+    for (size_t r = 0; r < rows; r++) {
+        float *x = C + r * (size_t)n;
 #pragma omp simd
-        for (int i = 0; i < n; i++) x[i] += bias[i];
+        for (int i = 0; i < n; i++) x[i] = bias[i];
     }
 }
 
@@ -585,12 +587,12 @@ static void bias_ln(float *X, const float *bias, const float *g, const float *b,
 }
 
 EMB_CLONES
-static void bias_gelu(float *Y, const float *bias, size_t rows, int n) {
+static void gelu_rows(float *Y, size_t rows, int n) {
     for (size_t r = 0; r < rows; r++) {
         float *y = Y + r * n;
 #pragma omp simd
         for (int i = 0; i < n; i++) {
-            double x = (double)(y[i] + bias[i]);
+            double x = (double)y[i];
             y[i] = (float)(0.5 * x * (1.0 + emb_erf(x * 0.70710678118654752440)));
         }
     }
@@ -612,8 +614,11 @@ void emb_workspace_free(emb_workspace *w) {
 }
 size_t emb_workspace_bytes(const emb_workspace *w) { return (w->arena_n + w->scores_n) * sizeof(float); }
 
+/* Grows by at least half again, so that batches of slowly increasing size (length-sorted
+ * input) do not reallocate, and fault in fresh pages, at every call. */
 static int grow(float **p, size_t *cap, size_t n) {
     if (n <= *cap) return 0;
+    if (n < *cap + *cap / 2) n = *cap + *cap / 2;
     void *q = NULL;
     if (posix_memalign(&q, 64, n * sizeof(float))) return -1;
     free(*p);
@@ -627,11 +632,7 @@ static int grow(float **p, size_t *cap, size_t n) {
 #define ATT_BLOCK_MNK 262144.0
 #define ATT_SPLIT_MAX_MNK 4194304.0
 
-/* C[M,N] = A[M,K] * W[N,K]^T  (W as stored by PyTorch Linear: [out, in]) */
-static void linear(const float *A, const float *W, float *C, int M, int N, int K) {
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, N, K, 1.0f, A, K, W, K, 0.0f, C, N);
-}
-/* C[M,N] += A[M,K] * W[N,K]^T: the residual connection, summed by sgemm itself */
+/* C[M,N] += A[M,K] * W[N,K]^T  (W as stored by PyTorch Linear: [out, in]) */
 static void linear_acc(const float *A, const float *W, float *C, int M, int N, int K) {
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, N, K, 1.0f, A, K, W, K, 1.0f, C, N);
 }
@@ -650,6 +651,7 @@ double emb_encoder_flops(const emb_encoder *e, int B, int T, const int32_t *lens
 typedef struct {
     const emb_encoder *e;
     const layer_w *w;
+    const layer_w *next;        /* layer whose Q/K/V biases the row tasks preload, or NULL */
     int B, T, H, NH, dh, FF;
     size_t BT;
     const int32_t *ids, *type_ids, *lens;
@@ -657,6 +659,15 @@ typedef struct {
     float scale, eps;
     int split, rows_per_task, ffn_rows;
 } fwd_ctx;
+
+/* Q, K, V rows [r0, r0+n) start as the next layer's biases */
+static void preload_qkv(const fwd_ctx *c, size_t r0, size_t n) {
+    if (!c->next) return;
+    size_t o = r0 * c->H;
+    fill_bias(c->q + o, c->next->bq, n, c->H);
+    fill_bias(c->k + o, c->next->bk, n, c->H);
+    fill_bias(c->v + o, c->next->bv, n, c->H);
+}
 
 static void task_embed(void *cv, int t, int worker) {
     (void)worker;
@@ -671,19 +682,15 @@ static void task_embed(void *cv, int t, int worker) {
         const float *ty = e->type ? e->type + (size_t)(c->type_ids ? c->type_ids[r] : 0) * c->H : NULL;
         embed_ln_row(c->X + r * c->H, wr, p, ty, e->ln_g, e->ln_b, c->H, e->cfg.ln_eps);
     }
+    preload_qkv(c, r0, r1 - r0);
 }
 
-/* One (sequence, head): biases of its Q/K/V slices, scores, softmax over the real keys,
- * context into the query slice. */
+/* One (sequence, head): scores, softmax over the real keys, context into the query slice. */
 static void task_attention(void *cv, int t, int worker) {
     fwd_ctx *c = cv;
-    const layer_w *w = c->w;
     int b = t / c->NH, h = t % c->NH, T = c->T, H = c->H, dh = c->dh, len = c->lens[b];
     size_t off = (size_t)b * T * H + (size_t)h * dh;
     float *qb = c->q + off, *kb = c->k + off, *vb = c->v + off;
-    add_bias_cols(qb, H, T, dh, w->bq + (size_t)h * dh);
-    add_bias_cols(kb, H, len, dh, w->bk + (size_t)h * dh);
-    add_bias_cols(vb, H, len, dh, w->bv + (size_t)h * dh);
     float *S = c->scores + (size_t)worker * T * T;
     /* With several OpenBLAS threads, products are issued in row blocks of at most
      * ATT_BLOCK_MNK multiply-adds, which OpenBLAS keeps on the calling thread: splitting
@@ -714,13 +721,15 @@ static void task_ln1(void *cv, int t, int worker) {
     size_t r0, n;
     row_range(c, t, c->rows_per_task, &r0, &n);
     bias_ln(c->X + r0 * c->H, c->w->bo, c->w->ln1_g, c->w->ln1_b, n, c->H, c->eps);
+    /* the FFN's inner rows start as its bias (Q/K/V, which share the arena, are consumed) */
+    fill_bias(c->inter + r0 * c->FF, c->w->b1, n, c->FF);
 }
 static void task_gelu(void *cv, int t, int worker) {
     (void)worker;
     fwd_ctx *c = cv;
     size_t r0, n;
     row_range(c, t, c->ffn_rows, &r0, &n);
-    bias_gelu(c->inter + r0 * c->FF, c->w->b1, n, c->FF);
+    gelu_rows(c->inter + r0 * c->FF, n, c->FF);
 }
 static void task_ln2(void *cv, int t, int worker) {
     (void)worker;
@@ -728,6 +737,7 @@ static void task_ln2(void *cv, int t, int worker) {
     size_t r0, n;
     row_range(c, t, c->rows_per_task, &r0, &n);
     bias_ln(c->X + r0 * c->H, c->w->b2, c->w->ln2_g, c->w->ln2_b, n, c->H, c->eps);
+    preload_qkv(c, r0, n);
 }
 
 int emb_encoder_forward(const emb_encoder *e, emb_workspace *ws, int B, int T, const int32_t *ids,
@@ -795,17 +805,21 @@ int emb_encoder_forward(const emb_encoder *e, emb_workspace *ws, int B, int T, c
     int ffn_tasks = (int)((BT + (size_t)ffn_rows - 1) / (size_t)ffn_rows);
     fc.ffn_rows = ffn_rows;
     float *X = out;
+    fc.next = n_layers > 0 ? &e->L[0] : NULL;
     pool_run(par_rows, row_tasks, task_embed, &fc);
     for (int l = 0; l < n_layers; l++) {
         const layer_w *w = &e->L[l];
         fc.w = w;
-        linear(X, w->wq, fc.q, (int)BT, H, H);
-        linear(X, w->wk, fc.k, (int)BT, H, H);
-        linear(X, w->wv, fc.v, (int)BT, H, H);
+        fc.next = l + 1 < n_layers ? &e->L[l + 1] : NULL;
+        /* every product accumulates onto what its output already holds: the bias
+         * (preloaded by the row tasks) or the residual */
+        linear_acc(X, w->wq, fc.q, (int)BT, H, H);
+        linear_acc(X, w->wk, fc.k, (int)BT, H, H);
+        linear_acc(X, w->wv, fc.v, (int)BT, H, H);
         pool_run(par_att, B * NH, task_attention, &fc);
         linear_acc(fc.q, w->wo, X, (int)BT, H, H);
         pool_run(par_rows, row_tasks, task_ln1, &fc);
-        linear(X, w->w1, fc.inter, (int)BT, FF, H);
+        linear_acc(X, w->w1, fc.inter, (int)BT, FF, H);
         pool_run(par_rows, ffn_tasks, task_gelu, &fc);
         linear_acc(fc.inter, w->w2, X, (int)BT, H, FF);
         pool_run(par_rows, row_tasks, task_ln2, &fc);
