@@ -128,7 +128,7 @@ static int scan_step(idx_cursor *c) {
 }
 
 int ix_filter(sqlite3_vtab_cursor *cur, int idx_num, const char *idx_str, int argc,
-                      sqlite3_value **argv) {
+              sqlite3_value **argv) {
     (void)idx_str;
     (void)argc;
     idx_cursor *c = (idx_cursor *)cur;
