@@ -45,14 +45,6 @@ struct emb_model {
     int n_idle;
 };
 
-static int fail(char err[EMB_ERR_LEN], const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, EMB_ERR_LEN, fmt, ap);
-    va_end(ap);
-    return -1;
-}
-
 static emb_model *model_new(const char *name, const char *path) {
     emb_model *m = calloc(1, sizeof *m);
     if (!m) return NULL;
@@ -81,7 +73,7 @@ int emb_model_define(const char *name, const char *json, size_t len, emb_model *
     emb_model *m = model_new(name, NULL);
     if (!m) {
         emb_static_model_free(sm);
-        return fail(err, "out of memory");
+        return emb_fail(err, "out of memory");
     }
     m->defined = sm;
     emb_model_info *info = &m->info;
@@ -123,24 +115,24 @@ static int token_limit(const emb_model *m) {
 
 static int load_folder(emb_model *m, const char *dir, char err[EMB_ERR_LEN]) {
     struct stat st;
-    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) return fail(err, "'%s' is not a folder", dir);
+    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) return emb_fail(err, "'%s' is not a folder", dir);
     if (emb_st_config_load(dir, &m->st, err)) return -1;
     char sub[PATH_MAX];
     if (m->st.present && m->st.transformer_path[0]) { /* the Transformer module in a subfolder */
         if (snprintf(sub, sizeof sub, "%s/%s", dir, m->st.transformer_path) >= (int)sizeof sub)
-            return fail(err, "path too long");
+            return emb_fail(err, "path too long");
         dir = sub;
     }
     if (!exists(dir, "tokenizer.json") && !exists(dir, "vocab.txt"))
-        return fail(err, "'%s' has neither tokenizer.json nor vocab.txt", dir);
+        return emb_fail(err, "'%s' has neither tokenizer.json nor vocab.txt", dir);
     if (emb_tokenizer_load(dir, &m->tok, err)) return -1;
     int has_weights = exists(dir, "model.safetensors") || exists(dir, "model.safetensors.index.json");
     if (exists(dir, "config.json") && has_weights) {
         if (emb_encoder_load(dir, &m->enc, err)) return -1;
     } else if (has_weights) {
-        return fail(err, "'%s' has weights but no config.json", dir);
+        return emb_fail(err, "'%s' has weights but no config.json", dir);
     } else if (exists(dir, "pytorch_model.bin")) {
-        return fail(err, "'%s' has only pytorch_model.bin: convert it to model.safetensors", dir);
+        return emb_fail(err, "'%s' has only pytorch_model.bin: convert it to model.safetensors", dir);
     }
 
     emb_model_info *info = &m->info;
@@ -153,10 +145,10 @@ static int load_folder(emb_model *m, const char *dir, char err[EMB_ERR_LEN]) {
     } else {
         const emb_encoder_info *e = emb_encoder_get_info(m->enc);
         if (info->vocab_size > e->vocab_size)
-            return fail(err, "the tokenizer has %d tokens but the model's embedding table only %d rows",
+            return emb_fail(err, "the tokenizer has %d tokens but the model's embedding table only %d rows",
                         info->vocab_size, e->vocab_size);
         if (m->st.pooling_dim > 0 && m->st.pooling_dim != e->hidden)
-            return fail(err, "1_Pooling/config.json: word_embedding_dimension %d differs from hidden size %d",
+            return emb_fail(err, "1_Pooling/config.json: word_embedding_dimension %d differs from hidden size %d",
                         m->st.pooling_dim, e->hidden);
         info->architecture = e->arch;
         info->hidden = e->hidden;
@@ -179,7 +171,7 @@ static int load_folder(emb_model *m, const char *dir, char err[EMB_ERR_LEN]) {
 int emb_model_load(const char *name, const char *dir, emb_model **out, char err[EMB_ERR_LEN]) {
     *out = NULL;
     emb_model *m = model_new(name, dir);
-    if (!m) return fail(err, "out of memory");
+    if (!m) return emb_fail(err, "out of memory");
     if (load_folder(m, dir, err)) {
         emb_model_release(m);
         return -1;
@@ -251,17 +243,6 @@ static void runner_give(emb_model *m, runner *r) {
     if (r) runner_free(r);
 }
 
-static int grow(void **p, size_t *cap, size_t need, size_t elem) {
-    if (need <= *cap) return 0;
-    size_t nc = *cap ? *cap : 64;
-    while (nc < need) nc *= 2;
-    void *q = realloc(*p, nc * elem);
-    if (!q) return -1;
-    *p = q;
-    *cap = nc;
-    return 0;
-}
-
 void emb_model_encoding_init(emb_encoding *enc) { emb_encoding_init(enc); }
 void emb_model_encoding_free(emb_encoding *enc) { emb_encoding_free(enc); }
 
@@ -271,8 +252,8 @@ static int tokenize_defined(const emb_model *m, const char *text, size_t len, em
     emb_static_token *words = NULL;
     size_t cap = 0, n = 0;
     int rc = emb_static_tokenize(sm, text, len, &words, &cap, &n, err);
-    if (rc == 0 && grow((void **)&enc->tok, &enc->cap, n, sizeof *enc->tok))
-        rc = fail(err, "out of memory");
+    if (rc == 0 && emb_grow((void **)&enc->tok, &enc->cap, n, sizeof *enc->tok))
+        rc = emb_fail(err, "out of memory");
     if (rc == 0) {
         for (size_t i = 0; i < n; i++)
             enc->tok[i] = (emb_token){words[i].id, 0, words[i].start, words[i].end, (int32_t)i, 0};
@@ -286,7 +267,7 @@ int emb_model_tokenize_limit(const emb_model *m, const char *text, size_t len, c
                              size_t len_b, int max_tokens, emb_encoding *enc, char err[EMB_ERR_LEN]) {
     enc->n = 0;
     if (m->defined) {
-        if (text_b) return fail(err, "a defined model takes one text, not a pair");
+        if (text_b) return emb_fail(err, "a defined model takes one text, not a pair");
         return tokenize_defined(m, text, len, enc, err);
     }
     if (max_tokens < 0) max_tokens = m->info.max_tokens;
@@ -337,11 +318,11 @@ static int run_batch(emb_model *m, runner *r, const int32_t *ids, const int32_t 
     for (int b = 0; b < B; b++)
         if (lens[seq[b]] > T) T = lens[seq[b]];
     size_t cells = (size_t)B * (size_t)T, H = (size_t)m->info.hidden;
-    if (grow((void **)&r->ids, &r->ids_cap, cells, sizeof(int32_t)) ||
-        grow((void **)&r->types, &r->types_cap, cells, sizeof(int32_t)) ||
-        grow((void **)&r->lens, &r->lens_cap, (size_t)B, sizeof(int32_t)) ||
-        grow((void **)&r->hidden, &r->hidden_cap, cells * H, sizeof(float)))
-        return fail(err, "out of memory");
+    if (emb_grow((void **)&r->ids, &r->ids_cap, cells, sizeof(int32_t)) ||
+        emb_grow((void **)&r->types, &r->types_cap, cells, sizeof(int32_t)) ||
+        emb_grow((void **)&r->lens, &r->lens_cap, (size_t)B, sizeof(int32_t)) ||
+        emb_grow((void **)&r->hidden, &r->hidden_cap, cells * H, sizeof(float)))
+        return emb_fail(err, "out of memory");
     for (int b = 0; b < B; b++) {
         int32_t n = lens[seq[b]];
         int32_t *row_ids = r->ids + (size_t)b * T, *row_types = r->types + (size_t)b * T;
@@ -360,19 +341,19 @@ int emb_model_hidden_states(emb_model *m, const emb_encoding *enc, int n_layers,
     size_t H = (size_t)m->info.hidden;
     if (m->defined) {
         if (n_layers != 0)
-            return fail(err, "model '%s' has no layers (layer %d asked)", m->name, n_layers);
+            return emb_fail(err, "model '%s' has no layers (layer %d asked)", m->name, n_layers);
         for (size_t i = 0; i < enc->n; i++)
             emb_vec_add(out + i * H, emb_model_token_row(m, enc->tok[i].id),
                         emb_model_position_row(m, (int32_t)i), H);
         return 0;
     }
-    if (!m->enc) return fail(err, "model '%s' is a tokenizer only: it has no vectors", m->name);
+    if (!m->enc) return emb_fail(err, "model '%s' is a tokenizer only: it has no vectors", m->name);
     if (n_layers < 0 || n_layers > m->info.layers)
-        return fail(err, "layer %d is out of range (0 to %d)", n_layers, m->info.layers);
+        return emb_fail(err, "layer %d is out of range (0 to %d)", n_layers, m->info.layers);
     if (enc->n == 0) return 0;
     runner *r = runner_take(m);
     int32_t *ids = malloc(enc->n * 2 * sizeof(int32_t));
-    int rc = r && ids ? 0 : fail(err, "out of memory");
+    int rc = r && ids ? 0 : emb_fail(err, "out of memory");
     if (rc == 0) {
         int32_t *types = ids + enc->n, len = (int32_t)enc->n;
         for (size_t i = 0; i < enc->n; i++) {
@@ -407,10 +388,10 @@ static int embed_defined(emb_model *m, const char *const *texts, const size_t *l
     emb_encoding enc;
     emb_encoding_init(&enc);
     float *hidden = malloc((size_t)m->defined->max_positions * (size_t)H * sizeof(float));
-    int rc = hidden ? 0 : fail(err, "out of memory");
+    int rc = hidden ? 0 : emb_fail(err, "out of memory");
     for (size_t t = 0; rc == 0 && t < n; t++) {
         rc = emb_model_tokenize(m, texts[t], lens[t], NULL, 0, &enc, err);
-        if (rc == 0 && enc.n == 0) rc = fail(err, "the text has no words");
+        if (rc == 0 && enc.n == 0) rc = emb_fail(err, "the text has no words");
         if (rc == 0) rc = emb_model_hidden_states(m, &enc, 0, hidden, err);
         if (rc == 0) finish_vector(hidden, (int)enc.n, H, (int)enc.n, mode, normalize, out + t * (size_t)H);
     }
@@ -424,7 +405,7 @@ int emb_model_embed(emb_model *m, const char *const *texts, const size_t *lens, 
     emb_pool_mode mode = opt && opt->pool >= 0 ? (emb_pool_mode)opt->pool : m->st.pool;
     int normalize = opt && opt->normalize >= 0 ? opt->normalize : m->st.normalize;
     if (m->defined) return embed_defined(m, texts, lens, n, mode, normalize, out, err);
-    if (!m->enc) return fail(err, "model '%s' is a tokenizer only: it has no vectors", m->name);
+    if (!m->enc) return emb_fail(err, "model '%s' is a tokenizer only: it has no vectors", m->name);
     if (n == 0) return 0;
 
     /* Tokenize everything into flat arrays, then run length-sorted batches so that the
@@ -433,13 +414,13 @@ int emb_model_embed(emb_model *m, const char *const *texts, const size_t *lens, 
     size_t ids_cap = 0, types_cap = 0, used = 0, H = (size_t)m->info.hidden;
     int32_t *ids = NULL, *types = NULL, *tlens = malloc(n * sizeof(int32_t));
     size_t *starts = malloc(n * sizeof(size_t)), *order = malloc(n * sizeof(size_t));
-    int rc = r && tlens && starts && order ? 0 : fail(err, "out of memory");
+    int rc = r && tlens && starts && order ? 0 : emb_fail(err, "out of memory");
     for (size_t t = 0; rc == 0 && t < n; t++) {
         rc = emb_model_tokenize(m, texts[t], lens[t], NULL, 0, &r->enc, err);
         if (rc) break;
-        if (grow((void **)&ids, &ids_cap, used + r->enc.n, sizeof(int32_t)) ||
-            grow((void **)&types, &types_cap, used + r->enc.n, sizeof(int32_t))) {
-            rc = fail(err, "out of memory");
+        if (emb_grow((void **)&ids, &ids_cap, used + r->enc.n, sizeof(int32_t)) ||
+            emb_grow((void **)&types, &types_cap, used + r->enc.n, sizeof(int32_t))) {
+            rc = emb_fail(err, "out of memory");
             break;
         }
         for (size_t i = 0; i < r->enc.n; i++) {

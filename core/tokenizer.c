@@ -59,20 +59,10 @@ struct emb_tokenizer {
 /* ---------------------------------------------------------------------------------------- */
 /* errors and files */
 
-static int fail(char err[EMB_ERR_LEN], const char *fmt, ...) {
-    if (err) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, EMB_ERR_LEN, fmt, ap);
-        va_end(ap);
-    }
-    return -1;
-}
-
 static char *read_file(const char *path, size_t *len, char err[EMB_ERR_LEN]) {
     FILE *f = fopen(path, "rb");
     if (!f) {
-        fail(err, "cannot open %s: %s", path, strerror(errno));
+        emb_fail(err, "cannot open %s: %s", path, strerror(errno));
         return NULL;
     }
     char *buf = NULL;
@@ -81,12 +71,12 @@ static char *read_file(const char *path, size_t *len, char err[EMB_ERR_LEN]) {
         if (cap - n < 65536) {
             size_t nc = cap ? cap * 2 : 1 << 20;
             if (nc > ((size_t)1 << 31)) {
-                fail(err, "%s: file too large", path);
+                emb_fail(err, "%s: file too large", path);
                 goto bad;
             }
             char *nb = realloc(buf, nc + 1);
             if (!nb) {
-                fail(err, "%s: out of memory", path);
+                emb_fail(err, "%s: out of memory", path);
                 goto bad;
             }
             buf = nb;
@@ -97,7 +87,7 @@ static char *read_file(const char *path, size_t *len, char err[EMB_ERR_LEN]) {
         if (r == 0) break;
     }
     if (ferror(f)) {
-        fail(err, "cannot read %s", path);
+        emb_fail(err, "cannot read %s", path);
         goto bad;
     }
     fclose(f);
@@ -158,10 +148,10 @@ static int add_added(emb_tokenizer *t, const char *s, size_t len, int32_t id, ch
             return 0;
         }
     added_tok *na = realloc(t->added, (t->n_added + 1) * sizeof *na);
-    if (!na) return fail(err, "out of memory");
+    if (!na) return emb_fail(err, "out of memory");
     t->added = na;
     char *c = malloc(len + 1);
-    if (!c) return fail(err, "out of memory");
+    if (!c) return emb_fail(err, "out of memory");
     memcpy(c, s, len);
     c[len] = 0;
     t->added[t->n_added++] = (added_tok){c, len, id};
@@ -190,7 +180,7 @@ static void put_str(XXH3_state_t *st, const char *s, size_t len) {
 /* Everything after the settings are read: continuation table, ASCII tables, fingerprint. */
 static int finish(emb_tokenizer *t, char err[EMB_ERR_LEN]) {
     int32_t n = emb_vocab_size(t->vocab);
-    if (n == 0) return fail(err, "the vocabulary is empty");
+    if (n == 0) return emb_fail(err, "the vocabulary is empty");
     for (int32_t id = 0; id < n; id++) {
         size_t len;
         const char *s = emb_vocab_token(t->vocab, id, &len);
@@ -201,11 +191,11 @@ static int finish(emb_tokenizer *t, char err[EMB_ERR_LEN]) {
         if (len > t->max_tok) t->max_tok = len;
         if (t->prefix_len && len >= t->prefix_len && memcmp(s, t->prefix, t->prefix_len) == 0) {
             if (emb_vocab_add(t->cont, s + t->prefix_len, len - t->prefix_len, id))
-                return fail(err, "out of memory");
+                return emb_fail(err, "out of memory");
             if (len - t->prefix_len > t->max_cont) t->max_cont = len - t->prefix_len;
         }
     }
-    if (t->unk_id < 0) return fail(err, "the unknown token is not in the vocabulary");
+    if (t->unk_id < 0) return emb_fail(err, "the unknown token is not in the vocabulary");
     if (t->n_added) qsort(t->added, t->n_added, sizeof *t->added, cmp_added);
     memset(t->added_first, 0, sizeof t->added_first);
     for (size_t i = 0; i < t->n_added; i++) t->added_first[(unsigned char)t->added[i].s[0]] = 1;
@@ -226,7 +216,7 @@ static int finish(emb_tokenizer *t, char err[EMB_ERR_LEN]) {
     }
 
     XXH3_state_t *st = XXH3_createState();
-    if (!st) return fail(err, "out of memory");
+    if (!st) return emb_fail(err, "out of memory");
     XXH3_64bits_reset(st);
     XXH3_64bits_update(st, "sqlite-embed wordpiece 1", 24);
     put_u64(st, (uint64_t)t->lowercase);
@@ -302,9 +292,9 @@ static int check_added_flags(const cJSON *a, const char *what, const char *conte
     static const char *keys[] = {"lstrip", "rstrip", "single_word"};
     for (int i = 0; i < 3; i++)
         if (json_bool(a, keys[i], 0))
-            return fail(err, "%s: added token '%.40s' with %s=true is not supported", what, content, keys[i]);
+            return emb_fail(err, "%s: added token '%.40s' with %s=true is not supported", what, content, keys[i]);
     if (json_bool(a, "normalized", 0))
-        return fail(err, "%s: added token '%.40s' with normalized=true is not supported", what, content);
+        return emb_fail(err, "%s: added token '%.40s' with normalized=true is not supported", what, content);
     return 0;
 }
 
@@ -319,7 +309,7 @@ static int read_config(const char *path, cJSON **out, char err[EMB_ERR_LEN]) {
     free(buf);
     if (!j || !cJSON_IsObject(j)) {
         cJSON_Delete(j);
-        return fail(err, "%s: not a JSON object", path);
+        return emb_fail(err, "%s: not a JSON object", path);
     }
     *out = j;
     return 0;
@@ -344,7 +334,7 @@ static int load_vocab_txt(emb_tokenizer *t, const char *vocab_path, const cJSON 
         if (l && buf[i + l - 1] == '\r') l--;
         if (add_vocab(t, buf + i, l, id++)) {
             free(buf);
-            return fail(err, "out of memory");
+            return emb_fail(err, "out of memory");
         }
         i = e + 1;
     }
@@ -359,7 +349,7 @@ static int load_vocab_txt(emb_tokenizer *t, const char *vocab_path, const cJSON 
             int found = 0;
             for (size_t k = 0; k < sizeof ok / sizeof *ok; k++) found |= strcmp(cls->valuestring, ok[k]) == 0;
             if (!found)
-                return fail(err, "tokenizer_config.json: tokenizer_class '%.60s' is not supported with vocab.txt "
+                return emb_fail(err, "tokenizer_config.json: tokenizer_class '%.60s' is not supported with vocab.txt "
                                  "(only BERT WordPiece)", cls->valuestring);
         }
     }
@@ -376,7 +366,7 @@ static int load_vocab_txt(emb_tokenizer *t, const char *vocab_path, const cJSON 
     t->pad_id = lookup_cstr(t, names[2]);
     t->cls_id = lookup_cstr(t, names[3]);
     t->mask_id = lookup_cstr(t, names[4]);
-    if (t->cls_id < 0 || t->sep_id < 0) return fail(err, "%s: no [CLS]/[SEP] token in the vocabulary", vocab_path);
+    if (t->cls_id < 0 || t->sep_id < 0) return emb_fail(err, "%s: no [CLS]/[SEP] token in the vocabulary", vocab_path);
     for (int k = 0; k < 5; k++) {
         int32_t kid = lookup_cstr(t, names[k]);
         if (kid >= 0 && add_added(t, names[k], strlen(names[k]), kid, err)) return -1;
@@ -388,11 +378,11 @@ static int load_vocab_txt(emb_tokenizer *t, const char *vocab_path, const cJSON 
         if (!cJSON_IsString(c) || !a->string) continue;
         char *end;
         long aid = strtol(a->string, &end, 10);
-        if (*end || aid < 0 || aid > INT32_MAX) return fail(err, "tokenizer_config.json: bad added token id '%.20s'", a->string);
+        if (*end || aid < 0 || aid > INT32_MAX) return emb_fail(err, "tokenizer_config.json: bad added token id '%.20s'", a->string);
         if (check_added_flags(a, "tokenizer_config.json", c->valuestring, err)) return -1;
         if (emb_vocab_token(t->vocab, (int32_t)aid, NULL) == NULL &&
             add_vocab(t, c->valuestring, strlen(c->valuestring), (int32_t)aid))
-            return fail(err, "out of memory");
+            return emb_fail(err, "out of memory");
         if (add_added(t, c->valuestring, strlen(c->valuestring), (int32_t)aid, err)) return -1;
     }
     default_template(t);
@@ -415,27 +405,27 @@ static int special_ids(const cJSON *specials, const char *name, int32_t ids[MAX_
 static int parse_template(const cJSON *arr, const cJSON *specials, tmpl_item *items, int *n, char err[EMB_ERR_LEN]) {
     *n = 0;
     const cJSON *it;
-    if (!cJSON_IsArray(arr)) return fail(err, "tokenizer.json: TemplateProcessing without a template");
+    if (!cJSON_IsArray(arr)) return emb_fail(err, "tokenizer.json: TemplateProcessing without a template");
     cJSON_ArrayForEach(it, arr) {
         const cJSON *sp = cJSON_GetObjectItemCaseSensitive(it, "SpecialToken");
         const cJSON *sq = cJSON_GetObjectItemCaseSensitive(it, "Sequence");
         const cJSON *o = sp ? sp : sq;
         const cJSON *id = cJSON_GetObjectItemCaseSensitive(o, "id");
         const cJSON *ty = cJSON_GetObjectItemCaseSensitive(o, "type_id");
-        if (!o || !cJSON_IsString(id)) return fail(err, "tokenizer.json: bad TemplateProcessing item");
+        if (!o || !cJSON_IsString(id)) return emb_fail(err, "tokenizer.json: bad TemplateProcessing item");
         int32_t type_id = cJSON_IsNumber(ty) ? (int32_t)ty->valuedouble : 0;
         if (sq) {
-            if (*n >= MAX_TMPL) return fail(err, "tokenizer.json: template too long");
+            if (*n >= MAX_TMPL) return emb_fail(err, "tokenizer.json: template too long");
             int kind = strcmp(id->valuestring, "A") == 0 ? 1 : strcmp(id->valuestring, "B") == 0 ? 2 : 0;
-            if (!kind) return fail(err, "tokenizer.json: bad template sequence '%.20s'", id->valuestring);
+            if (!kind) return emb_fail(err, "tokenizer.json: bad template sequence '%.20s'", id->valuestring);
             items[(*n)++] = (tmpl_item){kind, -1, type_id};
         } else {
             int32_t ids[MAX_TMPL];
             int k;
             if (special_ids(specials, id->valuestring, ids, &k))
-                return fail(err, "tokenizer.json: template special token '%.40s' not defined", id->valuestring);
+                return emb_fail(err, "tokenizer.json: template special token '%.40s' not defined", id->valuestring);
             for (int i = 0; i < k; i++) {
-                if (*n >= MAX_TMPL) return fail(err, "tokenizer.json: template too long");
+                if (*n >= MAX_TMPL) return emb_fail(err, "tokenizer.json: template too long");
                 items[(*n)++] = (tmpl_item){0, ids[i], type_id};
             }
         }
@@ -456,12 +446,12 @@ static int load_json(emb_tokenizer *t, const char *path, char err[EMB_ERR_LEN]) 
     free(buf);
     int rc = -1;
     if (!j || !cJSON_IsObject(j)) {
-        fail(err, "tokenizer.json: not valid JSON");
+        emb_fail(err, "tokenizer.json: not valid JSON");
         goto out;
     }
     const cJSON *model = cJSON_GetObjectItemCaseSensitive(j, "model");
     if (!cJSON_IsObject(model)) {
-        fail(err, "tokenizer.json: no model");
+        emb_fail(err, "tokenizer.json: no model");
         goto out;
     }
     const char *mt = type_of(model);
@@ -475,22 +465,22 @@ static int load_json(emb_tokenizer *t, const char *path, char err[EMB_ERR_LEN]) 
         else mt = "WordLevel";
     }
     if (strcmp(mt, "WordPiece") != 0) {
-        fail(err, "tokenizer.json: model type '%.40s' is not supported (only WordPiece)", mt);
+        emb_fail(err, "tokenizer.json: model type '%.40s' is not supported (only WordPiece)", mt);
         goto out;
     }
     if (!cJSON_IsObject(vocab)) {
-        fail(err, "tokenizer.json: WordPiece model without a vocab object");
+        emb_fail(err, "tokenizer.json: WordPiece model without a vocab object");
         goto out;
     }
     const cJSON *e;
     cJSON_ArrayForEach(e, vocab) {
         if (!cJSON_IsNumber(e) || e->valuedouble < 0 || e->valuedouble > INT32_MAX - 1 ||
             e->valuedouble != (double)(int32_t)e->valuedouble || !e->string) {
-            fail(err, "tokenizer.json: bad vocabulary entry");
+            emb_fail(err, "tokenizer.json: bad vocabulary entry");
             goto out;
         }
         if (add_vocab(t, e->string, strlen(e->string), (int32_t)e->valuedouble)) {
-            fail(err, "out of memory");
+            emb_fail(err, "out of memory");
             goto out;
         }
     }
@@ -501,7 +491,7 @@ static int load_json(emb_tokenizer *t, const char *path, char err[EMB_ERR_LEN]) 
     if (cJSON_IsString(pre)) {
         size_t pl = strlen(pre->valuestring);
         if (pl >= MAX_PREFIX) {
-            fail(err, "tokenizer.json: continuing_subword_prefix too long");
+            emb_fail(err, "tokenizer.json: continuing_subword_prefix too long");
             goto out;
         }
         memcpy(t->prefix, pre->valuestring, pl + 1);
@@ -509,7 +499,7 @@ static int load_json(emb_tokenizer *t, const char *path, char err[EMB_ERR_LEN]) 
     }
     if (cJSON_IsNumber(mx)) {
         if (mx->valuedouble < 0) {
-            fail(err, "tokenizer.json: bad max_input_chars_per_word");
+            emb_fail(err, "tokenizer.json: bad max_input_chars_per_word");
             goto out;
         }
         t->max_chars = mx->valuedouble > 1e9 ? 1000000000 : (int)mx->valuedouble;
@@ -521,7 +511,7 @@ static int load_json(emb_tokenizer *t, const char *path, char err[EMB_ERR_LEN]) 
     } else {
         const char *nt = type_of(norm);
         if (!nt || strcmp(nt, "BertNormalizer") != 0) {
-            fail(err, "tokenizer.json: normalizer type '%.40s' is not supported (only BertNormalizer)",
+            emb_fail(err, "tokenizer.json: normalizer type '%.40s' is not supported (only BertNormalizer)",
                  nt ? nt : "?");
             goto out;
         }
@@ -534,7 +524,7 @@ static int load_json(emb_tokenizer *t, const char *path, char err[EMB_ERR_LEN]) 
     const cJSON *pt = cJSON_GetObjectItemCaseSensitive(j, "pre_tokenizer");
     const char *ptt = type_of(pt);
     if (!ptt || strcmp(ptt, "BertPreTokenizer") != 0) {
-        fail(err, "tokenizer.json: pre_tokenizer type '%.40s' is not supported (only BertPreTokenizer)",
+        emb_fail(err, "tokenizer.json: pre_tokenizer type '%.40s' is not supported (only BertPreTokenizer)",
              ptt ? ptt : "null");
         goto out;
     }
@@ -545,13 +535,13 @@ static int load_json(emb_tokenizer *t, const char *path, char err[EMB_ERR_LEN]) 
         const cJSON *c = cJSON_GetObjectItemCaseSensitive(a, "content");
         const cJSON *id = cJSON_GetObjectItemCaseSensitive(a, "id");
         if (!cJSON_IsString(c) || !cJSON_IsNumber(id) || id->valuedouble < 0 || id->valuedouble > INT32_MAX - 1) {
-            fail(err, "tokenizer.json: bad added token");
+            emb_fail(err, "tokenizer.json: bad added token");
             goto out;
         }
         if (check_added_flags(a, "tokenizer.json", c->valuestring, err)) goto out;
         int32_t aid = (int32_t)id->valuedouble;
         if (!emb_vocab_token(t->vocab, aid, NULL) && add_vocab(t, c->valuestring, strlen(c->valuestring), aid)) {
-            fail(err, "out of memory");
+            emb_fail(err, "out of memory");
             goto out;
         }
         if (add_added(t, c->valuestring, strlen(c->valuestring), aid, err)) goto out;
@@ -588,14 +578,14 @@ static int load_json(emb_tokenizer *t, const char *path, char err[EMB_ERR_LEN]) 
             const cJSON *cls = cJSON_GetObjectItemCaseSensitive(pp, "cls");
             if (cJSON_GetArraySize(sep) != 2 || cJSON_GetArraySize(cls) != 2 ||
                 !cJSON_IsNumber(cJSON_GetArrayItem(sep, 1)) || !cJSON_IsNumber(cJSON_GetArrayItem(cls, 1))) {
-                fail(err, "tokenizer.json: bad BertProcessing");
+                emb_fail(err, "tokenizer.json: bad BertProcessing");
                 goto out;
             }
             t->sep_id = (int32_t)cJSON_GetArrayItem(sep, 1)->valuedouble;
             t->cls_id = (int32_t)cJSON_GetArrayItem(cls, 1)->valuedouble;
             default_template(t);
         } else {
-            fail(err, "tokenizer.json: post_processor type '%.40s' is not supported "
+            emb_fail(err, "tokenizer.json: post_processor type '%.40s' is not supported "
                       "(only TemplateProcessing and BertProcessing)", ppt ? ppt : "?");
             goto out;
         }
@@ -614,9 +604,9 @@ out:
 int emb_tokenizer_load_files(const char *json_path, const char *vocab_path, const char *config_path,
                              emb_tokenizer **out, char err[EMB_ERR_LEN]) {
     *out = NULL;
-    if (!json_path == !vocab_path) return fail(err, "give either tokenizer.json or vocab.txt");
+    if (!json_path == !vocab_path) return emb_fail(err, "give either tokenizer.json or vocab.txt");
     emb_tokenizer *t = tok_new();
-    if (!t) return fail(err, "out of memory");
+    if (!t) return emb_fail(err, "out of memory");
     cJSON *cfg = NULL;
     int rc = read_config(config_path, &cfg, err);
     if (rc == 0) rc = json_path ? load_json(t, json_path, err) : load_vocab_txt(t, vocab_path, cfg, err);
@@ -635,7 +625,7 @@ int emb_tokenizer_load_files(const char *json_path, const char *vocab_path, cons
 
 int emb_tokenizer_load(const char *dir, emb_tokenizer **out, char err[EMB_ERR_LEN]) {
     *out = NULL;
-    if (!dir) return fail(err, "no tokenizer path");
+    if (!dir) return emb_fail(err, "no tokenizer path");
     if (is_file(dir)) { /* a tokenizer.json or vocab.txt given directly */
         size_t n = strlen(dir);
         int js = n >= 5 && strcmp(dir + n - 5, ".json") == 0;
@@ -644,7 +634,7 @@ int emb_tokenizer_load(const char *dir, emb_tokenizer **out, char err[EMB_ERR_LE
     size_t n = strlen(dir);
     char *p1 = malloc(n + 32), *p2 = malloc(n + 32), *p3 = malloc(n + 32);
     int rc;
-    if (!p1 || !p2 || !p3) rc = fail(err, "out of memory");
+    if (!p1 || !p2 || !p3) rc = emb_fail(err, "out of memory");
     else {
         snprintf(p1, n + 32, "%s/tokenizer.json", dir);
         snprintf(p2, n + 32, "%s/vocab.txt", dir);
@@ -652,7 +642,7 @@ int emb_tokenizer_load(const char *dir, emb_tokenizer **out, char err[EMB_ERR_LE
         const char *cfg = is_file(p3) ? p3 : NULL;
         if (is_file(p1)) rc = emb_tokenizer_load_files(p1, NULL, cfg, out, err);
         else if (is_file(p2)) rc = emb_tokenizer_load_files(NULL, p2, cfg, out, err);
-        else rc = fail(err, "%s: no tokenizer.json or vocab.txt", dir);
+        else rc = emb_fail(err, "%s: no tokenizer.json or vocab.txt", dir);
     }
     free(p1);
     free(p2);
@@ -727,19 +717,8 @@ void emb_encoding_free(emb_encoding *enc) {
     memset(enc, 0, sizeof *enc);
 }
 
-static int grow(void **p, size_t *cap, size_t need, size_t elem) {
-    if (need <= *cap) return 0;
-    size_t nc = *cap ? *cap : 64;
-    while (nc < need) nc *= 2;
-    void *np = realloc(*p, nc * elem);
-    if (!np) return -1;
-    *p = np;
-    *cap = nc;
-    return 0;
-}
-
 static inline void push_tok(scratch *sc, toklist *l, int32_t id, int32_t s, int32_t e, int32_t word, int32_t seq) {
-    if (l->n == l->cap && grow((void **)&l->tok, &l->cap, l->n + 1, sizeof *l->tok)) {
+    if (l->n == l->cap && emb_grow((void **)&l->tok, &l->cap, l->n + 1, sizeof *l->tok)) {
         sc->oom = 1;
         return;
     }
@@ -774,11 +753,11 @@ static inline void add_bytes(const emb_tokenizer *t, scratch *sc, const char *b,
     if (sc->nchars == 0) sc->w_s = s;
     sc->w_e = e;
     if (sc->nchars++ > (size_t)t->max_chars) return; /* the word is [UNK] anyway: stop storing */
-    if (sc->nwc + 2 > sc->wccap && grow((void **)&sc->wc, &sc->wccap, sc->nwc + 2, sizeof *sc->wc)) {
+    if (sc->nwc + 2 > sc->wccap && emb_grow((void **)&sc->wc, &sc->wccap, sc->nwc + 2, sizeof *sc->wc)) {
         sc->oom = 1;
         return;
     }
-    if (sc->wlen + 8 > sc->wcap && grow((void **)&sc->wb, &sc->wcap, sc->wlen + 8, 1)) {
+    if (sc->wlen + 8 > sc->wcap && emb_grow((void **)&sc->wb, &sc->wcap, sc->wlen + 8, 1)) {
         sc->oom = 1;
         return;
     }
@@ -915,8 +894,8 @@ static void tokenize_seq(const emb_tokenizer *t, scratch *sc, const char *text, 
                 sc->w_e = (int32_t)i + 1;
                 if (sc->nchars++ <= (size_t)t->max_chars) {
                     if ((sc->nwc + 2 > sc->wccap &&
-                         grow((void **)&sc->wc, &sc->wccap, sc->nwc + 2, sizeof *sc->wc)) ||
-                        (sc->wlen + 8 > sc->wcap && grow((void **)&sc->wb, &sc->wcap, sc->wlen + 8, 1))) {
+                         emb_grow((void **)&sc->wc, &sc->wccap, sc->nwc + 2, sizeof *sc->wc)) ||
+                        (sc->wlen + 8 > sc->wcap && emb_grow((void **)&sc->wb, &sc->wcap, sc->wlen + 8, 1))) {
                         sc->oom = 1;
                         return;
                     }
@@ -963,7 +942,7 @@ static void tokenize_seq(const emb_tokenizer *t, scratch *sc, const char *text, 
 }
 
 static int append_out(emb_encoding *out, emb_token tk) {
-    if (out->n == out->cap && grow((void **)&out->tok, &out->cap, out->n + 1, sizeof *out->tok)) return -1;
+    if (out->n == out->cap && emb_grow((void **)&out->tok, &out->cap, out->n + 1, sizeof *out->tok)) return -1;
     out->tok[out->n++] = tk;
     return 0;
 }
@@ -971,20 +950,20 @@ static int append_out(emb_encoding *out, emb_token tk) {
 int emb_tokenize(const emb_tokenizer *t, const char *text, size_t len, const char *text_b, size_t len_b,
                  size_t max_len, emb_encoding *out, char err[EMB_ERR_LEN]) {
     out->n = 0;
-    if (!text && len) return fail(err, "no text");
-    if (len > INT32_MAX || (text_b && len_b > INT32_MAX)) return fail(err, "text too long (over 2 GB)");
+    if (!text && len) return emb_fail(err, "no text");
+    if (len > INT32_MAX || (text_b && len_b > INT32_MAX)) return emb_fail(err, "text too long (over 2 GB)");
     size_t bad;
-    if (!emb_utf8_valid(text, len, &bad)) return fail(err, "invalid UTF-8 at byte %zu", bad);
+    if (!emb_utf8_valid(text, len, &bad)) return emb_fail(err, "invalid UTF-8 at byte %zu", bad);
     if (text_b && !emb_utf8_valid(text_b, len_b, &bad))
-        return fail(err, "invalid UTF-8 in text_b at byte %zu", bad);
+        return emb_fail(err, "invalid UTF-8 in text_b at byte %zu", bad);
     int pair = text_b != NULL;
     size_t nspec = (size_t)(pair ? t->spec_pair : t->spec_single);
     if (max_len && max_len < nspec)
-        return fail(err, "max length %zu is less than the %zu special tokens", max_len, nspec);
+        return emb_fail(err, "max length %zu is less than the %zu special tokens", max_len, nspec);
     scratch *sc = out->scratch;
     if (!sc) {
         sc = calloc(1, sizeof *sc);
-        if (!sc) return fail(err, "out of memory");
+        if (!sc) return emb_fail(err, "out of memory");
         out->scratch = sc;
     }
     sc->oom = 0;
@@ -993,7 +972,7 @@ int emb_tokenize(const emb_tokenizer *t, const char *text, size_t len, const cha
     tokenize_seq(t, sc, text ? text : "", len, 0, cap);
     sc->seq[1].n = 0;
     if (pair) tokenize_seq(t, sc, text_b, len_b, 1, cap);
-    if (sc->oom) return fail(err, "out of memory");
+    if (sc->oom) return emb_fail(err, "out of memory");
     size_t n1 = sc->seq[0].n, n2 = sc->seq[1].n;
     if (max_len && n1 + n2 > budget) {
         if (!pair) n1 = budget;
@@ -1024,10 +1003,10 @@ int emb_tokenize(const emb_tokenizer *t, const char *text, size_t len, const cha
     const tmpl_item *tm = pair ? t->pair : t->single;
     int ntm = pair ? t->n_pair : t->n_single;
     size_t total = n1 + n2 + nspec;
-    if (grow((void **)&out->tok, &out->cap, total, sizeof *out->tok)) return fail(err, "out of memory");
+    if (emb_grow((void **)&out->tok, &out->cap, total, sizeof *out->tok)) return emb_fail(err, "out of memory");
     for (int k = 0; k < ntm; k++) {
         if (tm[k].kind == 0) {
-            if (append_out(out, (emb_token){tm[k].id, tm[k].type_id, -1, -1, -1, -1})) return fail(err, "out of memory");
+            if (append_out(out, (emb_token){tm[k].id, tm[k].type_id, -1, -1, -1, -1})) return emb_fail(err, "out of memory");
         } else {
             int s = tm[k].kind - 1;
             size_t cnt = s ? n2 : n1;
@@ -1035,7 +1014,7 @@ int emb_tokenize(const emb_tokenizer *t, const char *text, size_t len, const cha
             for (size_t q = 0; q < cnt; q++) {
                 emb_token tk = sc->seq[s].tok[q];
                 tk.type_id = tm[k].type_id;
-                if (append_out(out, tk)) return fail(err, "out of memory");
+                if (append_out(out, tk)) return emb_fail(err, "out of memory");
             }
         }
     }
