@@ -565,7 +565,7 @@ static void softmax_rows(float *S, int rows, int n) {
         float *s = S + (size_t)r * n;
         float mx = s[0];
 #pragma omp simd reduction(max : mx)
-        for (int i = 1; i < n; i++) mx = s[i] > mx ? s[i] : mx;
+        for (int i = 0; i < n; i++) mx = s[i] > mx ? s[i] : mx;
         float sum = 0;
 #pragma omp simd reduction(+ : sum)
         for (int i = 0; i < n; i++) { float y = emb_expf(s[i] - mx); s[i] = y; sum += y; }
