@@ -6,6 +6,7 @@
 #include <cjson/cJSON.h>
 #include <math.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,19 +36,23 @@ struct emb_encoder {
 };
 
 /* Fork-join helpers for the work between the matrix products (attention per head,
- * LayerNorm, GELU), sized to OpenBLAS's thread count: while OpenBLAS works they sleep. */
+ * LayerNorm, GELU), sized to OpenBLAS's thread count: while OpenBLAS works they sleep.
+ * Tasks are claimed from one atomic ticket (generation << 32 | next task), so a helper
+ * that wakes late finds the generation gone and claims nothing: the caller never waits
+ * for a helper that is not running (a busy machine), only for tasks in progress. */
 typedef void (*task_fn)(void *ctx, int task, int worker);
 typedef struct {
     int n;                      /* helper threads (the caller is worker 0) */
     pthread_t *th;
     pthread_mutex_t mu;
-    pthread_cond_t start, done;
-    unsigned gen;
-    int pending, stop;
+    pthread_cond_t start;
+    uint32_t gen;               /* under mu, with fn, ctx, ntasks */
+    int stop;
     task_fn fn;
     void *ctx;
     int ntasks;
-    atomic_int next;
+    _Atomic uint64_t ticket;
+    atomic_int done;
 } pool;
 
 struct emb_workspace {
@@ -60,11 +65,15 @@ struct emb_workspace {
 
 typedef struct { pool *p; int id; } helper_arg;
 
-static void run_tasks(pool *p, int worker) {
-    for (;;) {
-        int t = atomic_fetch_add(&p->next, 1);
-        if (t >= p->ntasks) break;
-        p->fn(p->ctx, t, worker);
+/* Claim and run tasks of generation gen until none is left. */
+static void run_tasks(pool *p, uint32_t gen, task_fn fn, void *ctx, int ntasks, int worker) {
+    uint64_t cur = atomic_load(&p->ticket);
+    while ((uint32_t)(cur >> 32) == gen && (uint32_t)cur < (uint32_t)ntasks) {
+        if (atomic_compare_exchange_weak(&p->ticket, &cur, cur + 1)) {
+            fn(ctx, (int)(uint32_t)cur, worker);
+            atomic_fetch_add(&p->done, 1);
+            cur = atomic_load(&p->ticket);
+        }
     }
 }
 
@@ -73,16 +82,18 @@ static void *helper_main(void *a) {
     pool *p = ha->p;
     int id = ha->id;
     free(ha);
-    unsigned seen = 0;
+    uint32_t seen = 0;
     pthread_mutex_lock(&p->mu);
     for (;;) {
         while (p->gen == seen && !p->stop) pthread_cond_wait(&p->start, &p->mu);
         if (p->stop) break;
         seen = p->gen;
+        task_fn fn = p->fn;
+        void *ctx = p->ctx;
+        int ntasks = p->ntasks;
         pthread_mutex_unlock(&p->mu);
-        run_tasks(p, id);
+        run_tasks(p, seen, fn, ctx, ntasks, id);
         pthread_mutex_lock(&p->mu);
-        if (--p->pending == 0) pthread_cond_signal(&p->done);
     }
     pthread_mutex_unlock(&p->mu);
     return NULL;
@@ -97,7 +108,6 @@ static void pool_free(pool *p) {
     for (int i = 0; i < p->n; i++) pthread_join(p->th[i], NULL);
     pthread_mutex_destroy(&p->mu);
     pthread_cond_destroy(&p->start);
-    pthread_cond_destroy(&p->done);
     free(p->th);
     free(p);
 }
@@ -110,7 +120,8 @@ static pool *pool_new(int n) {
     if (!p->th) { free(p); return NULL; }
     pthread_mutex_init(&p->mu, NULL);
     pthread_cond_init(&p->start, NULL);
-    pthread_cond_init(&p->done, NULL);
+    atomic_store(&p->ticket, 0);
+    atomic_store(&p->done, 0);
     for (int i = 0; i < n; i++) {
         helper_arg *ha = malloc(sizeof *ha);
         if (!ha) break;
@@ -130,18 +141,18 @@ static void pool_run(pool *p, int ntasks, task_fn fn, void *ctx) {
         return;
     }
     pthread_mutex_lock(&p->mu);
+    uint32_t gen = ++p->gen;
+    if (gen == 0) gen = ++p->gen; /* 0 is the helpers' initial "seen" */
     p->fn = fn;
     p->ctx = ctx;
     p->ntasks = ntasks;
-    atomic_store(&p->next, 0);
-    p->pending = p->n;
-    p->gen++;
+    atomic_store(&p->done, 0);
+    atomic_store(&p->ticket, (uint64_t)gen << 32);
     pthread_cond_broadcast(&p->start);
     pthread_mutex_unlock(&p->mu);
-    run_tasks(p, 0);
-    pthread_mutex_lock(&p->mu);
-    while (p->pending > 0) pthread_cond_wait(&p->done, &p->mu);
-    pthread_mutex_unlock(&p->mu);
+    run_tasks(p, gen, fn, ctx, ntasks, 0);
+    /* every task is claimed; wait for those still running on helpers (short) */
+    while (atomic_load(&p->done) < ntasks) sched_yield();
 }
 
 /* ------------------------------------------------------------------ loading */
