@@ -465,12 +465,9 @@ const float *emb_encoder_type_row(const emb_encoder *e, int32_t type) {
 int emb_encoder_pooler(const emb_encoder *e, const float *cls, float *out) {
     if (!e->pool_w) return -1;
     int H = e->cfg.hidden;
-    for (int i = 0; i < H; i++) {
-        double s = e->pool_b[i];
-        const float *w = e->pool_w + (size_t)i * H;
-        for (int j = 0; j < H; j++) s += (double)w[j] * cls[j];
-        out[i] = (float)tanh(s);
-    }
+    memcpy(out, e->pool_b, (size_t)H * sizeof(float));
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, 1, H, H, 1.0f, cls, H, e->pool_w, H, 1.0f, out, H);
+    for (int i = 0; i < H; i++) out[i] = tanhf(out[i]);
     return 0;
 }
 
