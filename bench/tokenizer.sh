@@ -10,12 +10,7 @@ MB=${2:-10}
 OUT=bench/out
 mkdir -p "$OUT" "$BUILD/bench"
 BIN="$BUILD/bench/bench_tokenizer"
-if ! make --no-print-directory BUILD="$BUILD" "$BIN" >/dev/null 2>"$OUT/build.log"; then
-    # the core archive may not build while other parts are in progress: use the tokenizer sources only
-    echo "(make failed, building bench_tokenizer from the tokenizer sources directly; see $OUT/build.log)"
-    ${CC:-cc} -std=c11 -O2 -g -D_GNU_SOURCE -Icore bench/bench_tokenizer.c core/tokenizer.c core/vocab.c \
-        core/unicode_hf.c core/unicode_hf_table.c -o "$BIN" -lutf8proc -lcjson -lxxhash -lpthread -lm || exit 1
-fi
+make --no-print-directory BUILD="$BUILD" "$BIN" >/dev/null || exit 1
 "$BIN" tests/fixtures "$OUT" "$MB" | tee "$OUT/ours.txt" | grep -v '^RESULT'
 
 HF_OK=0
