@@ -40,9 +40,9 @@ $(BUILD)/tests/%: tests/c/%.c tests/c/check.h $(BUILD)/libembedcore.a
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -Itests/c $< -o $@ $(BUILD)/libembedcore.a $(LIBS)
 
-$(BUILD)/bench/%: bench/%.c $(BUILD)/libembedcore.a
+$(BUILD)/bench/%: bench/%.c bench/random_model.c bench/random_model.h $(BUILD)/libembedcore.a
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) $< -o $@ $(BUILD)/libembedcore.a $(LIBS)
+	$(CC) $(ALL_CFLAGS) $< bench/random_model.c -o $@ $(BUILD)/libembedcore.a $(LIBS) -lsqlite3
 
 demo:
 	@EMBED_DEPS=build bash scripts/deps.sh

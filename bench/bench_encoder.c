@@ -13,7 +13,7 @@
  * Each model runs in a child process that has not touched OpenBLAS before, so the
  * peak RSS of one does not include the other or the file writing. */
 #include "encoder.h"
-#include "safetensors.h"
+#include "random_model.h"
 #include <cblas.h>
 #include <math.h>
 #include <stdio.h>
@@ -40,57 +40,6 @@ static double now(void) {
 static uint64_t rs = 0x9E3779B97F4A7C15ull;
 static inline uint32_t xr(void) { rs ^= rs << 13; rs ^= rs >> 7; rs ^= rs << 17; return (uint32_t)(rs >> 32); }
 static float urand(float a) { return ((float)xr() / 4294967296.0f * 2.0f - 1.0f) * a; }
-
-static int write_model(const char *dir, const msize *m) {
-    const int V = 30522, P = 512, H = m->H, FF = m->FF;
-    char cfg[1024], path[1024], err[EMB_ERR_LEN];
-    snprintf(cfg, sizeof cfg,
-             "{\"architectures\":[\"BertModel\"],\"model_type\":\"bert\",\"hidden_size\":%d,\"num_hidden_layers\":%d,"
-             "\"num_attention_heads\":%d,\"intermediate_size\":%d,\"max_position_embeddings\":%d,\"type_vocab_size\":2,"
-             "\"vocab_size\":%d,\"layer_norm_eps\":1e-12,\"hidden_act\":\"gelu\"}", H, m->L, m->NH, FF, P, V);
-    snprintf(path, sizeof path, "%s/config.json", dir);
-    FILE *f = fopen(path, "w");
-    if (!f) return -1;
-    fputs(cfg, f);
-    fclose(f);
-    int n = 5 + 16 * m->L, k = 0;
-    emb_st_write_tensor *t = calloc((size_t)n, sizeof *t);
-    char (*names)[96] = calloc((size_t)n, 96);
-#define T2(nm, a, b) do { snprintf(names[k], 96, "%s", nm); t[k].name = names[k]; t[k].dtype = EMB_DT_F32; t[k].ndim = (b) ? 2 : 1; \
-        t[k].shape[0] = a; t[k].shape[1] = b; k++; } while (0)
-    T2("embeddings.word_embeddings.weight", V, H);
-    T2("embeddings.position_embeddings.weight", P, H);
-    T2("embeddings.token_type_embeddings.weight", 2, H);
-    T2("embeddings.LayerNorm.weight", H, 0);
-    T2("embeddings.LayerNorm.bias", H, 0);
-    for (int l = 0; l < m->L; l++) {
-        char b[96];
-#define TL(fmt, a, c) do { snprintf(b, sizeof b, fmt, l); T2(b, a, c); } while (0)
-        TL("encoder.layer.%d.attention.self.query.weight", H, H); TL("encoder.layer.%d.attention.self.query.bias", H, 0);
-        TL("encoder.layer.%d.attention.self.key.weight", H, H); TL("encoder.layer.%d.attention.self.key.bias", H, 0);
-        TL("encoder.layer.%d.attention.self.value.weight", H, H); TL("encoder.layer.%d.attention.self.value.bias", H, 0);
-        TL("encoder.layer.%d.attention.output.dense.weight", H, H); TL("encoder.layer.%d.attention.output.dense.bias", H, 0);
-        TL("encoder.layer.%d.attention.output.LayerNorm.weight", H, 0); TL("encoder.layer.%d.attention.output.LayerNorm.bias", H, 0);
-        TL("encoder.layer.%d.intermediate.dense.weight", FF, H); TL("encoder.layer.%d.intermediate.dense.bias", FF, 0);
-        TL("encoder.layer.%d.output.dense.weight", H, FF); TL("encoder.layer.%d.output.dense.bias", H, 0);
-        TL("encoder.layer.%d.output.LayerNorm.weight", H, 0); TL("encoder.layer.%d.output.LayerNorm.bias", H, 0);
-    }
-    for (int i = 0; i < n; i++) {
-        size_t cnt = (size_t)t[i].shape[0] * (t[i].ndim == 2 ? (size_t)t[i].shape[1] : 1);
-        float *d = malloc(cnt * sizeof(float));
-        int lnw = strstr(t[i].name, "LayerNorm.weight") != NULL;
-        float a = t[i].ndim == 2 ? (strstr(t[i].name, "embeddings") ? 0.05f : 1.7f / sqrtf((float)t[i].shape[1])) : 0.02f;
-        for (size_t j = 0; j < cnt; j++) d[j] = lnw ? 1.0f + urand(0.05f) : urand(a);
-        t[i].data = d;
-    }
-    snprintf(path, sizeof path, "%s/model.safetensors", dir);
-    int rc = emb_safetensors_write(path, t, n, 0, err);
-    if (rc) fprintf(stderr, "%s\n", err);
-    for (int i = 0; i < n; i++) free((void *)t[i].data);
-    free(t);
-    free(names);
-    return rc;
-}
 
 /* The sgemm calls of one forward pass, same shapes and order, no other work. */
 typedef struct { float *X, *W1, *W2, *Q, *S, *out; } gemm_bufs;
@@ -303,7 +252,7 @@ int main(int argc, char **argv) {
         snprintf(sub, sizeof sub, "%s/m%d", dir, mi);
         mkdir(sub, 0755);
         pid_t p = fork();
-        if (p == 0) _exit(write_model(sub, &SIZES[mi]) ? 1 : 0);
+        if (p == 0) _exit(bench_random_model_write(sub, SIZES[mi].H, SIZES[mi].L, SIZES[mi].NH, SIZES[mi].FF, 0) ? 1 : 0);
         int st;
         waitpid(p, &st, 0);
         if (!WIFEXITED(st) || WEXITSTATUS(st)) { fprintf(stderr, "writing the %s model failed\n", SIZES[mi].name); rc = 1; break; }

@@ -12,16 +12,14 @@
  *
  * Prints "RESULT key value" lines for the driver. */
 #include "model.h"
-#include "safetensors.h"
+#include "random_model.h"
 #include <cblas.h>
-#include <math.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
 #include <time.h>
 
 static double now(void) {
@@ -146,101 +144,6 @@ static int membw(size_t rows, size_t d, int reps) {
     return 0;
 }
 
-/* ---------- a MiniLM-sized random-weight model ---------- */
-
-static uint64_t rs = 0x9E3779B97F4A7C15ull;
-static float urand(float a) {
-    rs ^= rs << 13;
-    rs ^= rs >> 7;
-    rs ^= rs << 17;
-    return ((float)(uint32_t)(rs >> 32) / 4294967296.0f * 2.0f - 1.0f) * a;
-}
-
-static int write_text(const char *dir, const char *name, const char *text) {
-    char path[1024];
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    FILE *f = fopen(path, "w");
-    if (!f) return -1;
-    fputs(text, f);
-    return fclose(f);
-}
-
-static int copy_file(const char *from_dir, const char *to_dir, const char *name) {
-    char a[1024], b[1024];
-    snprintf(a, sizeof a, "%s/%s", from_dir, name);
-    snprintf(b, sizeof b, "%s/%s", to_dir, name);
-    FILE *in = fopen(a, "rb"), *out = fopen(b, "wb");
-    if (!in || !out) {
-        if (in) fclose(in);
-        if (out) fclose(out);
-        return -1;
-    }
-    char buf[65536];
-    size_t got;
-    while ((got = fread(buf, 1, sizeof buf, in)) > 0) fwrite(buf, 1, got, out);
-    fclose(in);
-    return fclose(out);
-}
-
-static int make_model(const char *dir) {
-    const int V = 30522, P = 512, H = 384, L = 6, NH = 12, FF = 1536;
-    const char *src = "tests/fixtures/models/minilm-tiny-st";
-    char cfg[1024], path[1024], err[EMB_ERR_LEN];
-    mkdir(dir, 0755);
-    snprintf(path, sizeof path, "%s/1_Pooling", dir);
-    mkdir(path, 0755);
-    snprintf(cfg, sizeof cfg,
-             "{\"architectures\":[\"BertModel\"],\"model_type\":\"bert\",\"hidden_size\":%d,"
-             "\"num_hidden_layers\":%d,\"num_attention_heads\":%d,\"intermediate_size\":%d,"
-             "\"max_position_embeddings\":%d,\"type_vocab_size\":2,\"vocab_size\":%d,"
-             "\"layer_norm_eps\":1e-12,\"hidden_act\":\"gelu\",\"pad_token_id\":0}", H, L, NH, FF, P, V);
-    if (write_text(dir, "config.json", cfg) ||
-        write_text(dir, "1_Pooling/config.json", "{\"word_embedding_dimension\": 384, \"pooling_mode_mean_tokens\": true}") ||
-        copy_file(src, dir, "modules.json") || copy_file(src, dir, "sentence_bert_config.json") ||
-        copy_file(src, dir, "tokenizer.json") || copy_file(src, dir, "tokenizer_config.json") ||
-        copy_file(src, dir, "vocab.txt") || copy_file(src, dir, "special_tokens_map.json")) {
-        fprintf(stderr, "make-model: cannot write %s (run from the repository root)\n", dir);
-        return 1;
-    }
-    int n = 5 + 16 * L, k = 0;
-    emb_st_write_tensor *t = calloc((size_t)n, sizeof *t);
-    char(*names)[96] = calloc((size_t)n, 96);
-#define T2(nm, a, b) do { snprintf(names[k], 96, "%s", nm); t[k].name = names[k]; t[k].dtype = EMB_DT_F32; \
-        t[k].ndim = (b) ? 2 : 1; t[k].shape[0] = a; t[k].shape[1] = b; k++; } while (0)
-    T2("embeddings.word_embeddings.weight", V, H);
-    T2("embeddings.position_embeddings.weight", P, H);
-    T2("embeddings.token_type_embeddings.weight", 2, H);
-    T2("embeddings.LayerNorm.weight", H, 0);
-    T2("embeddings.LayerNorm.bias", H, 0);
-    for (int l = 0; l < L; l++) {
-        char b[96];
-#define TL(fmt, a, c) do { snprintf(b, sizeof b, fmt, l); T2(b, a, c); } while (0)
-        TL("encoder.layer.%d.attention.self.query.weight", H, H); TL("encoder.layer.%d.attention.self.query.bias", H, 0);
-        TL("encoder.layer.%d.attention.self.key.weight", H, H); TL("encoder.layer.%d.attention.self.key.bias", H, 0);
-        TL("encoder.layer.%d.attention.self.value.weight", H, H); TL("encoder.layer.%d.attention.self.value.bias", H, 0);
-        TL("encoder.layer.%d.attention.output.dense.weight", H, H); TL("encoder.layer.%d.attention.output.dense.bias", H, 0);
-        TL("encoder.layer.%d.attention.output.LayerNorm.weight", H, 0); TL("encoder.layer.%d.attention.output.LayerNorm.bias", H, 0);
-        TL("encoder.layer.%d.intermediate.dense.weight", FF, H); TL("encoder.layer.%d.intermediate.dense.bias", FF, 0);
-        TL("encoder.layer.%d.output.dense.weight", H, FF); TL("encoder.layer.%d.output.dense.bias", H, 0);
-        TL("encoder.layer.%d.output.LayerNorm.weight", H, 0); TL("encoder.layer.%d.output.LayerNorm.bias", H, 0);
-    }
-    for (int i = 0; i < n; i++) {
-        size_t cnt = (size_t)t[i].shape[0] * (t[i].ndim == 2 ? (size_t)t[i].shape[1] : 1);
-        float *d = malloc(cnt * sizeof(float));
-        int lnw = strstr(t[i].name, "LayerNorm.weight") != NULL;
-        float a = t[i].ndim == 2 ? (strstr(t[i].name, "embeddings") ? 0.05f : 1.7f / sqrtf((float)t[i].shape[1])) : 0.02f;
-        for (size_t j = 0; j < cnt; j++) d[j] = lnw ? 1.0f + urand(0.05f) : urand(a);
-        t[i].data = d;
-    }
-    snprintf(path, sizeof path, "%s/model.safetensors", dir);
-    int rc = emb_safetensors_write(path, t, n, 0, err);
-    if (rc) fprintf(stderr, "make-model: %s\n", err);
-    for (int i = 0; i < n; i++) free((void *)t[i].data);
-    free(t);
-    free(names);
-    return rc ? 1 : 0;
-}
-
 /* ---------- encoder throughput ---------- */
 
 static const char *const *sort_texts;
@@ -333,7 +236,7 @@ static int encode(const char *dir, const char *file) {
 int main(int argc, char **argv) {
     if (argc >= 4 && !strcmp(argv[1], "membw"))
         return membw((size_t)atol(argv[2]), (size_t)atol(argv[3]), argc > 4 ? atoi(argv[4]) : 20);
-    if (argc == 3 && !strcmp(argv[1], "make-model")) return make_model(argv[2]);
+    if (argc == 3 && !strcmp(argv[1], "make-model")) return bench_random_model_write(argv[2], 384, 6, 12, 1536, 1) ? 1 : 0;
     if (argc == 4 && !strcmp(argv[1], "encode")) return encode(argv[2], argv[3]);
     fprintf(stderr, "usage: bench_index membw N D [REPS] | make-model DIR | encode DIR TEXTS\n");
     return 2;
