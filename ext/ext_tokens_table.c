@@ -3,6 +3,7 @@
  * layers run once per input, not once per row. */
 #include "ext_functions.h"
 #include "ext_registry.h"
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -100,11 +101,17 @@ static int tokens_close(sqlite3_vtab_cursor *cur) {
     return SQLITE_OK;
 }
 
-static int cursor_error(tokens_cursor *c, const char *fmt, const char *detail) {
+/* Sets "embed_tokens: ..." as the statement's error. */
+static int cursor_error(tokens_cursor *c, const char *fmt, ...) {
     sqlite3_vtab *vtab = c->base.pVtab;
+    va_list ap;
+    va_start(ap, fmt);
+    char *msg = sqlite3_vmprintf(fmt, ap);
+    va_end(ap);
     sqlite3_free(vtab->zErrMsg);
-    vtab->zErrMsg = sqlite3_mprintf(fmt, detail);
-    return SQLITE_ERROR;
+    vtab->zErrMsg = sqlite3_mprintf("embed_tokens: %s", msg);
+    sqlite3_free(msg);
+    return vtab->zErrMsg ? SQLITE_ERROR : SQLITE_NOMEM;
 }
 
 static int tokens_filter(sqlite3_vtab_cursor *cur, int mask, const char *idx_str, int argc,
@@ -123,14 +130,14 @@ static int tokens_filter(sqlite3_vtab_cursor *cur, int mask, const char *idx_str
     if (sqlite3_value_type(model) == SQLITE_NULL || sqlite3_value_type(text) == SQLITE_NULL)
         return SQLITE_OK; /* NULL in: no rows */
     if (sqlite3_value_type(model) != SQLITE_TEXT)
-        return cursor_error(c, "embed_tokens: the model name must be text%s", "");
+        return cursor_error(c, "the model name must be TEXT");
     if (sqlite3_value_type(text) != SQLITE_TEXT ||
         (text_b && sqlite3_value_type(text_b) != SQLITE_TEXT && sqlite3_value_type(text_b) != SQLITE_NULL))
-        return cursor_error(c, "embed_tokens: the text must be text%s", "");
+        return cursor_error(c, "text and text_b must be TEXT values");
     const char *name = (const char *)sqlite3_value_text(model);
     c->model = ext_registry_get(name);
     if (!c->model)
-        return cursor_error(c, "embed_tokens: no model named '%s' (load one with embed_load or embed_define)", name);
+        return cursor_error(c, "no model named '%s' (load one with embed_load or embed_define)", name);
     const char *b = NULL;
     size_t blen = 0;
     if (text_b && sqlite3_value_type(text_b) == SQLITE_TEXT) {
@@ -140,7 +147,7 @@ static int tokens_filter(sqlite3_vtab_cursor *cur, int mask, const char *idx_str
     char err[EMB_ERR_LEN];
     if (emb_model_tokenize(c->model, (const char *)sqlite3_value_text(text),
                            (size_t)sqlite3_value_bytes(text), b, blen, &c->enc, err))
-        return cursor_error(c, "embed_tokens: %s", err);
+        return cursor_error(c, "%s", err);
     return SQLITE_OK;
 }
 
