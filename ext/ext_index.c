@@ -424,20 +424,22 @@ static int idx_sync(sqlite3_vtab *vt) {
     return rc;
 }
 
-static int idx_commit(sqlite3_vtab *vt) {
-    idx_vtab *v = (idx_vtab *)vt;
+/* The transaction is over: nothing is written or pending any more. */
+static void end_transaction(idx_vtab *v) {
     v->dirty = 0;
     v->pending = 0;
     v->pending_bytes = 0;
+}
+
+static int idx_commit(sqlite3_vtab *vt) {
+    end_transaction((idx_vtab *)vt);
     return SQLITE_OK;
 }
 
 static int idx_rollback(sqlite3_vtab *vt) {
     idx_vtab *v = (idx_vtab *)vt;
-    v->dirty = 0;
-    v->pending = 0;
-    v->pending_bytes = 0;
-    ix_drop_cache(v);
+    end_transaction(v);
+    ix_drop_cache(v); /* it may hold rows the rollback removed */
     return SQLITE_OK;
 }
 
