@@ -20,7 +20,7 @@ BENCH_SRC = $(wildcard bench/bench_*.c)
 BENCH_BIN = $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
 EXT_SO   = $(if $(filter build,$(BUILD)),embed.so,$(BUILD)/embed.so)
 
-.PHONY: all deps demo test asan fuzz bench clean
+.PHONY: all deps demo test asan valgrind fuzz bench clean
 all: $(EXT_SO) $(BUILD)/libembedcore.a $(CTEST_BIN)
 
 deps:
@@ -58,6 +58,13 @@ asan: deps
 	@$(MAKE) --no-print-directory BUILD=build-asan OPT=-O1 \
 	  SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" all
 	@SANITIZE=1 bash tests/run.sh build-asan build-asan/embed.so
+
+# The SQL surface (tests/sql/leak_check*.sql) under valgrind: memory errors and definite leaks.
+valgrind: all
+	valgrind --quiet --error-exitcode=9 --leak-check=full --show-possibly-lost=no --errors-for-leak-kinds=definite \
+	  sqlite3 :memory: '.load ./embed' '.read tests/sql/leak_check.sql' \
+	  '.read tests/sql/leak_check_index.sql' >/dev/null 2>build/valgrind.log; \
+	  rc=$$?; cat build/valgrind.log; [ $$rc -ne 9 ] && echo "valgrind: clean"
 
 fuzz: deps
 	@bash tests/fuzz/run.sh $${FUZZ_SECONDS:-60}
