@@ -93,9 +93,17 @@ static int declare(sqlite3 *db, const char *name, char **err) {
     return rc;
 }
 
+/* Prepared statements name the shadow tables: finalized before they are dropped or renamed. */
+static void finalize_statements(idx_vtab *v) {
+    for (int i = 0; i < ST_COUNT; i++) {
+        sqlite3_finalize(v->st[i]);
+        v->st[i] = NULL;
+    }
+}
+
 static void vtab_free(idx_vtab *v) {
     if (!v) return;
-    for (int i = 0; i < ST_COUNT; i++) sqlite3_finalize(v->st[i]);
+    finalize_statements(v);
     ix_drop_cache(v);
     emb_knn_scratch_free(&v->scratch);
     sqlite3_free(v->schema);
@@ -281,19 +289,22 @@ static int idx_disconnect(sqlite3_vtab *vt) {
 
 static const char *const shadow_names[] = {"config", "rows", "chunks", "pending"};
 
-static int idx_destroy(sqlite3_vtab *vt) {
-    idx_vtab *v = (idx_vtab *)vt;
+/* Runs fmt once per shadow table; fmt takes the schema, the table name and the suffix
+ * (and, for renames, the new name and the suffix again). */
+static int each_shadow_table(idx_vtab *v, const char *fmt, const char *to) {
     int rc = SQLITE_OK;
-    for (int i = 0; i < ST_COUNT; i++) {
-        sqlite3_finalize(v->st[i]);
-        v->st[i] = NULL;
-    }
+    finalize_statements(v);
     for (int i = 0; i < 4 && rc == SQLITE_OK; i++) {
-        char *sql = sqlite3_mprintf("DROP TABLE IF EXISTS \"%w\".\"%w_%s\"", v->schema, v->name,
-                                    shadow_names[i]);
+        char *sql = sqlite3_mprintf(fmt, v->schema, v->name, shadow_names[i], to, shadow_names[i]);
         rc = sql ? sqlite3_exec(v->db, sql, NULL, NULL, NULL) : SQLITE_NOMEM;
         sqlite3_free(sql);
     }
+    return rc;
+}
+
+static int idx_destroy(sqlite3_vtab *vt) {
+    idx_vtab *v = (idx_vtab *)vt;
+    int rc = each_shadow_table(v, "DROP TABLE IF EXISTS \"%w\".\"%w_%s\"", NULL);
     if (rc != SQLITE_OK) return ix_sql_error(v, rc);
     vtab_free(v);
     return SQLITE_OK;
@@ -301,17 +312,7 @@ static int idx_destroy(sqlite3_vtab *vt) {
 
 static int idx_rename(sqlite3_vtab *vt, const char *to) {
     idx_vtab *v = (idx_vtab *)vt;
-    int rc = SQLITE_OK;
-    for (int i = 0; i < ST_COUNT; i++) {
-        sqlite3_finalize(v->st[i]);
-        v->st[i] = NULL;
-    }
-    for (int i = 0; i < 4 && rc == SQLITE_OK; i++) {
-        char *sql = sqlite3_mprintf("ALTER TABLE \"%w\".\"%w_%s\" RENAME TO \"%w_%s\"", v->schema,
-                                    v->name, shadow_names[i], to, shadow_names[i]);
-        rc = sql ? sqlite3_exec(v->db, sql, NULL, NULL, NULL) : SQLITE_NOMEM;
-        sqlite3_free(sql);
-    }
+    int rc = each_shadow_table(v, "ALTER TABLE \"%w\".\"%w_%s\" RENAME TO \"%w_%s\"", to);
     if (rc != SQLITE_OK) return ix_sql_error(v, rc);
     char *name = sqlite3_mprintf("%s", to);
     if (!name) return SQLITE_NOMEM;

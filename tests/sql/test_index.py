@@ -420,9 +420,6 @@ def names_with_quotes_and_spaces():
         con.execute("DROP TABLE \"re named\"")
         left = [r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE name LIKE 're named%'")]
         assert left == [], left
-        # shadow tables are protected from ordinary writes in defensive mode
-        if hasattr(con, "setconfig"):
-            pass
 
 
 @test
