@@ -35,7 +35,6 @@ struct emb_model {
     atomic_int refs;
     emb_model_info info;
     char *name, *path;
-    char weight_type[8];
     emb_static_model *defined; /* architecture "defined" */
     emb_tokenizer *tok;        /* folder models */
     emb_encoder *enc;          /* NULL for tokenizer-only folders */
@@ -157,8 +156,7 @@ static int load_folder(emb_model *m, const char *dir, char err[EMB_ERR_LEN]) {
         info->vocab_size = e->vocab_size;
         info->max_positions = e->max_positions;
         info->position_kind = e->sinusoidal ? "sinusoidal" : "learned";
-        snprintf(m->weight_type, sizeof m->weight_type, "%s", e->weight_type);
-        info->weight_type = m->weight_type;
+        info->weight_type = e->weight_type;
         info->bytes = (int64_t)e->weight_bytes;
         info->has_vectors = 1;
     }
@@ -246,29 +244,12 @@ static void runner_give(emb_model *m, runner *r) {
 void emb_model_encoding_init(emb_encoding *enc) { emb_encoding_init(enc); }
 void emb_model_encoding_free(emb_encoding *enc) { emb_encoding_free(enc); }
 
-static int tokenize_defined(const emb_model *m, const char *text, size_t len, emb_encoding *enc,
-                            char err[EMB_ERR_LEN]) {
-    const emb_static_model *sm = m->defined;
-    emb_static_token *words = NULL;
-    size_t cap = 0, n = 0;
-    int rc = emb_static_tokenize(sm, text, len, &words, &cap, &n, err);
-    if (rc == 0 && emb_grow((void **)&enc->tok, &enc->cap, n, sizeof *enc->tok))
-        rc = emb_fail(err, "out of memory");
-    if (rc == 0) {
-        for (size_t i = 0; i < n; i++)
-            enc->tok[i] = (emb_token){words[i].id, 0, words[i].start, words[i].end, (int32_t)i, 0};
-        enc->n = n;
-    }
-    free(words);
-    return rc;
-}
-
 int emb_model_tokenize_limit(const emb_model *m, const char *text, size_t len, const char *text_b,
                              size_t len_b, int max_tokens, emb_encoding *enc, char err[EMB_ERR_LEN]) {
     enc->n = 0;
     if (m->defined) {
         if (text_b) return emb_fail(err, "a defined model takes one text, not a pair");
-        return tokenize_defined(m, text, len, enc, err);
+        return emb_static_tokenize(m->defined, text, len, enc, err);
     }
     if (max_tokens < 0) max_tokens = m->info.max_tokens;
     return emb_tokenize(m->tok, text, len, text_b, len_b, (size_t)max_tokens, enc, err);

@@ -160,8 +160,8 @@ int32_t emb_static_lookup(const emb_static_model *m, const char *word, size_t le
 static int is_space(char c) { return c == ' ' || (c >= '\t' && c <= '\r'); }
 
 int emb_static_tokenize(const emb_static_model *m, const char *text, size_t len,
-                        emb_static_token **out, size_t *cap, size_t *n, char err[EMB_ERR_LEN]) {
-    *n = 0;
+                        emb_encoding *enc, char err[EMB_ERR_LEN]) {
+    enc->n = 0;
     size_t bad;
     if (!emb_utf8_valid(text, len, &bad)) return emb_fail(err, "invalid UTF-8 at byte %zu", bad);
     size_t i = 0;
@@ -175,16 +175,12 @@ int emb_static_tokenize(const emb_static_model *m, const char *text, size_t len,
             int shown = (int)((i - start) > 64 ? 64 : (i - start));
             return emb_fail(err, "word '%.*s' is not in the vocabulary", shown, text + start);
         }
-        if (*n >= (size_t)m->max_positions)
+        if (enc->n >= (size_t)m->max_positions)
             return emb_fail(err, "text has more than %d words, the model's positions", m->max_positions);
-        if (*n == *cap) {
-            size_t nc = *cap ? *cap * 2 : 16;
-            emb_static_token *t = realloc(*out, nc * sizeof *t);
-            if (!t) return emb_fail(err, "out of memory");
-            *out = t;
-            *cap = nc;
-        }
-        (*out)[(*n)++] = (emb_static_token){id, (int32_t)start, (int32_t)i};
+        if (emb_grow((void **)&enc->tok, &enc->cap, enc->n + 1, sizeof *enc->tok))
+            return emb_fail(err, "out of memory");
+        int32_t word = (int32_t)enc->n;
+        enc->tok[enc->n++] = (emb_token){id, 0, (int32_t)start, (int32_t)i, word, 0};
     }
     return 0;
 }

@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "emb_common.h"
+#include "token.h"
 
 typedef struct emb_static_model {
     int32_t vocab_size;
@@ -18,21 +19,15 @@ typedef struct emb_static_model {
     float *positions;      /* max_positions x dim (sinusoidal rows precomputed) */
 } emb_static_model;
 
-/* One whitespace-separated word of the input. */
-typedef struct {
-    int32_t id;
-    int32_t start, end; /* UTF-8 byte offsets [start, end) */
-} emb_static_token;
-
 /* Parses {"vocab": [...], "embeddings": [[...]...], "positions": [[...]...] | "sinusoidal"}. */
 int emb_static_model_from_json(const char *json, size_t len, emb_static_model **out,
                                char err[EMB_ERR_LEN]);
 void emb_static_model_free(emb_static_model *m);
 int32_t emb_static_lookup(const emb_static_model *m, const char *word, size_t len);
-/* Splits text on whitespace and maps each word to its id. *out is grown with realloc;
- * a word outside the vocabulary or more words than positions is an error. */
+/* Splits text on whitespace into enc, one token (and one word) per word; a word outside the
+ * vocabulary, more words than positions, or invalid UTF-8 is an error. */
 int emb_static_tokenize(const emb_static_model *m, const char *text, size_t len,
-                        emb_static_token **out, size_t *cap, size_t *n, char err[EMB_ERR_LEN]);
+                        emb_encoding *enc, char err[EMB_ERR_LEN]);
 uint64_t emb_static_fingerprint(const emb_static_model *m);
 
 #endif
