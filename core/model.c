@@ -285,10 +285,6 @@ const float *emb_model_position_row(const emb_model *m, int32_t pos) {
     return m->enc ? emb_encoder_position_row(m->enc, pos) : NULL;
 }
 
-const float *emb_model_type_row(const emb_model *m, int32_t type) {
-    return m->enc ? emb_encoder_type_row(m->enc, type) : NULL;
-}
-
 /* Runs the encoder over sequences seq[0..B) of the flat token arrays (ids and types, with
  * starts[] and lens[] per sequence), padded to the longest of them. The hidden states land
  * in r->hidden, B x *T x hidden. */

@@ -47,7 +47,6 @@ const char *emb_model_token_text(const emb_model *m, int32_t id, size_t *len);
 /* Rows of the model's tables; NULL when out of range or the model has no vectors. */
 const float *emb_model_token_row(const emb_model *m, int32_t id);
 const float *emb_model_position_row(const emb_model *m, int32_t pos);
-const float *emb_model_type_row(const emb_model *m, int32_t type);
 
 /* Hidden states of an encoded input after n_layers layers (0: the input embedding; for a
  * defined model, the only level: token row + position row). out: enc->n x hidden. */

@@ -25,7 +25,6 @@ struct emb_vocab {
     int32_t *id_key; /* id -> key index (-1 none) */
     size_t id_cap;
     int32_t size;    /* max id + 1 */
-    size_t max_len;
 };
 
 emb_vocab *emb_vocab_new(void) {
@@ -118,7 +117,6 @@ int emb_vocab_add(emb_vocab *v, const char *s, size_t len, int32_t id) {
         while (v->slots[i].tag) i = (i + 1) & v->mask;
         v->slots[i].tag = vtag(h);
         v->slots[i].key = (uint32_t)k;
-        if (len > v->max_len) v->max_len = len;
     } else {
         v->keys[k].id = id;
     }
@@ -149,5 +147,3 @@ const char *emb_vocab_token(const emb_vocab *v, int32_t id, size_t *len) {
 }
 
 int32_t emb_vocab_size(const emb_vocab *v) { return v->size; }
-size_t emb_vocab_count(const emb_vocab *v) { return v->nkeys; }
-size_t emb_vocab_max_len(const emb_vocab *v) { return v->max_len; }

@@ -19,8 +19,4 @@ int32_t emb_vocab_find(const emb_vocab *v, const char *s, size_t len);
 const char *emb_vocab_token(const emb_vocab *v, int32_t id, size_t *len);
 /* max id + 1 */
 int32_t emb_vocab_size(const emb_vocab *v);
-/* number of distinct keys */
-size_t emb_vocab_count(const emb_vocab *v);
-/* longest key in bytes */
-size_t emb_vocab_max_len(const emb_vocab *v);
 #endif

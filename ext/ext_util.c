@@ -28,7 +28,9 @@ void ext_error(sqlite3_context *ctx, const char *fn, const char *fmt, ...) {
     sqlite3_free(full);
 }
 
-int ext_parse_json_vector(const char *json, int len, float **out, size_t *n, char **err) {
+/* Parses JSON text into a float32 vector allocated with sqlite3_malloc. On failure *err is a
+ * sqlite3_malloc'd message (without function name). */
+static int ext_parse_json_vector(const char *json, int len, float **out, size_t *n, char **err) {
     *out = NULL;
     *n = 0;
     cJSON *root = cJSON_ParseWithLength(json, (size_t)len);

@@ -30,9 +30,6 @@ ext_rc ext_value_vector(sqlite3_value *val, const char *what, ext_vec *out, char
  * already set on ctx. On EXT_NULL the caller returns NULL. */
 ext_rc ext_get_vector(sqlite3_context *ctx, sqlite3_value *val, const char *fn, int arg, ext_vec *out);
 void ext_vec_free(ext_vec *v);
-/* Parses JSON text into a float32 vector allocated with sqlite3_malloc. On failure *err is a
- * sqlite3_malloc'd message (without function name). */
-int ext_parse_json_vector(const char *json, int len, float **out, size_t *n, char **err);
 /* Returns a copy of v as a float32 BLOB with the vector subtype. */
 void ext_result_vector(sqlite3_context *ctx, const float *v, size_t n);
 /* Like ext_result_vector, but takes ownership of a sqlite3_malloc'd buffer. */
