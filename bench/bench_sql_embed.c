@@ -20,6 +20,7 @@
 #include "encoder.h"
 #include "model.h"
 #include "pooling.h"
+#include "vec.h"
 #include "random_model.h"
 #include <cblas.h>
 #include <math.h>
@@ -85,7 +86,7 @@ static int encoder_pass(emb_encoder *enc, emb_workspace *ws, corpus *c, float *h
             return 1;
         }
         emb_pool(hidden, c->len[i], c->H, c->len[i], c->pool, v);
-        if (c->normalize) emb_l2_normalize(v, c->H);
+        if (c->normalize) emb_vec_normalize(v, v, (size_t)c->H);
         if (keep) memcpy(c->ref + (size_t)i * c->H, v, (size_t)c->H * sizeof(float));
     }
     return 0;

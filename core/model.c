@@ -356,7 +356,7 @@ static int by_length(const void *a, const void *b, void *lens) {
 static void finish_vector(const float *hidden, int T, int H, int len, emb_pool_mode mode,
                           int normalize, float *out) {
     emb_pool(hidden, T, H, len, mode, out);
-    if (normalize) emb_l2_normalize(out, H);
+    if (normalize) emb_vec_normalize(out, out, (size_t)H);
 }
 
 static int embed_defined(emb_model *m, const char *const *texts, const size_t *lens, size_t n,

@@ -1,5 +1,4 @@
 #include "pooling.h"
-#include <math.h>
 #include <string.h>
 
 void emb_pool(const float *hidden, int T, int H, int len, emb_pool_mode mode, float *out) {
@@ -25,15 +24,6 @@ void emb_pool(const float *hidden, int T, int H, int len, emb_pool_mode mode, fl
         }
         break;
     }
-}
-
-void emb_l2_normalize(float *v, int n) {
-    double s = 0;
-    for (int i = 0; i < n; i++) s += (double)v[i] * v[i];
-    double norm = sqrt(s);
-    if (norm == 0) return;
-    if (norm < 1e-12) norm = 1e-12;
-    for (int i = 0; i < n; i++) v[i] = (float)(v[i] / norm);
 }
 
 const char *emb_pool_mode_name(emb_pool_mode m) {

@@ -74,6 +74,7 @@ void emb_vec_normalize(float *out, const float *a, size_t n) {
         if (out != a) memmove(out, a, n * sizeof *a);
         return;
     }
+    if (norm < 1e-12) norm = 1e-12; /* torch.nn.functional.normalize's eps, as sentence-transformers uses */
     for (size_t i = 0; i < n; i++) out[i] = (float)(a[i] / norm);
 }
 

@@ -15,7 +15,8 @@ double emb_vec_cosine(const float *a, const float *b, size_t n);
 void emb_vec_add(float *out, const float *a, const float *b, size_t n);
 void emb_vec_sub(float *out, const float *a, const float *b, size_t n);
 void emb_vec_scale(float *out, const float *a, float k, size_t n);
-/* out = a / |a|; a zero vector stays zero. */
+/* out = a / max(|a|, 1e-12), as torch.nn.functional.normalize; a zero vector stays zero.
+ * out may be a. */
 void emb_vec_normalize(float *out, const float *a, size_t n);
 /* acc[i] += a[i], in double for aggregates over many rows. */
 void emb_vec_accumulate(double *acc, const float *a, size_t n);

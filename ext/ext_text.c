@@ -1,6 +1,7 @@
 /* Functions of a model and a text: embed_token_ids, contextual_embedding, embed. */
 #include "ext_functions.h"
 #include "ext_registry.h"
+#include "pooling.h"
 #include <cjson/cJSON.h>
 #include <stdlib.h>
 #include <string.h>
@@ -84,7 +85,6 @@ static void fn_contextual_embedding(sqlite3_context *ctx, int argc, sqlite3_valu
 
 /* options: {"pooling": "mean" | "cls" | "max", "normalize": true | false} */
 static int parse_options(sqlite3_context *ctx, sqlite3_value *val, emb_embed_options *opt) {
-    static const char *const pool_names[] = {"mean", "cls", "max"};
     const char *fn = "embed", *json;
     int len;
     opt->pool = -1;
@@ -99,9 +99,10 @@ static int parse_options(sqlite3_context *ctx, sqlite3_value *val, emb_embed_opt
     }
     for (const cJSON *item = root && rc == 0 ? root->child : NULL; item && rc == 0; item = item->next) {
         if (strcmp(item->string, "pooling") == 0) {
-            for (int p = 0; p < 3 && cJSON_IsString(item); p++)
-                if (strcmp(item->valuestring, pool_names[p]) == 0) opt->pool = p;
-            if (opt->pool < 0) {
+            emb_pool_mode mode;
+            if (cJSON_IsString(item) && emb_pool_mode_parse(item->valuestring, &mode) == 0) {
+                opt->pool = (int)mode;
+            } else {
                 ext_error(ctx, fn, "option \"pooling\" must be \"mean\", \"cls\" or \"max\"");
                 rc = -1;
             }

@@ -4,6 +4,7 @@
 #include "encoder.h"
 #include "model_config.h"
 #include "pooling.h"
+#include "vec.h"
 #include "safetensors.h"
 #include "st_config.h"
 #include <cblas.h>
@@ -142,7 +143,7 @@ static void parity(const char *model) {
         emb_pool(hs, T, H, T, EMB_POOL_MEAN, pooled[0]);
         emb_pool(hs, T, H, T, EMB_POOL_CLS, pooled[1]);
         memcpy(pooled[2], pooled[0], sizeof(float) * H);
-        emb_l2_normalize(pooled[2], H);
+        emb_vec_normalize(pooled[2], pooled[2], (size_t)H);
         CMP("pooled_mean", diff1(cJSON_GetObjectItem(cs, "pooled_mean"), pooled[0], H));
         CMP("pooled_cls", diff1(cJSON_GetObjectItem(cs, "pooled_cls"), pooled[1], H));
         CMP("pooled_mean_normalized", diff1(cJSON_GetObjectItem(cs, "pooled_mean_normalized"), pooled[2], H));
@@ -188,7 +189,7 @@ static void parity(const char *model) {
             emb_pool(x, P, H, lens[b], EMB_POOL_MEAN, p[0]);
             emb_pool(x, P, H, lens[b], EMB_POOL_CLS, p[1]);
             memcpy(p[2], p[0], sizeof(float) * H);
-            emb_l2_normalize(p[2], H);
+            emb_vec_normalize(p[2], p[2], (size_t)H);
             v = diff1(pm, p[0], H); if (!(v <= dm)) dm = v;
             v = diff1(pc, p[1], H); if (!(v <= dc)) dc = v;
             v = diff1(pn, p[2], H); if (!(v <= dn)) dn = v;
@@ -725,9 +726,9 @@ static void pooling_tests(void) {
     emb_pool(h, 3, 2, 0, EMB_POOL_MEAN, o);
     CHECK(o[0] == 0 && o[1] == 0, "len 0 gives zeros");
     float z[3] = {0, 0, 0}, v[2] = {3, 4};
-    emb_l2_normalize(z, 3);
+    emb_vec_normalize(z, z, 3);
     CHECK(z[0] == 0 && z[1] == 0 && z[2] == 0, "zero vector stays zero");
-    emb_l2_normalize(v, 2);
+    emb_vec_normalize(v, v, 2);
     CHECK(fabsf(v[0] - 0.6f) < 1e-7f && fabsf(v[1] - 0.8f) < 1e-7f, "normalize [3,4]");
     emb_pool_mode m;
     CHECK(emb_pool_mode_parse("max", &m) == 0 && m == EMB_POOL_MAX && emb_pool_mode_parse("sum", &m) != 0 &&
