@@ -4,11 +4,23 @@ CC      ?= cc
 BUILD   ?= build
 OPT     ?= -O2
 SAN     ?=
+# OpenBLAS's own header and library, from its pkg-config file: a cblas.h of another BLAS
+# (the reference BLAS of libblas-dev) must never stand in for it.
+OPENBLAS_CFLAGS := $(shell pkg-config --cflags openblas 2>/dev/null)
+OPENBLAS_LIBS   := $(shell pkg-config --libs openblas 2>/dev/null)
+NO_BUILD_GOALS = deps clean check-fresh uninstall
+ifeq ($(OPENBLAS_LIBS),)
+ifneq ($(filter-out $(NO_BUILD_GOALS),$(or $(MAKECMDGOALS),all)),)
+ifeq ($(filter demo test asan fuzz bench,$(MAKECMDGOALS)),)
+$(error OpenBLAS not found by pkg-config (openblas.pc): run 'make deps' or 'apt-get install libopenblas-dev')
+endif
+endif
+endif
 CFLAGS_COMMON = -std=c11 $(OPT) -g -fPIC -Wall -Wextra -Werror -D_GNU_SOURCE \
-                -fopenmp-simd -Icore $(SAN)
+                -fopenmp-simd -Icore $(OPENBLAS_CFLAGS) $(SAN)
 CFLAGS  ?=
 ALL_CFLAGS = $(CFLAGS_COMMON) $(CFLAGS)
-LIBS    = -lopenblas -lutf8proc -lcjson -lxxhash -lpthread -lm
+LIBS    = $(OPENBLAS_LIBS) -lutf8proc -lcjson -lxxhash -lpthread -lm
 
 CORE_SRC = $(wildcard core/*.c)
 CORE_OBJ = $(CORE_SRC:%.c=$(BUILD)/%.o)

@@ -3,6 +3,7 @@
 #include "ext_util.h"
 #include "vec.h"
 #include <cblas.h>
+#include <openblas_config.h> /* OpenBLAS itself, not another BLAS's cblas.h */
 
 #define EMBED_VERSION "0.1.0"
 
