@@ -9,8 +9,9 @@ SECONDS_PER=${1:-60}
 CC=${FUZZ_CC:-clang}
 OUT=build-fuzz
 mkdir -p "$OUT"
-CFLAGS="-std=c11 -O1 -g -D_GNU_SOURCE -Icore -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all"
-LIBS="-lopenblas -lutf8proc -lcjson -lxxhash -lpthread -lm"
+# OpenBLAS's own header and library (openblas.pc), as the Makefile takes them.
+CFLAGS="-std=c11 -O1 -g -D_GNU_SOURCE -Icore $(pkg-config --cflags openblas) -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all"
+LIBS="$(pkg-config --libs openblas) -lutf8proc -lcjson -lxxhash -lpthread -lm"
 pass=0
 fail=0
 for src in tests/fuzz/fuzz_*.c; do
