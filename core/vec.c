@@ -1,6 +1,7 @@
 #include "vec.h"
 #include <math.h>
 #include <string.h>
+#include <strings.h>
 
 /* GCC function multi-versioning: one body, compiled per ISA, picked by ifunc at load. */
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__)
@@ -96,7 +97,7 @@ static const char *const metric_names[] = {"cosine", "l2", "l1", "dot"};
 
 int emb_metric_parse(const char *name, emb_metric *out) {
     for (int m = 0; m < 4; m++)
-        if (name && strcmp(name, metric_names[m]) == 0) {
+        if (name && strcasecmp(name, metric_names[m]) == 0) { /* "COSINE" as well as "cosine" */
             *out = (emb_metric)m;
             return 0;
         }
