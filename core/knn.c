@@ -17,7 +17,8 @@ int emb_knn_needs_aux(emb_metric m) {
 float emb_knn_aux(emb_metric m, const float *v, size_t d) {
     if (!emb_knn_needs_aux(m)) return 0;
     double s2 = emb_vec_norm2(v, d);
-    return m == EMB_METRIC_COSINE ? (float)(1.0 / sqrt(s2)) : (float)s2;
+    if (m == EMB_METRIC_COSINE) return s2 > 0 ? (float)(1.0 / sqrt(s2)) : 0.0f; /* see emb_knn_search */
+    return (float)s2;
 }
 
 /* float32 scores, lower is nearer: -cos, |v|^2 - 2 v.q (|q|^2 left out), -dot, l1. */
@@ -118,6 +119,7 @@ int emb_knn_search(const emb_knn_index *ix, const float *q, size_t k, emb_knn_sc
     for (size_t j = 0; j < h; j++) {
         size_t i = heap[j].i;
         hits[j].dist = emb_vec_distance(ix->metric, ix->vectors + i * d, q, d);
+        if (hits[j].dist != hits[j].dist) hits[j].dist = 1.0; /* a zero row has no direction: cos 0 */
         hits[j].id = ix->ids ? ix->ids[i] : (int64_t)i;
         hits[j].pos = i;
     }

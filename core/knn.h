@@ -5,7 +5,8 @@
  * k + k/4 + 16 rows in a heap, rescores those exactly with emb_vec_distance (double
  * precision), and returns the k nearest sorted by distance, then id. The margin keeps
  * near-ties whose order the float32 rounding could flip, so the distances and the order are
- * those of emb_vec_distance. */
+ * those of emb_vec_distance. Under cosine a stored zero vector, which has no direction, is at
+ * distance 1 (as if orthogonal) from every query. */
 #ifndef EMBED_KNN_H
 #define EMBED_KNN_H
 #include "vec.h"

@@ -44,7 +44,6 @@
 #include <string.h>
 
 #define DEFAULT_CHUNK 1024
-#define MAX_CHUNK_BYTES (64 << 20)
 
 /* ---------- creating and connecting ---------- */
 
@@ -74,6 +73,29 @@ static int parse_int(const char *s, long lo, long hi, int *out) {
     if (!*s || *end || x < lo || x > hi) return -1;
     *out = (int)x;
     return 0;
+}
+
+/* sqlite-vec's vec0 declares its vector as a column, `embedding float[384]`, with an optional
+ * `distance_metric=cosine`: such an argument gets the embed_index equivalent. NULL if the
+ * argument is not one. */
+static char *vec0_hint(const char *arg) {
+    static const char *const types[] = {"float[", "f32[", "int8[", "bit["};
+    const char *at = NULL;
+    for (int i = 0; i < 4 && !at; i++)
+        for (const char *p = arg; *p && !at; p++)
+            if (sqlite3_strnicmp(p, types[i], (int)strlen(types[i])) == 0) at = p + strlen(types[i]);
+    if (!at) return NULL;
+    int dims = atoi(at);
+    const char *metric = sqlite3_strglob("*distance_metric*=*", arg) == 0 ? strrchr(arg, '=') + 1 : NULL;
+    while (metric && (*metric == ' ' || *metric == '\'' || *metric == '"')) metric++;
+    char m[16] = "";
+    for (int i = 0; metric && i < 15 && metric[i] && metric[i] != ' ' && metric[i] != '\'' &&
+                    metric[i] != '"' && metric[i] != ')'; i++)
+        m[i] = metric[i], m[i + 1] = 0;
+    return sqlite3_mprintf(FN ": columns are not declared as in sqlite-vec's vec0 ('%s'): the vector "
+                              "column is always named vector; write embed_index(dims = %d%s%s%s) for "
+                              "vectors made elsewhere, or embed_index(model = 'name') to embed text",
+                           arg, dims, *m ? ", metric = '" : "", m, *m ? "'" : "");
 }
 
 static int declare(sqlite3 *db, const char *name, char **err) {
@@ -109,6 +131,7 @@ static void vtab_free(idx_vtab *v) {
     sqlite3_free(v->schema);
     sqlite3_free(v->name);
     sqlite3_free(v->model);
+    emb_model_release(v->held);
     sqlite3_free(v);
 }
 
@@ -126,40 +149,6 @@ static idx_vtab *vtab_new(sqlite3 *db, const char *schema, const char *name) {
     return v;
 }
 
-/* Reads the configuration that xCreate stored. */
-static int load_config(idx_vtab *v, char **err) {
-    char *sql = sqlite3_mprintf("SELECT key, value FROM \"%w\".\"%w_config\"", v->schema, v->name);
-    if (!sql) return SQLITE_NOMEM;
-    sqlite3_stmt *s = NULL;
-    int rc = sqlite3_prepare_v2(v->db, sql, -1, &s, NULL);
-    sqlite3_free(sql);
-    int have = 0;
-    while (rc == SQLITE_OK && sqlite3_step(s) == SQLITE_ROW) {
-        const char *key = (const char *)sqlite3_column_text(s, 0);
-        if (!key) continue;
-        if (!strcmp(key, "dims")) v->dims = sqlite3_column_int(s, 1), have |= 1;
-        else if (!strcmp(key, "chunk_size")) v->chunk = sqlite3_column_int(s, 1), have |= 2;
-        else if (!strcmp(key, "metric")) {
-            const char *m = (const char *)sqlite3_column_text(s, 1);
-            if (m && emb_metric_parse(m, &v->metric) == 0) have |= 4;
-        } else if (!strcmp(key, "model") && sqlite3_column_type(s, 1) == SQLITE_TEXT) {
-            v->model = sqlite3_mprintf("%s", sqlite3_column_text(s, 1));
-            if (!v->model) rc = SQLITE_NOMEM;
-        } else if (!strcmp(key, "fingerprint") && sqlite3_column_type(s, 1) == SQLITE_TEXT) {
-            snprintf(v->fingerprint, sizeof v->fingerprint, "%s", sqlite3_column_text(s, 1));
-        }
-    }
-    if (rc == SQLITE_OK) rc = sqlite3_finalize(s);
-    else sqlite3_finalize(s);
-    if (rc == SQLITE_OK && (have != 7 || v->dims < 1 || v->dims > MAX_DIMS || v->chunk < 1)) {
-        *err = sqlite3_mprintf(FN ": shadow table \"%s_config\" is missing or corrupt", v->name);
-        return SQLITE_CORRUPT_VTAB;
-    }
-    if (rc != SQLITE_OK)
-        *err = sqlite3_mprintf(FN ": cannot read \"%s_config\": %s", v->name, sqlite3_errmsg(v->db));
-    return rc;
-}
-
 static int idx_create(sqlite3 *db, void *aux, int argc, const char *const *argv, sqlite3_vtab **out,
                       char **err) {
     (void)aux;
@@ -172,7 +161,11 @@ static int idx_create(sqlite3 *db, void *aux, int argc, const char *const *argv,
         const char *a = argv[i], *eq = strchr(a, '=');
         char *key = eq ? dequote(a, (size_t)(eq - a)) : NULL;
         char *val = eq ? dequote(eq + 1, strlen(eq + 1)) : NULL;
-        if (!eq) {
+        char *hint = vec0_hint(a);
+        if (hint) {
+            *err = hint;
+            rc = SQLITE_ERROR;
+        } else if (!eq) {
             *err = sqlite3_mprintf(FN ": option '%s' must be key = value (known keys: model, dims, "
                                       "metric, chunk_size)", a);
             rc = SQLITE_ERROR;
@@ -197,6 +190,9 @@ static int idx_create(sqlite3 *db, void *aux, int argc, const char *const *argv,
                                        1 << 20, val);
                 rc = SQLITE_ERROR;
             }
+        } else if (!sqlite3_stricmp(key, "distance_metric")) {
+            *err = sqlite3_mprintf(FN ": distance_metric is sqlite-vec's name; write metric = '%s'", val);
+            rc = SQLITE_ERROR;
         } else {
             *err = sqlite3_mprintf(FN ": unknown or repeated option '%s' (known: model, dims, metric, "
                                       "chunk_size)", key);
@@ -241,10 +237,11 @@ static int idx_create(sqlite3 *db, void *aux, int argc, const char *const *argv,
             "CREATE TABLE \"%w\".\"%w_chunks\"(chunk_id INTEGER PRIMARY KEY, rowids BLOB, vectors BLOB);"
             "CREATE TABLE \"%w\".\"%w_pending\"(id INTEGER PRIMARY KEY, vector BLOB);"
             "INSERT INTO \"%w\".\"%w_config\"(key, value) VALUES ('format', 1), ('dims', %d),"
-            " ('metric', %Q), ('model', %Q), ('fingerprint', %Q), ('chunk_size', %d), ('count', 0),"
-            " ('version', 0);",
+            " ('metric', %Q), ('model', %Q), ('fingerprint', %Q), ('model_path', %Q),"
+            " ('chunk_size', %d), ('count', 0), ('version', 0);",
             schema, name, schema, name, schema, name, schema, name, schema, name, dims,
-            emb_metric_name(m), model, mod ? emb_model_get_info(mod)->fingerprint : NULL, chunk);
+            emb_metric_name(m), model, mod ? emb_model_get_info(mod)->fingerprint : NULL,
+            mod ? emb_model_get_info(mod)->path : NULL, chunk);
         if (!sql) rc = SQLITE_NOMEM;
         else {
             rc = sqlite3_exec(db, sql, NULL, NULL, NULL);
@@ -254,7 +251,7 @@ static int idx_create(sqlite3 *db, void *aux, int argc, const char *const *argv,
             sqlite3_free(sql);
         }
     }
-    if (rc == SQLITE_OK) rc = load_config(v, err);
+    if (rc == SQLITE_OK && (rc = ix_config(v)) != SQLITE_OK) *err = sqlite3_mprintf("%s", v->base.zErrMsg);
     emb_model_release(mod);
     sqlite3_free(model);
     sqlite3_free(metric);
@@ -272,8 +269,8 @@ static int idx_connect(sqlite3 *db, void *aux, int argc, const char *const *argv
     (void)argc;
     int rc = declare(db, argv[2], err);
     idx_vtab *v = NULL;
+    /* NAME_config is read by the first statement that needs it (ix_config) */
     if (rc == SQLITE_OK && !(v = vtab_new(db, argv[1], argv[2]))) rc = SQLITE_NOMEM;
-    if (rc == SQLITE_OK) rc = load_config(v, err);
     if (rc != SQLITE_OK) {
         vtab_free(v);
         return rc;
@@ -332,6 +329,7 @@ static int idx_shadow_name(const char *suffix) {
 static int idx_best_index(sqlite3_vtab *vt, sqlite3_index_info *info) {
     (void)vt;
     int match = -1, k = -1, limit = -1, offset = -1, rowid = -1, unusable_match = 0, unusable_k = 0;
+    int search_terms = 0; /* conditions on k or distance, which only a search has */
     for (int i = 0; i < info->nConstraint; i++) {
         const struct sqlite3_index_constraint *c = &info->aConstraint[i];
         if (c->op == SQLITE_INDEX_CONSTRAINT_MATCH && (c->iColumn == COL_TABLE || c->iColumn == COL_VECTOR)) {
@@ -347,6 +345,7 @@ static int idx_best_index(sqlite3_vtab *vt, sqlite3_index_info *info) {
         } else if (c->op == SQLITE_INDEX_CONSTRAINT_EQ && c->iColumn == -1 && c->usable) {
             rowid = i;
         }
+        if (c->iColumn == COL_K || c->iColumn == COL_DISTANCE) search_terms = 1;
     }
     int vec_used = (info->colUsed & ((sqlite3_uint64)1 << COL_VECTOR)) != 0;
     if (match < 0 && unusable_match) return SQLITE_CONSTRAINT; /* wait for a plan with the query known */
@@ -386,6 +385,12 @@ static int idx_best_index(sqlite3_vtab *vt, sqlite3_index_info *info) {
         info->idxNum = flags;
         info->estimatedCost = 1000.0;
         info->estimatedRows = rows > 0 ? (sqlite3_int64)rows : 1;
+        return SQLITE_OK;
+    }
+    if (search_terms) {
+        /* `WHERE k = 2` alone would scan and give nothing: xFilter says MATCH is missing */
+        info->idxNum = PLAN_SCAN | F_NEED_MATCH;
+        info->estimatedCost = 1e30;
         return SQLITE_OK;
     }
     if (rowid >= 0) {
@@ -430,6 +435,8 @@ static void end_transaction(idx_vtab *v) {
     v->dirty = 0;
     v->pending = 0;
     v->pending_bytes = 0;
+    emb_model_release(v->held);
+    v->held = NULL;
 }
 
 static int idx_commit(sqlite3_vtab *vt) {

@@ -49,32 +49,54 @@ int ix_close(sqlite3_vtab_cursor *cur) {
     return SQLITE_OK;
 }
 
-/* The query vector of a MATCH: a vector BLOB, JSON text starting with '[', or text to embed. */
+/* The query vector of a MATCH, decided by type: a BLOB is a vector; text is a vector when it
+ * is a JSON array of numbers, else text to embed with the index's model ('[CLS] tokens' and
+ * '[1] Introduction' are text). */
 static int query_vector(idx_vtab *v, sqlite3_value *val, ext_vec *q) {
     memset(q, 0, sizeof *q);
     int t = sqlite3_value_type(val);
     if (t == SQLITE_NULL) return ix_error(v, "the query of a search of \"%s\" is NULL", v->name);
-    if (t == SQLITE_TEXT) {
-        const char *s = (const char *)sqlite3_value_text(val);
-        size_t len = (size_t)sqlite3_value_bytes(val);
-        size_t i = 0;
-        while (i < len && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r')) i++;
-        if (i == len || s[i] != '[') {
-            if (!emb_utf8_valid(s, len, NULL))
-                return ix_error(v, "the query text is not valid UTF-8");
-            float *f = sqlite3_malloc64((size_t)v->dims * sizeof *f);
-            if (!f) return SQLITE_NOMEM;
-            int rc = ix_embed_texts(v, &s, &len, 1, f);
-            if (rc != SQLITE_OK) {
-                sqlite3_free(f);
-                return rc;
+    if (t != SQLITE_TEXT) return ix_read_vector(v, val, "the query", q);
+    const char *s = (const char *)sqlite3_value_text(val);
+    size_t len = (size_t)sqlite3_value_bytes(val);
+    if (!s) return SQLITE_NOMEM;
+    char *err = NULL;
+    size_t i = strspn(s, " \t\n\r");
+    if (i < len && s[i] == '[') {
+        ext_rc r = ext_value_vector(val, "the query", q, &err);
+        if (r == EXT_OK) {
+            if (q->n == (size_t)v->dims || !v->model) {
+                ext_vec_free(q);
+                return ix_read_vector(v, val, "the query", q); /* the checks of a vector */
             }
-            q->v = q->buf = f;
-            q->n = (size_t)v->dims;
-            return SQLITE_OK;
+            ext_vec_free(q); /* numbers, but not this index's vector: perhaps a text */
         }
+        if (!v->model) {
+            int rc = err ? ix_error(v, "%s (\"%s\" has no model to embed text, so a query must be a "
+                                       "vector)", err, v->name)
+                         : SQLITE_NOMEM;
+            sqlite3_free(err);
+            return rc;
+        }
+        sqlite3_free(err);
     }
-    return ix_read_vector(v, val, "the query", q);
+    if (!v->model)
+        return ix_error(v, "\"%s\" has no model (it was created with dims = %d): the query must be a "
+                           "vector, not text", v->name, v->dims);
+    if (!emb_utf8_valid(s, len, NULL)) return ix_error(v, "the query text is not valid UTF-8");
+    float *f = sqlite3_malloc64((size_t)v->dims * sizeof *f);
+    if (!f) return SQLITE_NOMEM;
+    int rc = ix_embed_texts(v, &s, &len, 1, f);
+    if (rc == SQLITE_OK && v->metric == EMB_METRIC_COSINE && emb_vec_norm2(f, (size_t)v->dims) == 0.0)
+        rc = ix_error(v, "the query text \"%.40s\" embeds to a zero vector, which has no direction "
+                         "(the index's metric is cosine)", s);
+    if (rc != SQLITE_OK) {
+        sqlite3_free(f);
+        return rc;
+    }
+    q->v = q->buf = f;
+    q->n = (size_t)v->dims;
+    return SQLITE_OK;
 }
 
 static int filter_knn(idx_cursor *c, idx_vtab *v, int flags, sqlite3_value **argv) {
@@ -135,8 +157,13 @@ int ix_filter(sqlite3_vtab_cursor *cur, int idx_num, const char *idx_str, int ar
     idx_vtab *v = (idx_vtab *)cur->pVtab;
     cursor_reset(c);
     c->plan = idx_num & PLAN_MASK;
+    int rc = ix_config(v);
+    if (rc != SQLITE_OK) return rc;
+    if (idx_num & F_NEED_MATCH)
+        return ix_error(v, "k and distance belong to a search, which needs MATCH: WHERE \"%s\" MATCH "
+                           ":query AND k = 10", v->name);
     if (c->plan == PLAN_KNN) return filter_knn(c, v, idx_num, argv);
-    int rc = ix_flush(v);
+    rc = ix_flush(v);
     if (rc == SQLITE_OK && (idx_num & F_VECTOR) && c->plan == PLAN_SCAN) {
         rc = ix_ensure_cache(v);
         if (rc == SQLITE_OK) {

@@ -5,6 +5,7 @@
 #include "ext_index.h"
 #include <stdarg.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -44,9 +45,12 @@ static const char *const stmt_sql[ST_COUNT] = {
                      " VALUES (?1, zeroblob(?2), zeroblob(?3))",
     [ST_DELETE_CHUNK] = "DELETE FROM \"%w\".\"%w_chunks\" WHERE chunk_id = ?1",
     [ST_TEXT] = "SELECT text FROM \"%w\".\"%w_rows\" WHERE id = ?1",
+    [ST_ROW_LOCS] = "SELECT id, loc FROM \"%w\".\"%w_rows\" WHERE loc IS NOT NULL",
+    [ST_CHUNK_SPAN] = "SELECT count(*), min(chunk_id), max(chunk_id) FROM \"%w\".\"%w_chunks\"",
 };
 
 sqlite3_stmt *ix_stmt(idx_vtab *v, int id, int *rc) {
+    *rc = SQLITE_OK;
     if (v->st[id]) return v->st[id];
     char *sql = id == ST_READ_PENDING
                     ? sqlite3_mprintf(stmt_sql[id], v->schema, v->name, v->schema, v->name)
@@ -71,6 +75,70 @@ int ix_run(idx_vtab *v, sqlite3_stmt *s) {
     return ix_sql_error(v, rc);
 }
 
+int ix_corrupt(idx_vtab *v, const char *table, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    char *msg = sqlite3_vmprintf(fmt, ap);
+    va_end(ap);
+    if (!msg) return SQLITE_NOMEM;
+    ix_error(v, "shadow table \"%s_%s\" is damaged: %s (the index is corrupt: drop it and "
+                "build it again)", v->name, table, msg);
+    sqlite3_free(msg);
+    return SQLITE_CORRUPT_VTAB;
+}
+
+/* ---------- the configuration ---------- */
+
+static int config_text(sqlite3_stmt *s, char **out) {
+    if (sqlite3_column_type(s, 1) != SQLITE_TEXT) return SQLITE_OK; /* NULL: none */
+    sqlite3_free(*out);
+    *out = sqlite3_mprintf("%s", sqlite3_column_text(s, 1));
+    return *out ? SQLITE_OK : SQLITE_NOMEM;
+}
+
+int ix_config(idx_vtab *v) {
+    if (v->configured) return SQLITE_OK;
+    char *sql = sqlite3_mprintf("SELECT key, value FROM \"%w\".\"%w_config\"", v->schema, v->name);
+    if (!sql) return SQLITE_NOMEM;
+    sqlite3_stmt *s = NULL;
+    int rc = sqlite3_prepare_v2(v->db, sql, -1, &s, NULL);
+    sqlite3_free(sql);
+    if (rc != SQLITE_OK) {
+        ix_error(v, "cannot read shadow table \"%s_config\": %s", v->name, sqlite3_errmsg(v->db));
+        return rc;
+    }
+    sqlite3_int64 dims = 0, chunk = 0;
+    char *metric = NULL;
+    while (rc == SQLITE_OK && sqlite3_step(s) == SQLITE_ROW) {
+        const char *key = (const char *)sqlite3_column_text(s, 0);
+        int integer = sqlite3_column_type(s, 1) == SQLITE_INTEGER;
+        if (!key) continue;
+        if (!strcmp(key, "dims")) dims = integer ? sqlite3_column_int64(s, 1) : -1;
+        else if (!strcmp(key, "chunk_size")) chunk = integer ? sqlite3_column_int64(s, 1) : -1;
+        else if (!strcmp(key, "metric")) rc = config_text(s, &metric);
+        else if (!strcmp(key, "model")) rc = config_text(s, &v->model);
+        else if (!strcmp(key, "fingerprint") && sqlite3_column_type(s, 1) == SQLITE_TEXT)
+            snprintf(v->fingerprint, sizeof v->fingerprint, "%s", sqlite3_column_text(s, 1));
+    }
+    int step_rc = sqlite3_finalize(s);
+    if (rc == SQLITE_OK && step_rc != SQLITE_OK) rc = ix_sql_error(v, step_rc);
+    if (rc == SQLITE_OK) {
+        if (dims < 1 || dims > MAX_DIMS)
+            rc = ix_corrupt(v, "config", "dims must be an integer from 1 to %d", MAX_DIMS);
+        else if (chunk < 1 || chunk > MAX_CHUNK_ROWS || chunk * dims * (sqlite3_int64)sizeof(float) > MAX_CHUNK_BYTES)
+            rc = ix_corrupt(v, "config", "chunk_size must be an integer from 1 to %d, with at most "
+                                         "%d bytes of vectors per chunk", MAX_CHUNK_ROWS, MAX_CHUNK_BYTES);
+        else if (!metric || emb_metric_parse(metric, &v->metric))
+            rc = ix_corrupt(v, "config", "metric must be cosine, l2, dot or l1");
+    }
+    sqlite3_free(metric);
+    if (rc != SQLITE_OK) return rc;
+    v->dims = (int)dims;
+    v->chunk = (int)chunk;
+    v->configured = 1;
+    return SQLITE_OK;
+}
+
 int ix_get_config(idx_vtab *v, const char *key, sqlite3_int64 *out) {
     int rc;
     sqlite3_stmt *s = ix_stmt(v, ST_GET_CONFIG, &rc);
@@ -84,8 +152,38 @@ int ix_get_config(idx_vtab *v, const char *key, sqlite3_int64 *out) {
     }
     sqlite3_reset(s);
     if (rc != SQLITE_ROW && rc != SQLITE_DONE) return ix_sql_error(v, rc);
-    ix_error(v, "shadow table \"%s_config\" lacks '%s': the index is corrupt", v->name, key);
-    return SQLITE_CORRUPT_VTAB;
+    return ix_corrupt(v, "config", rc == SQLITE_ROW ? "'%s' is not an integer" : "'%s' is missing", key);
+}
+
+/* NAME_chunks holds exactly the chunks 0 .. ceil(count / chunk_size) - 1. */
+static int check_chunk_span(idx_vtab *v, sqlite3_int64 count) {
+    int rc;
+    sqlite3_stmt *s = ix_stmt(v, ST_CHUNK_SPAN, &rc);
+    if (!s) return rc;
+    sqlite3_int64 want = (count + v->chunk - 1) / v->chunk, n = -1, lo = 0, hi = -1;
+    rc = sqlite3_step(s);
+    if (rc == SQLITE_ROW) {
+        n = sqlite3_column_int64(s, 0);
+        lo = sqlite3_column_int64(s, 1);
+        hi = sqlite3_column_int64(s, 2);
+    }
+    sqlite3_reset(s);
+    if (rc != SQLITE_ROW) return ix_sql_error(v, rc);
+    if (n != want || (n && (lo != 0 || hi != n - 1)))
+        return ix_corrupt(v, "chunks", "it has %lld chunks numbered %lld to %lld, but the count of "
+                                       "%lld vectors needs chunks 0 to %lld",
+                          (long long)n, (long long)lo, (long long)hi, (long long)count, (long long)want - 1);
+    return SQLITE_OK;
+}
+
+int ix_count(idx_vtab *v, sqlite3_int64 *count) {
+    int rc = ix_get_config(v, "count", count);
+    /* every size computed from count must fit: count * dims * 4 bytes well within size_t */
+    sqlite3_int64 most = ((sqlite3_int64)1 << 40) / v->dims;
+    if (rc == SQLITE_OK && (*count < 0 || *count > most))
+        return ix_corrupt(v, "config", "count %lld is not a number of vectors from 0 to %lld",
+                          (long long)*count, (long long)most);
+    return rc == SQLITE_OK ? check_chunk_span(v, *count) : rc;
 }
 
 int ix_set_config(idx_vtab *v, const char *key, sqlite3_int64 value) {
@@ -159,7 +257,7 @@ void ix_cache_remove(idx_vtab *v, sqlite3_int64 count, sqlite3_int64 loc) {
 /* Writes n vectors (with their rowids) at positions count .. count+n-1 and records them. */
 static int append_vectors(idx_vtab *v, const int64_t *ids, const float *vecs, size_t n) {
     sqlite3_int64 count;
-    int rc = ix_get_config(v, "count", &count);
+    int rc = ix_count(v, &count);
     size_t d = (size_t)v->dims, ch = (size_t)v->chunk;
     size_t i = 0;
     while (rc == SQLITE_OK && i < n) {
@@ -196,7 +294,8 @@ static int append_vectors(idx_vtab *v, const int64_t *ids, const float *vecs, si
 
 int ix_flush(idx_vtab *v) {
     if (!v->pending) return SQLITE_OK;
-    int rc;
+    int rc = ix_config(v);
+    if (rc != SQLITE_OK) return rc;
     sqlite3_stmt *s = ix_stmt(v, ST_READ_PENDING, &rc);
     if (!s) return rc;
     size_t cap = 0, n = 0, nt = 0, d = (size_t)v->dims;
@@ -237,9 +336,8 @@ int ix_flush(idx_vtab *v) {
             lens[nt] = len;
             text_row[nt++] = n;
         } else {
-            rc = ix_error(v, "shadow table \"%s_pending\" has a bad row (id %lld): the index is "
-                             "corrupt", v->name, (long long)ids[n]);
-            rc = SQLITE_CORRUPT_VTAB;
+            rc = ix_corrupt(v, "pending", "rowid %lld has neither a vector of %lld bytes nor a text to "
+                                          "embed", (long long)ids[n], (long long)(d * sizeof(float)));
             break;
         }
         n++;
@@ -277,28 +375,49 @@ int ix_flush(idx_vtab *v) {
 
 /* ---------- filling the copy ---------- */
 
-int ix_ensure_cache(idx_vtab *v) {
-    int rc = ix_flush(v);
-    sqlite3_int64 ver, count;
-    if (rc == SQLITE_OK) rc = ix_version(v, &ver);
-    if (rc != SQLITE_OK) return rc;
-    if (v->cache && v->cache->version == ver) return SQLITE_OK;
-    ix_drop_cache(v);
-    if ((rc = ix_get_config(v, "count", &count)) != SQLITE_OK) return rc;
-    size_t n = (size_t)count, d = (size_t)v->dims, ch = (size_t)v->chunk;
-    idx_cache *c = sqlite3_malloc(sizeof *c);
-    if (!c) return SQLITE_NOMEM;
-    c->refs = 1;
-    c->version = ver;
-    if (emb_vec_array_init(&c->a, d, v->metric, n)) {
-        sqlite3_free(c);
-        return SQLITE_NOMEM;
+/* Every row with a position has its own position, inside the array, whose rowid is the row's,
+ * and every position has a row: NAME_rows and NAME_chunks agree. */
+static int check_rows_against(idx_vtab *v, const emb_vec_array *a) {
+    int rc = SQLITE_OK;
+    sqlite3_stmt *s = ix_stmt(v, ST_ROW_LOCS, &rc);
+    if (!s) return rc;
+    unsigned char *seen = sqlite3_malloc64(a->n / 8 + 1);
+    if (!seen) return SQLITE_NOMEM;
+    memset(seen, 0, a->n / 8 + 1);
+    size_t rows = 0;
+    while (rc == SQLITE_OK && (rc = sqlite3_step(s)) == SQLITE_ROW) {
+        rc = SQLITE_OK;
+        sqlite3_int64 id = sqlite3_column_int64(s, 0), loc = sqlite3_column_int64(s, 1);
+        if (sqlite3_column_type(s, 1) != SQLITE_INTEGER || loc < 0 || (size_t)loc >= a->n)
+            rc = ix_corrupt(v, "rows", "rowid %lld has position %s, outside the %lld vectors", (long long)id,
+                            sqlite3_column_text(s, 1), (long long)a->n);
+        else if (seen[loc / 8] & (1u << (loc % 8)))
+            rc = ix_corrupt(v, "rows", "two rows have position %lld", (long long)loc);
+        else if (a->ids[loc] != id)
+            rc = ix_corrupt(v, "chunks", "position %lld holds rowid %lld, but \"%s_rows\" puts rowid "
+                                         "%lld there", (long long)loc, (long long)a->ids[loc], v->name,
+                            (long long)id);
+        else {
+            seen[loc / 8] |= (unsigned char)(1u << (loc % 8));
+            rows++;
+        }
     }
-    /* straight from the chunks' pages into the array with incremental blob I/O: one copy */
-    size_t chunks = (n + ch - 1) / ch;
+    sqlite3_reset(s);
+    sqlite3_free(seen);
+    if (rc == SQLITE_DONE) rc = SQLITE_OK;
+    else if (rc != SQLITE_OK && rc != SQLITE_CORRUPT_VTAB && rc != SQLITE_NOMEM) return ix_sql_error(v, rc);
+    if (rc == SQLITE_OK && rows != a->n)
+        rc = ix_corrupt(v, "rows", "it places %lld rows, but \"%s_config\" counts %lld vectors",
+                        (long long)rows, v->name, (long long)a->n);
+    return rc;
+}
+
+/* Reads the chunks into a, straight from their pages with incremental blob I/O: one copy. */
+static int read_chunks(idx_vtab *v, emb_vec_array *a, size_t n) {
+    size_t d = (size_t)v->dims, ch = (size_t)v->chunk, chunks = (n + ch - 1) / ch;
     char *table = sqlite3_mprintf("%s_chunks", v->name);
     sqlite3_blob *bv = NULL, *br = NULL;
-    rc = table ? SQLITE_OK : SQLITE_NOMEM;
+    int rc = table ? SQLITE_OK : SQLITE_NOMEM;
     for (size_t id = 0; rc == SQLITE_OK && id < chunks; id++) {
         size_t rows = id + 1 == chunks ? n - id * ch : ch;
         if (id == 0) {
@@ -308,19 +427,50 @@ int ix_ensure_cache(idx_vtab *v) {
             rc = sqlite3_blob_reopen(bv, (sqlite3_int64)id);
             if (rc == SQLITE_OK) rc = sqlite3_blob_reopen(br, (sqlite3_int64)id);
         }
-        if (rc == SQLITE_OK && ((size_t)sqlite3_blob_bytes(bv) != ch * d * sizeof(float) ||
-                                (size_t)sqlite3_blob_bytes(br) != ch * sizeof(sqlite3_int64)))
-            rc = SQLITE_CORRUPT_VTAB;
-        if (rc == SQLITE_OK) rc = sqlite3_blob_read(bv, c->a.vecs + id * ch * d, (int)(rows * d * sizeof(float)), 0);
-        if (rc == SQLITE_OK) rc = sqlite3_blob_read(br, c->a.ids + id * ch, (int)(rows * sizeof(sqlite3_int64)), 0);
+        if (rc != SQLITE_OK) {
+            rc = ix_corrupt(v, "chunks", "chunk %lld cannot be read: %s", (long long)id, sqlite3_errmsg(v->db));
+        } else if ((size_t)sqlite3_blob_bytes(bv) != ch * d * sizeof(float) ||
+                   (size_t)sqlite3_blob_bytes(br) != ch * sizeof(sqlite3_int64)) {
+            rc = ix_corrupt(v, "chunks", "chunk %lld has %d bytes of vectors and %d of rowids, not %lld "
+                                         "and %lld", (long long)id, sqlite3_blob_bytes(bv),
+                            sqlite3_blob_bytes(br), (long long)(ch * d * sizeof(float)),
+                            (long long)(ch * sizeof(sqlite3_int64)));
+        } else {
+            rc = sqlite3_blob_read(bv, a->vecs + id * ch * d, (int)(rows * d * sizeof(float)), 0);
+            if (rc == SQLITE_OK) rc = sqlite3_blob_read(br, a->ids + id * ch, (int)(rows * sizeof(sqlite3_int64)), 0);
+            if (rc != SQLITE_OK) rc = ix_sql_error(v, rc);
+        }
     }
     sqlite3_blob_close(bv);
     sqlite3_blob_close(br);
     sqlite3_free(table);
-    if (rc == SQLITE_CORRUPT_VTAB || rc == SQLITE_ERROR)
-        ix_error(v, "shadow table \"%s_chunks\" does not match the count in \"%s_config\": the "
-                    "index is corrupt", v->name, v->name);
-    if (rc == SQLITE_ERROR) rc = SQLITE_CORRUPT_VTAB;
+    return rc;
+}
+
+int ix_ensure_cache(idx_vtab *v) {
+    int rc = ix_flush(v);
+    sqlite3_int64 ver, count;
+    if (rc == SQLITE_OK) rc = ix_version(v, &ver);
+    if (rc != SQLITE_OK) return rc;
+    if (v->cache && v->cache->version == ver) return SQLITE_OK;
+    ix_drop_cache(v);
+    /* every number read from the shadow tables is checked before it sizes anything */
+    if ((rc = ix_count(v, &count)) != SQLITE_OK) return rc;
+    size_t n = (size_t)count;
+    idx_cache *c = sqlite3_malloc(sizeof *c);
+    if (!c) return SQLITE_NOMEM;
+    c->refs = 1;
+    c->version = ver;
+    if (emb_vec_array_init(&c->a, (size_t)v->dims, v->metric, n)) {
+        sqlite3_free(c);
+        return SQLITE_NOMEM;
+    }
+    rc = read_chunks(v, &c->a, n);
+    if (rc == SQLITE_OK) {
+        c->a.n = n; /* for the check; extend computes the norms after it */
+        rc = check_rows_against(v, &c->a);
+        c->a.n = 0;
+    }
     if (rc != SQLITE_OK) {
         ix_cache_release(c);
         return rc;
@@ -329,4 +479,3 @@ int ix_ensure_cache(idx_vtab *v) {
     v->cache = c;
     return SQLITE_OK;
 }
-

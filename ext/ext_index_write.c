@@ -34,31 +34,63 @@ int ix_read_vector(idx_vtab *v, sqlite3_value *val, const char *what, ext_vec *o
     return SQLITE_OK;
 }
 
-/* The index's model, retained, after checking that it is loaded and is the model the index
- * was made with. */
-static emb_model *ix_model(idx_vtab *v, int *rc) {
+/* A text value of NAME_config (sqlite3_malloc'd; NULL when absent or not text). */
+static int config_string(idx_vtab *v, const char *key, char **out) {
+    int rc;
+    *out = NULL;
+    sqlite3_stmt *s = ix_stmt(v, ST_GET_CONFIG, &rc);
+    if (!s) return rc;
+    sqlite3_bind_text(s, 1, key, -1, SQLITE_STATIC);
+    rc = sqlite3_step(s);
+    if (rc == SQLITE_ROW && sqlite3_column_type(s, 0) == SQLITE_TEXT &&
+        !(*out = sqlite3_mprintf("%s", sqlite3_column_text(s, 0))))
+        rc = SQLITE_NOMEM;
+    sqlite3_reset(s);
+    return rc == SQLITE_ROW || rc == SQLITE_DONE ? SQLITE_OK : rc == SQLITE_NOMEM ? rc : ix_sql_error(v, rc);
+}
+
+/* Whether m is a model this index can use: vectors of its size, with its fingerprint. */
+static int model_fits(idx_vtab *v, const char *name, emb_model *m) {
+    const emb_model_info *info = emb_model_get_info(m);
+    if (info->has_vectors && info->hidden == v->dims && !strcmp(info->fingerprint, v->fingerprint)) return 1;
+    ix_error(v, "model '%s' (fingerprint %s, %d dimensions) is not the model \"%s\" was made with "
+                "(fingerprint %s, %d dimensions)", name, info->fingerprint,
+             info->has_vectors ? info->hidden : 0, v->name, v->fingerprint, v->dims);
+    return 0;
+}
+
+emb_model *ix_model(idx_vtab *v, int *rc) {
+    if (v->held) {
+        emb_model_retain(v->held);
+        *rc = SQLITE_OK;
+        return v->held;
+    }
+    char *name = NULL, *path = NULL;
+    emb_model *m = NULL;
+    /* the name is read each time: another connection may have pointed the index elsewhere */
+    if ((*rc = config_string(v, "model", &name)) != SQLITE_OK) return NULL;
     *rc = SQLITE_ERROR;
-    if (!v->model) {
+    if (!name) {
         ix_error(v, "\"%s\" has no model (it was created with dims = %d): give vectors, not text",
                  v->name, v->dims);
-        return NULL;
-    }
-    emb_model *m = ext_registry_get(v->model);
-    if (!m) {
-        ix_error(v, "model '%s' of \"%s\" is not loaded: load it first with embed_load('%s', path)",
-                 v->model, v->name, v->model);
-        return NULL;
-    }
-    const emb_model_info *info = emb_model_get_info(m);
-    if (!info->has_vectors || info->hidden != v->dims || strcmp(info->fingerprint, v->fingerprint)) {
-        ix_error(v, "model '%s' (fingerprint %s, %d dimensions) is not the model \"%s\" was made "
-                    "with (fingerprint %s, %d dimensions)",
-                 v->model, info->fingerprint, info->has_vectors ? info->hidden : 0, v->name,
-                 v->fingerprint, v->dims);
+    } else if (!(m = ext_registry_get(name))) {
+        /* the folder is a hint only: loading a path named by a database file is the user's call */
+        if (config_string(v, "model_path", &path) == SQLITE_OK && path)
+            ix_error(v, "model '%s' of \"%s\" is not loaded: load it first with embed_load('%s', '%s') "
+                        "(the folder it was loaded from when the index was created), or point the "
+                        "index at an equal model: INSERT INTO \"%s\"(\"%s\", text) VALUES ('model', 'name')",
+                     name, v->name, name, path, v->name, v->name);
+        else
+            ix_error(v, "model '%s' of \"%s\" is not loaded: load or define it first (embed_load, "
+                        "embed_define)", name, v->name);
+    } else if (!model_fits(v, name, m)) {
         emb_model_release(m);
-        return NULL;
+        m = NULL;
+    } else {
+        *rc = SQLITE_OK;
     }
-    *rc = SQLITE_OK;
+    sqlite3_free(name);
+    sqlite3_free(path);
     return m;
 }
 
@@ -69,11 +101,40 @@ int ix_embed_texts(idx_vtab *v, const char *const *texts, const size_t *lens, si
     char err[EMB_ERR_LEN];
     if (emb_model_embed(m, texts, lens, n, NULL, out, err)) rc = ix_error(v, "%s", err);
     emb_model_release(m);
-    if (rc == SQLITE_OK && v->metric == EMB_METRIC_COSINE)
-        for (size_t i = 0; i < n; i++)
-            if (emb_vec_norm2(out + i * (size_t)v->dims, (size_t)v->dims) == 0.0)
-                return ix_error(v, "the text \"%.40s\" embeds to a zero vector, which has no "
-                                   "direction (the index's metric is cosine)", texts[i]);
+    return rc;
+}
+
+/* INSERT INTO t(t, text) VALUES ('model', 'name'): the index's texts are embedded from now on
+ * with the loaded model `name`, which must have the index's fingerprint. */
+static int run_command(idx_vtab *v, sqlite3_value *cmd, sqlite3_value *arg) {
+    const char *c = (const char *)sqlite3_value_text(cmd);
+    if (!c || strcmp(c, "model") != 0)
+        return ix_error(v, "unknown command '%s' (known: INSERT INTO \"%s\"(\"%s\", text) VALUES "
+                           "('model', 'name') to use another loaded model of the same fingerprint)",
+                        c ? c : "", v->name, v->name);
+    const char *name = (const char *)sqlite3_value_text(arg);
+    if (!v->model) return ix_error(v, "\"%s\" has no model (it was created with dims = %d)", v->name, v->dims);
+    if (!name) return ix_error(v, "command 'model' needs the name of a loaded model in the text column");
+    emb_model *m = ext_registry_get(name);
+    if (!m) return ix_error(v, "no model named '%s' (load one with embed_load or embed_define)", name);
+    int rc = model_fits(v, name, m) ? SQLITE_OK : SQLITE_ERROR;
+    char *copy = rc == SQLITE_OK ? sqlite3_mprintf("%s", name) : NULL;
+    sqlite3_stmt *s = rc == SQLITE_OK ? ix_stmt(v, ST_SET_CONFIG, &rc) : NULL;
+    if (rc == SQLITE_OK && !copy) rc = SQLITE_NOMEM;
+    for (int i = 0; s && rc == SQLITE_OK && i < 2; i++) {
+        const char *path = emb_model_get_info(m)->path;
+        sqlite3_bind_text(s, 1, i ? "model_path" : "model", -1, SQLITE_STATIC);
+        if (i && !path) sqlite3_bind_null(s, 2);
+        else sqlite3_bind_text(s, 2, i ? path : name, -1, SQLITE_TRANSIENT);
+        rc = ix_run(v, s);
+    }
+    if (rc == SQLITE_OK) {
+        sqlite3_free(v->model);
+        v->model = copy;
+        copy = NULL;
+    }
+    sqlite3_free(copy);
+    emb_model_release(m);
     return rc;
 }
 
@@ -111,12 +172,10 @@ static int remove_row(idx_vtab *v, sqlite3_int64 rowid, int *found) {
     } else {
         /* move the last vector into the hole, keeping the chunks dense */
         sqlite3_int64 count;
-        if ((rc = ix_get_config(v, "count", &count)) != SQLITE_OK) return rc;
-        if (loc < 0 || loc >= count) {
-            ix_error(v, "row %lld has position %lld outside the %lld vectors: the index is corrupt",
-                     rowid, loc, count);
-            return SQLITE_CORRUPT_VTAB;
-        }
+        if ((rc = ix_count(v, &count)) != SQLITE_OK) return rc;
+        if (loc < 0 || loc >= count)
+            return ix_corrupt(v, "rows", "rowid %lld has position %lld, outside the %lld vectors",
+                              rowid, loc, count);
         sqlite3_int64 last = count - 1;
         size_t bytes = (size_t)v->dims * sizeof(float);
         if (loc != last) {
@@ -162,15 +221,16 @@ static int remove_row(idx_vtab *v, sqlite3_int64 rowid, int *found) {
 }
 
 /* Adds a validated row: vec (dims floats) or NULL to embed text later. rowid NULL: assign. */
-static int add_row(idx_vtab *v, sqlite3_value *rowid, const float *vec, sqlite3_value *text,
-                   sqlite3_int64 *out) {
+static int add_row(idx_vtab *v, sqlite3_value *rowid, const float *vec, const char *text,
+                   int text_len, sqlite3_int64 *out) {
     int rc;
     sqlite3_stmt *s = ix_stmt(v, ST_INSERT_ROW, &rc);
     if (!s) return rc;
     wrote(v);
     if (rowid) sqlite3_bind_value(s, 1, rowid);
     else sqlite3_bind_null(s, 1);
-    sqlite3_bind_value(s, 2, text);
+    if (text) sqlite3_bind_text(s, 2, text, text_len, SQLITE_TRANSIENT);
+    else sqlite3_bind_null(s, 2);
     if ((rc = ix_run(v, s)) != SQLITE_OK) return rc;
     *out = sqlite3_last_insert_rowid(v->db);
     if (!(s = ix_stmt(v, ST_INSERT_PENDING, &rc))) return rc;
@@ -182,7 +242,7 @@ static int add_row(idx_vtab *v, sqlite3_value *rowid, const float *vec, sqlite3_
     sqlite3_clear_bindings(s);
     if (rc != SQLITE_OK) return rc;
     v->pending++;
-    v->pending_bytes += vec ? bytes : (size_t)sqlite3_value_bytes(text) + 64;
+    v->pending_bytes += vec ? bytes : (size_t)text_len + 64;
     if (v->pending >= FLUSH_ROWS || v->pending_bytes >= FLUSH_BYTES) rc = ix_flush(v);
     return rc;
 }
@@ -214,6 +274,9 @@ static int stored_vector(idx_vtab *v, sqlite3_int64 rowid, float **out) {
             rc = rc == SQLITE_ROW || rc == SQLITE_DONE ? SQLITE_OK : ix_sql_error(v, rc);
         }
         sqlite3_reset(s);
+    } else if (loc < 0) {
+        sqlite3_free(f);
+        return ix_corrupt(v, "rows", "rowid %lld has position %lld", rowid, loc);
     } else {
         rc = ix_chunk_io(v, loc / v->chunk, "vectors", f, bytes, (size_t)(loc % v->chunk) * bytes, 0);
         if (rc != SQLITE_OK) {
@@ -245,13 +308,55 @@ static int resolve_conflict(idx_vtab *v, sqlite3_int64 rowid) {
     return SQLITE_CONSTRAINT;
 }
 
-int ix_update(sqlite3_vtab *vt, int argc, sqlite3_value **argv, sqlite3_int64 *rowid_out) {
-    idx_vtab *v = (idx_vtab *)vt;
+/* The text of a row, as SQLite converts numbers to text (as FTS5 takes them); a BLOB is
+ * refused, since its bytes may not be text at all. */
+static int row_text(idx_vtab *v, sqlite3_value *text, const char **out, int *len) {
+    int t = sqlite3_value_type(text);
+    *out = NULL;
+    *len = 0;
+    if (t == SQLITE_NULL) return SQLITE_OK;
+    if (t == SQLITE_BLOB)
+        return ix_error(v, "text must be text, not a blob (write CAST(x AS TEXT) if its bytes are "
+                           "UTF-8 text)");
+    *out = (const char *)sqlite3_value_text(text);
+    *len = sqlite3_value_bytes(text);
+    if (!*out) return SQLITE_NOMEM;
+    if (!emb_utf8_valid(*out, (size_t)*len, NULL)) return ix_error(v, "text is not valid UTF-8");
+    return SQLITE_OK;
+}
+
+/* Takes the model for a row's text now, so that an INSERT fails rather than the COMMIT, and
+ * keeps it for the transaction's pending texts. */
+static int hold_model(idx_vtab *v) {
+    if (v->held) return SQLITE_OK;
+    int rc;
+    v->held = ix_model(v, &rc);
+    return rc;
+}
+
+/* The row's vector is stored again unless its text changed in an index with a model. */
+static int text_changed(idx_vtab *v, sqlite3_int64 rowid, const char *now, int *changed) {
+    int rc;
+    sqlite3_stmt *s = ix_stmt(v, ST_GET_ROW, &rc);
+    if (!s) return rc;
+    sqlite3_bind_int64(s, 1, rowid);
+    *changed = 0;
+    if (sqlite3_step(s) == SQLITE_ROW) {
+        const char *was = (const char *)sqlite3_column_text(s, 1);
+        *changed = now && (!was || strcmp(was, now) != 0);
+    }
+    sqlite3_reset(s);
+    return SQLITE_OK;
+}
+
+static int update_row(idx_vtab *v, int argc, sqlite3_value **argv, sqlite3_int64 *rowid_out) {
     int found;
     if (argc == 1) return remove_row(v, sqlite3_value_int64(argv[0]), &found);
     sqlite3_value *old = argv[0], *rowid = argv[1];
     sqlite3_value *vecv = argv[2 + COL_VECTOR], *text = argv[2 + COL_TEXT];
     int is_update = sqlite3_value_type(old) != SQLITE_NULL;
+    if (!is_update && sqlite3_value_type(argv[2 + COL_TABLE]) != SQLITE_NULL)
+        return run_command(v, argv[2 + COL_TABLE], text);
     static const char *const hidden[] = {"distance", "k"};
     for (int i = COL_DISTANCE; i <= COL_TABLE; i++)
         if (sqlite3_value_type(argv[2 + i]) != SQLITE_NULL)
@@ -259,12 +364,9 @@ int ix_update(sqlite3_vtab *vt, int argc, sqlite3_value **argv, sqlite3_int64 *r
                             i == COL_TABLE ? "\"" : "", i == COL_TABLE ? v->name : hidden[i - COL_DISTANCE],
                             i == COL_TABLE ? "\"" : "",
                             i == COL_DISTANCE ? "result" : i == COL_K ? "size" : "query");
-    int tt = sqlite3_value_type(text);
-    if (tt != SQLITE_NULL && tt != SQLITE_TEXT)
-        return ix_error(v, "text must be text, not %s", ext_type_name(tt));
-    if (tt == SQLITE_TEXT &&
-        !emb_utf8_valid((const char *)sqlite3_value_text(text), (size_t)sqlite3_value_bytes(text), NULL))
-        return ix_error(v, "text is not valid UTF-8");
+    const char *txt;
+    int txt_len, rc = row_text(v, text, &txt, &txt_len);
+    if (rc != SQLITE_OK) return rc;
     if (sqlite3_value_type(rowid) != SQLITE_NULL && check_rowid_value(v, rowid) != SQLITE_OK)
         return SQLITE_ERROR;
     if (is_update && sqlite3_value_type(rowid) == SQLITE_NULL)
@@ -272,31 +374,18 @@ int ix_update(sqlite3_vtab *vt, int argc, sqlite3_value **argv, sqlite3_int64 *r
 
     /* the new row's vector: given, kept, or to embed from the text (vec NULL) */
     ext_vec vec = {0};
-    int rc = SQLITE_OK, keep = 0;
+    int keep = 0;
     if (is_update && sqlite3_value_nochange(vecv)) {
-        int rc2, text_changed = 0;
-        sqlite3_stmt *s = ix_stmt(v, ST_GET_ROW, &rc2);
-        if (!s) return rc2;
-        sqlite3_bind_int64(s, 1, sqlite3_value_int64(old));
-        if (sqlite3_step(s) == SQLITE_ROW) {
-            const unsigned char *was = sqlite3_column_text(s, 1);
-            const unsigned char *now = sqlite3_value_text(text);
-            text_changed = now && (!was || strcmp((const char *)was, (const char *)now) != 0);
-        }
-        sqlite3_reset(s);
-        keep = !(text_changed && v->model);
+        int changed = 0;
+        if ((rc = text_changed(v, sqlite3_value_int64(old), txt, &changed)) != SQLITE_OK) return rc;
+        keep = !(changed && v->model);
     } else if (sqlite3_value_type(vecv) != SQLITE_NULL) {
         if ((rc = ix_read_vector(v, vecv, "vector", &vec)) != SQLITE_OK) return rc;
-    } else if (tt == SQLITE_NULL) {
-        return ix_error(v, "a row of \"%s\" needs a vector or a text to embed: the vector is NULL",
-                        v->name);
+    } else if (!txt) {
+        return ix_error(v, "a row needs a vector or a text to embed, and its text is NULL (and so is "
+                           "its vector)");
     }
-    if (!vec.v && !keep) {
-        /* text to embed: the model must be there now, not only at commit */
-        emb_model *m = ix_model(v, &rc);
-        if (!m) return rc;
-        emb_model_release(m);
-    }
+    if (!vec.v && !keep && (rc = hold_model(v)) != SQLITE_OK) return rc;
     if (is_update && keep) {
         rc = stored_vector(v, sqlite3_value_int64(old), &vec.buf);
         if (rc != SQLITE_OK) return rc;
@@ -313,8 +402,26 @@ int ix_update(sqlite3_vtab *vt, int argc, sqlite3_value **argv, sqlite3_int64 *r
         rc = resolve_conflict(v, new_id);
     }
     if (rc == SQLITE_OK)
-        rc = add_row(v, sqlite3_value_type(rowid) == SQLITE_NULL ? NULL : rowid, vec.v, text, rowid_out);
+        rc = add_row(v, sqlite3_value_type(rowid) == SQLITE_NULL ? NULL : rowid, vec.v, txt, txt_len,
+                     rowid_out);
     ext_vec_free(&vec);
     return rc;
 }
 
+/* xUpdate. An error names the row it is about, so that a failing INSERT ... SELECT of many
+ * rows says which one. */
+int ix_update(sqlite3_vtab *vt, int argc, sqlite3_value **argv, sqlite3_int64 *rowid_out) {
+    idx_vtab *v = (idx_vtab *)vt;
+    int rc = ix_config(v);
+    if (rc == SQLITE_OK) rc = update_row(v, argc, argv, rowid_out);
+    if (rc == SQLITE_OK || !v->base.zErrMsg || !v->configured) return rc;
+    sqlite3_value *id = argc == 1 ? argv[0] : sqlite3_value_type(argv[1]) != SQLITE_NULL ? argv[1] : argv[0];
+    if (sqlite3_value_type(id) != SQLITE_INTEGER) return rc;
+    const char *msg = v->base.zErrMsg + strlen(FN ": ");
+    char *named = sqlite3_mprintf(FN ": rowid %lld: %s", sqlite3_value_int64(id), msg);
+    if (named) {
+        sqlite3_free(v->base.zErrMsg);
+        v->base.zErrMsg = named;
+    }
+    return rc;
+}

@@ -349,7 +349,7 @@ def bad_input_is_a_clear_error_and_stores_nothing():
     state = shadow_state(con, "m")
     assert_unchanged(con, "m", state, "INSERT INTO m(rowid, text) VALUES (2, CAST(x'41ff42' AS TEXT))", "UTF-8")
     assert_error(con, "SELECT rowid FROM m WHERE m MATCH CAST(x'41ff42' AS TEXT) AND k = 1", "embed_index", "UTF-8")
-    assert_unchanged(con, "m", state, "INSERT INTO m(rowid, text) VALUES (2, 12)", "text must be text")
+    assert_unchanged(con, "m", state, "INSERT INTO m(rowid, text) VALUES (2, x'3132')", "text must be text")
     assert_unchanged(con, "m", state, "INSERT INTO m(rowid, text, vector) VALUES (2, NULL, NULL)", "NULL")
     con.execute("SELECT embed_unload('minilm')")
     assert_unchanged(con, "m", state, "INSERT INTO m(rowid, text) VALUES (2, 'hi')", "minilm", "not loaded")
