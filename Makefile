@@ -32,7 +32,7 @@ BENCH_SRC = $(wildcard bench/bench_*.c)
 BENCH_BIN = $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
 EXT_SO   = $(if $(filter build,$(BUILD)),embed.so,$(BUILD)/embed.so)
 
-.PHONY: all deps demo test asan valgrind fuzz bench clean
+.PHONY: all deps demo test asan valgrind fuzz stress bench clean
 all: $(EXT_SO) $(BUILD)/libembedcore.a $(CTEST_BIN)
 
 deps:
@@ -77,6 +77,11 @@ valgrind: all
 	  sqlite3 :memory: '.load ./embed' '.read tests/sql/leak_check.sql' \
 	  '.read tests/sql/leak_check_index.sql' >/dev/null 2>build/valgrind.log; \
 	  rc=$$?; cat build/valgrind.log; [ $$rc -ne 9 ] && echo "valgrind: clean"
+
+# Long forms of the crash-kill and concurrency tests (make test runs short ones).
+stress: all
+	EMBED_EXT=./embed.so /usr/bin/python3 tests/stress/crash_kill.py $${STRESS_TRIALS:-20}
+	EMBED_EXT=./embed.so /usr/bin/python3 tests/stress/writers.py $${STRESS_TRANSACTIONS:-200}
 
 fuzz: deps
 	@bash tests/fuzz/run.sh $${FUZZ_SECONDS:-60}

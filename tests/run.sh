@@ -50,6 +50,11 @@ for bin in "$build"/tests/test_*; do
     fi
 done
 run_suite sql env "${sanitizer_env[@]}" EMBED_EXT="$ext" /usr/bin/python3 tests/sql/run.py
+# Short forms of the stress tests (the long forms: make stress).
+run_suite stress_crash_kill env "${sanitizer_env[@]}" EMBED_EXT="$ext" \
+    /usr/bin/python3 tests/stress/crash_kill.py "${STRESS_TRIALS:-2}"
+run_suite stress_writers env "${sanitizer_env[@]}" EMBED_EXT="$ext" \
+    /usr/bin/python3 tests/stress/writers.py "${STRESS_TRANSACTIONS:-15}"
 if [ "${SANITIZE:-0}" = 1 ]; then
     run_suite sql_leaks bash tests/sql/leak_check.sh "$ext"
 fi
