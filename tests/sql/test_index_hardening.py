@@ -284,3 +284,40 @@ def a_healthy_index_passes_every_check_after_heavy_churn():
             got = con2.execute("SELECT rowid FROM ix WHERE ix MATCH ? AND k = 100",
                                (blob([0.1, 0.2, 0.3]),)).fetchall()
             assert sorted(r for r, in got) == sorted(live), step
+
+
+# ---------- what held, kept holding ----------
+
+@test
+def six_threads_sharing_a_model_give_bit_identical_results():
+    import threading
+    texts = ["the bus is late %d" % i for i in range(12)] + ["I left my phone on the left side"]
+    con = connect()
+    load(con, "shared")
+    want = [one(con, "SELECT embed('shared', ?)", t) for t in texts]
+    want_tok = con.execute("SELECT contextual_embedding FROM embed_tokens('shared', ?)", (texts[-1],)).fetchall()
+    results, errors = {}, []
+
+    def worker(k):
+        try:
+            c = connect()
+            got = []
+            for rep in range(3):
+                got.append([one(c, "SELECT embed('shared', ?)", t) for t in texts])
+                got.append(c.execute("SELECT contextual_embedding FROM embed_tokens('shared', ?)",
+                                     (texts[-1],)).fetchall())
+            results[k] = got
+        except Exception as e:  # reported below
+            errors.append(repr(e))
+
+    threads = [threading.Thread(target=worker, args=(k,)) for k in range(6)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert not errors, errors
+    for k, got in results.items():
+        for i in range(0, len(got), 2):
+            assert got[i] == want, "thread %d: embed() differs" % k
+            assert got[i + 1] == want_tok, "thread %d: embed_tokens differs" % k
+    assert len(results) == 6
