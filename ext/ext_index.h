@@ -1,20 +1,28 @@
-/* Internal to the embed_index virtual table (ext_index*.c): its state and the functions its
- * files share. The storage layout is described at the top of ext_index.c.
+/* Internal to the embed_index virtual table (ext_index*.c): its state, and the functions its
+ * files share, in layers. Each file calls only the files above it in this list:
  *
- *   ext_index.c         the module: create, connect, destroy, rename, planning, transactions
- *   ext_index_cursor.c  searches, scans and rowid lookups (xFilter, xColumn, ...)
- *   ext_index_write.c   xUpdate: checking rows, turning values and texts into vectors
- *   ext_index_store.c   the shadow tables (statements, config, chunk I/O), placing pending
- *                       rows in chunks, and the connection's in-memory copy of the vectors
+ *   ext_index_cache.c   the connection's in-memory copy of the vectors (no SQL)
+ *   ext_index_schema.c  the shadow tables: every SQL statement of the module, the options of
+ *                       CREATE VIRTUAL TABLE, creating / connecting / dropping / renaming,
+ *                       the configuration (NAME_config), and errors
+ *   ext_index_store.c   vectors at positions in NAME_chunks and rows in NAME_rows: placing,
+ *                       moving, reading and checking them against each other
+ *   ext_index_model.c   the index's model: finding it, holding it, embedding texts with it
+ *   ext_index_writer.c  xUpdate: checking rows and keeping them pending until they are placed
+ *   ext_index_search.c  the cursors: k-nearest-neighbour searches over the copy, scans and
+ *                       rowid lookups; reads only
+ *   ext_index.c         the module: planning, transactions, and xFilter, which has the writer
+ *                       place pending rows before a search reads
  *
- * Functions returning int return an SQLite result code; on errors they have set the
- * table's message (ix_error). */
+ * The storage layout is described at the top of ext_index.c. Functions returning int return an
+ * SQLite result code; on errors they have set the table's message (ix_error). */
 #ifndef EMBED_EXT_INDEX_H
 #define EMBED_EXT_INDEX_H
 #include "ext_registry.h"
 #include "ext_util.h"
 #include "vec_array.h"
 #include <stddef.h>
+#include <stdint.h>
 
 #define FN "embed_index"
 #define MAX_DIMS 65536
@@ -27,11 +35,15 @@ enum { COL_VECTOR, COL_TEXT, COL_DISTANCE, COL_K, COL_TABLE };
 enum { PLAN_SCAN = 0, PLAN_KNN = 1, PLAN_ROWID = 2, PLAN_MASK = 3 };
 enum { F_K = 4, F_LIMIT = 8, F_OFFSET = 16, F_VECTOR = 32, F_NEED_K = 64, F_NEED_MATCH = 128 };
 
-/* Statements on the shadow tables, prepared on first use (ix_stmt). */
+/* The module's statements on its shadow tables (ext_index_schema.c holds their SQL). Those
+ * before STMT_SHARED_COUNT are prepared once per table and shared (ix_stmt); the others are
+ * prepared per cursor (ix_prepare). */
 enum {
-    ST_INSERT_ROW, ST_INSERT_PENDING, ST_GET_ROW, ST_DELETE_ROW, ST_DELETE_PENDING_ROW,
-    ST_GET_PENDING, ST_SET_LOC, ST_READ_PENDING, ST_CLEAR_PENDING, ST_GET_CONFIG, ST_SET_CONFIG,
-    ST_BUMP_VERSION, ST_NEW_CHUNK, ST_DELETE_CHUNK, ST_TEXT, ST_ROW_LOCS, ST_CHUNK_SPAN, ST_COUNT
+    STMT_INSERT_ROW, STMT_INSERT_PENDING, STMT_GET_ROW, STMT_DELETE_ROW, STMT_DELETE_PENDING_ROW,
+    STMT_GET_PENDING, STMT_SET_LOC, STMT_READ_PENDING, STMT_CLEAR_PENDING, STMT_GET_CONFIG,
+    STMT_SET_CONFIG, STMT_BUMP_VERSION, STMT_NEW_CHUNK, STMT_DELETE_CHUNK, STMT_TEXT,
+    STMT_ROW_LOCS, STMT_CHUNK_SPAN, STMT_SHARED_COUNT,
+    STMT_SCAN = STMT_SHARED_COUNT, STMT_LOOKUP, STMT_ALL_CONFIG
 };
 
 /* One connection's copy of the index's vectors, shared by the cursors that use it. */
@@ -39,7 +51,7 @@ typedef struct {
     int refs;
     sqlite3_int64 version; /* NAME_config's version when it was filled */
     emb_vec_array a;       /* position i holds the vector at loc i of the chunks */
-} idx_cache;
+} ix_cache;
 
 typedef struct {
     sqlite3_vtab base;
@@ -59,65 +71,102 @@ typedef struct {
     int dirty;            /* written since the last commit: bump the version at xSync */
     int pending;          /* rows possibly pending (a hint: 0 means certainly none) */
     size_t pending_bytes;
-    idx_cache *cache;
+    ix_cache *cache;
     emb_knn_scratch scratch; /* a search's scores, kept between searches */
-    sqlite3_stmt *st[ST_COUNT];
-} idx_vtab;
+    sqlite3_stmt *stmt[STMT_SHARED_COUNT];
+} ix_vtab;
 
-/* ---------- ext_index_store.c ---------- */
+/* ---------- ext_index_cache.c ---------- */
+
+void ix_cache_release(ix_cache *c);
+void ix_drop_cache(ix_vtab *v);
+/* Keeps the connection's copy in step with its own write of the chunks holding `count`
+ * vectors at committed `version`: an append of n vectors, or the removal at loc (the last
+ * vector moves there). A copy that does not match exactly is dropped instead. */
+void ix_cache_append(ix_vtab *v, sqlite3_int64 version, sqlite3_int64 count, const int64_t *ids,
+                     const float *vecs, size_t n);
+void ix_cache_remove(ix_vtab *v, sqlite3_int64 version, sqlite3_int64 count, sqlite3_int64 loc);
+
+/* ---------- ext_index_schema.c ---------- */
 
 /* Sets the table's error message "embed_index: ..."; returns SQLITE_ERROR (SQLITE_NOMEM when
  * the message could not be made). */
-int ix_error(idx_vtab *v, const char *fmt, ...);
+int ix_error(ix_vtab *v, const char *fmt, ...);
 /* An error from nested SQL on the shadow tables: sets the message, returns an error code. */
-int ix_sql_error(idx_vtab *v, int rc);
-/* The prepared statement `id` (ST_*), made on first use; the caller resets it. */
-sqlite3_stmt *ix_stmt(idx_vtab *v, int id, int *rc);
-/* Runs a statement that returns no rows, then resets it. */
-int ix_run(idx_vtab *v, sqlite3_stmt *s);
-/* Reads NAME_config into v (once per connection), validating every value. */
-int ix_config(idx_vtab *v);
-int ix_get_config(idx_vtab *v, const char *key, sqlite3_int64 *out);
-/* NAME_config's count of vectors in chunks, checked against the sizes it implies and against
- * the chunks present (a cheap check, made before every use; ix_ensure_cache checks the rows
- * too). */
-int ix_count(idx_vtab *v, sqlite3_int64 *count);
+int ix_sql_error(ix_vtab *v, int rc);
 /* Reports damage found in shadow table NAME_<table>; returns SQLITE_CORRUPT_VTAB. */
-int ix_corrupt(idx_vtab *v, const char *table, const char *fmt, ...);
-int ix_set_config(idx_vtab *v, const char *key, sqlite3_int64 value);
+int ix_corrupt(ix_vtab *v, const char *table, const char *fmt, ...);
+/* The shared prepared statement `id` (< STMT_SHARED_COUNT), made on first use; the caller
+ * resets it. */
+sqlite3_stmt *ix_stmt(ix_vtab *v, int id, int *rc);
+/* A new statement `id` for the caller to finalize. */
+int ix_prepare(ix_vtab *v, int id, sqlite3_stmt **out);
+/* Runs a statement that returns no rows, then resets it. */
+int ix_run(ix_vtab *v, sqlite3_stmt *s);
+/* Reads NAME_config into v (once per connection), validating every value. */
+int ix_config(ix_vtab *v);
+int ix_get_config(ix_vtab *v, const char *key, sqlite3_int64 *out);
+/* A text value of NAME_config, sqlite3_malloc'd (NULL when absent or not text). */
+int ix_get_config_text(ix_vtab *v, const char *key, char **out);
+int ix_set_config(ix_vtab *v, const char *key, sqlite3_int64 value);
+int ix_set_config_text(ix_vtab *v, const char *key, const char *value);
 /* NAME_config's version: bumped by every committed write. */
-int ix_version(idx_vtab *v, sqlite3_int64 *ver);
-/* Incremental blob I/O on one chunk's column ("rowids" or "vectors"). */
-int ix_chunk_io(idx_vtab *v, sqlite3_int64 chunk, const char *col, void *buf, size_t bytes,
-                size_t offset, int write);
-/* Places every pending row in the chunks, embedding pending texts in one call. */
-int ix_flush(idx_vtab *v);
-/* Makes v->cache a copy of the chunks as they are now (pending rows flushed first). */
-int ix_ensure_cache(idx_vtab *v);
-void ix_cache_release(idx_cache *c);
-void ix_drop_cache(idx_vtab *v);
-/* Mirrors a delete of the vector at loc of the `count` in the chunks (the last moves there). */
-void ix_cache_remove(idx_vtab *v, sqlite3_int64 count, sqlite3_int64 loc);
+int ix_version(ix_vtab *v, sqlite3_int64 *ver);
+/* The module methods that make, open and remove the table and its shadow tables. */
+int ix_create(sqlite3 *db, void *aux, int argc, const char *const *argv, sqlite3_vtab **out, char **err);
+int ix_connect(sqlite3 *db, void *aux, int argc, const char *const *argv, sqlite3_vtab **out, char **err);
+int ix_disconnect(sqlite3_vtab *vt);
+int ix_destroy(sqlite3_vtab *vt);
+int ix_rename(sqlite3_vtab *vt, const char *to);
+int ix_shadow_name(const char *suffix);
 
-/* ---------- ext_index_write.c ---------- */
+/* ---------- ext_index_store.c ---------- */
 
+/* NAME_config's count of vectors in chunks, checked against the sizes it implies and against
+ * the chunks present (a cheap check, made before every use; ix_read_all checks the rows too). */
+int ix_count(ix_vtab *v, sqlite3_int64 *count);
 /* Reads a vector value (float32 BLOB or JSON text) of the index's dimension; `what` names it
  * in errors. Free with ext_vec_free. */
-int ix_read_vector(idx_vtab *v, sqlite3_value *val, const char *what, ext_vec *out);
+int ix_read_vector(ix_vtab *v, sqlite3_value *val, const char *what, ext_vec *out);
+/* Looks a row up: *found, and whether its vector is *pending or at position *loc. */
+int ix_find_row(ix_vtab *v, sqlite3_int64 rowid, int *found, int *pending, sqlite3_int64 *loc);
+/* Writes n vectors with their rowids at the end of the chunks and records their positions. */
+int ix_place(ix_vtab *v, const int64_t *ids, const float *vecs, size_t n);
+/* Removes the vector at loc, moving the last one into the hole (the chunks stay dense). */
+int ix_unplace(ix_vtab *v, sqlite3_int64 rowid, sqlite3_int64 loc);
+/* The vector at loc, into out (dims floats). */
+int ix_read_vector_at(ix_vtab *v, sqlite3_int64 rowid, sqlite3_int64 loc, float *out);
+/* Reads every placed vector into a (initialised for `count`), after checking that NAME_rows
+ * and NAME_chunks agree. */
+int ix_read_all(ix_vtab *v, emb_vec_array *a, sqlite3_int64 count);
+
+/* ---------- ext_index_model.c ---------- */
+
 /* The index's model, retained: v->held while a transaction holds one, else the loaded model
  * of the index's name, checked against the index's fingerprint (error set when absent). */
-emb_model *ix_model(idx_vtab *v, int *rc);
+emb_model *ix_model(ix_vtab *v, int *rc);
+/* Takes the index's model for the transaction's pending texts (v->held). */
+int ix_hold_model(ix_vtab *v);
+void ix_release_model(ix_vtab *v);
 /* Embeds n texts with the index's model into out (n x dims). */
-int ix_embed_texts(idx_vtab *v, const char *const *texts, const size_t *lens, size_t n, float *out);
+int ix_embed_texts(ix_vtab *v, const char *const *texts, const size_t *lens, size_t n, float *out);
+/* INSERT INTO t(t, text) VALUES ('model', 'name'): use another loaded model of the same
+ * fingerprint. */
+int ix_use_model(ix_vtab *v, const char *name);
+
+/* ---------- ext_index_writer.c ---------- */
+
+/* Places every pending row in the chunks, embedding pending texts in one call. */
+int ix_flush(ix_vtab *v);
 /* xUpdate. */
 int ix_update(sqlite3_vtab *vt, int argc, sqlite3_value **argv, sqlite3_int64 *rowid_out);
 
-/* ---------- ext_index_cursor.c: the cursor methods of the module ---------- */
+/* ---------- ext_index_search.c: the cursor methods, reads only ---------- */
 
 int ix_open(sqlite3_vtab *vt, sqlite3_vtab_cursor **out);
 int ix_close(sqlite3_vtab_cursor *cur);
-int ix_filter(sqlite3_vtab_cursor *cur, int idx_num, const char *idx_str, int argc,
-              sqlite3_value **argv);
+/* xFilter once no row is pending (ext_index.c flushes first). */
+int ix_search_filter(sqlite3_vtab_cursor *cur, int idx_num, sqlite3_value **argv);
 int ix_next(sqlite3_vtab_cursor *cur);
 int ix_eof(sqlite3_vtab_cursor *cur);
 int ix_rowid(sqlite3_vtab_cursor *cur, sqlite3_int64 *out);

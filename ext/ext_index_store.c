@@ -1,164 +1,40 @@
-/* embed_index's storage: statements on the shadow tables, the config, chunk I/O, placing
- * pending rows in chunks, and the connection's in-memory copy of the vectors (filled from
- * the chunks, kept in step with the connection's own writes, dropped when another
- * connection's commit changes the version). */
+/* embed_index's storage: vectors at dense positions 0 .. count-1 of NAME_chunks, each row's
+ * position in NAME_rows, and the checks that these agree with each other and with
+ * NAME_config before any number read from them sizes anything. */
 #include "ext_index.h"
-#include <stdarg.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
-int ix_error(idx_vtab *v, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    char *msg = sqlite3_vmprintf(fmt, ap);
-    va_end(ap);
-    sqlite3_free(v->base.zErrMsg);
-    v->base.zErrMsg = msg ? sqlite3_mprintf(FN ": %s", msg) : NULL;
-    sqlite3_free(msg);
-    return msg ? SQLITE_ERROR : SQLITE_NOMEM;
-}
-
-int ix_sql_error(idx_vtab *v, int rc) {
-    if (rc == SQLITE_NOMEM) return rc;
-    ix_error(v, "\"%s\": %s", v->name, sqlite3_errmsg(v->db));
-    return rc == SQLITE_OK || rc == SQLITE_DONE || rc == SQLITE_ROW ? SQLITE_ERROR : rc;
-}
-
-/* The statements' SQL: "%w" is the schema, then the table's name. */
-static const char *const stmt_sql[ST_COUNT] = {
-    [ST_INSERT_ROW] = "INSERT INTO \"%w\".\"%w_rows\"(id, loc, text) VALUES (?1, NULL, ?2)",
-    [ST_INSERT_PENDING] = "INSERT INTO \"%w\".\"%w_pending\"(id, vector) VALUES (?1, ?2)",
-    [ST_GET_ROW] = "SELECT loc, text FROM \"%w\".\"%w_rows\" WHERE id = ?1",
-    [ST_DELETE_ROW] = "DELETE FROM \"%w\".\"%w_rows\" WHERE id = ?1",
-    [ST_DELETE_PENDING_ROW] = "DELETE FROM \"%w\".\"%w_pending\" WHERE id = ?1",
-    [ST_GET_PENDING] = "SELECT vector FROM \"%w\".\"%w_pending\" WHERE id = ?1",
-    [ST_SET_LOC] = "UPDATE \"%w\".\"%w_rows\" SET loc = ?2 WHERE id = ?1",
-    [ST_READ_PENDING] = "SELECT p.id, p.vector, r.text FROM \"%w\".\"%w_pending\" AS p"
-                        " JOIN \"%w\".\"%w_rows\" AS r ON r.id = p.id ORDER BY p.id",
-    [ST_CLEAR_PENDING] = "DELETE FROM \"%w\".\"%w_pending\"",
-    [ST_GET_CONFIG] = "SELECT value FROM \"%w\".\"%w_config\" WHERE key = ?1",
-    [ST_SET_CONFIG] = "INSERT OR REPLACE INTO \"%w\".\"%w_config\"(key, value) VALUES (?1, ?2)",
-    [ST_BUMP_VERSION] = "UPDATE \"%w\".\"%w_config\" SET value = value + 1 WHERE key = 'version'",
-    [ST_NEW_CHUNK] = "INSERT INTO \"%w\".\"%w_chunks\"(chunk_id, rowids, vectors)"
-                     " VALUES (?1, zeroblob(?2), zeroblob(?3))",
-    [ST_DELETE_CHUNK] = "DELETE FROM \"%w\".\"%w_chunks\" WHERE chunk_id = ?1",
-    [ST_TEXT] = "SELECT text FROM \"%w\".\"%w_rows\" WHERE id = ?1",
-    [ST_ROW_LOCS] = "SELECT id, loc FROM \"%w\".\"%w_rows\" WHERE loc IS NOT NULL",
-    [ST_CHUNK_SPAN] = "SELECT count(*), min(chunk_id), max(chunk_id) FROM \"%w\".\"%w_chunks\"",
-};
-
-sqlite3_stmt *ix_stmt(idx_vtab *v, int id, int *rc) {
-    *rc = SQLITE_OK;
-    if (v->st[id]) return v->st[id];
-    char *sql = id == ST_READ_PENDING
-                    ? sqlite3_mprintf(stmt_sql[id], v->schema, v->name, v->schema, v->name)
-                    : sqlite3_mprintf(stmt_sql[id], v->schema, v->name);
-    if (!sql) {
-        *rc = SQLITE_NOMEM;
-        return NULL;
+int ix_read_vector(ix_vtab *v, sqlite3_value *val, const char *what, ext_vec *out) {
+    char *err;
+    ext_rc r = ext_value_vector(val, what, out, &err);
+    if (r == EXT_NULL)
+        return ix_error(v, "%s must be a vector (float32 blob or JSON array), not NULL", what);
+    if (r == EXT_ERROR) {
+        if (!err) return SQLITE_NOMEM;
+        ix_error(v, "%s", err);
+        sqlite3_free(err);
+        return SQLITE_ERROR;
     }
-    *rc = sqlite3_prepare_v3(v->db, sql, -1, SQLITE_PREPARE_PERSISTENT, &v->st[id], NULL);
-    sqlite3_free(sql);
-    if (*rc != SQLITE_OK) {
-        ix_sql_error(v, *rc);
-        return NULL;
-    }
-    return v->st[id];
-}
-
-int ix_run(idx_vtab *v, sqlite3_stmt *s) {
-    int rc = sqlite3_step(s);
-    sqlite3_reset(s);
-    if (rc == SQLITE_DONE) return SQLITE_OK;
-    return ix_sql_error(v, rc);
-}
-
-int ix_corrupt(idx_vtab *v, const char *table, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    char *msg = sqlite3_vmprintf(fmt, ap);
-    va_end(ap);
-    if (!msg) return SQLITE_NOMEM;
-    ix_error(v, "shadow table \"%s_%s\" is damaged: %s (the index is corrupt: drop it and "
-                "build it again)", v->name, table, msg);
-    sqlite3_free(msg);
-    return SQLITE_CORRUPT_VTAB;
-}
-
-/* ---------- the configuration ---------- */
-
-static int config_text(sqlite3_stmt *s, char **out) {
-    if (sqlite3_column_type(s, 1) != SQLITE_TEXT) return SQLITE_OK; /* NULL: none */
-    sqlite3_free(*out);
-    *out = sqlite3_mprintf("%s", sqlite3_column_text(s, 1));
-    return *out ? SQLITE_OK : SQLITE_NOMEM;
-}
-
-int ix_config(idx_vtab *v) {
-    if (v->configured) return SQLITE_OK;
-    char *sql = sqlite3_mprintf("SELECT key, value FROM \"%w\".\"%w_config\"", v->schema, v->name);
-    if (!sql) return SQLITE_NOMEM;
-    sqlite3_stmt *s = NULL;
-    int rc = sqlite3_prepare_v2(v->db, sql, -1, &s, NULL);
-    sqlite3_free(sql);
-    if (rc != SQLITE_OK) {
-        ix_error(v, "cannot read shadow table \"%s_config\": %s", v->name, sqlite3_errmsg(v->db));
+    if (out->n != (size_t)v->dims) {
+        int rc = ix_error(v, "%s has %lld dimensions, but \"%s\" holds vectors of %d", what,
+                          (long long)out->n, v->name, v->dims);
+        ext_vec_free(out);
         return rc;
     }
-    sqlite3_int64 dims = 0, chunk = 0;
-    char *metric = NULL;
-    while (rc == SQLITE_OK && sqlite3_step(s) == SQLITE_ROW) {
-        const char *key = (const char *)sqlite3_column_text(s, 0);
-        int integer = sqlite3_column_type(s, 1) == SQLITE_INTEGER;
-        if (!key) continue;
-        if (!strcmp(key, "dims")) dims = integer ? sqlite3_column_int64(s, 1) : -1;
-        else if (!strcmp(key, "chunk_size")) chunk = integer ? sqlite3_column_int64(s, 1) : -1;
-        else if (!strcmp(key, "metric")) rc = config_text(s, &metric);
-        else if (!strcmp(key, "model")) rc = config_text(s, &v->model);
-        else if (!strcmp(key, "fingerprint") && sqlite3_column_type(s, 1) == SQLITE_TEXT)
-            snprintf(v->fingerprint, sizeof v->fingerprint, "%s", sqlite3_column_text(s, 1));
+    if (v->metric == EMB_METRIC_COSINE && emb_vec_norm2(out->v, out->n) == 0.0) {
+        ext_vec_free(out);
+        return ix_error(v, "%s is a zero vector, which has no direction (the index's metric is "
+                           "cosine)", what);
     }
-    int step_rc = sqlite3_finalize(s);
-    if (rc == SQLITE_OK && step_rc != SQLITE_OK) rc = ix_sql_error(v, step_rc);
-    if (rc == SQLITE_OK) {
-        if (dims < 1 || dims > MAX_DIMS)
-            rc = ix_corrupt(v, "config", "dims must be an integer from 1 to %d", MAX_DIMS);
-        else if (chunk < 1 || chunk > MAX_CHUNK_ROWS || chunk * dims * (sqlite3_int64)sizeof(float) > MAX_CHUNK_BYTES)
-            rc = ix_corrupt(v, "config", "chunk_size must be an integer from 1 to %d, with at most "
-                                         "%d bytes of vectors per chunk", MAX_CHUNK_ROWS, MAX_CHUNK_BYTES);
-        else if (!metric || emb_metric_parse(metric, &v->metric))
-            rc = ix_corrupt(v, "config", "metric must be cosine, l2, dot or l1");
-    }
-    sqlite3_free(metric);
-    if (rc != SQLITE_OK) return rc;
-    v->dims = (int)dims;
-    v->chunk = (int)chunk;
-    v->configured = 1;
     return SQLITE_OK;
 }
 
-int ix_get_config(idx_vtab *v, const char *key, sqlite3_int64 *out) {
-    int rc;
-    sqlite3_stmt *s = ix_stmt(v, ST_GET_CONFIG, &rc);
-    if (!s) return rc;
-    sqlite3_bind_text(s, 1, key, -1, SQLITE_STATIC);
-    rc = sqlite3_step(s);
-    if (rc == SQLITE_ROW && sqlite3_column_type(s, 0) == SQLITE_INTEGER) {
-        *out = sqlite3_column_int64(s, 0);
-        sqlite3_reset(s);
-        return SQLITE_OK;
-    }
-    sqlite3_reset(s);
-    if (rc != SQLITE_ROW && rc != SQLITE_DONE) return ix_sql_error(v, rc);
-    return ix_corrupt(v, "config", rc == SQLITE_ROW ? "'%s' is not an integer" : "'%s' is missing", key);
-}
+/* ---------- counts and positions, checked ---------- */
 
 /* NAME_chunks holds exactly the chunks 0 .. ceil(count / chunk_size) - 1. */
-static int check_chunk_span(idx_vtab *v, sqlite3_int64 count) {
+static int check_chunk_span(ix_vtab *v, sqlite3_int64 count) {
     int rc;
-    sqlite3_stmt *s = ix_stmt(v, ST_CHUNK_SPAN, &rc);
+    sqlite3_stmt *s = ix_stmt(v, STMT_CHUNK_SPAN, &rc);
     if (!s) return rc;
     sqlite3_int64 want = (count + v->chunk - 1) / v->chunk, n = -1, lo = 0, hi = -1;
     rc = sqlite3_step(s);
@@ -176,7 +52,7 @@ static int check_chunk_span(idx_vtab *v, sqlite3_int64 count) {
     return SQLITE_OK;
 }
 
-int ix_count(idx_vtab *v, sqlite3_int64 *count) {
+int ix_count(ix_vtab *v, sqlite3_int64 *count) {
     int rc = ix_get_config(v, "count", count);
     /* every size computed from count must fit: count * dims * 4 bytes well within size_t */
     sqlite3_int64 most = ((sqlite3_int64)1 << 40) / v->dims;
@@ -186,17 +62,24 @@ int ix_count(idx_vtab *v, sqlite3_int64 *count) {
     return rc == SQLITE_OK ? check_chunk_span(v, *count) : rc;
 }
 
-int ix_set_config(idx_vtab *v, const char *key, sqlite3_int64 value) {
+int ix_find_row(ix_vtab *v, sqlite3_int64 rowid, int *found, int *pending, sqlite3_int64 *loc) {
     int rc;
-    sqlite3_stmt *s = ix_stmt(v, ST_SET_CONFIG, &rc);
+    sqlite3_stmt *s = ix_stmt(v, STMT_GET_ROW, &rc);
     if (!s) return rc;
-    sqlite3_bind_text(s, 1, key, -1, SQLITE_STATIC);
-    sqlite3_bind_int64(s, 2, value);
-    return ix_run(v, s);
+    sqlite3_bind_int64(s, 1, rowid);
+    rc = sqlite3_step(s);
+    *found = rc == SQLITE_ROW;
+    *pending = *found && sqlite3_column_type(s, 0) == SQLITE_NULL;
+    *loc = *found ? sqlite3_column_int64(s, 0) : -1;
+    sqlite3_reset(s);
+    return rc == SQLITE_ROW || rc == SQLITE_DONE ? SQLITE_OK : ix_sql_error(v, rc);
 }
 
-int ix_chunk_io(idx_vtab *v, sqlite3_int64 chunk, const char *col, void *buf, size_t bytes,
-                size_t offset, int write) {
+/* ---------- chunk I/O ---------- */
+
+/* Incremental blob I/O on one chunk's column ("rowids" or "vectors"). */
+static int chunk_io(ix_vtab *v, sqlite3_int64 chunk, const char *col, void *buf, size_t bytes,
+                    size_t offset, int write) {
     char *table = sqlite3_mprintf("%s_chunks", v->name);
     if (!table) return SQLITE_NOMEM;
     sqlite3_blob *b = NULL;
@@ -210,52 +93,31 @@ int ix_chunk_io(idx_vtab *v, sqlite3_int64 chunk, const char *col, void *buf, si
     return rc;
 }
 
-/* ---------- the connection's copy of the vectors ---------- */
-
-void ix_cache_release(idx_cache *c) {
-    if (!c || --c->refs > 0) return;
-    emb_vec_array_free(&c->a);
-    sqlite3_free(c);
+/* The vector (and, when id is not NULL, the rowid) at position loc, read or written. */
+static int vector_io(ix_vtab *v, sqlite3_int64 loc, float *vec, sqlite3_int64 *id, int write) {
+    size_t bytes = (size_t)v->dims * sizeof(float), slot = (size_t)(loc % v->chunk);
+    int rc = chunk_io(v, loc / v->chunk, "vectors", vec, bytes, slot * bytes, write);
+    if (rc == SQLITE_OK && id) rc = chunk_io(v, loc / v->chunk, "rowids", id, sizeof *id, slot * sizeof *id, write);
+    return rc;
 }
 
-void ix_drop_cache(idx_vtab *v) {
-    ix_cache_release(v->cache);
-    v->cache = NULL;
+int ix_read_vector_at(ix_vtab *v, sqlite3_int64 rowid, sqlite3_int64 loc, float *out) {
+    if (loc < 0) return ix_corrupt(v, "rows", "rowid %lld has position %lld", rowid, loc);
+    return vector_io(v, loc, out, NULL, 0);
 }
 
-int ix_version(idx_vtab *v, sqlite3_int64 *ver) {
-    return ix_get_config(v, "version", ver);
+static int set_loc(ix_vtab *v, sqlite3_int64 rowid, sqlite3_int64 loc) {
+    int rc;
+    sqlite3_stmt *s = ix_stmt(v, STMT_SET_LOC, &rc);
+    if (!s) return rc;
+    sqlite3_bind_int64(s, 1, rowid);
+    sqlite3_bind_int64(s, 2, loc);
+    return ix_run(v, s);
 }
 
-/* The connection's own writes keep its cache in step when the cache holds exactly the `count`
- * vectors of the chunks and no cursor shares it; otherwise the cache is dropped and the next
- * query reloads it. (Rollbacks drop it too: xRollback, xRollbackTo.) */
-static idx_cache *cache_for_write(idx_vtab *v, sqlite3_int64 count) {
-    sqlite3_int64 ver;
-    /* another connection may have committed since the cache was filled: inside this write
-     * transaction the stored version is the last committed one */
-    if (v->cache && (v->cache->refs != 1 || v->cache->a.n != (size_t)count ||
-                     ix_version(v, &ver) != SQLITE_OK || ver != v->cache->version))
-        ix_drop_cache(v);
-    return v->cache;
-}
+/* ---------- placing and removing ---------- */
 
-/* Mirrors an append of n vectors at positions count .. count+n-1. */
-static void cache_append(idx_vtab *v, sqlite3_int64 count, const int64_t *ids, const float *vecs,
-                         size_t n) {
-    idx_cache *c = cache_for_write(v, count);
-    if (c && emb_vec_array_append(&c->a, ids, vecs, n)) ix_drop_cache(v);
-}
-
-void ix_cache_remove(idx_vtab *v, sqlite3_int64 count, sqlite3_int64 loc) {
-    idx_cache *c = cache_for_write(v, count);
-    if (c) emb_vec_array_remove(&c->a, (size_t)loc);
-}
-
-/* ---------- placing pending rows in chunks ---------- */
-
-/* Writes n vectors (with their rowids) at positions count .. count+n-1 and records them. */
-static int append_vectors(idx_vtab *v, const int64_t *ids, const float *vecs, size_t n) {
+int ix_place(ix_vtab *v, const int64_t *ids, const float *vecs, size_t n) {
     sqlite3_int64 count;
     int rc = ix_count(v, &count);
     size_t d = (size_t)v->dims, ch = (size_t)v->chunk;
@@ -266,136 +128,80 @@ static int append_vectors(idx_vtab *v, const int64_t *ids, const float *vecs, si
         size_t slot = (size_t)(loc % v->chunk);
         size_t take = ch - slot < n - i ? ch - slot : n - i;
         if (slot == 0) {
-            sqlite3_stmt *s = ix_stmt(v, ST_NEW_CHUNK, &rc);
+            sqlite3_stmt *s = ix_stmt(v, STMT_NEW_CHUNK, &rc);
             if (!s) break;
             sqlite3_bind_int64(s, 1, chunk);
             sqlite3_bind_int64(s, 2, (sqlite3_int64)(ch * sizeof(sqlite3_int64)));
             sqlite3_bind_int64(s, 3, (sqlite3_int64)(ch * d * sizeof(float)));
             if ((rc = ix_run(v, s)) != SQLITE_OK) break;
         }
-        rc = ix_chunk_io(v, chunk, "vectors", (void *)(vecs + i * d), take * d * sizeof(float),
+        rc = chunk_io(v, chunk, "vectors", (void *)(vecs + i * d), take * d * sizeof(float),
                       slot * d * sizeof(float), 1);
         if (rc == SQLITE_OK)
-            rc = ix_chunk_io(v, chunk, "rowids", (void *)(ids + i), take * sizeof(sqlite3_int64),
+            rc = chunk_io(v, chunk, "rowids", (void *)(ids + i), take * sizeof(sqlite3_int64),
                           slot * sizeof(sqlite3_int64), 1);
-        sqlite3_stmt *s = rc == SQLITE_OK ? ix_stmt(v, ST_SET_LOC, &rc) : NULL;
-        for (size_t j = 0; s && rc == SQLITE_OK && j < take; j++) {
-            sqlite3_bind_int64(s, 1, ids[i + j]);
-            sqlite3_bind_int64(s, 2, loc + (sqlite3_int64)j);
-            rc = ix_run(v, s);
-        }
+        for (size_t j = 0; rc == SQLITE_OK && j < take; j++) rc = set_loc(v, ids[i + j], loc + (sqlite3_int64)j);
         i += take;
     }
     if (rc == SQLITE_OK) rc = ix_set_config(v, "count", count + (sqlite3_int64)n);
-    if (rc == SQLITE_OK) cache_append(v, count, ids, vecs, n);
+    sqlite3_int64 ver;
+    if (rc == SQLITE_OK && v->cache && ix_version(v, &ver) == SQLITE_OK) ix_cache_append(v, ver, count, ids, vecs, n);
     else ix_drop_cache(v);
     return rc;
 }
 
-int ix_flush(idx_vtab *v) {
-    if (!v->pending) return SQLITE_OK;
-    int rc = ix_config(v);
+int ix_unplace(ix_vtab *v, sqlite3_int64 rowid, sqlite3_int64 loc) {
+    sqlite3_int64 count;
+    int rc = ix_count(v, &count);
     if (rc != SQLITE_OK) return rc;
-    sqlite3_stmt *s = ix_stmt(v, ST_READ_PENDING, &rc);
-    if (!s) return rc;
-    size_t cap = 0, n = 0, nt = 0, d = (size_t)v->dims;
-    int64_t *ids = NULL;
-    float *vecs = NULL;
-    char **texts = NULL;   /* texts to embed, owned */
-    size_t *lens = NULL, *text_row = NULL;
-    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-        if (n == cap) {
-            cap = cap ? 2 * cap : 256;
-            int64_t *ni = realloc(ids, cap * sizeof *ni);
-            if (ni) ids = ni;
-            float *nv = realloc(vecs, cap * d * sizeof *nv);
-            if (nv) vecs = nv;
-            char **ntx = realloc(texts, cap * sizeof *ntx);
-            if (ntx) texts = ntx;
-            size_t *nl = realloc(lens, cap * sizeof *nl);
-            if (nl) lens = nl;
-            size_t *nr = realloc(text_row, cap * sizeof *nr);
-            if (nr) text_row = nr;
-            if (!ni || !nv || !ntx || !nl || !nr) {
-                rc = SQLITE_NOMEM;
-                break;
-            }
-        }
-        ids[n] = sqlite3_column_int64(s, 0);
-        if (sqlite3_column_type(s, 1) == SQLITE_BLOB &&
-            (size_t)sqlite3_column_bytes(s, 1) == d * sizeof(float)) {
-            memcpy(vecs + n * d, sqlite3_column_blob(s, 1), d * sizeof(float));
-        } else if (sqlite3_column_type(s, 1) == SQLITE_NULL && sqlite3_column_type(s, 2) == SQLITE_TEXT) {
-            const char *t = (const char *)sqlite3_column_text(s, 2);
-            size_t len = (size_t)sqlite3_column_bytes(s, 2);
-            if (!t || !(texts[nt] = malloc(len + 1))) {
-                rc = SQLITE_NOMEM;
-                break;
-            }
-            memcpy(texts[nt], t, len + 1);
-            lens[nt] = len;
-            text_row[nt++] = n;
-        } else {
-            rc = ix_corrupt(v, "pending", "rowid %lld has neither a vector of %lld bytes nor a text to "
-                                          "embed", (long long)ids[n], (long long)(d * sizeof(float)));
-            break;
-        }
-        n++;
+    if (loc < 0 || loc >= count)
+        return ix_corrupt(v, "rows", "rowid %lld has position %lld, outside the %lld vectors", rowid,
+                          loc, count);
+    sqlite3_int64 last = count - 1;
+    if (loc != last) {
+        float *buf = sqlite3_malloc64((size_t)v->dims * sizeof(float));
+        sqlite3_int64 moved;
+        if (!buf) return SQLITE_NOMEM;
+        rc = vector_io(v, last, buf, &moved, 0);
+        if (rc == SQLITE_OK) rc = vector_io(v, loc, buf, &moved, 1);
+        if (rc == SQLITE_OK) rc = set_loc(v, moved, loc);
+        sqlite3_free(buf);
     }
-    sqlite3_reset(s);
-    if (rc == SQLITE_DONE) rc = SQLITE_OK;
-    else if (rc != SQLITE_OK && rc != SQLITE_NOMEM && rc != SQLITE_CORRUPT_VTAB && rc != SQLITE_ERROR)
-        rc = ix_sql_error(v, rc);
-    float *out = NULL;
-    if (rc == SQLITE_OK && nt) {
-        out = malloc(nt * d * sizeof *out);
-        if (!out) rc = SQLITE_NOMEM;
-        else rc = ix_embed_texts(v, (const char *const *)texts, lens, nt, out);
-        for (size_t i = 0; rc == SQLITE_OK && i < nt; i++)
-            memcpy(vecs + text_row[i] * d, out + i * d, d * sizeof(float));
+    sqlite3_stmt *s;
+    if (rc == SQLITE_OK && last % v->chunk == 0 && (s = ix_stmt(v, STMT_DELETE_CHUNK, &rc)) != NULL) {
+        sqlite3_bind_int64(s, 1, last / v->chunk);
+        rc = ix_run(v, s);
     }
-    if (rc == SQLITE_OK && n) rc = append_vectors(v, ids, vecs, n);
-    if (rc == SQLITE_OK && n) {
-        sqlite3_stmt *c = ix_stmt(v, ST_CLEAR_PENDING, &rc);
-        if (c) rc = ix_run(v, c);
-    }
-    if (rc == SQLITE_OK) {
-        v->pending = 0;
-        v->pending_bytes = 0;
-    }
-    for (size_t i = 0; i < nt; i++) free(texts[i]);
-    free(out);
-    free(ids);
-    free(vecs);
-    free(texts);
-    free(lens);
-    free(text_row);
+    if (rc == SQLITE_OK) rc = ix_set_config(v, "count", last);
+    sqlite3_int64 ver;
+    if (rc == SQLITE_OK && v->cache && ix_version(v, &ver) == SQLITE_OK) ix_cache_remove(v, ver, count, loc);
+    else ix_drop_cache(v);
     return rc;
 }
 
-/* ---------- filling the copy ---------- */
+/* ---------- reading everything, checked ---------- */
 
 /* Every row with a position has its own position, inside the array, whose rowid is the row's,
  * and every position has a row: NAME_rows and NAME_chunks agree. */
-static int check_rows_against(idx_vtab *v, const emb_vec_array *a) {
-    int rc = SQLITE_OK;
-    sqlite3_stmt *s = ix_stmt(v, ST_ROW_LOCS, &rc);
+static int check_rows_against(ix_vtab *v, const int64_t *ids, size_t n) {
+    int rc;
+    sqlite3_stmt *s = ix_stmt(v, STMT_ROW_LOCS, &rc);
     if (!s) return rc;
-    unsigned char *seen = sqlite3_malloc64(a->n / 8 + 1);
+    unsigned char *seen = sqlite3_malloc64(n / 8 + 1);
     if (!seen) return SQLITE_NOMEM;
-    memset(seen, 0, a->n / 8 + 1);
+    memset(seen, 0, n / 8 + 1);
     size_t rows = 0;
     while (rc == SQLITE_OK && (rc = sqlite3_step(s)) == SQLITE_ROW) {
         rc = SQLITE_OK;
         sqlite3_int64 id = sqlite3_column_int64(s, 0), loc = sqlite3_column_int64(s, 1);
-        if (sqlite3_column_type(s, 1) != SQLITE_INTEGER || loc < 0 || (size_t)loc >= a->n)
+        if (sqlite3_column_type(s, 1) != SQLITE_INTEGER || loc < 0 || (size_t)loc >= n)
             rc = ix_corrupt(v, "rows", "rowid %lld has position %s, outside the %lld vectors", (long long)id,
-                            sqlite3_column_text(s, 1), (long long)a->n);
+                            sqlite3_column_text(s, 1), (long long)n);
         else if (seen[loc / 8] & (1u << (loc % 8)))
             rc = ix_corrupt(v, "rows", "two rows have position %lld", (long long)loc);
-        else if (a->ids[loc] != id)
+        else if (ids[loc] != id)
             rc = ix_corrupt(v, "chunks", "position %lld holds rowid %lld, but \"%s_rows\" puts rowid "
-                                         "%lld there", (long long)loc, (long long)a->ids[loc], v->name,
+                                         "%lld there", (long long)loc, (long long)ids[loc], v->name,
                             (long long)id);
         else {
             seen[loc / 8] |= (unsigned char)(1u << (loc % 8));
@@ -406,14 +212,14 @@ static int check_rows_against(idx_vtab *v, const emb_vec_array *a) {
     sqlite3_free(seen);
     if (rc == SQLITE_DONE) rc = SQLITE_OK;
     else if (rc != SQLITE_OK && rc != SQLITE_CORRUPT_VTAB && rc != SQLITE_NOMEM) return ix_sql_error(v, rc);
-    if (rc == SQLITE_OK && rows != a->n)
+    if (rc == SQLITE_OK && rows != n)
         rc = ix_corrupt(v, "rows", "it places %lld rows, but \"%s_config\" counts %lld vectors",
-                        (long long)rows, v->name, (long long)a->n);
+                        (long long)rows, v->name, (long long)n);
     return rc;
 }
 
 /* Reads the chunks into a, straight from their pages with incremental blob I/O: one copy. */
-static int read_chunks(idx_vtab *v, emb_vec_array *a, size_t n) {
+static int read_chunks(ix_vtab *v, emb_vec_array *a, size_t n) {
     size_t d = (size_t)v->dims, ch = (size_t)v->chunk, chunks = (n + ch - 1) / ch;
     char *table = sqlite3_mprintf("%s_chunks", v->name);
     sqlite3_blob *bv = NULL, *br = NULL;
@@ -447,35 +253,10 @@ static int read_chunks(idx_vtab *v, emb_vec_array *a, size_t n) {
     return rc;
 }
 
-int ix_ensure_cache(idx_vtab *v) {
-    int rc = ix_flush(v);
-    sqlite3_int64 ver, count;
-    if (rc == SQLITE_OK) rc = ix_version(v, &ver);
-    if (rc != SQLITE_OK) return rc;
-    if (v->cache && v->cache->version == ver) return SQLITE_OK;
-    ix_drop_cache(v);
-    /* every number read from the shadow tables is checked before it sizes anything */
-    if ((rc = ix_count(v, &count)) != SQLITE_OK) return rc;
+int ix_read_all(ix_vtab *v, emb_vec_array *a, sqlite3_int64 count) {
     size_t n = (size_t)count;
-    idx_cache *c = sqlite3_malloc(sizeof *c);
-    if (!c) return SQLITE_NOMEM;
-    c->refs = 1;
-    c->version = ver;
-    if (emb_vec_array_init(&c->a, (size_t)v->dims, v->metric, n)) {
-        sqlite3_free(c);
-        return SQLITE_NOMEM;
-    }
-    rc = read_chunks(v, &c->a, n);
-    if (rc == SQLITE_OK) {
-        c->a.n = n; /* for the check; extend computes the norms after it */
-        rc = check_rows_against(v, &c->a);
-        c->a.n = 0;
-    }
-    if (rc != SQLITE_OK) {
-        ix_cache_release(c);
-        return rc;
-    }
-    emb_vec_array_extend(&c->a, n);
-    v->cache = c;
-    return SQLITE_OK;
+    int rc = read_chunks(v, a, n);
+    if (rc == SQLITE_OK) rc = check_rows_against(v, a->ids, n);
+    if (rc == SQLITE_OK) emb_vec_array_extend(a, n); /* the norms, now that the rows are known good */
+    return rc;
 }

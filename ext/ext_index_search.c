@@ -1,6 +1,8 @@
 /* embed_index's cursors: a k-nearest-neighbour search (MATCH with k or LIMIT), a scan in
- * rowid order, or a rowid lookup. A search runs over the connection's copy of the vectors,
- * which the cursor holds a reference to while it reads the results. */
+ * rowid order, or a rowid lookup. A search runs over the connection's copy of the vectors
+ * (filled here from the chunks when missing or out of date), which the cursor holds a
+ * reference to while it reads the results. Reads only: pending rows are placed before
+ * xFilter gets here (ext_index.c). */
 #include "ext_index.h"
 #include "utf8.h"
 #include <math.h>
@@ -18,19 +20,19 @@ typedef struct {
     sqlite3_stmt *stmt;
     int eof;
     float *one; /* a vector read without the cache */
-    idx_cache *cache;
-} idx_cursor;
+    ix_cache *cache;
+} ix_cursor;
 
 int ix_open(sqlite3_vtab *vt, sqlite3_vtab_cursor **out) {
     (void)vt;
-    idx_cursor *c = sqlite3_malloc(sizeof *c);
+    ix_cursor *c = sqlite3_malloc(sizeof *c);
     if (!c) return SQLITE_NOMEM;
     memset(c, 0, sizeof *c);
     *out = &c->base;
     return SQLITE_OK;
 }
 
-static void cursor_reset(idx_cursor *c) {
+static void cursor_reset(ix_cursor *c) {
     free(c->hits);
     c->hits = NULL;
     c->n = c->at = 0;
@@ -44,7 +46,7 @@ static void cursor_reset(idx_cursor *c) {
 }
 
 int ix_close(sqlite3_vtab_cursor *cur) {
-    cursor_reset((idx_cursor *)cur);
+    cursor_reset((ix_cursor *)cur);
     sqlite3_free(cur);
     return SQLITE_OK;
 }
@@ -52,7 +54,7 @@ int ix_close(sqlite3_vtab_cursor *cur) {
 /* The query vector of a MATCH, decided by type: a BLOB is a vector; text is a vector when it
  * is a JSON array of numbers, else text to embed with the index's model ('[CLS] tokens' and
  * '[1] Introduction' are text). */
-static int query_vector(idx_vtab *v, sqlite3_value *val, ext_vec *q) {
+static int query_vector(ix_vtab *v, sqlite3_value *val, ext_vec *q) {
     memset(q, 0, sizeof *q);
     int t = sqlite3_value_type(val);
     if (t == SQLITE_NULL) return ix_error(v, "the query of a search of \"%s\" is NULL", v->name);
@@ -99,7 +101,32 @@ static int query_vector(idx_vtab *v, sqlite3_value *val, ext_vec *q) {
     return SQLITE_OK;
 }
 
-static int filter_knn(idx_cursor *c, idx_vtab *v, int flags, sqlite3_value **argv) {
+/* Makes v->cache a copy of the chunks as they are now, unless it is one already. */
+static int fill_cache(ix_vtab *v) {
+    sqlite3_int64 ver, count;
+    int rc = ix_version(v, &ver);
+    if (rc != SQLITE_OK) return rc;
+    if (v->cache && v->cache->version == ver) return SQLITE_OK;
+    ix_drop_cache(v);
+    /* every number read from the shadow tables is checked before it sizes anything */
+    if ((rc = ix_count(v, &count)) != SQLITE_OK) return rc;
+    ix_cache *c = sqlite3_malloc(sizeof *c);
+    if (!c) return SQLITE_NOMEM;
+    c->refs = 1;
+    c->version = ver;
+    if (emb_vec_array_init(&c->a, (size_t)v->dims, v->metric, (size_t)count)) {
+        sqlite3_free(c);
+        return SQLITE_NOMEM;
+    }
+    if ((rc = ix_read_all(v, &c->a, count)) != SQLITE_OK) {
+        ix_cache_release(c);
+        return rc;
+    }
+    v->cache = c;
+    return SQLITE_OK;
+}
+
+static int filter_knn(ix_cursor *c, ix_vtab *v, int flags, sqlite3_value **argv) {
     sqlite3_int64 k;
     if (flags & F_NEED_K)
         return ix_error(v, "a search of \"%s\" needs k: WHERE \"%s\" MATCH :query AND k = 10 "
@@ -123,7 +150,7 @@ static int filter_knn(idx_cursor *c, idx_vtab *v, int flags, sqlite3_value **arg
     c->k = k;
     ext_vec q;
     int rc = query_vector(v, argv[0], &q);
-    if (rc == SQLITE_OK) rc = ix_ensure_cache(v);
+    if (rc == SQLITE_OK) rc = fill_cache(v);
     if (rc != SQLITE_OK) {
         ext_vec_free(&q);
         return rc;
@@ -142,44 +169,26 @@ static int filter_knn(idx_cursor *c, idx_vtab *v, int flags, sqlite3_value **arg
     return SQLITE_OK;
 }
 
-static int scan_step(idx_cursor *c) {
+static int scan_step(ix_cursor *c) {
     int rc = sqlite3_step(c->stmt);
     if (rc == SQLITE_ROW) return SQLITE_OK;
     c->eof = 1;
-    return rc == SQLITE_DONE ? SQLITE_OK : ix_sql_error((idx_vtab *)c->base.pVtab, rc);
+    return rc == SQLITE_DONE ? SQLITE_OK : ix_sql_error((ix_vtab *)c->base.pVtab, rc);
 }
 
-int ix_filter(sqlite3_vtab_cursor *cur, int idx_num, const char *idx_str, int argc,
-              sqlite3_value **argv) {
-    (void)idx_str;
-    (void)argc;
-    idx_cursor *c = (idx_cursor *)cur;
-    idx_vtab *v = (idx_vtab *)cur->pVtab;
+int ix_search_filter(sqlite3_vtab_cursor *cur, int idx_num, sqlite3_value **argv) {
+    ix_cursor *c = (ix_cursor *)cur;
+    ix_vtab *v = (ix_vtab *)cur->pVtab;
     cursor_reset(c);
     c->plan = idx_num & PLAN_MASK;
-    int rc = ix_config(v);
-    if (rc != SQLITE_OK) return rc;
-    if (idx_num & F_NEED_MATCH)
-        return ix_error(v, "k and distance belong to a search, which needs MATCH: WHERE \"%s\" MATCH "
-                           ":query AND k = 10", v->name);
     if (c->plan == PLAN_KNN) return filter_knn(c, v, idx_num, argv);
-    rc = ix_flush(v);
-    if (rc == SQLITE_OK && (idx_num & F_VECTOR) && c->plan == PLAN_SCAN) {
-        rc = ix_ensure_cache(v);
-        if (rc == SQLITE_OK) {
-            c->cache = v->cache;
-            c->cache->refs++;
-        }
+    int rc = SQLITE_OK;
+    if ((idx_num & F_VECTOR) && c->plan == PLAN_SCAN && (rc = fill_cache(v)) == SQLITE_OK) {
+        c->cache = v->cache;
+        c->cache->refs++;
     }
+    if (rc == SQLITE_OK) rc = ix_prepare(v, c->plan == PLAN_ROWID ? STMT_LOOKUP : STMT_SCAN, &c->stmt);
     if (rc != SQLITE_OK) return rc;
-    char *sql = sqlite3_mprintf(c->plan == PLAN_ROWID
-                                    ? "SELECT id, loc, text FROM \"%w\".\"%w_rows\" WHERE id = ?1"
-                                    : "SELECT id, loc, text FROM \"%w\".\"%w_rows\" ORDER BY id",
-                                v->schema, v->name);
-    if (!sql) return SQLITE_NOMEM;
-    rc = sqlite3_prepare_v2(v->db, sql, -1, &c->stmt, NULL);
-    sqlite3_free(sql);
-    if (rc != SQLITE_OK) return ix_sql_error(v, rc);
     if (c->plan == PLAN_ROWID) {
         if (sqlite3_value_type(argv[0]) != SQLITE_INTEGER && sqlite3_value_numeric_type(argv[0]) != SQLITE_INTEGER)
             return SQLITE_OK; /* no integer rowid equals it: no rows */
@@ -190,7 +199,7 @@ int ix_filter(sqlite3_vtab_cursor *cur, int idx_num, const char *idx_str, int ar
 }
 
 int ix_next(sqlite3_vtab_cursor *cur) {
-    idx_cursor *c = (idx_cursor *)cur;
+    ix_cursor *c = (ix_cursor *)cur;
     if (c->plan == PLAN_KNN) {
         if (++c->at >= c->n) c->eof = 1;
         return SQLITE_OK;
@@ -199,17 +208,17 @@ int ix_next(sqlite3_vtab_cursor *cur) {
 }
 
 int ix_eof(sqlite3_vtab_cursor *cur) {
-    return ((idx_cursor *)cur)->eof;
+    return ((ix_cursor *)cur)->eof;
 }
 
 int ix_rowid(sqlite3_vtab_cursor *cur, sqlite3_int64 *out) {
-    idx_cursor *c = (idx_cursor *)cur;
+    ix_cursor *c = (ix_cursor *)cur;
     *out = c->plan == PLAN_KNN ? c->hits[c->at].id : sqlite3_column_int64(c->stmt, 0);
     return SQLITE_OK;
 }
 
 /* The stored vector of the current row of a scan or lookup. */
-static const float *scan_vector(idx_cursor *c, idx_vtab *v, int *rc) {
+static const float *scan_vector(ix_cursor *c, ix_vtab *v, int *rc) {
     *rc = SQLITE_OK;
     if (sqlite3_column_type(c->stmt, 1) != SQLITE_INTEGER) return NULL; /* pending: no vector yet */
     sqlite3_int64 loc = sqlite3_column_int64(c->stmt, 1);
@@ -221,14 +230,13 @@ static const float *scan_vector(idx_cursor *c, idx_vtab *v, int *rc) {
         *rc = SQLITE_NOMEM;
         return NULL;
     }
-    size_t bytes = (size_t)v->dims * sizeof(float);
-    *rc = ix_chunk_io(v, loc / v->chunk, "vectors", c->one, bytes, (size_t)(loc % v->chunk) * bytes, 0);
+    *rc = ix_read_vector_at(v, sqlite3_column_int64(c->stmt, 0), loc, c->one);
     return *rc == SQLITE_OK ? c->one : NULL;
 }
 
 int ix_column(sqlite3_vtab_cursor *cur, sqlite3_context *ctx, int col) {
-    idx_cursor *c = (idx_cursor *)cur;
-    idx_vtab *v = (idx_vtab *)cur->pVtab;
+    ix_cursor *c = (ix_cursor *)cur;
+    ix_vtab *v = (ix_vtab *)cur->pVtab;
     int knn_row = c->plan == PLAN_KNN;
     switch (col) {
     case COL_VECTOR: {
@@ -245,7 +253,7 @@ int ix_column(sqlite3_vtab_cursor *cur, sqlite3_context *ctx, int col) {
             sqlite3_result_value(ctx, sqlite3_column_value(c->stmt, 2));
         } else {
             int rc;
-            sqlite3_stmt *s = ix_stmt(v, ST_TEXT, &rc);
+            sqlite3_stmt *s = ix_stmt(v, STMT_TEXT, &rc);
             if (!s) return rc;
             sqlite3_bind_int64(s, 1, c->hits[c->at].id);
             if (sqlite3_step(s) == SQLITE_ROW) sqlite3_result_value(ctx, sqlite3_column_value(s, 0));

@@ -1,0 +1,489 @@
+/* embed_index's schema: every SQL statement the module runs on its shadow tables, the options
+ * of CREATE VIRTUAL TABLE, creating, connecting, dropping and renaming the table, reading
+ * and validating NAME_config, and the table's error messages. */
+#include "ext_index.h"
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define DEFAULT_CHUNK 1024
+
+/* ---------- errors ---------- */
+
+int ix_error(ix_vtab *v, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    char *msg = sqlite3_vmprintf(fmt, ap);
+    va_end(ap);
+    sqlite3_free(v->base.zErrMsg);
+    v->base.zErrMsg = msg ? sqlite3_mprintf(FN ": %s", msg) : NULL;
+    sqlite3_free(msg);
+    return msg ? SQLITE_ERROR : SQLITE_NOMEM;
+}
+
+int ix_sql_error(ix_vtab *v, int rc) {
+    if (rc == SQLITE_NOMEM) return rc;
+    ix_error(v, "\"%s\": %s", v->name, sqlite3_errmsg(v->db));
+    return rc == SQLITE_OK || rc == SQLITE_DONE || rc == SQLITE_ROW ? SQLITE_ERROR : rc;
+}
+
+int ix_corrupt(ix_vtab *v, const char *table, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    char *msg = sqlite3_vmprintf(fmt, ap);
+    va_end(ap);
+    if (!msg) return SQLITE_NOMEM;
+    ix_error(v, "shadow table \"%s_%s\" is damaged: %s (the index is corrupt: drop it and "
+                "build it again)", v->name, table, msg);
+    sqlite3_free(msg);
+    return SQLITE_CORRUPT_VTAB;
+}
+
+/* ---------- the statements ---------- */
+
+/* Each "%w" pair is the schema, then the table's name. */
+static const char *const stmt_sql[] = {
+    [STMT_INSERT_ROW] = "INSERT INTO \"%w\".\"%w_rows\"(id, loc, text) VALUES (?1, NULL, ?2)",
+    [STMT_INSERT_PENDING] = "INSERT INTO \"%w\".\"%w_pending\"(id, vector) VALUES (?1, ?2)",
+    [STMT_GET_ROW] = "SELECT loc, text FROM \"%w\".\"%w_rows\" WHERE id = ?1",
+    [STMT_DELETE_ROW] = "DELETE FROM \"%w\".\"%w_rows\" WHERE id = ?1",
+    [STMT_DELETE_PENDING_ROW] = "DELETE FROM \"%w\".\"%w_pending\" WHERE id = ?1",
+    [STMT_GET_PENDING] = "SELECT vector FROM \"%w\".\"%w_pending\" WHERE id = ?1",
+    [STMT_SET_LOC] = "UPDATE \"%w\".\"%w_rows\" SET loc = ?2 WHERE id = ?1",
+    [STMT_READ_PENDING] = "SELECT p.id, p.vector, r.text FROM \"%w\".\"%w_pending\" AS p"
+                          " JOIN \"%w\".\"%w_rows\" AS r ON r.id = p.id ORDER BY p.id",
+    [STMT_CLEAR_PENDING] = "DELETE FROM \"%w\".\"%w_pending\"",
+    [STMT_GET_CONFIG] = "SELECT value FROM \"%w\".\"%w_config\" WHERE key = ?1",
+    [STMT_SET_CONFIG] = "INSERT OR REPLACE INTO \"%w\".\"%w_config\"(key, value) VALUES (?1, ?2)",
+    [STMT_BUMP_VERSION] = "UPDATE \"%w\".\"%w_config\" SET value = value + 1 WHERE key = 'version'",
+    [STMT_NEW_CHUNK] = "INSERT INTO \"%w\".\"%w_chunks\"(chunk_id, rowids, vectors)"
+                       " VALUES (?1, zeroblob(?2), zeroblob(?3))",
+    [STMT_DELETE_CHUNK] = "DELETE FROM \"%w\".\"%w_chunks\" WHERE chunk_id = ?1",
+    [STMT_TEXT] = "SELECT text FROM \"%w\".\"%w_rows\" WHERE id = ?1",
+    [STMT_ROW_LOCS] = "SELECT id, loc FROM \"%w\".\"%w_rows\" WHERE loc IS NOT NULL",
+    [STMT_CHUNK_SPAN] = "SELECT count(*), min(chunk_id), max(chunk_id) FROM \"%w\".\"%w_chunks\"",
+    [STMT_SCAN] = "SELECT id, loc, text FROM \"%w\".\"%w_rows\" ORDER BY id",
+    [STMT_LOOKUP] = "SELECT id, loc, text FROM \"%w\".\"%w_rows\" WHERE id = ?1",
+    [STMT_ALL_CONFIG] = "SELECT key, value FROM \"%w\".\"%w_config\"",
+};
+
+/* The shadow tables and the configuration xCreate writes: schema, name, ... as in stmt_sql. */
+static const char create_sql[] =
+    "CREATE TABLE \"%w\".\"%w_config\"(key TEXT PRIMARY KEY, value) WITHOUT ROWID;"
+    "CREATE TABLE \"%w\".\"%w_rows\"(id INTEGER PRIMARY KEY, loc INTEGER, text TEXT);"
+    "CREATE TABLE \"%w\".\"%w_chunks\"(chunk_id INTEGER PRIMARY KEY, rowids BLOB, vectors BLOB);"
+    "CREATE TABLE \"%w\".\"%w_pending\"(id INTEGER PRIMARY KEY, vector BLOB);"
+    "INSERT INTO \"%w\".\"%w_config\"(key, value) VALUES ('format', 1), ('dims', %d),"
+    " ('metric', %Q), ('model', %Q), ('fingerprint', %Q), ('model_path', %Q),"
+    " ('chunk_size', %d), ('count', 0), ('version', 0);";
+static const char *const shadow_names[] = {"config", "rows", "chunks", "pending"};
+/* Run once per shadow table: schema, name, suffix (and for renames the new name, suffix). */
+static const char drop_sql[] = "DROP TABLE IF EXISTS \"%w\".\"%w_%s\"";
+static const char rename_sql[] = "ALTER TABLE \"%w\".\"%w_%s\" RENAME TO \"%w_%s\"";
+
+static char *statement_sql(ix_vtab *v, int id) {
+    return id == STMT_READ_PENDING ? sqlite3_mprintf(stmt_sql[id], v->schema, v->name, v->schema, v->name)
+                                   : sqlite3_mprintf(stmt_sql[id], v->schema, v->name);
+}
+
+int ix_prepare(ix_vtab *v, int id, sqlite3_stmt **out) {
+    char *sql = statement_sql(v, id);
+    if (!sql) return SQLITE_NOMEM;
+    int flags = id < STMT_SHARED_COUNT ? SQLITE_PREPARE_PERSISTENT : 0;
+    int rc = sqlite3_prepare_v3(v->db, sql, -1, (unsigned)flags, out, NULL);
+    sqlite3_free(sql);
+    return rc == SQLITE_OK ? rc : ix_sql_error(v, rc);
+}
+
+sqlite3_stmt *ix_stmt(ix_vtab *v, int id, int *rc) {
+    *rc = v->stmt[id] ? SQLITE_OK : ix_prepare(v, id, &v->stmt[id]);
+    return v->stmt[id];
+}
+
+int ix_run(ix_vtab *v, sqlite3_stmt *s) {
+    int rc = sqlite3_step(s);
+    sqlite3_reset(s);
+    if (rc == SQLITE_DONE) return SQLITE_OK;
+    return ix_sql_error(v, rc);
+}
+
+/* Prepared statements name the shadow tables: finalized before they are dropped or renamed. */
+static void finalize_statements(ix_vtab *v) {
+    for (int i = 0; i < STMT_SHARED_COUNT; i++) {
+        sqlite3_finalize(v->stmt[i]);
+        v->stmt[i] = NULL;
+    }
+}
+
+/* ---------- the configuration ---------- */
+
+int ix_get_config(ix_vtab *v, const char *key, sqlite3_int64 *out) {
+    int rc;
+    sqlite3_stmt *s = ix_stmt(v, STMT_GET_CONFIG, &rc);
+    if (!s) return rc;
+    sqlite3_bind_text(s, 1, key, -1, SQLITE_STATIC);
+    rc = sqlite3_step(s);
+    int integer = rc == SQLITE_ROW && sqlite3_column_type(s, 0) == SQLITE_INTEGER;
+    if (integer) *out = sqlite3_column_int64(s, 0);
+    sqlite3_reset(s);
+    if (integer) return SQLITE_OK;
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE) return ix_sql_error(v, rc);
+    return ix_corrupt(v, "config", rc == SQLITE_ROW ? "'%s' is not an integer" : "'%s' is missing", key);
+}
+
+int ix_get_config_text(ix_vtab *v, const char *key, char **out) {
+    int rc;
+    *out = NULL;
+    sqlite3_stmt *s = ix_stmt(v, STMT_GET_CONFIG, &rc);
+    if (!s) return rc;
+    sqlite3_bind_text(s, 1, key, -1, SQLITE_STATIC);
+    rc = sqlite3_step(s);
+    if (rc == SQLITE_ROW && sqlite3_column_type(s, 0) == SQLITE_TEXT &&
+        !(*out = sqlite3_mprintf("%s", sqlite3_column_text(s, 0))))
+        rc = SQLITE_NOMEM;
+    sqlite3_reset(s);
+    return rc == SQLITE_ROW || rc == SQLITE_DONE ? SQLITE_OK : rc == SQLITE_NOMEM ? rc : ix_sql_error(v, rc);
+}
+
+int ix_set_config(ix_vtab *v, const char *key, sqlite3_int64 value) {
+    int rc;
+    sqlite3_stmt *s = ix_stmt(v, STMT_SET_CONFIG, &rc);
+    if (!s) return rc;
+    sqlite3_bind_text(s, 1, key, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(s, 2, value);
+    return ix_run(v, s);
+}
+
+int ix_set_config_text(ix_vtab *v, const char *key, const char *value) {
+    int rc;
+    sqlite3_stmt *s = ix_stmt(v, STMT_SET_CONFIG, &rc);
+    if (!s) return rc;
+    sqlite3_bind_text(s, 1, key, -1, SQLITE_STATIC);
+    sqlite3_bind_text(s, 2, value, -1, SQLITE_TRANSIENT); /* NULL binds NULL */
+    return ix_run(v, s);
+}
+
+int ix_version(ix_vtab *v, sqlite3_int64 *ver) {
+    return ix_get_config(v, "version", ver);
+}
+
+static int config_text(sqlite3_stmt *s, char **out) {
+    if (sqlite3_column_type(s, 1) != SQLITE_TEXT) return SQLITE_OK; /* NULL: none */
+    sqlite3_free(*out);
+    *out = sqlite3_mprintf("%s", sqlite3_column_text(s, 1));
+    return *out ? SQLITE_OK : SQLITE_NOMEM;
+}
+
+int ix_config(ix_vtab *v) {
+    if (v->configured) return SQLITE_OK;
+    sqlite3_stmt *s = NULL;
+    int rc = ix_prepare(v, STMT_ALL_CONFIG, &s);
+    if (rc != SQLITE_OK) {
+        if (rc != SQLITE_NOMEM)
+            ix_error(v, "cannot read shadow table \"%s_config\": %s", v->name, sqlite3_errmsg(v->db));
+        return rc;
+    }
+    sqlite3_int64 dims = 0, chunk = 0;
+    char *metric = NULL;
+    while (rc == SQLITE_OK && sqlite3_step(s) == SQLITE_ROW) {
+        const char *key = (const char *)sqlite3_column_text(s, 0);
+        int integer = sqlite3_column_type(s, 1) == SQLITE_INTEGER;
+        if (!key) continue;
+        if (!strcmp(key, "dims")) dims = integer ? sqlite3_column_int64(s, 1) : -1;
+        else if (!strcmp(key, "chunk_size")) chunk = integer ? sqlite3_column_int64(s, 1) : -1;
+        else if (!strcmp(key, "metric")) rc = config_text(s, &metric);
+        else if (!strcmp(key, "model")) rc = config_text(s, &v->model);
+        else if (!strcmp(key, "fingerprint") && sqlite3_column_type(s, 1) == SQLITE_TEXT)
+            snprintf(v->fingerprint, sizeof v->fingerprint, "%s", sqlite3_column_text(s, 1));
+    }
+    int step_rc = sqlite3_finalize(s);
+    if (rc == SQLITE_OK && step_rc != SQLITE_OK) rc = ix_sql_error(v, step_rc);
+    if (rc == SQLITE_OK) {
+        if (dims < 1 || dims > MAX_DIMS)
+            rc = ix_corrupt(v, "config", "dims must be an integer from 1 to %d", MAX_DIMS);
+        else if (chunk < 1 || chunk > MAX_CHUNK_ROWS || chunk * dims * (sqlite3_int64)sizeof(float) > MAX_CHUNK_BYTES)
+            rc = ix_corrupt(v, "config", "chunk_size must be an integer from 1 to %d, with at most "
+                                         "%d bytes of vectors per chunk", MAX_CHUNK_ROWS, MAX_CHUNK_BYTES);
+        else if (!metric || emb_metric_parse(metric, &v->metric))
+            rc = ix_corrupt(v, "config", "metric must be cosine, l2, dot or l1");
+    }
+    sqlite3_free(metric);
+    if (rc != SQLITE_OK) return rc;
+    v->dims = (int)dims;
+    v->chunk = (int)chunk;
+    v->configured = 1;
+    return SQLITE_OK;
+}
+
+/* ---------- the options of CREATE VIRTUAL TABLE ---------- */
+
+typedef struct {
+    int dims, chunk;
+    char *model;
+    emb_metric metric;
+    int has_metric;
+} ix_options;
+
+static char *dequote(const char *s, size_t n) {
+    while (n && (*s == ' ' || *s == '\t' || *s == '\n' || *s == '\r')) s++, n--;
+    while (n && (s[n - 1] == ' ' || s[n - 1] == '\t' || s[n - 1] == '\n' || s[n - 1] == '\r')) n--;
+    char *out = sqlite3_malloc64(n + 1);
+    if (!out) return NULL;
+    if (n >= 2 && (s[0] == '\'' || s[0] == '"' || s[0] == '`') && s[n - 1] == s[0]) {
+        char q = s[0];
+        size_t j = 0;
+        for (size_t i = 1; i + 1 < n; i++) {
+            out[j++] = s[i];
+            if (s[i] == q && i + 2 < n && s[i + 1] == q) i++;
+        }
+        out[j] = 0;
+    } else {
+        memcpy(out, s, n);
+        out[n] = 0;
+    }
+    return out;
+}
+
+static int parse_int(const char *s, long lo, long hi, int *out) {
+    char *end;
+    long x = strtol(s, &end, 10);
+    if (!*s || *end || x < lo || x > hi) return -1;
+    *out = (int)x;
+    return 0;
+}
+
+/* sqlite-vec's vec0 declares its vector as a column, `embedding float[384]`, with an optional
+ * `distance_metric=cosine`: such an argument gets the embed_index equivalent. NULL if the
+ * argument is not one. */
+static char *vec0_hint(const char *arg) {
+    static const char *const types[] = {"float[", "f32[", "int8[", "bit["};
+    const char *at = NULL;
+    for (int i = 0; i < 4 && !at; i++)
+        for (const char *p = arg; *p && !at; p++)
+            if (sqlite3_strnicmp(p, types[i], (int)strlen(types[i])) == 0) at = p + strlen(types[i]);
+    if (!at) return NULL;
+    int dims = atoi(at);
+    const char *metric = sqlite3_strglob("*distance_metric*=*", arg) == 0 ? strrchr(arg, '=') + 1 : NULL;
+    while (metric && (*metric == ' ' || *metric == '\'' || *metric == '"')) metric++;
+    char m[16] = "";
+    for (int i = 0; metric && i < 15 && metric[i] && metric[i] != ' ' && metric[i] != '\'' &&
+                    metric[i] != '"' && metric[i] != ')'; i++)
+        m[i] = metric[i], m[i + 1] = 0;
+    return sqlite3_mprintf(FN ": columns are not declared as in sqlite-vec's vec0 ('%s'): the vector "
+                              "column is always named vector; write embed_index(dims = %d%s%s%s) for "
+                              "vectors made elsewhere, or embed_index(model = 'name') to embed text",
+                           arg, dims, *m ? ", metric = '" : "", m, *m ? "'" : "");
+}
+
+/* One `key = value` argument into o; *err set on a bad one. */
+static int parse_option(const char *a, ix_options *o, char **err) {
+    const char *eq = strchr(a, '=');
+    if ((*err = vec0_hint(a)) != NULL) return SQLITE_ERROR;
+    if (!eq) {
+        *err = sqlite3_mprintf(FN ": option '%s' must be key = value (known keys: model, dims, metric, "
+                                  "chunk_size)", a);
+        return SQLITE_ERROR;
+    }
+    char *key = dequote(a, (size_t)(eq - a)), *val = dequote(eq + 1, strlen(eq + 1));
+    int rc = key && val ? SQLITE_OK : SQLITE_NOMEM;
+    if (rc != SQLITE_OK) {
+    } else if (!sqlite3_stricmp(key, "model") && !o->model) {
+        o->model = val, val = NULL;
+    } else if (!sqlite3_stricmp(key, "metric") && !o->has_metric) {
+        o->has_metric = 1;
+        if (emb_metric_parse(val, &o->metric)) {
+            *err = sqlite3_mprintf(FN ": unknown metric '%s' (use cosine, l2, dot or l1)", val);
+            rc = SQLITE_ERROR;
+        }
+    } else if (!sqlite3_stricmp(key, "dims") && !o->dims) {
+        if (parse_int(val, 1, MAX_DIMS, &o->dims)) {
+            *err = sqlite3_mprintf(FN ": dims must be an integer from 1 to %d, not '%s'", MAX_DIMS, val);
+            rc = SQLITE_ERROR;
+        }
+    } else if (!sqlite3_stricmp(key, "chunk_size")) {
+        if (parse_int(val, 1, MAX_CHUNK_ROWS, &o->chunk)) {
+            *err = sqlite3_mprintf(FN ": chunk_size must be an integer from 1 to %d, not '%s'",
+                                   MAX_CHUNK_ROWS, val);
+            rc = SQLITE_ERROR;
+        }
+    } else if (!sqlite3_stricmp(key, "distance_metric")) {
+        *err = sqlite3_mprintf(FN ": distance_metric is sqlite-vec's name; write metric = '%s'", val);
+        rc = SQLITE_ERROR;
+    } else {
+        *err = sqlite3_mprintf(FN ": unknown or repeated option '%s' (known: model, dims, metric, "
+                                  "chunk_size)", key);
+        rc = SQLITE_ERROR;
+    }
+    sqlite3_free(key);
+    sqlite3_free(val);
+    return rc;
+}
+
+/* The options, checked against the model they name (retained into *mod). */
+static int parse_options(int argc, const char *const *argv, ix_options *o, emb_model **mod, char **err) {
+    memset(o, 0, sizeof *o);
+    o->chunk = DEFAULT_CHUNK;
+    o->metric = EMB_METRIC_COSINE;
+    *mod = NULL;
+    int rc = SQLITE_OK;
+    for (int i = 3; i < argc && rc == SQLITE_OK; i++) rc = parse_option(argv[i], o, err);
+    if (rc == SQLITE_OK && o->model) {
+        const emb_model_info *info;
+        if (!(*mod = ext_registry_get(o->model))) {
+            *err = sqlite3_mprintf(FN ": unknown model '%s': load it first with embed_load(name, path) "
+                                      "or embed_define(name, json)", o->model);
+            rc = SQLITE_ERROR;
+        } else if (!(info = emb_model_get_info(*mod))->has_vectors) {
+            *err = sqlite3_mprintf(FN ": model '%s' is a tokenizer only: it has no vectors", o->model);
+            rc = SQLITE_ERROR;
+        } else if (o->dims && o->dims != info->hidden) {
+            *err = sqlite3_mprintf(FN ": dims = %d, but model '%s' makes vectors of %d dimensions",
+                                   o->dims, o->model, info->hidden);
+            rc = SQLITE_ERROR;
+        } else {
+            o->dims = info->hidden;
+        }
+    }
+    if (rc == SQLITE_OK && !o->dims) {
+        *err = sqlite3_mprintf(FN ": say which vectors it holds: embed_index(model = 'name') or "
+                                  "embed_index(dims = N), optionally with metric = 'cosine' | 'l2' | 'dot' | 'l1'");
+        rc = SQLITE_ERROR;
+    }
+    if (rc == SQLITE_OK && (size_t)o->chunk * (size_t)o->dims * sizeof(float) > MAX_CHUNK_BYTES) {
+        o->chunk = (int)(MAX_CHUNK_BYTES / ((size_t)o->dims * sizeof(float)));
+        if (o->chunk < 1) o->chunk = 1;
+    }
+    return rc;
+}
+
+/* ---------- creating, connecting, dropping, renaming ---------- */
+
+static int declare(sqlite3 *db, const char *name, char **err) {
+    static const char *const cols[] = {"vector", "text", "distance", "k"};
+    for (int i = 0; i < 4; i++)
+        if (sqlite3_stricmp(name, cols[i]) == 0) {
+            *err = sqlite3_mprintf(FN ": a table cannot be named '%s', the name of one of its "
+                                      "columns", name);
+            return SQLITE_ERROR;
+        }
+    char *sql = sqlite3_mprintf("CREATE TABLE x(vector BLOB, text TEXT, distance HIDDEN,"
+                                " k HIDDEN, \"%w\" HIDDEN)", name);
+    if (!sql) return SQLITE_NOMEM;
+    int rc = sqlite3_declare_vtab(db, sql);
+    sqlite3_free(sql);
+    if (rc == SQLITE_OK) rc = sqlite3_vtab_config(db, SQLITE_VTAB_CONSTRAINT_SUPPORT, 1);
+    return rc;
+}
+
+static void vtab_free(ix_vtab *v) {
+    if (!v) return;
+    finalize_statements(v);
+    ix_drop_cache(v);
+    emb_knn_scratch_free(&v->scratch);
+    emb_model_release(v->held);
+    sqlite3_free(v->schema);
+    sqlite3_free(v->name);
+    sqlite3_free(v->model);
+    sqlite3_free(v);
+}
+
+/* Declares the table and makes its state; NAME_config is read by the first statement that
+ * needs it (ix_config). */
+static int vtab_open(sqlite3 *db, const char *schema, const char *name, ix_vtab **out, char **err) {
+    *out = NULL;
+    int rc = declare(db, name, err);
+    if (rc != SQLITE_OK) return rc;
+    ix_vtab *v = sqlite3_malloc(sizeof *v);
+    if (!v) return SQLITE_NOMEM;
+    memset(v, 0, sizeof *v);
+    v->db = db;
+    v->schema = sqlite3_mprintf("%s", schema);
+    v->name = sqlite3_mprintf("%s", name);
+    if (!v->schema || !v->name) {
+        vtab_free(v);
+        return SQLITE_NOMEM;
+    }
+    *out = v;
+    return SQLITE_OK;
+}
+
+int ix_create(sqlite3 *db, void *aux, int argc, const char *const *argv, sqlite3_vtab **out, char **err) {
+    (void)aux;
+    const char *schema = argv[1], *name = argv[2];
+    ix_options o;
+    emb_model *mod;
+    ix_vtab *v = NULL;
+    int rc = parse_options(argc, argv, &o, &mod, err);
+    if (rc == SQLITE_OK) rc = vtab_open(db, schema, name, &v, err);
+    if (rc == SQLITE_OK) {
+        const emb_model_info *info = mod ? emb_model_get_info(mod) : NULL;
+        char *sql = sqlite3_mprintf(create_sql, schema, name, schema, name, schema, name, schema, name,
+                                    schema, name, o.dims, emb_metric_name(o.metric), o.model,
+                                    info ? info->fingerprint : NULL, info ? info->path : NULL, o.chunk);
+        if (!sql) rc = SQLITE_NOMEM;
+        else if ((rc = sqlite3_exec(db, sql, NULL, NULL, NULL)) != SQLITE_OK)
+            *err = sqlite3_mprintf(FN ": cannot create the shadow tables of \"%s\": %s", name, sqlite3_errmsg(db));
+        sqlite3_free(sql);
+    }
+    if (rc == SQLITE_OK && (rc = ix_config(v)) != SQLITE_OK) *err = sqlite3_mprintf("%s", v->base.zErrMsg);
+    emb_model_release(mod);
+    sqlite3_free(o.model);
+    if (rc != SQLITE_OK) {
+        vtab_free(v);
+        return rc;
+    }
+    *out = &v->base;
+    return SQLITE_OK;
+}
+
+int ix_connect(sqlite3 *db, void *aux, int argc, const char *const *argv, sqlite3_vtab **out, char **err) {
+    (void)aux;
+    (void)argc;
+    ix_vtab *v;
+    int rc = vtab_open(db, argv[1], argv[2], &v, err);
+    if (rc == SQLITE_OK) *out = &v->base;
+    return rc;
+}
+
+int ix_disconnect(sqlite3_vtab *vt) {
+    vtab_free((ix_vtab *)vt);
+    return SQLITE_OK;
+}
+
+/* Runs fmt (drop_sql or rename_sql) once per shadow table. */
+static int each_shadow_table(ix_vtab *v, const char *fmt, const char *to) {
+    int rc = SQLITE_OK;
+    finalize_statements(v);
+    for (int i = 0; i < 4 && rc == SQLITE_OK; i++) {
+        char *sql = sqlite3_mprintf(fmt, v->schema, v->name, shadow_names[i], to, shadow_names[i]);
+        rc = sql ? sqlite3_exec(v->db, sql, NULL, NULL, NULL) : SQLITE_NOMEM;
+        sqlite3_free(sql);
+    }
+    return rc;
+}
+
+int ix_destroy(sqlite3_vtab *vt) {
+    ix_vtab *v = (ix_vtab *)vt;
+    int rc = each_shadow_table(v, drop_sql, NULL);
+    if (rc != SQLITE_OK) return ix_sql_error(v, rc);
+    vtab_free(v);
+    return SQLITE_OK;
+}
+
+int ix_rename(sqlite3_vtab *vt, const char *to) {
+    ix_vtab *v = (ix_vtab *)vt;
+    int rc = each_shadow_table(v, rename_sql, to);
+    if (rc != SQLITE_OK) return ix_sql_error(v, rc);
+    char *name = sqlite3_mprintf("%s", to);
+    if (!name) return SQLITE_NOMEM;
+    sqlite3_free(v->name);
+    v->name = name;
+    return SQLITE_OK;
+}
+
+int ix_shadow_name(const char *suffix) {
+    for (int i = 0; i < 4; i++)
+        if (sqlite3_stricmp(suffix, shadow_names[i]) == 0) return 1;
+    return 0;
+}
