@@ -32,7 +32,7 @@ BENCH_SRC = $(wildcard bench/bench_*.c)
 BENCH_BIN = $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
 EXT_SO   = $(if $(filter build,$(BUILD)),embed.so,$(BUILD)/embed.so)
 
-.PHONY: all deps demo test asan valgrind fuzz stress bench clean
+.PHONY: all deps demo test asan valgrind fuzz stress bench clean install uninstall check-fresh
 all: $(EXT_SO) $(BUILD)/libembedcore.a $(CTEST_BIN)
 
 deps:
@@ -45,8 +45,10 @@ $(BUILD)/%.o: %.c $(wildcard core/*.h ext/*.h)
 $(BUILD)/libembedcore.a: $(CORE_OBJ)
 	rm -f $@ && ar rcs $@ $^
 
+# SONAME embed.so: with the libembed.so link that `make install` adds, ldconfig lists
+# embed.so in the loader's cache, so `.load embed` finds an installed copy from any folder.
 $(EXT_SO): $(EXT_OBJ) $(BUILD)/libembedcore.a
-	$(CC) $(ALL_CFLAGS) -shared -o $@ $(EXT_OBJ) $(BUILD)/libembedcore.a $(LIBS)
+	$(CC) $(ALL_CFLAGS) -shared -Wl,-soname,embed.so -o $@ $(EXT_OBJ) $(BUILD)/libembedcore.a $(LIBS)
 
 $(BUILD)/tests/%: tests/c/%.c tests/c/check.h $(BUILD)/libembedcore.a
 	@mkdir -p $(dir $@)
@@ -89,6 +91,42 @@ fuzz: deps
 bench: deps
 	@$(MAKE) --no-print-directory all $(BENCH_BIN)
 	@bash bench/run.sh $(BUILD)
+
+# README's set-up on a fresh Debian chroot (root; minutes): scripts/check_fresh.sh.
+check-fresh:
+	@bash scripts/check_fresh.sh
+
+# make install [PREFIX=/usr/local] [DESTDIR=]: embed.so (`.load embed` from any folder once
+# ldconfig has run), and for C programs libembedcore.a, the public headers and sqlite-embed.pc.
+PREFIX  ?= /usr/local
+DESTDIR ?=
+LIBDIR   = $(DESTDIR)$(PREFIX)/lib
+INCDIR   = $(DESTDIR)$(PREFIX)/include/sqlite-embed
+PCDIR    = $(LIBDIR)/pkgconfig
+PUBLIC_HEADERS = core/model.h core/emb_common.h core/token.h core/pooling.h core/vec.h core/posenc.h
+VERSION  = $(shell sed -n 's/^\#define EMBED_VERSION "\(.*\)"/\1/p' ext/ext_info.c)
+# After a real install into a folder the loader searches (Debian lists /usr/local/lib), ldconfig
+# puts embed.so in its cache; elsewhere, `.load embed` needs LD_LIBRARY_PATH or the full path.
+LDCONFIG = if [ -n "$(DESTDIR)" ]; then :; \
+  elif ! grep -qsx '$(PREFIX)/lib' /etc/ld.so.conf /etc/ld.so.conf.d/*.conf; then \
+    echo "note: $(PREFIX)/lib is not in the loader's path: '.load $(PREFIX)/lib/embed' or LD_LIBRARY_PATH=$(PREFIX)/lib"; \
+  elif [ "$$(id -u)" = 0 ]; then ldconfig; \
+  else echo "run 'sudo ldconfig' so that '.load embed' finds $(PREFIX)/lib/embed.so"; fi
+
+install: $(EXT_SO) $(BUILD)/libembedcore.a
+	install -d $(LIBDIR) $(INCDIR) $(PCDIR)
+	install -m 755 $(EXT_SO) $(LIBDIR)/embed.so
+	ln -sf embed.so $(LIBDIR)/libembed.so
+	install -m 644 $(BUILD)/libembedcore.a $(LIBDIR)/libembedcore.a
+	install -m 644 $(PUBLIC_HEADERS) $(INCDIR)/
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' sqlite-embed.pc.in >$(PCDIR)/sqlite-embed.pc
+	@$(LDCONFIG)
+
+uninstall:
+	rm -f $(LIBDIR)/embed.so $(LIBDIR)/libembed.so $(LIBDIR)/libembedcore.a $(PCDIR)/sqlite-embed.pc \
+	  $(addprefix $(INCDIR)/,$(notdir $(PUBLIC_HEADERS)))
+	@if [ -d $(INCDIR) ]; then rmdir --ignore-fail-on-non-empty $(INCDIR); fi
+	@$(LDCONFIG)
 
 clean:
 	rm -rf build build-asan build-fuzz embed.so

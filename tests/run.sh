@@ -61,6 +61,9 @@ fi
 if [ -f tests/fuzz/run.sh ] && [ "${SANITIZE:-0}" != 1 ]; then
     run_suite fuzz_short bash tests/fuzz/run.sh "${FUZZ_SECONDS:-10}"
 fi
+if [ "${SANITIZE:-0}" != 1 ]; then
+    run_suite install bash tests/install/test_install.sh "$build"
+fi
 rm -rf "$logdir"
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# make install / make uninstall: a staged install (DESTDIR, PREFIX=/usr/local) has the right
+# files and a .pc that names /usr/local; an install into a temporary PREFIX is used as a user
+# would use it: `.load embed` by bare name from another folder, a C program built with
+# `pkg-config --cflags --libs sqlite-embed`; uninstall removes every file.
+# Usage: tests/install/test_install.sh [BUILD_DIR]. Prints "N passed, N failed".
+set -u
+cd "$(dirname "$0")/../.."
+build=${1:-build}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+passed=0
+failed=0
+check() { # check DESCRIPTION COMMAND...
+    local what=$1; shift
+    if "$@" >"$tmp/out" 2>&1; then passed=$((passed + 1)); echo "ok $what"
+    else failed=$((failed + 1)); echo "FAIL $what"; sed 's/^/    /' "$tmp/out" | tail -n 15; fi
+}
+mk() { make --no-print-directory BUILD="$build" "$@"; }
+headers="model.h emb_common.h token.h pooling.h vec.h posenc.h"
+installed_files() { (cd "$1" && find . \( -type f -o -type l \) | sort); }
+
+# 1. Staged, as a package build does it.
+stage=$tmp/stage
+check "make install DESTDIR PREFIX=/usr/local" mk install DESTDIR="$stage" PREFIX=/usr/local
+lib=$stage/usr/local/lib
+check "embed.so installed, executable" test -x "$lib/embed.so"
+check "libembed.so links to embed.so (so ldconfig lists it)" test "$(readlink "$lib/libembed.so")" = embed.so
+check "embed.so has SONAME embed.so" bash -c "readelf -d '$lib/embed.so' | grep -q 'Library soname: \[embed.so\]'"
+check "libembedcore.a installed" test -f "$lib/libembedcore.a"
+for h in $headers; do
+    check "header sqlite-embed/$h" cmp "core/$h" "$stage/usr/local/include/sqlite-embed/$h"
+done
+check "sqlite-embed.pc names prefix /usr/local, not DESTDIR" grep -qx 'prefix=/usr/local' "$lib/pkgconfig/sqlite-embed.pc"
+check "nothing installed outside PREFIX" test -z "$(cd "$stage" && find . -mindepth 1 -maxdepth 2 ! -path ./usr ! -path ./usr/local)"
+check "make uninstall DESTDIR" mk uninstall DESTDIR="$stage" PREFIX=/usr/local
+check "staged uninstall leaves no file" test -z "$(installed_files "$stage")"
+check "staged uninstall removes include/sqlite-embed" test ! -e "$stage/usr/local/include/sqlite-embed"
+
+# 2. Into a temporary PREFIX, then used.
+prefix=$tmp/prefix
+check "make install PREFIX" mk install PREFIX="$prefix"
+installed_files "$prefix" >"$tmp/files"
+check "install wrote 10 files" test "$(wc -l <"$tmp/files")" -eq 10
+if command -v ldconfig >/dev/null || [ -x /sbin/ldconfig ]; then
+    # The loader's cache that ldconfig would build for this folder lists embed.so (-X: touch no links).
+    check "ldconfig lists embed.so for PREFIX/lib" bash -c "PATH=\$PATH:/sbin; ldconfig -X -C '$tmp/ld.cache' -f /dev/null '$prefix/lib' &&
+        ldconfig -p -C '$tmp/ld.cache' | grep -qF 'embed.so (libc6,x86-64) => $prefix/lib/embed.so'"
+fi
+mkdir -p "$tmp/elsewhere"
+check ".load embed by bare name from another folder" bash -c "cd '$tmp/elsewhere' &&
+    out=\$(LD_LIBRARY_PATH='$prefix/lib' sqlite3 :memory: '.load embed' \"SELECT embed_json(embed_add('[1, 2, 3]', '[0.5, 0.5, 0.5]'))\") &&
+    test \"\$out\" = '[1.5,2.5,3.5]'"
+export PKG_CONFIG_PATH=$prefix/lib/pkgconfig
+check "pkg-config version equals embed_version()" bash -c "test \"\$(pkg-config --modversion sqlite-embed)\" = \
+    \"\$(sqlite3 :memory: '.load $prefix/lib/embed' 'SELECT embed_version()')\""
+check "a C program compiles against the installed headers and library" bash -c \
+    "cc -std=c11 -Wall -Wextra -Werror tests/install/use_core.c -o '$tmp/use_core' \$(pkg-config --cflags --libs sqlite-embed)"
+check "the C program runs and gets the expected values" "$tmp/use_core"
+check "make uninstall PREFIX" mk uninstall PREFIX="$prefix"
+check "uninstall leaves none of the installed files" test -z "$(installed_files "$prefix")"
+
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
