@@ -18,7 +18,8 @@
 # Needs root. The base system is cached in build-fresh/base-SUITE (FRESH_REBUILD=1 remakes it);
 # every run starts from a pristine copy, so the clone and the project's own installs are fresh.
 # The last line is the verdict; the exit status is non-zero on any failure.
-set -euo pipefail
+set -Eeuo pipefail
+trap 'echo "check-fresh: FAILED: unexpected error at line $LINENO: $BASH_COMMAND" >&2' ERR
 repo=$(cd "$(dirname "$0")/.." && pwd)
 work=$repo/build-fresh
 start=$SECONDS
@@ -38,7 +39,8 @@ if ! command -v debootstrap >/dev/null; then
         die "could not install debootstrap"
 fi
 
-# The first URI apt is configured with for suite $1 (deb822 .sources, then one-line .list).
+# The URIs apt is configured with for suite $1 (deb822 .sources, then one-line .list); the
+# first one is used.
 host_mirror() {
     local s=$1 f
     for f in /etc/apt/sources.list.d/*.sources; do
@@ -52,11 +54,14 @@ host_mirror() {
                   if ($i ~ /^Enabled:[ \t]*no/) off = 1 }
               if (hit && deb && !off && uri != "") { print uri; exit } }' "$f"
     done
-    cat /etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null |
+    for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.list; do
+        [ -f "$f" ] || continue
         awk -v s="$s" '$1 == "deb" { i = 2; if ($i ~ /^\[/) { while ($i !~ /\]$/ && i < NF) i++; i++ }
-                                     if ($(i + 1) == s) print $i }'
+                                     if ($(i + 1) == s) print $i }' "$f"
+    done
 }
-mirror=$(host_mirror "$suite" | head -n 1)
+first_mirror() { local m; m=$(host_mirror "$1"); echo "${m%%$'\n'*}"; }
+mirror=$(first_mirror "$suite")
 [ -n "$mirror" ] || die "no apt source for '$suite' in /etc/apt/sources.list*"
 
 # Mount points below $1, deepest first.
@@ -92,7 +97,7 @@ copy_host_network() {
     : >"$r/etc/apt/sources.list"
     rm -f "$r"/etc/apt/sources.list.d/*
     for s in "$suite" "$suite-updates" "$suite-security"; do
-        u=$(host_mirror "$s" | head -n 1)
+        u=$(first_mirror "$s")
         [ -n "$u" ] && echo "deb $u $s main" >>"$r/etc/apt/sources.list"
     done
     [ -f /etc/apt/apt.conf ] && cp /etc/apt/apt.conf "$r/etc/apt/apt.conf"
