@@ -17,6 +17,8 @@
 #
 # Needs root. The base system is cached in build-fresh/base-SUITE (FRESH_REBUILD=1 remakes it);
 # every run starts from a pristine copy, so the clone and the project's own installs are fresh.
+# FRESH_COMMIT=REV checks an earlier commit instead of HEAD (4555a06^, with the header-based
+# deps.sh, fails: the trap's cblas.h stands in for OpenBLAS's).
 # The last line is the verdict; the exit status is non-zero on any failure.
 set -Eeuo pipefail
 trap 'echo "check-fresh: FAILED: unexpected error at line $LINENO: $BASH_COMMAND" >&2' ERR
@@ -120,14 +122,17 @@ flock -n 9 || die "another check-fresh is running (lock $work/.lock)"
 
 base=$work/base-$suite
 root=$work/root
+interrupted=0
 cleanup() {
     kill_inside "$root"
+    wait 2>/dev/null   # the output of the chroot's steps, to its end
     unmount_all "$root" || echo "check-fresh: warning: could not unmount everything under $root" >&2
     kill_inside "$base"
     unmount_all "$base" || true
+    [ "$interrupted" = 0 ] || echo "check-fresh: FAILED: interrupted after $(elapsed)" >&2
 }
 trap cleanup EXIT
-trap 'exit 130' INT TERM
+trap 'interrupted=1; exit 130' INT TERM
 
 # 1. The cached base: minbase + what a fresh machine of this kind has + the trap.
 if [ "${FRESH_REBUILD:-0}" = 1 ] || [ ! -f "$base/.complete" ]; then
@@ -164,13 +169,19 @@ for p in gcc libopenblas-dev python3 clang npm; do
 done
 
 # 3. The committed HEAD, cloned with the chroot's own git.
-commit=$(git -C "$repo" rev-parse --short HEAD)
-if [ -n "$(git -C "$repo" status --porcelain --untracked-files=no)" ]; then
+# FRESH_COMMIT: an earlier commit (an ancestor of HEAD) instead, e.g. to see an old fault fail.
+rev=${FRESH_COMMIT:-HEAD}
+commit=$(git -C "$repo" rev-parse --short "$rev^{commit}") || die "no commit '$rev'"
+git -C "$repo" merge-base --is-ancestor "$commit" HEAD || die "FRESH_COMMIT must be an ancestor of HEAD"
+if [ "$rev" = HEAD ] && [ -n "$(git -C "$repo" status --porcelain --untracked-files=no)" ]; then
     say "note: uncommitted changes are not part of this check (it clones $commit)"
 fi
 git -C "$repo" bundle create "$root/tmp/sqlite-embed.bundle" HEAD >/dev/null 2>&1 || die "git bundle of HEAD failed"
 in_chroot git -c advice.detachedHead=false clone -q /tmp/sqlite-embed.bundle /root/sqlite-embed ||
     die "git clone in the chroot failed"
+if [ "$rev" != HEAD ]; then
+    in_chroot git -C /root/sqlite-embed -c advice.detachedHead=false checkout -q "$commit" || die "git checkout $commit failed"
+fi
 
 mount -t proc proc "$root/proc"
 mount -t sysfs sysfs "$root/sys"
@@ -181,22 +192,25 @@ mount --make-rslave "$root/dev"
 # mistaken for this script's own.
 log=$work/fresh.log
 say "running 'make demo' then 'make test' in a fresh $suite chroot (commit $commit; log $log)"
-set +e
-in_chroot /bin/bash -c '
+steps='
     cd /root/sqlite-embed || exit 1
     echo "== make demo";  make demo || { echo "== make demo failed"; exit 1; }
-    echo "== make test";  make test;  rc=$?
-    [ $rc -eq 0 ] || { echo "== make test failed ($rc)"; exit 1; }
+    echo "== make test";  make test || { echo "== make test failed"; exit 1; }
     echo "== make install, then .load embed from /, then make uninstall"
     make install >/dev/null && cd / &&
         [ "$(sqlite3 :memory: ".load embed" "SELECT embed_dims(json_array(1, 2, 3))")" = 3 ] &&
         echo "install: .load embed works from /" &&
         make -C /root/sqlite-embed --no-print-directory uninstall >/dev/null &&
         [ ! -e /usr/local/lib/embed.so ] && echo "uninstall: embed.so removed" ||
-        { echo "== make install/uninstall failed"; exit 1; }
-' </dev/null 2>&1 | tee "$log" | sed -u 's/^/  | /'
-rc=${PIPESTATUS[0]}
-set -e
+        { echo "== make install/uninstall failed"; exit 1; }'
+# In the background, so that a signal is handled at once (bash runs traps between commands).
+(
+    trap - ERR; set +e
+    in_chroot /bin/bash -c "$steps" </dev/null 2>&1 | tee "$log" | sed -u 's/^/  | /'
+    exit "${PIPESTATUS[0]}"
+) &
+rc=0
+wait $! || rc=$?
 
 counts=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$log" | tail -n 1 || true)
 if [ "$rc" -eq 0 ] && [ -n "$counts" ] && [ "${counts#* passed, }" = "0 failed" ] && [ "${counts%% *}" -gt 0 ]; then
