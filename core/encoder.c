@@ -1,4 +1,6 @@
 #include "encoder.h"
+#include "emb_json.h"
+#include "file.h"
 #include "half.h"
 #include "model_config.h"
 #include "safetensors.h"
@@ -11,7 +13,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <xxhash.h>
 
 typedef struct {
@@ -25,6 +26,7 @@ struct emb_encoder {
     char prefix[16];
     char src_label[64];         /* "model.safetensors" or "model.safetensors.index.json" */
     emb_safetensors **files;
+    unsigned char *in_place;    /* per file: some tensor is used where it lies in the file's memory */
     int nfiles;
     void **owned;
     int nowned, capowned;
@@ -157,10 +159,10 @@ static void pool_run(pool *p, int ntasks, task_fn fn, void *ctx) {
 
 /* ------------------------------------------------------------------ loading */
 
-static const emb_st_tensor *find_any(const emb_encoder *e, const char *name, const emb_safetensors **file) {
+static const emb_st_tensor *find_any(const emb_encoder *e, const char *name, int *file) {
     for (int i = 0; i < e->nfiles; i++) {
         const emb_st_tensor *t = emb_safetensors_find(e->files[i], name);
-        if (t) { if (file) *file = e->files[i]; return t; }
+        if (t) { if (file) *file = i; return t; }
     }
     return NULL;
 }
@@ -196,8 +198,9 @@ static int get_tensor(emb_encoder *e, const char *suffix, int64_t d0, int64_t d1
                       const float **out, char err[EMB_ERR_LEN]) {
     char name[256];
     snprintf(name, sizeof name, "%s%s", e->prefix, suffix);
-    const emb_safetensors *file = NULL;
-    const emb_st_tensor *t = find_any(e, name, &file);
+    int fi = 0;
+    const emb_st_tensor *t = find_any(e, name, &fi);
+    const emb_safetensors *file = e->files[fi];
     *out = NULL;
     if (!t) {
         if (optional) return 0;
@@ -216,8 +219,11 @@ static int get_tensor(emb_encoder *e, const char *suffix, int64_t d0, int64_t d1
     size_t n = (size_t)d0 * (size_t)(nd == 2 ? d1 : 1);
     const float *p;
     if (t->dtype == EMB_DT_F32) {
-        if (((uintptr_t)t->data & 3u) == 0) p = (const float *)(const void *)t->data;
-        else {
+        if (((uintptr_t)t->data & 3u) == 0) {
+            p = (const float *)(const void *)t->data;
+            e->in_place[fi] = 1;
+            if (file->mapped) e->info.mapped_bytes += n * sizeof(float);
+        } else {
             float *c = malloc(n * sizeof(float) + 1);
             if (!c || own(e, c)) { free(c); snprintf(err, EMB_ERR_LEN, "out of memory loading '%.150s'", name); return -1; }
             memcpy(c, t->data, n * sizeof(float));
@@ -248,47 +254,44 @@ static int get_tensor(emb_encoder *e, const char *suffix, int64_t d0, int64_t d1
     return 0;
 }
 
-static int path_join(char *buf, size_t cap, const char *dir, const char *file, char err[EMB_ERR_LEN]) {
-    if ((size_t)snprintf(buf, cap, "%s/%s", dir, file) >= cap) {
-        snprintf(err, EMB_ERR_LEN, "model path too long");
-        return -1;
-    }
-    return 0;
-}
-
-static int file_exists(const char *p) {
-    struct stat sb;
-    return stat(p, &sb) == 0;
-}
-
-static int add_file(emb_encoder *e, const char *path, char err[EMB_ERR_LEN]) {
+static int add_file(emb_encoder *e, const char *path, int use_mmap, char err[EMB_ERR_LEN]) {
     emb_safetensors **n = realloc(e->files, (size_t)(e->nfiles + 1) * sizeof *n);
-    if (!n) { snprintf(err, EMB_ERR_LEN, "out of memory"); return -1; }
-    e->files = n;
-    if (emb_safetensors_open(path, &e->files[e->nfiles], err)) return -1;
-    e->nfiles++;
+    if (n) e->files = n;
+    unsigned char *u = n ? realloc(e->in_place, (size_t)(e->nfiles + 1)) : NULL;
+    if (!u) { snprintf(err, EMB_ERR_LEN, "out of memory"); return -1; }
+    e->in_place = u;
+    if (emb_safetensors_open(path, use_mmap, &e->files[e->nfiles], err)) return -1;
+    e->in_place[e->nfiles++] = 0;
     return 0;
 }
 
-static int open_weights(emb_encoder *e, const char *dir, char err[EMB_ERR_LEN]) {
-    char path[4096];
-    if (path_join(path, sizeof path, dir, "model.safetensors", err)) return -1;
-    if (file_exists(path)) {
-        snprintf(e->src_label, sizeof e->src_label, "model.safetensors");
-        return add_file(e, path, err);
+/* Closes the files none of whose tensors is used in place (all converted or unused), so that
+ * only what the model needs stays mapped or in memory. */
+static void drop_unused_files(emb_encoder *e) {
+    int kept = 0;
+    for (int i = 0; i < e->nfiles; i++) {
+        if (e->in_place[i]) e->files[kept++] = e->files[i];
+        else emb_safetensors_close(e->files[i]);
     }
-    if (path_join(path, sizeof path, dir, "model.safetensors.index.json", err)) return -1;
-    if (!file_exists(path)) {
+    e->nfiles = kept;
+}
+
+static int open_weights(emb_encoder *e, const char *dir, int use_mmap, char err[EMB_ERR_LEN]) {
+    char path[4096];
+    if (emb_path_join(path, sizeof path, dir, "model.safetensors", err)) return -1;
+    if (emb_path_exists(path)) {
+        snprintf(e->src_label, sizeof e->src_label, "model.safetensors");
+        return add_file(e, path, use_mmap, err);
+    }
+    if (emb_path_join(path, sizeof path, dir, "model.safetensors.index.json", err)) return -1;
+    if (!emb_path_exists(path)) {
         snprintf(err, EMB_ERR_LEN, "%s: no model.safetensors or model.safetensors.index.json (PyTorch .bin checkpoints are not supported)", dir);
         return -1;
     }
     snprintf(e->src_label, sizeof e->src_label, "model.safetensors.index.json");
-    char *txt;
-    size_t len;
-    if (emb_config_read_file(path, 64u << 20, &txt, &len, err)) return -1;
-    cJSON *root = cJSON_ParseWithLength(txt, len);
-    free(txt);
-    const cJSON *wm = root ? cJSON_GetObjectItemCaseSensitive(root, "weight_map") : NULL;
+    cJSON *root;
+    if (emb_json_read_file(path, 64u << 20, &root, err)) return -1;
+    const cJSON *wm = cJSON_GetObjectItemCaseSensitive(root, "weight_map");
     int rc = -1;
     if (!cJSON_IsObject(wm)) { snprintf(err, EMB_ERR_LEN, "model.safetensors.index.json: no \"weight_map\" object"); goto done; }
     for (const cJSON *it = wm->child; it; it = it->next) {
@@ -303,7 +306,7 @@ static int open_weights(emb_encoder *e, const char *dir, char err[EMB_ERR_LEN]) 
         for (int i = 0; i < e->nfiles && !seen; i++) seen = strcmp(e->files[i]->label, f) == 0;
         if (seen) continue;
         if (e->nfiles >= 4096) { snprintf(err, EMB_ERR_LEN, "model.safetensors.index.json: too many shards"); goto done; }
-        if (path_join(path, sizeof path, dir, f, err) || add_file(e, path, err)) goto done;
+        if (emb_path_join(path, sizeof path, dir, f, err) || add_file(e, path, use_mmap, err)) goto done;
     }
     if (e->nfiles == 0) { snprintf(err, EMB_ERR_LEN, "model.safetensors.index.json: weight_map is empty"); goto done; }
     rc = 0;
@@ -321,7 +324,30 @@ static void sinusoidal_table(float *out, int n_pos, int dim) {
         }
 }
 
+/* A DistilBERT sinusoidal table that is not stored is built from config.json alone: it may not
+ * be larger than the weights in the files, so that a config cannot ask for gigabytes. */
+static int build_sinusoidal(emb_encoder *e, char err[EMB_ERR_LEN]) {
+    const emb_model_config *c = &e->cfg;
+    uint64_t in_files = 0;
+    for (int i = 0; i < e->nfiles; i++) in_files += e->files[i]->h.data_len;
+    uint64_t bytes = (uint64_t)c->max_positions * (uint64_t)c->hidden * sizeof(float);
+    if (bytes > in_files)
+        return emb_fail(err, "config.json: max_position_embeddings %d needs a %llu-byte sinusoidal table, more than the "
+                        "%llu bytes of weights in %s", c->max_positions, (unsigned long long)bytes,
+                        (unsigned long long)in_files, e->src_label);
+    float *t = malloc((size_t)bytes);
+    if (!t || own(e, t)) { free(t); return emb_fail(err, "out of memory"); }
+    sinusoidal_table(t, c->max_positions, c->hidden);
+    e->pos = t;
+    XXH3_64bits_update(e->hash, "sinusoidal", 11);
+    return 0;
+}
+
 int emb_encoder_load(const char *dir, emb_encoder **out, char err[EMB_ERR_LEN]) {
+    return emb_encoder_load_with(dir, 1, out, err);
+}
+
+int emb_encoder_load_with(const char *dir, int use_mmap, emb_encoder **out, char err[EMB_ERR_LEN]) {
     *out = NULL;
     emb_encoder *e = calloc(1, sizeof *e);
     if (!e) { snprintf(err, EMB_ERR_LEN, "out of memory"); return -1; }
@@ -330,7 +356,7 @@ int emb_encoder_load(const char *dir, emb_encoder **out, char err[EMB_ERR_LEN]) 
     if (!e->hash) { snprintf(err, EMB_ERR_LEN, "out of memory"); goto fail; }
     XXH3_64bits_reset(e->hash);
     if (emb_model_config_load(dir, &e->cfg, err)) goto fail;
-    if (open_weights(e, dir, err)) goto fail;
+    if (open_weights(e, dir, use_mmap, err)) goto fail;
     const emb_model_config *c = &e->cfg;
     int H = c->hidden, FF = c->intermediate;
     int bert = c->arch == EMB_ARCH_BERT;
@@ -362,13 +388,7 @@ int emb_encoder_load(const char *dir, emb_encoder **out, char err[EMB_ERR_LEN]) 
     }
     if (get_tensor(e, "embeddings.word_embeddings.weight", c->vocab_size, H, 0, &e->word, err)) goto fail;
     if (get_tensor(e, "embeddings.position_embeddings.weight", c->max_positions, H, !bert && c->sinusoidal, &e->pos, err)) goto fail;
-    if (!e->pos) { /* DistilBERT sinusoidal without a stored table: build it as transformers does */
-        float *t = malloc((size_t)c->max_positions * H * sizeof(float));
-        if (!t || own(e, t)) { free(t); snprintf(err, EMB_ERR_LEN, "out of memory"); goto fail; }
-        sinusoidal_table(t, c->max_positions, H);
-        e->pos = t;
-        XXH3_64bits_update(e->hash, "sinusoidal", 11);
-    }
+    if (!e->pos && build_sinusoidal(e, err)) goto fail; /* as transformers builds it */
     if (bert && get_tensor(e, "embeddings.token_type_embeddings.weight", c->type_vocab, H, 0, &e->type, err)) goto fail;
     if (get_tensor(e, "embeddings.LayerNorm.weight", H, -1, 0, &e->ln_g, err) ||
         get_tensor(e, "embeddings.LayerNorm.bias", H, -1, 0, &e->ln_b, err)) goto fail;
@@ -428,6 +448,7 @@ int emb_encoder_load(const char *dir, emb_encoder **out, char err[EMB_ERR_LEN]) 
     in->has_pooler = e->pool_w != NULL;
     in->pad_token_id = c->pad_token_id;
     in->n_files = e->nfiles;
+    drop_unused_files(e);
     *out = e;
     return 0;
 fail:
@@ -441,6 +462,7 @@ void emb_encoder_free(emb_encoder *e) {
     free(e->owned);
     for (int i = 0; i < e->nfiles; i++) emb_safetensors_close(e->files[i]);
     free(e->files);
+    free(e->in_place);
     free(e->L);
     if (e->hash) XXH3_freeState(e->hash);
     free(e);

@@ -22,13 +22,18 @@ typedef struct {
     const char *tensor_prefix;   /* "", "bert.", "distilbert." */
     int has_pooler;              /* BERT pooler.dense present */
     int pad_token_id;
-    int n_files;                 /* safetensors files mapped (shards) */
+    int n_files;                 /* safetensors files read (shards) */
     size_t converted_bytes;      /* bytes copied/converted at load (F16/BF16, misaligned F32) */
+    size_t mapped_bytes;         /* bytes of F32 tensors used in place from a file mapping */
 } emb_encoder_info;
 
 /* dir: folder with config.json and model.safetensors (or model.safetensors.index.json).
- * F32 tensors are used in place from the mapping; F16/BF16 converted once. */
+ * F32 tensors are used in place from the files' memory, F16/BF16 converted once. With use_mmap
+ * that memory is a mapping of the files (truncating a file then breaks the model: SIGBUS);
+ * without, the files are read into private memory. Files none of whose tensors is used in
+ * place are closed after loading. emb_encoder_load is emb_encoder_load_with(dir, 1, ...). */
 int  emb_encoder_load(const char *dir, emb_encoder **out, char err[EMB_ERR_LEN]);
+int  emb_encoder_load_with(const char *dir, int use_mmap, emb_encoder **out, char err[EMB_ERR_LEN]);
 void emb_encoder_free(emb_encoder *);
 const emb_encoder_info *emb_encoder_get_info(const emb_encoder *);
 

@@ -1,5 +1,6 @@
 #include "model.h"
 #include "encoder.h"
+#include "file.h"
 #include "pooling.h"
 #include "st_config.h"
 #include "static_model.h"
@@ -93,9 +94,7 @@ int emb_model_define(const char *name, const char *json, size_t len, emb_model *
 
 static int exists(const char *dir, const char *file) {
     char path[PATH_MAX];
-    struct stat st;
-    if (snprintf(path, sizeof path, "%s/%s", dir, file) >= (int)sizeof path) return 0;
-    return stat(path, &st) == 0;
+    return emb_path_join(path, sizeof path, dir, file, NULL) == 0 && emb_path_exists(path);
 }
 
 /* The token limit in force: sentence-transformers' max_seq_length when the folder has one
@@ -112,7 +111,7 @@ static int token_limit(const emb_model *m) {
     return limit > INT_MAX ? INT_MAX : (int)limit;
 }
 
-static int load_folder(emb_model *m, const char *dir, char err[EMB_ERR_LEN]) {
+static int load_folder(emb_model *m, const char *dir, const emb_load_options *opt, char err[EMB_ERR_LEN]) {
     struct stat st;
     if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) return emb_fail(err, "'%s' is not a folder", dir);
     if (emb_st_config_load(dir, &m->st, err)) return -1;
@@ -127,7 +126,7 @@ static int load_folder(emb_model *m, const char *dir, char err[EMB_ERR_LEN]) {
     if (emb_tokenizer_load(dir, &m->tok, err)) return -1;
     int has_weights = exists(dir, "model.safetensors") || exists(dir, "model.safetensors.index.json");
     if (exists(dir, "config.json") && has_weights) {
-        if (emb_encoder_load(dir, &m->enc, err)) return -1;
+        if (emb_encoder_load_with(dir, opt->mmap, &m->enc, err)) return -1;
     } else if (has_weights) {
         return emb_fail(err, "'%s' has weights but no config.json", dir);
     } else if (exists(dir, "pytorch_model.bin")) {
@@ -146,6 +145,11 @@ static int load_folder(emb_model *m, const char *dir, char err[EMB_ERR_LEN]) {
         if (info->vocab_size > e->vocab_size)
             return emb_fail(err, "the tokenizer has %d tokens but the model's embedding table only %d rows",
                         info->vocab_size, e->vocab_size);
+        /* a single text must always work (a pair's type ids are checked when a pair comes) */
+        int max_type = emb_tokenizer_max_type_id(m->tok, 0);
+        if (e->type_vocab > 0 && max_type >= e->type_vocab)
+            return emb_fail(err, "tokenizer.json: the post_processor gives type id %d but the model has only %d token "
+                            "types (config.json type_vocab_size)", max_type, e->type_vocab);
         if (m->st.pooling_dim > 0 && m->st.pooling_dim != e->hidden)
             return emb_fail(err, "1_Pooling/config.json: word_embedding_dimension %d differs from hidden size %d",
                         m->st.pooling_dim, e->hidden);
@@ -158,6 +162,7 @@ static int load_folder(emb_model *m, const char *dir, char err[EMB_ERR_LEN]) {
         info->position_kind = e->sinusoidal ? "sinusoidal" : "learned";
         info->weight_type = e->weight_type;
         info->bytes = (int64_t)e->weight_bytes;
+        info->mapped = e->mapped_bytes > 0;
         info->has_vectors = 1;
     }
     uint64_t parts[5] = {m->enc ? emb_encoder_fingerprint(m->enc) : 0, emb_tokenizer_fingerprint(m->tok),
@@ -167,10 +172,18 @@ static int load_folder(emb_model *m, const char *dir, char err[EMB_ERR_LEN]) {
 }
 
 int emb_model_load(const char *name, const char *dir, emb_model **out, char err[EMB_ERR_LEN]) {
+    return emb_model_load_with(name, dir, NULL, out, err);
+}
+
+int emb_model_load_with(const char *name, const char *dir, const emb_load_options *opt, emb_model **out,
+                        char err[EMB_ERR_LEN]) {
+    static const emb_load_options defaults = EMB_LOAD_DEFAULTS;
+    if (!opt) opt = &defaults;
     *out = NULL;
     emb_model *m = model_new(name, dir);
     if (!m) return emb_fail(err, "out of memory");
-    if (load_folder(m, dir, err)) {
+    m->info.mmap = opt->mmap;
+    if (load_folder(m, dir, opt, err)) {
         emb_model_release(m);
         return -1;
     }

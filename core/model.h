@@ -23,13 +23,26 @@ typedef struct {
     int normalize;
     const char *weight_type;   /* "F32", "F16", "BF16", or NULL */
     int64_t bytes;             /* bytes of weights in use */
+    int mmap;                  /* the load option: F32 weights may be used from a file mapping */
+    int mapped;                /* some weights are used in place from a mapping of a file */
     char fingerprint[17];      /* 16 hex digits */
     int has_vectors;           /* 0 for tokenizer-only models */
 } emb_model_info;
 
 int emb_model_define(const char *name, const char *json, size_t len, emb_model **out,
                      char err[EMB_ERR_LEN]);
+typedef struct {
+    /* 1 (default): F32 weights are used in place from a read-only mapping of the weight files;
+     * replacing a file in place (truncating it, writing over it) then reaches the model.
+     * 0: the files are read into private memory. */
+    int mmap;
+} emb_load_options;
+#define EMB_LOAD_DEFAULTS {1}
+
+/* Loads a model folder; emb_model_load uses the default options. */
 int emb_model_load(const char *name, const char *dir, emb_model **out, char err[EMB_ERR_LEN]);
+int emb_model_load_with(const char *name, const char *dir, const emb_load_options *opt, emb_model **out,
+                        char err[EMB_ERR_LEN]);
 void emb_model_retain(emb_model *m);
 void emb_model_release(emb_model *m); /* frees the model with its last reference */
 const emb_model_info *emb_model_get_info(const emb_model *m);

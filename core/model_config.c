@@ -1,37 +1,10 @@
 #include "model_config.h"
-#include <cjson/cJSON.h>
-#include <errno.h>
+#include "emb_json.h"
+#include "file.h"
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-int emb_config_read_file(const char *path, size_t limit, char **out, size_t *len, char err[EMB_ERR_LEN]) {
-    *out = NULL;
-    FILE *f = fopen(path, "rb");
-    if (!f) { snprintf(err, EMB_ERR_LEN, "%s: cannot open: %s", path, strerror(errno)); return -1; }
-    size_t cap = 4096, n = 0;
-    char *buf = malloc(cap + 1);
-    while (buf) {
-        if (n == cap) {
-            if (cap >= limit) { free(buf); fclose(f); snprintf(err, EMB_ERR_LEN, "%s: larger than %zu bytes", path, limit); return -1; }
-            cap *= 2;
-            char *nb = realloc(buf, cap + 1);
-            if (!nb) { free(buf); buf = NULL; break; }
-            buf = nb;
-        }
-        size_t r = fread(buf + n, 1, cap - n, f);
-        n += r;
-        if (r == 0) break;
-    }
-    int bad = ferror(f);
-    fclose(f);
-    if (!buf) { snprintf(err, EMB_ERR_LEN, "%s: out of memory", path); return -1; }
-    if (bad) { free(buf); snprintf(err, EMB_ERR_LEN, "%s: read error", path); return -1; }
-    buf[n] = 0;
-    *out = buf;
-    if (len) *len = n;
-    return 0;
-}
 
 #define FAIL(...) do { snprintf(err, EMB_ERR_LEN, __VA_ARGS__); goto fail; } while (0)
 
@@ -44,13 +17,12 @@ static int get_int(const cJSON *root, const char *key, int has_def, int def, int
         snprintf(err, EMB_ERR_LEN, "%s: missing key '%s'", file, key);
         return -1;
     }
-    if (!cJSON_IsNumber(j) || j->valuedouble != (double)(long long)j->valuedouble) {
-        snprintf(err, EMB_ERR_LEN, "%s: key '%s' is not an integer", file, key);
-        return -1;
-    }
-    double v = j->valuedouble;
-    if (v < lo || v > hi) {
-        snprintf(err, EMB_ERR_LEN, "%s: key '%s' = %.0f is out of range [%d, %d]", file, key, v, lo, hi);
+    int64_t v;
+    if (emb_json_int(j, lo, hi, &v)) {
+        if (cJSON_IsNumber(j) && j->valuedouble == floor(j->valuedouble))
+            snprintf(err, EMB_ERR_LEN, "%s: key '%s' = %.15g is out of range [%d, %d]", file, key, j->valuedouble, lo, hi);
+        else
+            snprintf(err, EMB_ERR_LEN, "%s: key '%s' is not an integer", file, key);
         return -1;
     }
     *out = (int)v;
@@ -139,13 +111,10 @@ fail:
 
 int emb_model_config_load(const char *dir, emb_model_config *out, char err[EMB_ERR_LEN]) {
     char path[4096];
-    if (snprintf(path, sizeof path, "%s/config.json", dir) >= (int)sizeof path) {
-        snprintf(err, EMB_ERR_LEN, "model path too long");
-        return -1;
-    }
+    if (emb_path_join(path, sizeof path, dir, "config.json", err)) return -1;
     char *txt;
     size_t len;
-    if (emb_config_read_file(path, 16u << 20, &txt, &len, err)) return -1;
+    if (emb_read_file(path, EMB_CONFIG_MAX_BYTES, &txt, &len, err)) return -1;
     int rc = emb_model_config_parse(txt, len, "config.json", out, err);
     free(txt);
     return rc;

@@ -20,9 +20,9 @@ typedef struct {
 
 /* Parse config.json text; file names the file in messages. */
 int emb_model_config_parse(const char *json, size_t len, const char *file, emb_model_config *out, char err[EMB_ERR_LEN]);
+/* The most bytes a JSON settings file of a model folder (config.json, tokenizer_config.json,
+ * the sentence-transformers files) may have. */
+#define EMB_CONFIG_MAX_BYTES (16u << 20)
 /* Read <dir>/config.json. */
 int emb_model_config_load(const char *dir, emb_model_config *out, char err[EMB_ERR_LEN]);
-
-/* Read a whole (small) file into a NUL-terminated malloc'd buffer; limit in bytes. */
-int emb_config_read_file(const char *path, size_t limit, char **out, size_t *len, char err[EMB_ERR_LEN]);
 #endif

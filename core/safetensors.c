@@ -1,13 +1,12 @@
 #include "safetensors.h"
+#include "file.h"
 #include <cjson/cJSON.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
@@ -173,22 +172,45 @@ const emb_st_tensor *emb_st_header_find(const emb_st_header *h, const char *name
     return NULL;
 }
 
-int emb_safetensors_open(const char *path, emb_safetensors **out, char err[EMB_ERR_LEN]) {
+/* The whole file read into private memory (a file changed later cannot reach it). */
+static int read_all(int fd, const char *path, void **out, size_t size, char err[EMB_ERR_LEN]) {
+    unsigned char *b = malloc(size);
+    if (!b) return emb_fail(err, "%s: out of memory reading %zu bytes", path, size);
+    size_t n = 0;
+    while (n < size) {
+        ssize_t r = pread(fd, b + n, size - n, (off_t)n);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) {
+            free(b);
+            return r < 0 ? emb_fail(err, "%s: cannot read: %s", path, strerror(errno))
+                         : emb_fail(err, "%s: the file shrank while it was read", path);
+        }
+        n += (size_t)r;
+    }
+    *out = b;
+    return 0;
+}
+
+int emb_safetensors_open(const char *path, int use_mmap, emb_safetensors **out, char err[EMB_ERR_LEN]) {
     *out = NULL;
     emb_safetensors *st = calloc(1, sizeof *st);
     int fd = -1;
     if (!st || !(st->path = strdup(path))) { snprintf(err, EMB_ERR_LEN, "%s: out of memory", path); goto fail; }
     const char *slash = strrchr(st->path, '/');
     st->label = slash ? slash + 1 : st->path;
-    fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) { snprintf(err, EMB_ERR_LEN, "%s: cannot open: %s", path, strerror(errno)); goto fail; }
-    struct stat sb;
-    if (fstat(fd, &sb) != 0) { snprintf(err, EMB_ERR_LEN, "%s: cannot stat: %s", path, strerror(errno)); goto fail; }
-    if (!S_ISREG(sb.st_mode)) { snprintf(err, EMB_ERR_LEN, "%s: not a regular file", path); goto fail; }
-    st->size = (size_t)sb.st_size;
+    fd = emb_file_open(path, &st->size, err);
+    if (fd < 0) goto fail;
+    char head[64];
+    ssize_t got = pread(fd, head, sizeof head, 0);
+    if (got > 0 && emb_is_lfs_pointer(head, (size_t)got)) { emb_lfs_error(path, "weights", err); goto fail; }
     if (st->size < 8) { snprintf(err, EMB_ERR_LEN, "%s: file too short (%zu bytes) for the 8-byte header length", st->label, st->size); goto fail; }
-    st->map = mmap(NULL, st->size, PROT_READ, MAP_PRIVATE, fd, 0);
-    if (st->map == MAP_FAILED) { st->map = NULL; snprintf(err, EMB_ERR_LEN, "%s: mmap failed: %s", path, strerror(errno)); goto fail; }
+    if (use_mmap) {
+        st->map = mmap(NULL, st->size, PROT_READ, MAP_PRIVATE, fd, 0);
+        if (st->map == MAP_FAILED) { st->map = NULL; snprintf(err, EMB_ERR_LEN, "%s: mmap failed: %s", path, strerror(errno)); goto fail; }
+        st->mapped = 1;
+    } else if (read_all(fd, path, &st->map, st->size, err)) {
+        goto fail;
+    }
     close(fd);
     fd = -1;
     if (emb_st_parse(st->map, st->size, st->label, &st->h, err)) goto fail;
@@ -203,7 +225,8 @@ fail:
 void emb_safetensors_close(emb_safetensors *st) {
     if (!st) return;
     emb_st_header_free(&st->h);
-    if (st->map) munmap(st->map, st->size);
+    if (st->map && st->mapped) munmap(st->map, st->size);
+    else free(st->map);
     free(st->path);
     free(st);
 }

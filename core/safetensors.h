@@ -1,4 +1,4 @@
-/* safetensors reader: the header is validated completely, the file is memory-mapped.
+/* safetensors reader: the header is validated completely; the file is memory-mapped or read.
  *
  * Layout: 8-byte little-endian header length N, N bytes of JSON (an object mapping
  * tensor names to {"dtype", "shape", "data_offsets"}, plus an optional "__metadata__"
@@ -45,16 +45,20 @@ const emb_st_tensor *emb_st_header_find(const emb_st_header *h, const char *name
 const char *emb_dtype_name(emb_dtype d);
 size_t emb_dtype_size(emb_dtype d);
 
-/* A memory-mapped file. */
+/* A safetensors file, memory-mapped (read-only, shared with the page cache: changing the file
+ * in place changes or, when truncated, breaks the mapping) or read into private memory. */
 typedef struct emb_safetensors {
     char *path;       /* as given */
     const char *label;/* file name used in messages */
-    void *map;
+    void *map;        /* the whole file: a mapping (mapped) or a malloc'd copy */
     size_t size;
+    int mapped;
     emb_st_header h;
 } emb_safetensors;
 
-int emb_safetensors_open(const char *path, emb_safetensors **out, char err[EMB_ERR_LEN]);
+/* Opens path: mapped when use_mmap, else read whole into private memory. Anything but a
+ * regular file, and a Git LFS pointer, are errors naming the file. */
+int emb_safetensors_open(const char *path, int use_mmap, emb_safetensors **out, char err[EMB_ERR_LEN]);
 void emb_safetensors_close(emb_safetensors *st);
 const emb_st_tensor *emb_safetensors_find(const emb_safetensors *st, const char *name);
 

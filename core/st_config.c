@@ -1,10 +1,9 @@
 #include "st_config.h"
+#include "emb_json.h"
+#include "file.h"
 #include "model_config.h"
-#include <cjson/cJSON.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #define FAIL(...) do { snprintf(err, EMB_ERR_LEN, __VA_ARGS__); goto fail; } while (0)
 
@@ -14,17 +13,10 @@ static int ends_with(const char *s, const char *suf) {
 }
 
 /* Parse a JSON file; *root NULL (and 0 returned) if it does not exist. */
-static int load_json(const char *path, const char *label, cJSON **root, char err[EMB_ERR_LEN]) {
+static int load_json(const char *path, cJSON **root, char err[EMB_ERR_LEN]) {
     *root = NULL;
-    struct stat sb;
-    if (stat(path, &sb) != 0) return 0;
-    char *txt;
-    size_t len;
-    if (emb_config_read_file(path, 16u << 20, &txt, &len, err)) return -1;
-    *root = cJSON_ParseWithLength(txt, len);
-    free(txt);
-    if (!*root) { snprintf(err, EMB_ERR_LEN, "%s: not valid JSON", label); return -1; }
-    return 0;
+    if (!emb_path_exists(path)) return 0;
+    return emb_json_read_file(path, EMB_CONFIG_MAX_BYTES, root, err);
 }
 
 static int safe_rel_path(const char *p) {
@@ -39,8 +31,8 @@ int emb_st_config_load(const char *dir, emb_st_config *out, char err[EMB_ERR_LEN
     c.pool = EMB_POOL_MEAN;
     cJSON *mods = NULL, *pool = NULL, *sb = NULL;
     char path[4096], label[160];
-    snprintf(path, sizeof path, "%s/modules.json", dir);
-    if (load_json(path, "modules.json", &mods, err)) goto fail;
+    if (emb_path_join(path, sizeof path, dir, "modules.json", err)) goto fail;
+    if (load_json(path, &mods, err)) goto fail;
     if (!mods) { *out = c; return 0; }
     c.present = 1;
     if (!cJSON_IsArray(mods)) FAIL("modules.json: not a JSON array");
@@ -65,8 +57,8 @@ int emb_st_config_load(const char *dir, emb_st_config *out, char err[EMB_ERR_LEN
     }
     if (have_pool) {
         snprintf(label, sizeof label, "%.100s%sconfig.json", pool_path, *pool_path ? "/" : "");
-        snprintf(path, sizeof path, "%s/%s", dir, label);
-        if (load_json(path, label, &pool, err)) goto fail;
+        if (emb_path_join(path, sizeof path, dir, label, err)) goto fail;
+        if (load_json(path, &pool, err)) goto fail;
         if (!pool) FAIL("%.100s: missing (modules.json lists a Pooling module at '%.60s')", label, pool_path);
         if (!cJSON_IsObject(pool)) FAIL("%.100s: not a JSON object", label);
         static const char *keys[] = {"pooling_mode_cls_token", "pooling_mode_mean_tokens", "pooling_mode_max_tokens",
@@ -85,19 +77,23 @@ int emb_st_config_load(const char *dir, emb_st_config *out, char err[EMB_ERR_LEN
             if (on[i]) FAIL("%.100s: pooling mode '%s' is not supported (only cls, mean, max)", label, keys[i]);
         c.pool = on[0] ? EMB_POOL_CLS : on[1] ? EMB_POOL_MEAN : EMB_POOL_MAX;
         const cJSON *d = cJSON_GetObjectItemCaseSensitive(pool, "word_embedding_dimension");
-        if (cJSON_IsNumber(d) && d->valuedouble >= 0 && d->valuedouble < 1e7) c.pooling_dim = (int)d->valuedouble;
+        int64_t dim = 0;
+        if (d && !cJSON_IsNull(d) && emb_json_int(d, 1, 1 << 20, &dim))
+            FAIL("%.100s: key 'word_embedding_dimension' is not a positive integer", label);
+        c.pooling_dim = (int)dim;
     } else {
         FAIL("modules.json: no Pooling module (token-level sentence-transformers models are not supported)");
     }
-    snprintf(path, sizeof path, "%s/sentence_bert_config.json", dir);
-    if (load_json(path, "sentence_bert_config.json", &sb, err)) goto fail;
+    if (emb_path_join(path, sizeof path, dir, "sentence_bert_config.json", err)) goto fail;
+    if (load_json(path, &sb, err)) goto fail;
     if (sb) {
         if (!cJSON_IsObject(sb)) FAIL("sentence_bert_config.json: not a JSON object");
         const cJSON *m = cJSON_GetObjectItemCaseSensitive(sb, "max_seq_length");
         if (m && !cJSON_IsNull(m)) {
-            if (!cJSON_IsNumber(m) || m->valuedouble < 1 || m->valuedouble > 1e7 || m->valuedouble != (int)m->valuedouble)
-                FAIL("sentence_bert_config.json: key 'max_seq_length' is not a positive integer");
-            c.max_seq_length = (int)m->valuedouble;
+            int64_t v;
+            if (emb_json_int(m, 1, 10000000, &v))
+                FAIL("sentence_bert_config.json: key 'max_seq_length' is not an integer from 1 to 10000000");
+            c.max_seq_length = (int)v;
         }
         const cJSON *l = cJSON_GetObjectItemCaseSensitive(sb, "do_lower_case");
         if (l && !cJSON_IsNull(l) && !cJSON_IsBool(l)) FAIL("sentence_bert_config.json: key 'do_lower_case' is not a boolean");

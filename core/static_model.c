@@ -1,6 +1,7 @@
 #include "static_model.h"
 #include "posenc.h"
-#include <cjson/cJSON.h>
+#include "emb_json.h"
+#include <float.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -10,57 +11,39 @@
 #include <xxhash.h>
 
 #define STATIC_DEFAULT_POSITIONS 512
-#define STATIC_MAX_DIM 65536
-#define STATIC_MAX_ROWS 1000000
 
 static int cmp_words(const void *a, const void *b, void *m) {
     const emb_static_model *sm = m;
     return strcmp(sm->vocab[*(const int32_t *)a], sm->vocab[*(const int32_t *)b]);
 }
 
-/* Reads an array of `rows` arrays of `dim` finite numbers into out (rows x dim). */
-static int read_matrix(const cJSON *arr, const char *key, int32_t rows, int32_t *dim, float **out,
+/* Reads `rows` arrays of `dim` finite numbers (float32) into a new rows x dim matrix. */
+static int read_matrix(const cJSON *arr, const char *key, int32_t rows, int32_t dim, float **out,
                        char err[EMB_ERR_LEN]) {
-    if (!cJSON_IsArray(arr)) return emb_fail(err, "\"%s\" must be an array of arrays of numbers", key);
-    int32_t n = cJSON_GetArraySize(arr);
-    if (rows >= 0 && n != rows)
-        return emb_fail(err, "\"%s\" has %d rows, expected %d (one per vocabulary word)", key, n, rows);
-    if (n == 0) return emb_fail(err, "\"%s\" is empty", key);
-    if (n > STATIC_MAX_ROWS) return emb_fail(err, "\"%s\" has too many rows (%d)", key, n);
+    *out = malloc((size_t)rows * (size_t)dim * sizeof(float));
+    if (!*out) return emb_fail(err, "out of memory");
     int32_t r = 0;
     for (const cJSON *row = arr->child; row; row = row->next, r++) {
         if (!cJSON_IsArray(row)) return emb_fail(err, "\"%s\"[%d] is not an array", key, r);
         int32_t d = cJSON_GetArraySize(row);
-        if (*dim < 0) {
-            if (d < 1 || d > STATIC_MAX_DIM) return emb_fail(err, "\"%s\"[0] has %d values", key, d);
-            *dim = d;
-            *out = malloc((size_t)n * (size_t)d * sizeof(float));
-            if (!*out) return emb_fail(err, "out of memory");
-        } else if (d != *dim) {
-            return emb_fail(err, "\"%s\"[%d] has %d values, expected %d", key, r, d, *dim);
-        }
-        if (!*out) {
-            *out = malloc((size_t)n * (size_t)d * sizeof(float));
-            if (!*out) return emb_fail(err, "out of memory");
-        }
+        if (d != dim) return emb_fail(err, "\"%s\"[%d] has %d values, expected %d", key, r, d, dim);
         int32_t c = 0;
         for (const cJSON *v = row->child; v; v = v->next, c++) {
-            float f = cJSON_IsNumber(v) ? (float)v->valuedouble : NAN;
-            if (!isfinite(f))
+            /* range first: converting a double beyond float's range is undefined */
+            if (!cJSON_IsNumber(v) || !(fabs(v->valuedouble) <= FLT_MAX))
                 return emb_fail(err, "\"%s\"[%d][%d] is not a finite number", key, r, c);
-            (*out)[(size_t)r * (size_t)*dim + (size_t)c] = f;
+            (*out)[(size_t)r * (size_t)dim + (size_t)c] = (float)v->valuedouble;
         }
     }
     return 0;
 }
 
-static int parse(const cJSON *root, emb_static_model *m, char err[EMB_ERR_LEN]) {
-    if (!cJSON_IsObject(root)) return emb_fail(err, "model definition must be a JSON object");
-    const cJSON *vocab = cJSON_GetObjectItemCaseSensitive(root, "vocab");
+static int parse_vocab(const cJSON *vocab, emb_static_model *m, char err[EMB_ERR_LEN]) {
     if (!cJSON_IsArray(vocab) || cJSON_GetArraySize(vocab) == 0)
         return emb_fail(err, "\"vocab\" must be a non-empty array of strings");
     m->vocab_size = cJSON_GetArraySize(vocab);
-    if (m->vocab_size > STATIC_MAX_ROWS) return emb_fail(err, "\"vocab\" is too large");
+    if (m->vocab_size > EMB_STATIC_MAX_VOCAB)
+        return emb_fail(err, "\"vocab\" has %d words, more than the %d allowed", m->vocab_size, EMB_STATIC_MAX_VOCAB);
     m->vocab = calloc((size_t)m->vocab_size, sizeof(char *));
     m->sorted = malloc((size_t)m->vocab_size * sizeof(int32_t));
     if (!m->vocab || !m->sorted) return emb_fail(err, "out of memory");
@@ -71,6 +54,8 @@ static int parse(const cJSON *root, emb_static_model *m, char err[EMB_ERR_LEN]) 
         for (const char *p = w->valuestring; *p; p++)
             if (*p == ' ' || (*p >= '\t' && *p <= '\r'))
                 return emb_fail(err, "\"vocab\"[%d] contains whitespace (tokens are split on it)", i);
+        if (!emb_utf8_valid(w->valuestring, strlen(w->valuestring), NULL))
+            return emb_fail(err, "\"vocab\"[%d] is not valid UTF-8", i); /* texts are: it could never match */
         m->vocab[i] = strdup(w->valuestring);
         if (!m->vocab[i]) return emb_fail(err, "out of memory");
         m->sorted[i] = i;
@@ -78,37 +63,58 @@ static int parse(const cJSON *root, emb_static_model *m, char err[EMB_ERR_LEN]) 
     qsort_r(m->sorted, (size_t)m->vocab_size, sizeof(int32_t), cmp_words, m);
     for (i = 1; i < m->vocab_size; i++)
         if (strcmp(m->vocab[m->sorted[i - 1]], m->vocab[m->sorted[i]]) == 0)
-            return emb_fail(err, "\"vocab\" lists '%s' twice", m->vocab[m->sorted[i]]);
+            return emb_fail(err, "\"vocab\" lists '%.60s' twice", m->vocab[m->sorted[i]]);
+    return 0;
+}
 
-    m->dim = -1;
-    if (read_matrix(cJSON_GetObjectItemCaseSensitive(root, "embeddings"), "embeddings",
-                    m->vocab_size, &m->dim, &m->embeddings, err))
-        return -1;
-
-    const cJSON *pos = cJSON_GetObjectItemCaseSensitive(root, "positions");
+/* The number of position rows: those given, or "max_positions" (default 512) for "sinusoidal". */
+static int position_rows(const cJSON *root, const cJSON *pos, emb_static_model *m, char err[EMB_ERR_LEN]) {
     if (cJSON_IsString(pos)) {
         if (strcmp(pos->valuestring, "sinusoidal") != 0)
             return emb_fail(err, "\"positions\" must be an array of rows or \"sinusoidal\"");
         const cJSON *maxp = cJSON_GetObjectItemCaseSensitive(root, "max_positions");
-        m->max_positions = STATIC_DEFAULT_POSITIONS;
-        if (maxp) {
-            if (!cJSON_IsNumber(maxp) || maxp->valuedouble < 1 || maxp->valuedouble > 65536 ||
-                maxp->valuedouble != (int)maxp->valuedouble)
-                return emb_fail(err, "\"max_positions\" must be an integer from 1 to 65536");
-            m->max_positions = (int32_t)maxp->valuedouble;
-        }
+        int64_t n = STATIC_DEFAULT_POSITIONS;
+        if (maxp && emb_json_int(maxp, 1, EMB_STATIC_MAX_POSITIONS, &n))
+            return emb_fail(err, "\"max_positions\" must be an integer from 1 to %d", EMB_STATIC_MAX_POSITIONS);
+        m->max_positions = (int32_t)n;
         m->sinusoidal = 1;
-        m->positions = malloc((size_t)m->max_positions * (size_t)m->dim * sizeof(float));
-        if (!m->positions) return emb_fail(err, "out of memory");
-        for (int32_t p = 0; p < m->max_positions; p++)
-            emb_sinusoidal(p, (size_t)m->dim, 10000.0, m->positions + (size_t)p * (size_t)m->dim);
-    } else if (pos) {
-        int32_t pdim = m->dim;
-        if (read_matrix(pos, "positions", -1, &pdim, &m->positions, err)) return -1;
-        m->max_positions = cJSON_GetArraySize(pos);
-    } else {
-        return emb_fail(err, "\"positions\" is missing (an array of rows, or \"sinusoidal\")");
+        return 0;
     }
+    if (!pos) return emb_fail(err, "\"positions\" is missing (an array of rows, or \"sinusoidal\")");
+    if (!cJSON_IsArray(pos) || cJSON_GetArraySize(pos) == 0)
+        return emb_fail(err, "\"positions\" must be a non-empty array of arrays of numbers, or \"sinusoidal\"");
+    m->max_positions = cJSON_GetArraySize(pos);
+    if (m->max_positions > EMB_STATIC_MAX_POSITIONS)
+        return emb_fail(err, "\"positions\" has %d rows, more than the %d allowed", m->max_positions,
+                        EMB_STATIC_MAX_POSITIONS);
+    return 0;
+}
+
+/* Every size is known and checked against the limits before a table is allocated. */
+static int parse(const cJSON *root, emb_static_model *m, char err[EMB_ERR_LEN]) {
+    if (!cJSON_IsObject(root)) return emb_fail(err, "model definition must be a JSON object");
+    if (parse_vocab(cJSON_GetObjectItemCaseSensitive(root, "vocab"), m, err)) return -1;
+    const cJSON *emb = cJSON_GetObjectItemCaseSensitive(root, "embeddings");
+    if (!cJSON_IsArray(emb) || !cJSON_IsArray(emb->child))
+        return emb_fail(err, "\"embeddings\" must be an array of arrays of numbers");
+    int32_t rows = cJSON_GetArraySize(emb);
+    if (rows != m->vocab_size)
+        return emb_fail(err, "\"embeddings\" has %d rows, expected %d (one per vocabulary word)", rows, m->vocab_size);
+    m->dim = cJSON_GetArraySize(emb->child);
+    if (m->dim < 1 || m->dim > EMB_STATIC_MAX_DIMS)
+        return emb_fail(err, "\"embeddings\"[0] has %d values (1 to %d allowed)", m->dim, EMB_STATIC_MAX_DIMS);
+    const cJSON *pos = cJSON_GetObjectItemCaseSensitive(root, "positions");
+    if (position_rows(root, pos, m, err)) return -1;
+    uint64_t bytes = ((uint64_t)m->vocab_size + (uint64_t)m->max_positions) * (uint64_t)m->dim * sizeof(float);
+    if (bytes > EMB_STATIC_MAX_BYTES)
+        return emb_fail(err, "the tables would take %llu bytes, more than the %llu allowed ((vocabulary + positions) "
+                        "x dimensions x 4)", (unsigned long long)bytes, (unsigned long long)EMB_STATIC_MAX_BYTES);
+    if (read_matrix(emb, "embeddings", m->vocab_size, m->dim, &m->embeddings, err)) return -1;
+    if (!m->sinusoidal) return read_matrix(pos, "positions", m->max_positions, m->dim, &m->positions, err);
+    m->positions = malloc((size_t)m->max_positions * (size_t)m->dim * sizeof(float));
+    if (!m->positions) return emb_fail(err, "out of memory");
+    for (int32_t p = 0; p < m->max_positions; p++)
+        emb_sinusoidal(p, (size_t)m->dim, 10000.0, m->positions + (size_t)p * (size_t)m->dim);
     return 0;
 }
 
@@ -148,8 +154,10 @@ int32_t emb_static_lookup(const emb_static_model *m, const char *word, size_t le
     while (lo <= hi) {
         int32_t mid = lo + (hi - lo) / 2;
         const char *w = m->vocab[m->sorted[mid]];
-        int c = strncmp(w, word, len);
-        if (c == 0 && w[len] != '\0') c = 1; /* w is longer: it sorts after word */
+        /* by lengths, never past either string: word may hold a NUL (SQL text can) */
+        size_t wl = strlen(w);
+        int c = memcmp(w, word, wl < len ? wl : len);
+        if (c == 0) c = (wl > len) - (wl < len);
         if (c == 0) return m->sorted[mid];
         if (c < 0) lo = mid + 1;
         else hi = mid - 1;
@@ -171,6 +179,8 @@ int emb_static_tokenize(const emb_static_model *m, const char *text, size_t len,
         size_t start = i;
         while (i < len && !is_space(text[i])) i++;
         int32_t id = emb_static_lookup(m, text + start, i - start);
+        if (id < 0 && memchr(text + start, '\0', i - start))
+            return emb_fail(err, "word %zu contains a NUL character", enc->n + 1);
         if (id < 0) {
             int shown = (int)((i - start) > 64 ? 64 : (i - start));
             return emb_fail(err, "word '%.*s' is not in the vocabulary", shown, text + start);

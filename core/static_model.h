@@ -8,6 +8,12 @@
 #include "emb_common.h"
 #include "token.h"
 
+/* Limits of a definition, checked before any table is allocated. */
+#define EMB_STATIC_MAX_VOCAB 1000000
+#define EMB_STATIC_MAX_DIMS 4096
+#define EMB_STATIC_MAX_POSITIONS 8192
+#define EMB_STATIC_MAX_BYTES (256u << 20) /* (vocabulary + positions) x dimensions x 4 */
+
 typedef struct emb_static_model {
     int32_t vocab_size;
     int32_t dim;
@@ -19,7 +25,8 @@ typedef struct emb_static_model {
     float *positions;      /* max_positions x dim (sinusoidal rows precomputed) */
 } emb_static_model;
 
-/* Parses {"vocab": [...], "embeddings": [[...]...], "positions": [[...]...] | "sinusoidal"}. */
+/* Parses {"vocab": [...], "embeddings": [[...]...], "positions": [[...]...] | "sinusoidal"
+ * [, "max_positions": N]}, within the limits above. */
 int emb_static_model_from_json(const char *json, size_t len, emb_static_model **out,
                                char err[EMB_ERR_LEN]);
 void emb_static_model_free(emb_static_model *m);

@@ -2,7 +2,6 @@
  * (see tokenizer.h and tests/fixtures/GOLDEN_README.md, "Behaviour the golden data pins down"). */
 #include "tokenizer.h"
 
-#include <errno.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -14,12 +13,17 @@
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
+#include "emb_json.h"
+#include "file.h"
+#include "model_config.h"
 #include "unicode_hf.h"
 #include "utf8.h"
 #include "vocab.h"
 
 #define MAX_TMPL 16
 #define MAX_PREFIX 32
+#define MAX_TYPE_ID 255                 /* token type ids of a template */
+#define TOKENIZER_MAX_BYTES (256u << 20) /* tokenizer.json or vocab.txt */
 
 typedef struct {
     char *s;
@@ -50,60 +54,12 @@ struct emb_tokenizer {
     uint8_t added_first[256];
     tmpl_item single[MAX_TMPL], pair[MAX_TMPL];
     int n_single, n_pair, spec_single, spec_pair;
+    int max_type[2]; /* the largest type id of the single and of the pair template */
     uint64_t fp;
     const uint8_t *bmp;
     uint8_t ascii_act[128];
     char ascii_low[128];
 };
-
-/* ---------------------------------------------------------------------------------------- */
-/* errors and files */
-
-static char *read_file(const char *path, size_t *len, char err[EMB_ERR_LEN]) {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        emb_fail(err, "cannot open %s: %s", path, strerror(errno));
-        return NULL;
-    }
-    char *buf = NULL;
-    size_t n = 0, cap = 0;
-    for (;;) {
-        if (cap - n < 65536) {
-            size_t nc = cap ? cap * 2 : 1 << 20;
-            if (nc > ((size_t)1 << 31)) {
-                emb_fail(err, "%s: file too large", path);
-                goto bad;
-            }
-            char *nb = realloc(buf, nc + 1);
-            if (!nb) {
-                emb_fail(err, "%s: out of memory", path);
-                goto bad;
-            }
-            buf = nb;
-            cap = nc;
-        }
-        size_t r = fread(buf + n, 1, cap - n, f);
-        n += r;
-        if (r == 0) break;
-    }
-    if (ferror(f)) {
-        emb_fail(err, "cannot read %s", path);
-        goto bad;
-    }
-    fclose(f);
-    buf[n] = 0;
-    *len = n;
-    return buf;
-bad:
-    fclose(f);
-    free(buf);
-    return NULL;
-}
-
-static int is_file(const char *path) {
-    struct stat st;
-    return stat(path, &st) == 0 && S_ISREG(st.st_mode);
-}
 
 /* ---------------------------------------------------------------------------------------- */
 /* building */
@@ -178,9 +134,20 @@ static void put_str(XXH3_state_t *st, const char *s, size_t len) {
 }
 
 /* Everything after the settings are read: continuation table, ASCII tables, fingerprint. */
-static int finish(emb_tokenizer *t, char err[EMB_ERR_LEN]) {
+static int finish(emb_tokenizer *t, const char *src, char err[EMB_ERR_LEN]) {
     int32_t n = emb_vocab_size(t->vocab);
-    if (n == 0) return emb_fail(err, "the vocabulary is empty");
+    if (n == 0) return emb_fail(err, "%s: the vocabulary is empty", src);
+    /* every id the tokenizer can emit is a token: checked here, not at the first embed() */
+    t->max_type[0] = t->max_type[1] = 0;
+    for (int k = 0; k < t->n_single + t->n_pair; k++) {
+        int pair = k >= t->n_single;
+        const tmpl_item *it = pair ? &t->pair[k - t->n_single] : &t->single[k];
+        if (it->kind == 0 && !emb_vocab_token(t->vocab, it->id, NULL))
+            return emb_fail(err, "%s: the post_processor's special token id %d is not in the vocabulary", src, it->id);
+        if (it->type_id > t->max_type[pair]) t->max_type[pair] = it->type_id;
+    }
+    if (t->pad_id >= 0 && !emb_vocab_token(t->vocab, t->pad_id, NULL))
+        return emb_fail(err, "%s: padding pad_id %d is not in the vocabulary", src, t->pad_id);
     for (int32_t id = 0; id < n; id++) {
         size_t len;
         const char *s = emb_vocab_token(t->vocab, id, &len);
@@ -195,7 +162,7 @@ static int finish(emb_tokenizer *t, char err[EMB_ERR_LEN]) {
             if (len - t->prefix_len > t->max_cont) t->max_cont = len - t->prefix_len;
         }
     }
-    if (t->unk_id < 0) return emb_fail(err, "the unknown token is not in the vocabulary");
+    if (t->unk_id < 0) return emb_fail(err, "%s: the unknown token is not in the vocabulary", src);
     if (t->n_added) qsort(t->added, t->n_added, sizeof *t->added, cmp_added);
     memset(t->added_first, 0, sizeof t->added_first);
     for (size_t i = 0; i < t->n_added; i++) t->added_first[(unsigned char)t->added[i].s[0]] = 1;
@@ -302,12 +269,9 @@ static int check_added_flags(const cJSON *a, const char *what, const char *conte
 static int read_config(const char *path, cJSON **out, char err[EMB_ERR_LEN]) {
     *out = NULL;
     if (!path) return 0;
-    size_t len;
-    char *buf = read_file(path, &len, err);
-    if (!buf) return -1;
-    cJSON *j = cJSON_ParseWithLength(buf, len);
-    free(buf);
-    if (!j || !cJSON_IsObject(j)) {
+    cJSON *j;
+    if (emb_json_read_file(path, EMB_CONFIG_MAX_BYTES, &j, err)) return -1;
+    if (!cJSON_IsObject(j)) {
         cJSON_Delete(j);
         return emb_fail(err, "%s: not a JSON object", path);
     }
@@ -316,15 +280,29 @@ static int read_config(const char *path, cJSON **out, char err[EMB_ERR_LEN]) {
 }
 
 static void config_max_length(emb_tokenizer *t, const cJSON *cfg) {
-    const cJSON *m = cfg ? cJSON_GetObjectItemCaseSensitive(cfg, "model_max_length") : NULL;
-    if (cJSON_IsNumber(m) && m->valuedouble >= 1 && m->valuedouble <= 1e9)
-        t->model_max_length = (int64_t)m->valuedouble;
+    int64_t v; /* larger values (transformers writes 1e30) mean "no limit" */
+    if (cfg && emb_json_int(cJSON_GetObjectItemCaseSensitive(cfg, "model_max_length"), 1, 1000000000, &v) == 0)
+        t->model_max_length = v;
+}
+
+/* An added_tokens_decoder key: a decimal id below bound (digits only, no sign or spaces). */
+static int parse_id_key(const char *s, int64_t bound, int32_t *out) {
+    int64_t v = 0;
+    size_t n = strlen(s);
+    if (n == 0 || n > 10) return -1;
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] < '0' || s[i] > '9') return -1;
+        v = v * 10 + (s[i] - '0');
+    }
+    if (v >= bound) return -1;
+    *out = (int32_t)v;
+    return 0;
 }
 
 static int load_vocab_txt(emb_tokenizer *t, const char *vocab_path, const cJSON *cfg, char err[EMB_ERR_LEN]) {
     size_t len;
-    char *buf = read_file(vocab_path, &len, err);
-    if (!buf) return -1;
+    char *buf;
+    if (emb_read_file(vocab_path, TOKENIZER_MAX_BYTES, &buf, &len, err)) return -1;
     int32_t id = 0;
     size_t i = 0;
     while (i < len) {
@@ -372,32 +350,42 @@ static int load_vocab_txt(emb_tokenizer *t, const char *vocab_path, const cJSON 
         if (kid >= 0 && add_added(t, names[k], strlen(names[k]), kid, err)) return -1;
     }
     const cJSON *atd = cfg ? cJSON_GetObjectItemCaseSensitive(cfg, "added_tokens_decoder") : NULL;
+    /* ids are bounded by the entries present: the lines of vocab.txt and these tokens */
+    int64_t bound = (int64_t)id + cJSON_GetArraySize(atd);
     const cJSON *a;
     cJSON_ArrayForEach(a, atd) {
         const cJSON *c = cJSON_GetObjectItemCaseSensitive(a, "content");
         if (!cJSON_IsString(c) || !a->string) continue;
-        char *end;
-        long aid = strtol(a->string, &end, 10);
-        if (*end || aid < 0 || aid > INT32_MAX) return emb_fail(err, "tokenizer_config.json: bad added token id '%.20s'", a->string);
+        int32_t aid;
+        if (parse_id_key(a->string, bound, &aid))
+            return emb_fail(err, "tokenizer_config.json: added_tokens_decoder id '%.20s' is not a number from 0 to %lld "
+                            "(ids are bounded by the %lld entries present)", a->string, (long long)bound - 1,
+                            (long long)bound);
         if (check_added_flags(a, "tokenizer_config.json", c->valuestring, err)) return -1;
-        if (emb_vocab_token(t->vocab, (int32_t)aid, NULL) == NULL &&
-            add_vocab(t, c->valuestring, strlen(c->valuestring), (int32_t)aid))
+        if (emb_vocab_token(t->vocab, aid, NULL) == NULL &&
+            add_vocab(t, c->valuestring, strlen(c->valuestring), aid))
             return emb_fail(err, "out of memory");
-        if (add_added(t, c->valuestring, strlen(c->valuestring), (int32_t)aid, err)) return -1;
+        if (add_added(t, c->valuestring, strlen(c->valuestring), aid, err)) return -1;
     }
     default_template(t);
     return 0;
 }
 
-static int special_ids(const cJSON *specials, const char *name, int32_t ids[MAX_TMPL], int *n) {
+/* The ids of a special token of a TemplateProcessing ("special_tokens": {"[CLS]": {"ids": [101]}}). */
+static int special_ids(const cJSON *specials, const char *name, int32_t ids[MAX_TMPL], int *n, char err[EMB_ERR_LEN]) {
     const cJSON *s = cJSON_GetObjectItemCaseSensitive(specials, name);
     const cJSON *arr = s ? cJSON_GetObjectItemCaseSensitive(s, "ids") : NULL;
-    if (!cJSON_IsArray(arr)) return -1;
+    if (!cJSON_IsArray(arr))
+        return emb_fail(err, "tokenizer.json: template special token '%.40s' not defined", name);
     *n = 0;
     const cJSON *x;
     cJSON_ArrayForEach(x, arr) {
-        if (!cJSON_IsNumber(x) || *n >= MAX_TMPL) return -1;
-        ids[(*n)++] = (int32_t)x->valuedouble;
+        int64_t v;
+        if (*n >= MAX_TMPL) return emb_fail(err, "tokenizer.json: template too long");
+        if (emb_json_int(x, 0, INT32_MAX - 1, &v))
+            return emb_fail(err, "tokenizer.json: post_processor special_tokens '%.40s' has an id that is not a "
+                            "non-negative integer", name);
+        ids[(*n)++] = (int32_t)v;
     }
     return 0;
 }
@@ -413,20 +401,21 @@ static int parse_template(const cJSON *arr, const cJSON *specials, tmpl_item *it
         const cJSON *id = cJSON_GetObjectItemCaseSensitive(o, "id");
         const cJSON *ty = cJSON_GetObjectItemCaseSensitive(o, "type_id");
         if (!o || !cJSON_IsString(id)) return emb_fail(err, "tokenizer.json: bad TemplateProcessing item");
-        int32_t type_id = cJSON_IsNumber(ty) ? (int32_t)ty->valuedouble : 0;
+        int64_t type_id = 0;
+        if (ty && emb_json_int(ty, 0, MAX_TYPE_ID, &type_id))
+            return emb_fail(err, "tokenizer.json: post_processor type_id is not an integer from 0 to %d", MAX_TYPE_ID);
         if (sq) {
             if (*n >= MAX_TMPL) return emb_fail(err, "tokenizer.json: template too long");
             int kind = strcmp(id->valuestring, "A") == 0 ? 1 : strcmp(id->valuestring, "B") == 0 ? 2 : 0;
             if (!kind) return emb_fail(err, "tokenizer.json: bad template sequence '%.20s'", id->valuestring);
-            items[(*n)++] = (tmpl_item){kind, -1, type_id};
+            items[(*n)++] = (tmpl_item){kind, -1, (int32_t)type_id};
         } else {
             int32_t ids[MAX_TMPL];
-            int k;
-            if (special_ids(specials, id->valuestring, ids, &k))
-                return emb_fail(err, "tokenizer.json: template special token '%.40s' not defined", id->valuestring);
+            int k = 0;
+            if (special_ids(specials, id->valuestring, ids, &k, err)) return -1;
             for (int i = 0; i < k; i++) {
                 if (*n >= MAX_TMPL) return emb_fail(err, "tokenizer.json: template too long");
-                items[(*n)++] = (tmpl_item){0, ids[i], type_id};
+                items[(*n)++] = (tmpl_item){0, ids[i], (int32_t)type_id};
             }
         }
     }
@@ -438,22 +427,28 @@ static const char *type_of(const cJSON *o) {
     return cJSON_IsString(ty) ? ty->valuestring : NULL;
 }
 
-static int load_json(emb_tokenizer *t, const char *path, char err[EMB_ERR_LEN]) {
-    size_t len;
-    char *buf = read_file(path, &len, err);
-    if (!buf) return -1;
-    cJSON *j = cJSON_ParseWithLength(buf, len);
-    free(buf);
-    int rc = -1;
-    if (!j || !cJSON_IsObject(j)) {
-        emb_fail(err, "tokenizer.json: not valid JSON");
-        goto out;
-    }
+/* A BertProcessing entry: ["[SEP]", 102]. */
+static int processing_id(const cJSON *pp, const char *key, int32_t *out, char err[EMB_ERR_LEN]) {
+    const cJSON *a = cJSON_GetObjectItemCaseSensitive(pp, key);
+    int64_t v;
+    if (cJSON_GetArraySize(a) != 2 || emb_json_int(cJSON_GetArrayItem(a, 1), 0, INT32_MAX - 1, &v))
+        return emb_fail(err, "tokenizer.json: BertProcessing '%s' is not [token, id]", key);
+    *out = (int32_t)v;
+    return 0;
+}
+
+/* An id of field `what` (for token `tok`) that is not an integer in [0, bound). */
+static int bad_id(const char *what, const char *tok, const cJSON *id, int64_t bound, char err[EMB_ERR_LEN]) {
+    char shown[32] = "that is not a number";
+    if (cJSON_IsNumber(id)) snprintf(shown, sizeof shown, "%.15g", id->valuedouble);
+    return emb_fail(err, "tokenizer.json: %s id %s of '%.40s' is out of range 0 to %lld (ids are bounded by the "
+                    "%lld entries present)", what, shown, tok, (long long)bound - 1, (long long)bound);
+}
+
+/* The settings of a tokenizer.json (j, an object) into t. */
+static int parse_json(emb_tokenizer *t, const cJSON *j, char err[EMB_ERR_LEN]) {
     const cJSON *model = cJSON_GetObjectItemCaseSensitive(j, "model");
-    if (!cJSON_IsObject(model)) {
-        emb_fail(err, "tokenizer.json: no model");
-        goto out;
-    }
+    if (!cJSON_IsObject(model)) return emb_fail(err, "tokenizer.json: no model");
     const char *mt = type_of(model);
     const cJSON *vocab = cJSON_GetObjectItemCaseSensitive(model, "vocab");
     if (!mt) { /* older files omit the type: recognise it by its fields */
@@ -464,25 +459,18 @@ static int load_json(emb_tokenizer *t, const char *path, char err[EMB_ERR_LEN]) 
             mt = "WordPiece";
         else mt = "WordLevel";
     }
-    if (strcmp(mt, "WordPiece") != 0) {
-        emb_fail(err, "tokenizer.json: model type '%.40s' is not supported (only WordPiece)", mt);
-        goto out;
-    }
-    if (!cJSON_IsObject(vocab)) {
-        emb_fail(err, "tokenizer.json: WordPiece model without a vocab object");
-        goto out;
-    }
+    if (strcmp(mt, "WordPiece") != 0)
+        return emb_fail(err, "tokenizer.json: model type '%.40s' is not supported (only WordPiece)", mt);
+    if (!cJSON_IsObject(vocab)) return emb_fail(err, "tokenizer.json: WordPiece model without a vocab object");
+    const cJSON *added = cJSON_GetObjectItemCaseSensitive(j, "added_tokens");
+    /* ids are bounded by the entries present, checked before anything is sized by them */
+    int64_t bound = (int64_t)cJSON_GetArraySize(vocab) + cJSON_GetArraySize(added);
     const cJSON *e;
     cJSON_ArrayForEach(e, vocab) {
-        if (!cJSON_IsNumber(e) || e->valuedouble < 0 || e->valuedouble > INT32_MAX - 1 ||
-            e->valuedouble != (double)(int32_t)e->valuedouble || !e->string) {
-            emb_fail(err, "tokenizer.json: bad vocabulary entry");
-            goto out;
-        }
-        if (add_vocab(t, e->string, strlen(e->string), (int32_t)e->valuedouble)) {
-            emb_fail(err, "out of memory");
-            goto out;
-        }
+        int64_t id;
+        if (emb_json_int(e, 0, bound - 1, &id) || !e->string)
+            return bad_id("model.vocab", e->string ? e->string : "", e, bound, err);
+        if (add_vocab(t, e->string, strlen(e->string), (int32_t)id)) return emb_fail(err, "out of memory");
     }
     const cJSON *unk = cJSON_GetObjectItemCaseSensitive(model, "unk_token");
     const cJSON *pre = cJSON_GetObjectItemCaseSensitive(model, "continuing_subword_prefix");
@@ -490,18 +478,13 @@ static int load_json(emb_tokenizer *t, const char *path, char err[EMB_ERR_LEN]) 
     t->unk_id = lookup_cstr(t, cJSON_IsString(unk) ? unk->valuestring : "[UNK]");
     if (cJSON_IsString(pre)) {
         size_t pl = strlen(pre->valuestring);
-        if (pl >= MAX_PREFIX) {
-            emb_fail(err, "tokenizer.json: continuing_subword_prefix too long");
-            goto out;
-        }
+        if (pl >= MAX_PREFIX) return emb_fail(err, "tokenizer.json: continuing_subword_prefix too long");
         memcpy(t->prefix, pre->valuestring, pl + 1);
         t->prefix_len = pl;
     }
-    if (cJSON_IsNumber(mx)) {
-        if (mx->valuedouble < 0) {
-            emb_fail(err, "tokenizer.json: bad max_input_chars_per_word");
-            goto out;
-        }
+    if (mx && !cJSON_IsNull(mx)) {
+        if (!cJSON_IsNumber(mx) || !(mx->valuedouble >= 0))
+            return emb_fail(err, "tokenizer.json: bad max_input_chars_per_word");
         t->max_chars = mx->valuedouble > 1e9 ? 1000000000 : (int)mx->valuedouble;
     }
 
@@ -510,11 +493,9 @@ static int load_json(emb_tokenizer *t, const char *path, char err[EMB_ERR_LEN]) 
         t->clean = t->chinese = t->strip = t->lowercase = 0;
     } else {
         const char *nt = type_of(norm);
-        if (!nt || strcmp(nt, "BertNormalizer") != 0) {
-            emb_fail(err, "tokenizer.json: normalizer type '%.40s' is not supported (only BertNormalizer)",
-                 nt ? nt : "?");
-            goto out;
-        }
+        if (!nt || strcmp(nt, "BertNormalizer") != 0)
+            return emb_fail(err, "tokenizer.json: normalizer type '%.40s' is not supported (only BertNormalizer)",
+                            nt ? nt : "?");
         t->clean = json_bool(norm, "clean_text", 1);
         t->chinese = json_bool(norm, "handle_chinese_chars", 1);
         t->lowercase = json_bool(norm, "lowercase", 1);
@@ -523,28 +504,22 @@ static int load_json(emb_tokenizer *t, const char *path, char err[EMB_ERR_LEN]) 
     }
     const cJSON *pt = cJSON_GetObjectItemCaseSensitive(j, "pre_tokenizer");
     const char *ptt = type_of(pt);
-    if (!ptt || strcmp(ptt, "BertPreTokenizer") != 0) {
-        emb_fail(err, "tokenizer.json: pre_tokenizer type '%.40s' is not supported (only BertPreTokenizer)",
-             ptt ? ptt : "null");
-        goto out;
-    }
+    if (!ptt || strcmp(ptt, "BertPreTokenizer") != 0)
+        return emb_fail(err, "tokenizer.json: pre_tokenizer type '%.40s' is not supported (only BertPreTokenizer)",
+                        ptt ? ptt : "null");
 
-    const cJSON *added = cJSON_GetObjectItemCaseSensitive(j, "added_tokens");
     const cJSON *a;
     cJSON_ArrayForEach(a, added) {
         const cJSON *c = cJSON_GetObjectItemCaseSensitive(a, "content");
         const cJSON *id = cJSON_GetObjectItemCaseSensitive(a, "id");
-        if (!cJSON_IsString(c) || !cJSON_IsNumber(id) || id->valuedouble < 0 || id->valuedouble > INT32_MAX - 1) {
-            emb_fail(err, "tokenizer.json: bad added token");
-            goto out;
-        }
-        if (check_added_flags(a, "tokenizer.json", c->valuestring, err)) goto out;
-        int32_t aid = (int32_t)id->valuedouble;
-        if (!emb_vocab_token(t->vocab, aid, NULL) && add_vocab(t, c->valuestring, strlen(c->valuestring), aid)) {
-            emb_fail(err, "out of memory");
-            goto out;
-        }
-        if (add_added(t, c->valuestring, strlen(c->valuestring), aid, err)) goto out;
+        int64_t aid;
+        if (!cJSON_IsString(c)) return emb_fail(err, "tokenizer.json: an added token has no content string");
+        if (emb_json_int(id, 0, bound - 1, &aid)) return bad_id("added_tokens", c->valuestring, id, bound, err);
+        if (check_added_flags(a, "tokenizer.json", c->valuestring, err)) return -1;
+        if (!emb_vocab_token(t->vocab, (int32_t)aid, NULL) &&
+            add_vocab(t, c->valuestring, strlen(c->valuestring), (int32_t)aid))
+            return emb_fail(err, "out of memory");
+        if (add_added(t, c->valuestring, strlen(c->valuestring), (int32_t)aid, err)) return -1;
     }
 
     t->cls_id = lookup_cstr(t, "[CLS]");
@@ -562,7 +537,7 @@ static int load_json(emb_tokenizer *t, const char *path, char err[EMB_ERR_LEN]) 
             const cJSON *sp = cJSON_GetObjectItemCaseSensitive(pp, "special_tokens");
             if (parse_template(cJSON_GetObjectItemCaseSensitive(pp, "single"), sp, t->single, &t->n_single, err) ||
                 parse_template(cJSON_GetObjectItemCaseSensitive(pp, "pair"), sp, t->pair, &t->n_pair, err))
-                goto out;
+                return -1;
             int first = -1, last = -1;
             for (int i = 0; i < t->n_single; i++)
                 if (t->single[i].kind == 0) {
@@ -574,47 +549,47 @@ static int load_json(emb_tokenizer *t, const char *path, char err[EMB_ERR_LEN]) 
                 t->sep_id = t->single[last].id;
             }
         } else if (ppt && strcmp(ppt, "BertProcessing") == 0) {
-            const cJSON *sep = cJSON_GetObjectItemCaseSensitive(pp, "sep");
-            const cJSON *cls = cJSON_GetObjectItemCaseSensitive(pp, "cls");
-            if (cJSON_GetArraySize(sep) != 2 || cJSON_GetArraySize(cls) != 2 ||
-                !cJSON_IsNumber(cJSON_GetArrayItem(sep, 1)) || !cJSON_IsNumber(cJSON_GetArrayItem(cls, 1))) {
-                emb_fail(err, "tokenizer.json: bad BertProcessing");
-                goto out;
-            }
-            t->sep_id = (int32_t)cJSON_GetArrayItem(sep, 1)->valuedouble;
-            t->cls_id = (int32_t)cJSON_GetArrayItem(cls, 1)->valuedouble;
+            if (processing_id(pp, "sep", &t->sep_id, err) || processing_id(pp, "cls", &t->cls_id, err)) return -1;
             default_template(t);
         } else {
-            emb_fail(err, "tokenizer.json: post_processor type '%.40s' is not supported "
-                      "(only TemplateProcessing and BertProcessing)", ppt ? ppt : "?");
-            goto out;
+            return emb_fail(err, "tokenizer.json: post_processor type '%.40s' is not supported "
+                            "(only TemplateProcessing and BertProcessing)", ppt ? ppt : "?");
         }
     }
     t->pad_id = lookup_cstr(t, "[PAD]");
     const cJSON *pad = cJSON_GetObjectItemCaseSensitive(j, "padding");
     const cJSON *pid = pad ? cJSON_GetObjectItemCaseSensitive(pad, "pad_id") : NULL;
-    if (cJSON_IsNumber(pid)) t->pad_id = (int32_t)pid->valuedouble;
+    int64_t v;
+    if (pid && !cJSON_IsNull(pid)) {
+        if (emb_json_int(pid, 0, INT32_MAX - 1, &v)) return emb_fail(err, "tokenizer.json: padding pad_id is not an id");
+        t->pad_id = (int32_t)v;
+    }
     t->mask_id = lookup_cstr(t, "[MASK]");
-    rc = 0;
-out:
+    return 0;
+}
+
+/* Reads the settings files into t (json_path, or vocab_path with config_path), then finishes it. */
+static int load_into(emb_tokenizer *t, const char *json_path, const char *vocab_path, const char *config_path,
+                     char err[EMB_ERR_LEN]) {
+    cJSON *cfg = NULL, *j = NULL;
+    int rc = read_config(config_path, &cfg, err);
+    if (rc == 0 && json_path) {
+        rc = emb_json_read_file(json_path, TOKENIZER_MAX_BYTES, &j, err);
+        if (rc == 0 && !cJSON_IsObject(j)) rc = emb_fail(err, "%s: not a JSON object", json_path);
+        if (rc == 0) rc = parse_json(t, j, err);
+    } else if (rc == 0) {
+        rc = load_vocab_txt(t, vocab_path, cfg, err);
+    }
+    if (rc == 0) {
+        config_max_length(t, cfg);
+        rc = finish(t, json_path ? "tokenizer.json" : "vocab.txt", err);
+    }
+    cJSON_Delete(cfg);
     cJSON_Delete(j);
     return rc;
 }
 
-int emb_tokenizer_load_files(const char *json_path, const char *vocab_path, const char *config_path,
-                             emb_tokenizer **out, char err[EMB_ERR_LEN]) {
-    *out = NULL;
-    if (!json_path == !vocab_path) return emb_fail(err, "give either tokenizer.json or vocab.txt");
-    emb_tokenizer *t = tok_new();
-    if (!t) return emb_fail(err, "out of memory");
-    cJSON *cfg = NULL;
-    int rc = read_config(config_path, &cfg, err);
-    if (rc == 0) rc = json_path ? load_json(t, json_path, err) : load_vocab_txt(t, vocab_path, cfg, err);
-    if (rc == 0) {
-        config_max_length(t, cfg);
-        rc = finish(t, err);
-    }
-    cJSON_Delete(cfg);
+static int done(emb_tokenizer *t, int rc, emb_tokenizer **out) {
     if (rc) {
         emb_tokenizer_free(t);
         return -1;
@@ -623,31 +598,43 @@ int emb_tokenizer_load_files(const char *json_path, const char *vocab_path, cons
     return 0;
 }
 
+int emb_tokenizer_load_files(const char *json_path, const char *vocab_path, const char *config_path,
+                             emb_tokenizer **out, char err[EMB_ERR_LEN]) {
+    *out = NULL;
+    if (!json_path == !vocab_path) return emb_fail(err, "give either tokenizer.json or vocab.txt");
+    emb_tokenizer *t = tok_new();
+    if (!t) return emb_fail(err, "out of memory");
+    return done(t, load_into(t, json_path, vocab_path, config_path, err), out);
+}
+
+int emb_tokenizer_from_json(const char *json, size_t len, emb_tokenizer **out, char err[EMB_ERR_LEN]) {
+    *out = NULL;
+    emb_tokenizer *t = tok_new();
+    if (!t) return emb_fail(err, "out of memory");
+    cJSON *j = cJSON_ParseWithLength(json, len);
+    int rc = cJSON_IsObject(j) ? parse_json(t, j, err) : emb_fail(err, "tokenizer.json: not a JSON object");
+    cJSON_Delete(j);
+    if (rc == 0) rc = finish(t, "tokenizer.json", err);
+    return done(t, rc, out);
+}
+
 int emb_tokenizer_load(const char *dir, emb_tokenizer **out, char err[EMB_ERR_LEN]) {
     *out = NULL;
     if (!dir) return emb_fail(err, "no tokenizer path");
-    if (is_file(dir)) { /* a tokenizer.json or vocab.txt given directly */
+    struct stat st;
+    if (stat(dir, &st) == 0 && !S_ISDIR(st.st_mode)) { /* a tokenizer.json or vocab.txt given directly */
         size_t n = strlen(dir);
         int js = n >= 5 && strcmp(dir + n - 5, ".json") == 0;
         return emb_tokenizer_load_files(js ? dir : NULL, js ? NULL : dir, NULL, out, err);
     }
-    size_t n = strlen(dir);
-    char *p1 = malloc(n + 32), *p2 = malloc(n + 32), *p3 = malloc(n + 32);
-    int rc;
-    if (!p1 || !p2 || !p3) rc = emb_fail(err, "out of memory");
-    else {
-        snprintf(p1, n + 32, "%s/tokenizer.json", dir);
-        snprintf(p2, n + 32, "%s/vocab.txt", dir);
-        snprintf(p3, n + 32, "%s/tokenizer_config.json", dir);
-        const char *cfg = is_file(p3) ? p3 : NULL;
-        if (is_file(p1)) rc = emb_tokenizer_load_files(p1, NULL, cfg, out, err);
-        else if (is_file(p2)) rc = emb_tokenizer_load_files(NULL, p2, cfg, out, err);
-        else rc = emb_fail(err, "%s: no tokenizer.json or vocab.txt", dir);
-    }
-    free(p1);
-    free(p2);
-    free(p3);
-    return rc;
+    char p1[PATH_MAX], p2[PATH_MAX], p3[PATH_MAX];
+    if (emb_path_join(p1, sizeof p1, dir, "tokenizer.json", err) || emb_path_join(p2, sizeof p2, dir, "vocab.txt", err) ||
+        emb_path_join(p3, sizeof p3, dir, "tokenizer_config.json", err))
+        return -1;
+    const char *cfg = emb_path_exists(p3) ? p3 : NULL;
+    if (emb_path_exists(p1)) return emb_tokenizer_load_files(p1, NULL, cfg, out, err);
+    if (emb_path_exists(p2)) return emb_tokenizer_load_files(NULL, p2, cfg, out, err);
+    return emb_fail(err, "%s: no tokenizer.json or vocab.txt", dir);
 }
 
 /* ---------------------------------------------------------------------------------------- */
@@ -673,6 +660,7 @@ int32_t emb_tokenizer_mask_id(const emb_tokenizer *t) { return t->mask_id; }
 int emb_tokenizer_max_input_chars_per_word(const emb_tokenizer *t) { return t->max_chars; }
 int64_t emb_tokenizer_model_max_length(const emb_tokenizer *t) { return t->model_max_length; }
 int emb_tokenizer_num_special(const emb_tokenizer *t, int pair) { return pair ? t->spec_pair : t->spec_single; }
+int emb_tokenizer_max_type_id(const emb_tokenizer *t, int pair) { return t->max_type[pair != 0]; }
 
 /* ---------------------------------------------------------------------------------------- */
 /* encoding */

@@ -20,13 +20,17 @@
 typedef struct emb_tokenizer emb_tokenizer;
 
 /* Loads dir/tokenizer.json, else dir/vocab.txt (+ dir/tokenizer_config.json when present).
- * dir/tokenizer_config.json, when present, also gives model_max_length. 0 ok. */
+ * dir/tokenizer_config.json, when present, also gives model_max_length. 0 ok. Token ids are
+ * bounded by the entries present, and every special token of the templates must be in the
+ * vocabulary: a file that breaks either is an error at load. */
 int emb_tokenizer_load(const char *dir, emb_tokenizer **out, char err[EMB_ERR_LEN]);
 /* The same from explicit files: tokenizer.json (json_path) or vocab.txt (vocab_path) with an
  * optional tokenizer_config.json (config_path, may be NULL). Exactly one of json_path and
  * vocab_path is non-NULL. */
 int emb_tokenizer_load_files(const char *json_path, const char *vocab_path, const char *config_path,
                              emb_tokenizer **out, char err[EMB_ERR_LEN]);
+/* The same from the text of a tokenizer.json held in memory. */
+int emb_tokenizer_from_json(const char *json, size_t len, emb_tokenizer **out, char err[EMB_ERR_LEN]);
 void emb_tokenizer_free(emb_tokenizer *t);
 
 void emb_encoding_init(emb_encoding *enc);
@@ -62,4 +66,6 @@ int emb_tokenizer_max_input_chars_per_word(const emb_tokenizer *t);
 int64_t emb_tokenizer_model_max_length(const emb_tokenizer *t);
 /* Number of template special tokens added to a single sequence (pair = 0) or a pair (1). */
 int emb_tokenizer_num_special(const emb_tokenizer *t, int pair);
+/* The largest token type id the single (pair = 0) or the pair template (1) gives. */
+int emb_tokenizer_max_type_id(const emb_tokenizer *t, int pair);
 #endif

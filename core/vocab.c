@@ -87,7 +87,7 @@ static long find_key(const emb_vocab *v, const char *s, size_t len, uint64_t h) 
 }
 
 int emb_vocab_add(emb_vocab *v, const char *s, size_t len, int32_t id) {
-    if (id < 0 || len > 0xffffffu) return -1;
+    if (id < 0 || id == INT32_MAX || len > 0xffffffu) return -1; /* size = id + 1 must fit */
     uint64_t h = vhash(s, len);
     long k = find_key(v, s, len, h);
     if (k < 0) {

@@ -10,7 +10,7 @@ typedef struct emb_vocab emb_vocab;
 
 emb_vocab *emb_vocab_new(void);
 void emb_vocab_free(emb_vocab *v);
-/* Adds key -> id (id >= 0). A key added twice keeps the later id (like a hash map insert).
+/* Adds key -> id (0 <= id < INT32_MAX). A key added twice keeps the later id (like a hash map insert).
  * 0 ok, nonzero out of memory / bad id. */
 int emb_vocab_add(emb_vocab *v, const char *s, size_t len, int32_t id);
 /* id of key, -1 if absent. */

@@ -2,6 +2,7 @@
  * load errors, sentence-transformers config and pooling. Run from the repo root. */
 #include "check.h"
 #include "encoder.h"
+#include "file.h"
 #include "model_config.h"
 #include "pooling.h"
 #include "vec.h"
@@ -64,7 +65,7 @@ static double maxdiff(const float *a, const float *b, size_t n) {
 static cJSON *load_json(const char *path) {
     char *txt, err[EMB_ERR_LEN];
     size_t len;
-    if (emb_config_read_file(path, 64u << 20, &txt, &len, err)) { fprintf(stderr, "%s\n", err); return NULL; }
+    if (emb_read_file(path, 64u << 20, &txt, &len, err)) { fprintf(stderr, "%s\n", err); return NULL; }
     cJSON *j = cJSON_ParseWithLength(txt, len);
     free(txt);
     return j;
@@ -528,7 +529,7 @@ static void synthetic_tests(void) {
 /* Corrupted and truncated copies of a real checkpoint. */
 static unsigned char *slurp(const char *path, size_t *n) {
     char *t, err[EMB_ERR_LEN];
-    if (emb_config_read_file(path, 64u << 20, &t, n, err)) return NULL;
+    if (emb_read_file(path, 64u << 20, &t, n, err)) return NULL;
     return (unsigned char *)t;
 }
 static void put(const char *dir, const unsigned char *b, size_t n) {
@@ -548,7 +549,7 @@ static void corrupt_tests(void) {
     char *d = subdir("corrupt");
     char *cfg;
     size_t cl;
-    emb_config_read_file(FIXTURES "/models/bert-tiny-uncased/config.json", 1 << 20, &cfg, &cl, err);
+    emb_read_file(FIXTURES "/models/bert-tiny-uncased/config.json", 1 << 20, &cfg, &cl, err);
     write_text(d, "config.json", cfg);
     free(cfg);
     unsigned char *b = malloc(n);
@@ -620,7 +621,7 @@ static void sinusoidal_fallback_test(void) {
     const char *src = FIXTURES "/models/distilbert-tiny-sinusoidal";
     emb_safetensors *st = NULL;
     snprintf(path, sizeof path, "%s/model.safetensors", src);
-    if (emb_safetensors_open(path, &st, err)) { CHECK(0, "%s", err); return; }
+    if (emb_safetensors_open(path, 1, &st, err)) { CHECK(0, "%s", err); return; }
     emb_st_write_tensor *wt = calloc((size_t)st->h.n, sizeof *wt);
     int m = 0;
     for (int i = 0; i < st->h.n; i++) {
@@ -641,7 +642,7 @@ static void sinusoidal_fallback_test(void) {
     char *cfg;
     size_t cl;
     snprintf(path, sizeof path, "%s/config.json", src);
-    emb_config_read_file(path, 1 << 20, &cfg, &cl, err);
+    emb_read_file(path, 1 << 20, &cfg, &cl, err);
     write_text(d, "config.json", cfg);
     free(cfg);
     emb_encoder *a = NULL, *b = NULL;

@@ -97,7 +97,7 @@ int main(void) {
         const char *path = "/tmp/test_safetensors_rt.safetensors";
         CHECK(emb_safetensors_write(path, t, 2, 2, err) == 0, "write: %s", err);
         emb_safetensors *st = NULL;
-        rc = emb_safetensors_open(path, &st, err);
+        rc = emb_safetensors_open(path, 1, &st, err);
         CHECK(rc == 0, "open: %s", err);
         if (rc == 0) {
             const emb_st_tensor *w = emb_safetensors_find(st, "w");
@@ -106,8 +106,8 @@ int main(void) {
             emb_safetensors_close(st);
         }
         remove(path);
-        CHECK(emb_safetensors_open("/nonexistent/x.safetensors", &st, err) != 0 && strstr(err, "cannot open"), "missing file: %s", err);
-        CHECK(emb_safetensors_open("/tmp", &st, err) != 0 && strstr(err, "not a regular file"), "directory: %s", err);
+        CHECK(emb_safetensors_open("/nonexistent/x.safetensors", 1, &st, err) != 0 && strstr(err, "cannot open"), "missing file: %s", err);
+        CHECK(emb_safetensors_open("/tmp", 1, &st, err) != 0 && strstr(err, "not a regular file"), "directory: %s", err);
     }
     /* F16 / BF16 */
     CHECK(emb_f16_to_f32(0x3c00) == 1.0f && emb_f16_to_f32(0xc000) == -2.0f && emb_f16_to_f32(0x7bff) == 65504.0f &&
