@@ -1,6 +1,10 @@
-/* embed_define, embed_load, embed_unload: adding models to the registry and removing them. */
+/* embed_define, embed_load, embed_unload: adding models to the registry and removing them.
+ * All three change what every connection of the process sees, so they are DIRECTONLY: a
+ * database's views and triggers cannot call them. */
 #include "ext_functions.h"
 #include "ext_registry.h"
+#include "utf8.h"
+#include <cjson/cJSON.h>
 #include <string.h>
 
 #define MODEL_NAME_MAX 128
@@ -35,7 +39,41 @@ static int model_name_arg(sqlite3_context *ctx, sqlite3_value *val, const char *
         ext_error(ctx, fn, "the model name must be 1 to %d characters", MODEL_NAME_MAX);
         return -1;
     }
+    size_t bad;
+    if (!emb_utf8_valid(*name, (size_t)len, &bad)) {
+        ext_error(ctx, fn, "the model name is not valid UTF-8 (byte %d)", (int)bad); /* sqlite3 printf: no %zu */
+        return -1;
+    }
     return 0;
+}
+
+/* options: {"mmap": true | false}; NULL means the defaults. */
+static int load_options(sqlite3_context *ctx, sqlite3_value *val, emb_load_options *opt) {
+    const char *fn = "embed_load", *json;
+    int len;
+    *opt = (emb_load_options)EMB_LOAD_DEFAULTS;
+    if (!val) return 0;
+    ext_rc r = ext_get_text(ctx, val, fn, "options", &json, &len);
+    if (r != EXT_OK) return r == EXT_ERROR ? -1 : 0;
+    cJSON *root = cJSON_ParseWithLength(json, (size_t)len);
+    int rc = 0;
+    if (!cJSON_IsObject(root)) {
+        ext_error(ctx, fn, "options must be a JSON object such as {\"mmap\": false}");
+        rc = -1;
+    }
+    for (const cJSON *item = rc == 0 ? root->child : NULL; item && rc == 0; item = item->next) {
+        if (strcmp(item->string, "mmap") != 0) {
+            ext_error(ctx, fn, "unknown option \"%.60s\" (known: mmap)", item->string);
+            rc = -1;
+        } else if (!cJSON_IsBool(item)) {
+            ext_error(ctx, fn, "option \"mmap\" must be true or false");
+            rc = -1;
+        } else {
+            opt->mmap = cJSON_IsTrue(item);
+        }
+    }
+    cJSON_Delete(root);
+    return rc;
 }
 
 static void fn_embed_define(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
@@ -56,24 +94,34 @@ static void fn_embed_define(sqlite3_context *ctx, int argc, sqlite3_value **argv
 }
 
 static void fn_embed_load(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
-    (void)argc;
     const char *fn = "embed_load", *name, *path;
     int len;
+    emb_load_options opt;
     if (model_name_arg(ctx, argv[0], fn, &name)) return;
     ext_rc r = ext_get_text(ctx, argv[1], fn, "the model folder", &path, &len);
     if (r == EXT_NULL) ext_error(ctx, fn, "the model folder must not be NULL");
     if (r != EXT_OK) return;
+    if ((int)strlen(path) != len) {
+        ext_error(ctx, fn, "the model folder contains a NUL character");
+        return;
+    }
+    if (load_options(ctx, argc > 2 ? argv[2] : NULL, &opt)) return;
     emb_model *existing = ext_registry_get(name);
     if (existing) { /* already loaded: no need to read the files again */
-        const char *old = emb_model_get_info(existing)->path;
-        if (old && strcmp(old, path) == 0) sqlite3_result_text(ctx, name, -1, SQLITE_TRANSIENT);
-        else ext_error(ctx, fn, "a model named '%s' is already loaded (embed_unload it first)", name);
+        const emb_model_info *old = emb_model_get_info(existing);
+        if (!old->path || strcmp(old->path, path) != 0)
+            ext_error(ctx, fn, "a model named '%s' is already loaded (embed_unload it first)", name);
+        else if (old->mmap != opt.mmap)
+            ext_error(ctx, fn, "model '%s' is already loaded from that folder with mmap %s (embed_unload it first)",
+                      name, old->mmap ? "true" : "false");
+        else
+            sqlite3_result_text(ctx, name, -1, SQLITE_TRANSIENT);
         emb_model_release(existing);
         return;
     }
     char err[EMB_ERR_LEN];
     emb_model *m;
-    if (emb_model_load(name, path, &m, err)) {
+    if (emb_model_load_with(name, path, &opt, &m, err)) {
         ext_error(ctx, fn, "%s", err);
         return;
     }
@@ -90,11 +138,15 @@ static void fn_embed_unload(sqlite3_context *ctx, int argc, sqlite3_value **argv
 }
 
 int ext_register_model_functions(sqlite3 *db) {
-    int rc = sqlite3_create_function(db, "embed_define", 2, SQLITE_UTF8, NULL, fn_embed_define, NULL, NULL);
-    if (rc == SQLITE_OK)
-        rc = sqlite3_create_function(db, "embed_load", 2, SQLITE_UTF8 | SQLITE_DIRECTONLY, NULL,
-                                     fn_embed_load, NULL, NULL);
-    if (rc == SQLITE_OK)
-        rc = sqlite3_create_function(db, "embed_unload", 1, SQLITE_UTF8, NULL, fn_embed_unload, NULL, NULL);
+    static const struct {
+        const char *name;
+        int nargs;
+        void (*fn)(sqlite3_context *, int, sqlite3_value **);
+    } fns[] = {{"embed_define", 2, fn_embed_define}, {"embed_load", 2, fn_embed_load},
+               {"embed_load", 3, fn_embed_load}, {"embed_unload", 1, fn_embed_unload}};
+    int rc = SQLITE_OK;
+    for (size_t i = 0; rc == SQLITE_OK && i < sizeof fns / sizeof fns[0]; i++)
+        rc = sqlite3_create_function(db, fns[i].name, fns[i].nargs, SQLITE_UTF8 | SQLITE_DIRECTONLY, NULL,
+                                     fns[i].fn, NULL, NULL);
     return rc;
 }
