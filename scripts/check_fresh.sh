@@ -195,7 +195,9 @@ say "running 'make demo' then 'make test' in a fresh $suite chroot (commit $comm
 steps='
     cd /root/sqlite-embed || exit 1
     echo "== make demo";  make demo || { echo "== make demo failed"; exit 1; }
+    echo "== make demo took ${SECONDS}s"; SECONDS=0
     echo "== make test";  make test || { echo "== make test failed"; exit 1; }
+    echo "== make test took ${SECONDS}s"
     echo "== make install, then .load embed from /, then make uninstall"
     make install >/dev/null && cd / &&
         [ "$(sqlite3 :memory: ".load embed" "SELECT embed_dims(json_array(1, 2, 3))")" = 3 ] &&
