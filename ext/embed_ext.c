@@ -9,18 +9,20 @@ __declspec(dllexport)
 #endif
 int sqlite3_embed_init(sqlite3 *db, char **pzErrMsg, const sqlite3_api_routines *pApi) {
     SQLITE_EXTENSION_INIT2(pApi);
-    int (*const registrations[])(sqlite3 *) = {
-        ext_register_vector_functions, ext_register_position_functions,
-        ext_register_info_functions,   ext_register_model_functions,
-        ext_register_models_table,     ext_register_tokens_table,
-        ext_register_text_functions,   ext_register_index_module,
+    static const struct {
+        const char *what;
+        int (*reg)(sqlite3 *);
+    } others[] = {
+        {"embed_define, embed_load and embed_unload", ext_register_model_functions},
+        {"embed_models", ext_register_models_table},
+        {"embed_tokens", ext_register_tokens_table},
+        {"embed_index", ext_register_index_module},
     };
-    for (size_t i = 0; i < sizeof registrations / sizeof registrations[0]; i++) {
-        int rc = registrations[i](db);
-        if (rc != SQLITE_OK) {
-            *pzErrMsg = sqlite3_mprintf("sqlite-embed: registration failed: %s", sqlite3_errmsg(db));
-            return rc;
-        }
-    }
-    return SQLITE_OK;
+    const char *failed = NULL;
+    int rc = ext_register_functions(db, &failed);
+    for (size_t i = 0; rc == SQLITE_OK && i < sizeof others / sizeof others[0]; i++)
+        if ((rc = others[i].reg(db)) != SQLITE_OK) failed = others[i].what;
+    if (rc != SQLITE_OK)
+        *pzErrMsg = sqlite3_mprintf("sqlite-embed: cannot register %s: %s", failed, sqlite3_errmsg(db));
+    return rc;
 }

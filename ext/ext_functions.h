@@ -1,15 +1,43 @@
-/* Registration entry points, one per ext/ file; embed_ext.c calls them all. */
+/* Registration entry points and the SQL functions' implementations. Scalar and aggregate
+ * functions are registered from one table (ext_function_table.c); each sql_X implements
+ * the SQL function X. Virtual tables register themselves. */
 #ifndef EMBED_EXT_FUNCTIONS_H
 #define EMBED_EXT_FUNCTIONS_H
 #include <sqlite3ext.h>
 
-int ext_register_vector_functions(sqlite3 *db);   /* ext_vector.c */
-int ext_register_position_functions(sqlite3 *db); /* ext_position.c */
-int ext_register_info_functions(sqlite3 *db);     /* ext_info.c */
+/* Registers every scalar and aggregate function of the table, and the argument-count
+ * fallbacks. On failure *failed is the name of the function that could not be registered. */
+int ext_register_functions(sqlite3 *db, const char **failed); /* ext_function_table.c */
 int ext_register_model_functions(sqlite3 *db);    /* ext_models.c */
 int ext_register_models_table(sqlite3 *db);       /* ext_models_table.c */
 int ext_register_tokens_table(sqlite3 *db);       /* ext_tokens_table.c */
-int ext_register_text_functions(sqlite3 *db);     /* ext_text.c */
 int ext_register_index_module(sqlite3 *db);       /* ext_index.c */
+
+#define EXT_SQL_FUNCTION(name) void name(sqlite3_context *ctx, int argc, sqlite3_value **argv)
+
+/* ext_vector.c */
+EXT_SQL_FUNCTION(sql_embed_vector);
+EXT_SQL_FUNCTION(sql_embed_json);
+EXT_SQL_FUNCTION(sql_embed_dims);
+EXT_SQL_FUNCTION(sql_embed_add);
+EXT_SQL_FUNCTION(sql_embed_sub);
+EXT_SQL_FUNCTION(sql_embed_scale);
+EXT_SQL_FUNCTION(sql_embed_normalize);
+EXT_SQL_FUNCTION(sql_embed_dot);
+EXT_SQL_FUNCTION(sql_embed_cosine);
+EXT_SQL_FUNCTION(sql_embed_distance);
+EXT_SQL_FUNCTION(sql_embed_sum_step);
+EXT_SQL_FUNCTION(sql_embed_mean_step);
+void sql_embed_sum_final(sqlite3_context *ctx);
+void sql_embed_mean_final(sqlite3_context *ctx);
+/* ext_position.c */
+EXT_SQL_FUNCTION(sql_position_encoding);
+/* ext_info.c */
+EXT_SQL_FUNCTION(sql_embed_version);
+EXT_SQL_FUNCTION(sql_embed_debug);
+/* ext_text.c */
+EXT_SQL_FUNCTION(sql_embed_token_ids);
+EXT_SQL_FUNCTION(sql_contextual_embedding);
+EXT_SQL_FUNCTION(sql_embed);
 
 #endif

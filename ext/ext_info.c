@@ -7,13 +7,13 @@
 
 #define EMBED_VERSION "0.1.0"
 
-static void fn_embed_version(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
+void sql_embed_version(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
     (void)argc;
     (void)argv;
     sqlite3_result_text(ctx, EMBED_VERSION, -1, SQLITE_STATIC);
 }
 
-static void fn_embed_debug(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
+void sql_embed_debug(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
     (void)argc;
     (void)argv;
     char *s = sqlite3_mprintf("version=%s\nsqlite=%s\nblas=%s\nblas_core=%s\n"
@@ -23,12 +23,4 @@ static void fn_embed_debug(sqlite3_context *ctx, int argc, sqlite3_value **argv)
                               emb_vec_simd_path(), __VERSION__);
     if (!s) sqlite3_result_error_nomem(ctx);
     else sqlite3_result_text(ctx, s, -1, sqlite3_free);
-}
-
-int ext_register_info_functions(sqlite3 *db) {
-    int rc = sqlite3_create_function(db, "embed_version", 0, EMBED_PURE, NULL, fn_embed_version, NULL, NULL);
-    if (rc == SQLITE_OK)
-        rc = sqlite3_create_function(db, "embed_debug", 0, SQLITE_UTF8 | SQLITE_INNOCUOUS, NULL,
-                                     fn_embed_debug, NULL, NULL);
-    return rc;
 }

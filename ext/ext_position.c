@@ -10,10 +10,26 @@
 #define POSENC_MAX_DIM 65536
 #define POSENC_MAX_POS 1000000000LL
 
+/* A text or BLOB where the position must be: the error says which forms exist, since
+ * position_encoding('1', '4') fits neither. */
+static int position_type_error(sqlite3_context *ctx, sqlite3_value *pos) {
+    int t = sqlite3_value_type(pos);
+    if (t != SQLITE_TEXT && t != SQLITE_BLOB) return 0;
+    char *got = ext_describe_value(pos);
+    if (got)
+        ext_error(ctx, "position_encoding", "the position must be an integer (got %s); use "
+                  "position_encoding(pos, dim [, base]) or position_encoding(model, pos)", got);
+    else
+        sqlite3_result_error_nomem(ctx);
+    sqlite3_free(got);
+    return 1;
+}
+
 static void sinusoidal(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
     const char *fn = "position_encoding";
     sqlite3_int64 pos, dim;
     double base = 10000.0;
+    if (position_type_error(ctx, argv[0])) return;
     ext_rc r = ext_get_int(ctx, argv[0], fn, "pos", 0, POSENC_MAX_POS, &pos);
     if (r != EXT_OK) return;
     r = ext_get_int(ctx, argv[1], fn, "dim", 1, POSENC_MAX_DIM, &dim);
@@ -38,35 +54,36 @@ static void sinusoidal(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
 
 static void model_position(sqlite3_context *ctx, sqlite3_value **argv) {
     const char *fn = "position_encoding";
-    emb_model *m = ext_model_arg(ctx, argv[0], fn);
+    emb_model *m = ext_model_arg(ctx, argv, 0, fn);
     if (!m) return;
     const emb_model_info *info = emb_model_get_info(m);
-    if (!info->has_vectors) {
-        ext_error(ctx, fn, "model '%s' is a tokenizer only: it has no position vectors", info->name);
-        emb_model_release(m);
-        return;
-    }
     sqlite3_int64 pos;
-    ext_rc r = ext_get_int(ctx, argv[1], fn, "pos", 0, info->max_positions - 1, &pos);
-    if (r == EXT_OK) {
+    if (!info->has_vectors)
+        ext_error(ctx, fn, "model '%s' is a tokenizer only: it has no position vectors", info->name);
+    else if (!position_type_error(ctx, argv[1]) &&
+             ext_get_int(ctx, argv[1], fn, "pos", 0, info->max_positions - 1, &pos) == EXT_OK) {
         const float *row = emb_model_position_row(m, (int32_t)pos);
         if (row) ext_result_vector(ctx, row, (size_t)info->hidden);
     }
     emb_model_release(m);
 }
 
-static void fn_position_encoding(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
-    if (argc == 2 && sqlite3_value_type(argv[0]) == SQLITE_TEXT) model_position(ctx, argv);
-    else sinusoidal(ctx, argc, argv);
+/* (text, number) is (model, pos). (text, text) is (model, pos) only when a model has that
+ * name; otherwise it is read as (pos, dim), whose error lists both forms. */
+static int is_model_form(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
+    if (argc != 2 || sqlite3_value_type(argv[0]) != SQLITE_TEXT) return 0;
+    int t = sqlite3_value_type(argv[1]);
+    if ((t != SQLITE_TEXT && t != SQLITE_BLOB) || sqlite3_get_auxdata(ctx, 0)) return 1;
+    const char *name = (const char *)sqlite3_value_text(argv[0]);
+    if (!name) return 1; /* out of memory: the model form reports it */
+    char *err;
+    emb_model *m = ext_model_named(name, sqlite3_value_bytes(argv[0]), &err);
+    sqlite3_free(err);
+    emb_model_release(m);
+    return m != NULL;
 }
 
-int ext_register_position_functions(sqlite3 *db) {
-    /* The 2-argument form may read the model registry, so it is not deterministic. */
-    int rc = sqlite3_create_function(db, "position_encoding", 2,
-                                     SQLITE_UTF8 | SQLITE_INNOCUOUS | SQLITE_RESULT_SUBTYPE, NULL,
-                                     fn_position_encoding, NULL, NULL);
-    if (rc == SQLITE_OK)
-        rc = sqlite3_create_function(db, "position_encoding", 3, EMBED_PURE | SQLITE_RESULT_SUBTYPE,
-                                     NULL, fn_position_encoding, NULL, NULL);
-    return rc;
+void sql_position_encoding(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
+    if (is_model_form(ctx, argc, argv)) model_position(ctx, argv);
+    else sinusoidal(ctx, argc, argv);
 }

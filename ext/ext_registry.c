@@ -1,4 +1,5 @@
 #include "ext_registry.h"
+#include "utf8.h"
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -89,11 +90,44 @@ int ext_registry_list(emb_model ***out, int *n) {
     return rc;
 }
 
-emb_model *ext_model_arg(sqlite3_context *ctx, sqlite3_value *val, const char *fn) {
+emb_model *ext_model_named(const char *name, int len, char **err) {
+    size_t bad;
+    *err = NULL;
+    if ((int)strlen(name) != len) {
+        *err = sqlite3_mprintf("the model name contains a NUL character");
+        return NULL;
+    }
+    if (!emb_utf8_valid(name, (size_t)len, &bad)) {
+        *err = sqlite3_mprintf("the model name is not valid UTF-8 (byte %lld)", (long long)bad);
+        return NULL;
+    }
+    emb_model *m = ext_registry_get(name);
+    if (!m) *err = sqlite3_mprintf("no model named '%s' (load one with embed_load or embed_define)", name);
+    return m;
+}
+
+static void release_model(void *m) { emb_model_release(m); }
+
+emb_model *ext_model_arg(sqlite3_context *ctx, sqlite3_value **argv, int arg, const char *fn) {
+    emb_model *m = sqlite3_get_auxdata(ctx, arg);
+    if (m) {
+        emb_model_retain(m);
+        return m;
+    }
     const char *name;
     int len;
-    if (ext_get_text(ctx, val, fn, "the model name", &name, &len) != EXT_OK) return NULL;
-    emb_model *m = ext_registry_get(name);
-    if (!m) ext_error(ctx, fn, "no model named '%s' (load one with embed_load or embed_define)", name);
+    if (ext_get_text(ctx, argv[arg], fn, "the model name", &name, &len) != EXT_OK) return NULL;
+    char *err;
+    m = ext_model_named(name, len, &err);
+    if (!m) {
+        if (err) ext_error(ctx, fn, "%s", err);
+        else sqlite3_result_error_nomem(ctx);
+        sqlite3_free(err);
+        return NULL;
+    }
+    /* One reference for the caller, one kept with the argument; SQLite may release the kept
+     * one at once (an argument that is not constant), so the caller's stays separate. */
+    emb_model_retain(m);
+    sqlite3_set_auxdata(ctx, arg, m, release_model);
     return m;
 }

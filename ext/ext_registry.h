@@ -14,8 +14,15 @@ emb_model *ext_registry_get(const char *name);
 int ext_registry_remove(const char *name);
 /* A retained snapshot of all models, in name order; release each and sqlite3_free the array. */
 int ext_registry_list(emb_model ***out, int *n);
-/* Reads a model-name argument and returns the model, retained. NULL with no error set when
- * the argument is NULL (the caller returns NULL), NULL with an error set otherwise. */
-emb_model *ext_model_arg(sqlite3_context *ctx, sqlite3_value *val, const char *fn);
+/* Looks up a model name given as len bytes: the model, retained, or NULL with *err a
+ * sqlite3_malloc'd message (no function name; NULL when out of memory). A name that is not
+ * valid UTF-8 or contains a NUL is an error of its own, not a miss. */
+emb_model *ext_model_named(const char *name, int len, char **err);
+/* Reads the model-name argument argv[arg] and returns the model, retained. NULL with no
+ * error set when the argument is NULL (the caller returns NULL), NULL with an error set
+ * otherwise. The first call of a statement looks the name up; the model is then kept with
+ * the argument (sqlite3_set_auxdata), so a statement finishes with the model it started
+ * with even if embed_unload runs meanwhile. */
+emb_model *ext_model_arg(sqlite3_context *ctx, sqlite3_value **argv, int arg, const char *fn);
 
 #endif

@@ -1,4 +1,5 @@
-/* Functions of a model and a text: embed_token_ids, contextual_embedding, embed. */
+/* Functions of a model and a text: embed_token_ids, contextual_embedding, embed. Their results
+ * depend on the registry, so none is deterministic. */
 #include "ext_functions.h"
 #include "ext_registry.h"
 #include "pooling.h"
@@ -9,17 +10,18 @@
 #define MAX_LAYER_ARG 10000
 
 /* Reads the (model, text [, text_b]) arguments shared by these functions. Returns the
- * model retained, or NULL (error set, or a NULL argument: the result stays NULL). */
+ * model retained, or NULL (error set, or a NULL argument: the result stays NULL). A NULL
+ * text_b is no second text. */
 static emb_model *model_and_text(sqlite3_context *ctx, sqlite3_value **argv, int with_b,
                                  const char *fn, const char **text, int *len, const char **b, int *blen) {
     *b = NULL;
     *blen = 0;
-    if (ext_get_text(ctx, argv[1], fn, "the text", text, len) != EXT_OK) return NULL;
-    if (with_b && ext_get_text(ctx, argv[2], fn, "text_b", b, blen) == EXT_ERROR) return NULL;
-    return ext_model_arg(ctx, argv[0], fn);
+    if (ext_get_input_text(ctx, argv[1], fn, "the text", text, len) != EXT_OK) return NULL;
+    if (with_b && ext_get_input_text(ctx, argv[2], fn, "text_b", b, blen) == EXT_ERROR) return NULL;
+    return ext_model_arg(ctx, argv, 0, fn);
 }
 
-static void fn_embed_token_ids(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
+void sql_embed_token_ids(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
     const char *fn = "embed_token_ids", *text, *b;
     int len, blen;
     emb_model *m = model_and_text(ctx, argv, argc == 3, fn, &text, &len, &b, &blen);
@@ -47,7 +49,7 @@ static void fn_embed_token_ids(sqlite3_context *ctx, int argc, sqlite3_value **a
     emb_model_release(m);
 }
 
-static void fn_contextual_embedding(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
+void sql_contextual_embedding(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
     const char *fn = "contextual_embedding", *text, *b;
     int len, blen;
     sqlite3_int64 index, layer = -1;
@@ -121,7 +123,7 @@ static int parse_options(sqlite3_context *ctx, sqlite3_value *val, emb_embed_opt
     return rc;
 }
 
-static void fn_embed(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
+void sql_embed(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
     const char *fn = "embed", *text, *b;
     int len, blen;
     emb_embed_options opt;
@@ -144,25 +146,4 @@ static void fn_embed(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
         ext_result_vector_owned(ctx, out, (size_t)info->hidden);
     }
     emb_model_release(m);
-}
-
-int ext_register_text_functions(sqlite3 *db) {
-    /* Their results depend on the registry, so none is deterministic. */
-    const int flags = SQLITE_UTF8 | SQLITE_INNOCUOUS | SQLITE_RESULT_SUBTYPE;
-    static const struct {
-        const char *name;
-        int nargs;
-        void (*fn)(sqlite3_context *, int, sqlite3_value **);
-    } fns[] = {
-        {"embed_token_ids", 2, fn_embed_token_ids},
-        {"embed_token_ids", 3, fn_embed_token_ids},
-        {"contextual_embedding", 3, fn_contextual_embedding},
-        {"contextual_embedding", 4, fn_contextual_embedding},
-        {"embed", 2, fn_embed},
-        {"embed", 3, fn_embed},
-    };
-    int rc = SQLITE_OK;
-    for (size_t i = 0; rc == SQLITE_OK && i < sizeof fns / sizeof fns[0]; i++)
-        rc = sqlite3_create_function(db, fns[i].name, fns[i].nargs, flags, NULL, fns[i].fn, NULL, NULL);
-    return rc;
 }

@@ -79,9 +79,8 @@ static int tokens_open(sqlite3_vtab *vtab, sqlite3_vtab_cursor **out) {
     return SQLITE_OK;
 }
 
+/* Clears the row state; the model stays with the cursor (see tokens_filter). */
 static void reset(tokens_cursor *c) {
-    emb_model_release(c->model);
-    c->model = NULL;
     for (int k = 0; k < 3; k++) {
         sqlite3_value_free(c->args[k]);
         c->args[k] = NULL;
@@ -96,6 +95,7 @@ static void reset(tokens_cursor *c) {
 static int tokens_close(sqlite3_vtab_cursor *cur) {
     tokens_cursor *c = (tokens_cursor *)cur;
     reset(c);
+    emb_model_release(c->model);
     emb_model_encoding_free(&c->enc);
     sqlite3_free(c);
     return SQLITE_OK;
@@ -114,6 +114,39 @@ static int cursor_error(tokens_cursor *c, const char *fmt, ...) {
     return vtab->zErrMsg ? SQLITE_ERROR : SQLITE_NOMEM;
 }
 
+/* The cursor's model: kept from one xFilter to the next while the name stays the same, so a
+ * statement joining embed_tokens to many rows finishes with the model it started with even
+ * if embed_unload runs meanwhile. */
+static int cursor_model(tokens_cursor *c, sqlite3_value *model) {
+    if (sqlite3_value_type(model) != SQLITE_TEXT) {
+        char *got = ext_describe_value(model);
+        int rc = got ? cursor_error(c, "the model name must be text, not %s", got) : SQLITE_NOMEM;
+        sqlite3_free(got);
+        return rc;
+    }
+    const char *name = (const char *)sqlite3_value_text(model);
+    int len = sqlite3_value_bytes(model);
+    if (!name) return SQLITE_NOMEM;
+    if (c->model && strcmp(emb_model_get_info(c->model)->name, name) == 0 && (int)strlen(name) == len)
+        return SQLITE_OK;
+    emb_model_release(c->model);
+    char *err;
+    c->model = ext_model_named(name, len, &err);
+    int rc = c->model ? SQLITE_OK : err ? cursor_error(c, "%s", err) : SQLITE_NOMEM;
+    sqlite3_free(err);
+    return rc;
+}
+
+/* A text to tokenize: numbers as SQLite converts them, a BLOB refused (as ext_get_input_text). */
+static int input_text(tokens_cursor *c, sqlite3_value *val, const char *what, const char **s, size_t *len) {
+    if (sqlite3_value_type(val) == SQLITE_BLOB)
+        return cursor_error(c, "%s must be text, not a blob (write CAST(x AS TEXT) if its bytes are "
+                               "UTF-8 text)", what);
+    *s = (const char *)sqlite3_value_text(val);
+    *len = (size_t)sqlite3_value_bytes(val);
+    return *s ? SQLITE_OK : SQLITE_NOMEM;
+}
+
 static int tokens_filter(sqlite3_vtab_cursor *cur, int mask, const char *idx_str, int argc,
                          sqlite3_value **argv) {
     (void)idx_str;
@@ -129,24 +162,16 @@ static int tokens_filter(sqlite3_vtab_cursor *cur, int mask, const char *idx_str
     sqlite3_value *model = c->args[0], *text = c->args[1], *text_b = c->args[2];
     if (sqlite3_value_type(model) == SQLITE_NULL || sqlite3_value_type(text) == SQLITE_NULL)
         return SQLITE_OK; /* NULL in: no rows */
-    if (sqlite3_value_type(model) != SQLITE_TEXT)
-        return cursor_error(c, "the model name must be TEXT");
-    if (sqlite3_value_type(text) != SQLITE_TEXT ||
-        (text_b && sqlite3_value_type(text_b) != SQLITE_TEXT && sqlite3_value_type(text_b) != SQLITE_NULL))
-        return cursor_error(c, "text and text_b must be TEXT values");
-    const char *name = (const char *)sqlite3_value_text(model);
-    c->model = ext_registry_get(name);
-    if (!c->model)
-        return cursor_error(c, "no model named '%s' (load one with embed_load or embed_define)", name);
-    const char *b = NULL;
-    size_t blen = 0;
-    if (text_b && sqlite3_value_type(text_b) == SQLITE_TEXT) {
-        b = (const char *)sqlite3_value_text(text_b);
-        blen = (size_t)sqlite3_value_bytes(text_b);
-    }
+    int rc = cursor_model(c, model);
+    if (rc != SQLITE_OK) return rc;
+    const char *s, *b = NULL;
+    size_t len, blen = 0;
+    if ((rc = input_text(c, text, "the text", &s, &len)) != SQLITE_OK) return rc;
+    if (text_b && sqlite3_value_type(text_b) != SQLITE_NULL &&
+        (rc = input_text(c, text_b, "text_b", &b, &blen)) != SQLITE_OK)
+        return rc;
     char err[EMB_ERR_LEN];
-    if (emb_model_tokenize(c->model, (const char *)sqlite3_value_text(text),
-                           (size_t)sqlite3_value_bytes(text), b, blen, &c->enc, err))
+    if (emb_model_tokenize(c->model, s, len, b, blen, &c->enc, err))
         return cursor_error(c, "%s", err);
     return SQLITE_OK;
 }

@@ -1,4 +1,5 @@
 #include "ext_util.h"
+#include "utf8.h"
 #include <cjson/cJSON.h>
 #include <math.h>
 #include <stdarg.h>
@@ -70,6 +71,42 @@ fail:
     return -1;
 }
 
+/* A BLOB as float32 values; aligned BLOBs are used in place. */
+static ext_rc blob_float32(const void *p, int bytes, const char *what, ext_vec *out, char **err) {
+    if (bytes % 4) {
+        *err = sqlite3_mprintf("%s is a blob of %d bytes, not a float32 vector (its length must be "
+                               "a multiple of 4; a sqlite-vec int8 vector loses its type when "
+                               "stored: pass vec_int8(v))", what, bytes);
+        return EXT_ERROR;
+    }
+    out->n = (size_t)bytes / 4;
+    if (((uintptr_t)p % sizeof(float)) != 0) {
+        out->buf = sqlite3_malloc(bytes);
+        if (!out->buf) return EXT_ERROR;
+        memcpy(out->buf, p, (size_t)bytes);
+        out->v = out->buf;
+    } else {
+        out->v = p;
+    }
+    for (size_t i = 0; i < out->n; i++)
+        if (!isfinite(out->v[i])) {
+            *err = sqlite3_mprintf("%s has a non-finite value at index %lld", what, (long long)i);
+            ext_vec_free(out);
+            return EXT_ERROR;
+        }
+    return EXT_OK;
+}
+
+/* A sqlite-vec int8 vector: each signed byte is a dimension, converted exactly. */
+static ext_rc blob_int8(const void *p, int bytes, ext_vec *out) {
+    out->buf = sqlite3_malloc64((size_t)bytes * sizeof(float));
+    if (!out->buf) return EXT_ERROR;
+    for (int i = 0; i < bytes; i++) out->buf[i] = (float)((const int8_t *)p)[i];
+    out->v = out->buf;
+    out->n = (size_t)bytes;
+    return EXT_OK;
+}
+
 ext_rc ext_value_vector(sqlite3_value *val, const char *what, ext_vec *out, char **err) {
     memset(out, 0, sizeof *out);
     *err = NULL;
@@ -78,34 +115,33 @@ ext_rc ext_value_vector(sqlite3_value *val, const char *what, ext_vec *out, char
     case SQLITE_BLOB: {
         const void *p = sqlite3_value_blob(val);
         int bytes = sqlite3_value_bytes(val);
-        if (bytes % 4) {
-            *err = sqlite3_mprintf("%s is a blob of %d bytes, not a float32 vector (length must be "
-                                   "a multiple of 4)", what, bytes);
+        unsigned subtype = sqlite3_value_subtype(val);
+        if (subtype == EMBED_VEC_BIT_SUBTYPE) {
+            *err = sqlite3_mprintf("%s: a sqlite-vec bit vector cannot be used where a float vector "
+                                   "is needed; pass a float32 vector (vec_f32) or an int8 one "
+                                   "(vec_int8)", what);
             return EXT_ERROR;
         }
-        out->n = (size_t)bytes / 4;
-        if (((uintptr_t)p % sizeof(float)) != 0) {
-            out->buf = sqlite3_malloc(bytes);
-            if (!out->buf) return EXT_ERROR;
-            memcpy(out->buf, p, (size_t)bytes);
-            out->v = out->buf;
-        } else {
-            out->v = p;
+        if (bytes == 0) {
+            *err = sqlite3_mprintf("%s is an empty blob: a vector needs at least one dimension", what);
+            return EXT_ERROR;
         }
-        for (size_t i = 0; i < out->n; i++)
-            if (!isfinite(out->v[i])) {
-                *err = sqlite3_mprintf("%s has a non-finite value at index %lld", what, (long long)i);
-                ext_vec_free(out);
-                return EXT_ERROR;
-            }
-        return EXT_OK;
+        return subtype == EMBED_VEC_INT8_SUBTYPE ? blob_int8(p, bytes, out)
+                                                 : blob_float32(p, bytes, what, out, err);
     }
     case SQLITE_TEXT: {
+        const char *json = (const char *)sqlite3_value_text(val);
         char *msg = NULL;
-        if (ext_parse_json_vector((const char *)sqlite3_value_text(val), sqlite3_value_bytes(val),
-                                  &out->buf, &out->n, &msg)) {
+        if (!json) return EXT_ERROR; /* out of memory */
+        if (ext_parse_json_vector(json, sqlite3_value_bytes(val), &out->buf, &out->n, &msg)) {
             if (msg) *err = sqlite3_mprintf("%s: %s", what, msg);
             sqlite3_free(msg);
+            return EXT_ERROR;
+        }
+        if (out->n == 0) {
+            ext_vec_free(out);
+            *err = sqlite3_mprintf("%s is an empty JSON array: a vector needs at least one dimension",
+                                   what);
             return EXT_ERROR;
         }
         out->v = out->buf;
@@ -178,6 +214,35 @@ char *ext_vector_to_json(const float *v, size_t n) {
     return out;
 }
 
+char *ext_describe_value(sqlite3_value *val) {
+    switch (sqlite3_value_type(val)) {
+    case SQLITE_INTEGER: return sqlite3_mprintf("the integer %lld", sqlite3_value_int64(val));
+    case SQLITE_FLOAT: return sqlite3_mprintf("the real %g", sqlite3_value_double(val));
+    case SQLITE_BLOB: return sqlite3_mprintf("a blob of %d bytes", sqlite3_value_bytes(val));
+    case SQLITE_TEXT: {
+        const char *s = (const char *)sqlite3_value_text(val);
+        int n = sqlite3_value_bytes(val);
+        if (!s) return NULL;
+        if (!emb_utf8_valid(s, (size_t)n, NULL) || (int)strlen(s) != n)
+            return sqlite3_mprintf("text of %d bytes", n);
+        int shown = n;
+        if (shown > 40) /* cut on a character boundary */
+            for (shown = 40; ((unsigned char)s[shown] & 0xC0) == 0x80; shown--) {}
+        return sqlite3_mprintf("text '%.*s%s'", shown, s, shown < n ? "..." : "");
+    }
+    default: return sqlite3_mprintf("NULL");
+    }
+}
+
+/* Sets "fn: <what> must be <kind>, not <the value>". */
+static void type_error(sqlite3_context *ctx, const char *fn, const char *what, const char *kind,
+                       sqlite3_value *val) {
+    char *got = ext_describe_value(val);
+    if (got) ext_error(ctx, fn, "%s must be %s, not %s", what, kind, got);
+    else sqlite3_result_error_nomem(ctx);
+    sqlite3_free(got);
+}
+
 ext_rc ext_get_int(sqlite3_context *ctx, sqlite3_value *val, const char *fn, const char *what,
                    sqlite3_int64 lo, sqlite3_int64 hi, sqlite3_int64 *out) {
     int t = sqlite3_value_type(val);
@@ -192,7 +257,7 @@ ext_rc ext_get_int(sqlite3_context *ctx, sqlite3_value *val, const char *fn, con
         return EXT_OK;
     }
     if (t != SQLITE_INTEGER) {
-        ext_error(ctx, fn, "%s must be an integer, not %s", what, ext_type_name(t));
+        type_error(ctx, fn, what, "an integer", val);
         return EXT_ERROR;
     }
     sqlite3_int64 x = sqlite3_value_int64(val);
@@ -204,19 +269,39 @@ ext_rc ext_get_int(sqlite3_context *ctx, sqlite3_value *val, const char *fn, con
     return EXT_OK;
 }
 
+/* The text of val, or EXT_ERROR with nomem set. */
+static ext_rc value_text(sqlite3_context *ctx, sqlite3_value *val, const char **out, int *len) {
+    *out = (const char *)sqlite3_value_text(val);
+    *len = sqlite3_value_bytes(val);
+    if (*out) return EXT_OK;
+    sqlite3_result_error_nomem(ctx);
+    return EXT_ERROR;
+}
+
 ext_rc ext_get_text(sqlite3_context *ctx, sqlite3_value *val, const char *fn, const char *what,
                     const char **out, int *len) {
     int t = sqlite3_value_type(val);
     if (t == SQLITE_NULL) return EXT_NULL;
     if (t != SQLITE_TEXT) {
-        ext_error(ctx, fn, "%s must be text, not %s", what, ext_type_name(t));
+        type_error(ctx, fn, what, "text", val);
         return EXT_ERROR;
     }
-    *out = (const char *)sqlite3_value_text(val);
-    *len = sqlite3_value_bytes(val);
-    if (!*out) {
-        sqlite3_result_error_nomem(ctx);
+    if (value_text(ctx, val, out, len) != EXT_OK) return EXT_ERROR;
+    if ((int)strlen(*out) != *len) {
+        ext_error(ctx, fn, "%s contains a NUL character", what);
         return EXT_ERROR;
     }
     return EXT_OK;
+}
+
+ext_rc ext_get_input_text(sqlite3_context *ctx, sqlite3_value *val, const char *fn, const char *what,
+                          const char **out, int *len) {
+    int t = sqlite3_value_type(val);
+    if (t == SQLITE_NULL) return EXT_NULL;
+    if (t == SQLITE_BLOB) {
+        ext_error(ctx, fn, "%s must be text, not a blob (write CAST(x AS TEXT) if its bytes are "
+                           "UTF-8 text)", what);
+        return EXT_ERROR;
+    }
+    return value_text(ctx, val, out, len);
 }

@@ -8,8 +8,11 @@
 
 extern const sqlite3_api_routines *sqlite3_api; /* defined once in embed_ext.c */
 
-/* sqlite-vec's subtype for float32 vectors, so both extensions treat them alike. */
+/* sqlite-vec's subtypes: float32 vectors (ours too, so both extensions treat them alike),
+ * bit vectors (one bit per dimension) and int8 vectors (one signed byte per dimension). */
 #define EMBED_VECTOR_SUBTYPE 223
+#define EMBED_VEC_BIT_SUBTYPE 224
+#define EMBED_VEC_INT8_SUBTYPE 225
 #ifndef SQLITE_RESULT_SUBTYPE
 #define SQLITE_RESULT_SUBTYPE 0x001000000 /* SQLite >= 3.45; ignored by older versions */
 #endif
@@ -23,8 +26,12 @@ typedef struct {
 
 typedef enum { EXT_OK = 0, EXT_NULL = 1, EXT_ERROR = -1 } ext_rc;
 
-/* Reads a value as a vector. On EXT_ERROR *err is a sqlite3_malloc'd message that starts
- * with `what` (NULL when out of memory). On EXT_NULL the value is NULL. */
+/* Reads a value as a vector: a float32 BLOB, a sqlite-vec int8 vector (subtype 225, each byte's
+ * value converted exactly) or JSON text. A sqlite-vec bit vector and a vector without
+ * dimensions are errors. On EXT_ERROR *err is a sqlite3_malloc'd message that starts with
+ * `what` (NULL when out of memory). On EXT_NULL the value is NULL. The subtype reaches a
+ * function only on its direct argument, so functions calling this are registered
+ * SQLITE_SUBTYPE. */
 ext_rc ext_value_vector(sqlite3_value *val, const char *what, ext_vec *out, char **err);
 /* Reads argument `arg` (0-based) of function `fn` as a vector. On EXT_ERROR the error is
  * already set on ctx. On EXT_NULL the caller returns NULL. */
@@ -43,9 +50,17 @@ char *ext_vector_to_json(const float *v, size_t n);
 /* Reads an integer argument; EXT_ERROR (error set) when it is not an integer in [lo, hi]. */
 ext_rc ext_get_int(sqlite3_context *ctx, sqlite3_value *val, const char *fn, const char *what,
                    sqlite3_int64 lo, sqlite3_int64 hi, sqlite3_int64 *out);
-/* Reads a text argument; EXT_ERROR when it is not text. */
+/* Reads a text argument; EXT_ERROR when it is not text, or contains a NUL character (names,
+ * metrics and options are read as C strings). */
 ext_rc ext_get_text(sqlite3_context *ctx, sqlite3_value *val, const char *fn, const char *what,
                     const char **out, int *len);
+/* Reads a text to tokenize or embed: a number is converted as SQLite converts it (42 is
+ * '42', as FTS5 and embed_index take it); a BLOB is an error with the CAST hint. */
+ext_rc ext_get_input_text(sqlite3_context *ctx, sqlite3_value *val, const char *fn, const char *what,
+                          const char **out, int *len);
 const char *ext_type_name(int sqlite_type);
+/* A short description of a value for error messages: "text '1'", "a blob of 3 bytes",
+ * "the integer 7", "NULL"; sqlite3_malloc'd (NULL when out of memory). */
+char *ext_describe_value(sqlite3_value *val);
 
 #endif

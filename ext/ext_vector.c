@@ -1,12 +1,13 @@
 /* The vector functions of DESIGN.md: conversion, arithmetic, distances, aggregates.
- * The arithmetic itself is core/vec.c; this file checks arguments and shapes results. */
+ * The arithmetic itself is core/vec.c; this file checks arguments and shapes results.
+ * ext_function_table.c registers them. */
 #include "ext_util.h"
 #include "ext_functions.h"
 #include "vec.h"
 #include <math.h>
 #include <string.h>
 
-static void fn_embed_vector(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
+void sql_embed_vector(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
     (void)argc;
     ext_vec v;
     if (ext_get_vector(ctx, argv[0], "embed_vector", 0, &v) != EXT_OK) return;
@@ -14,7 +15,7 @@ static void fn_embed_vector(sqlite3_context *ctx, int argc, sqlite3_value **argv
     ext_vec_free(&v);
 }
 
-static void fn_embed_json(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
+void sql_embed_json(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
     (void)argc;
     ext_vec v;
     if (ext_get_vector(ctx, argv[0], "embed_json", 0, &v) != EXT_OK) return;
@@ -28,7 +29,7 @@ static void fn_embed_json(sqlite3_context *ctx, int argc, sqlite3_value **argv) 
     sqlite3_result_subtype(ctx, 'J'); /* SQLite's JSON subtype: json_array(embed_json(v)) nests it */
 }
 
-static void fn_embed_dims(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
+void sql_embed_dims(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
     (void)argc;
     ext_vec v;
     if (ext_get_vector(ctx, argv[0], "embed_dims", 0, &v) != EXT_OK) return;
@@ -66,7 +67,7 @@ static void result_finite_vector(sqlite3_context *ctx, const char *fn, float *ou
 }
 
 static float *alloc_vector(sqlite3_context *ctx, size_t n) {
-    float *out = sqlite3_malloc64(n ? n * sizeof(float) : 1);
+    float *out = sqlite3_malloc64(n * sizeof(float)); /* n >= 1: every vector has a dimension */
     if (!out) sqlite3_result_error_nomem(ctx);
     return out;
 }
@@ -84,17 +85,17 @@ static void binary_arith(sqlite3_context *ctx, sqlite3_value **argv, const char 
     ext_vec_free(&b);
 }
 
-static void fn_embed_add(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
+void sql_embed_add(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
     (void)argc;
     binary_arith(ctx, argv, "embed_add", emb_vec_add);
 }
 
-static void fn_embed_sub(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
+void sql_embed_sub(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
     (void)argc;
     binary_arith(ctx, argv, "embed_sub", emb_vec_sub);
 }
 
-static void fn_embed_scale(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
+void sql_embed_scale(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
     (void)argc;
     ext_vec v;
     ext_rc rv = ext_get_vector(ctx, argv[0], "embed_scale", 0, &v);
@@ -119,7 +120,7 @@ static void fn_embed_scale(sqlite3_context *ctx, int argc, sqlite3_value **argv)
     ext_vec_free(&v);
 }
 
-static void fn_embed_normalize(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
+void sql_embed_normalize(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
     (void)argc;
     ext_vec v;
     if (ext_get_vector(ctx, argv[0], "embed_normalize", 0, &v) != EXT_OK) return;
@@ -131,7 +132,7 @@ static void fn_embed_normalize(sqlite3_context *ctx, int argc, sqlite3_value **a
     ext_vec_free(&v);
 }
 
-static void fn_embed_dot(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
+void sql_embed_dot(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
     (void)argc;
     ext_vec a, b;
     if (two_vectors(ctx, argv, "embed_dot", &a, &b)) return;
@@ -150,7 +151,7 @@ static void result_distance(sqlite3_context *ctx, const char *fn, emb_metric m, 
         sqlite3_result_double(ctx, d);
 }
 
-static void fn_embed_cosine(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
+void sql_embed_cosine(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
     (void)argc;
     ext_vec a, b;
     if (two_vectors(ctx, argv, "embed_cosine", &a, &b)) return;
@@ -159,7 +160,7 @@ static void fn_embed_cosine(sqlite3_context *ctx, int argc, sqlite3_value **argv
     ext_vec_free(&b);
 }
 
-static void fn_embed_distance(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
+void sql_embed_distance(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
     emb_metric m = EMB_METRIC_COSINE;
     if (argc == 3) {
         const char *name;
@@ -200,7 +201,7 @@ static void agg_step(sqlite3_context *ctx, sqlite3_value *val, const char *fn) {
         return;
     }
     if (agg->count == 0) {
-        agg->acc = sqlite3_malloc64(v.n ? v.n * sizeof(double) : 1);
+        agg->acc = sqlite3_malloc64(v.n * sizeof(double));
         if (!agg->acc) {
             agg->failed = 1;
             ext_vec_free(&v);
@@ -236,39 +237,13 @@ static void agg_final(sqlite3_context *ctx, const char *fn, int mean) {
     sqlite3_free(agg->acc);
 }
 
-static void fn_sum_step(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
+void sql_embed_sum_step(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
     (void)argc;
     agg_step(ctx, argv[0], "embed_sum");
 }
-static void fn_sum_final(sqlite3_context *ctx) { agg_final(ctx, "embed_sum", 0); }
-static void fn_mean_step(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
+void sql_embed_sum_final(sqlite3_context *ctx) { agg_final(ctx, "embed_sum", 0); }
+void sql_embed_mean_step(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
     (void)argc;
     agg_step(ctx, argv[0], "embed_mean");
 }
-static void fn_mean_final(sqlite3_context *ctx) { agg_final(ctx, "embed_mean", 1); }
-
-int ext_register_vector_functions(sqlite3 *db) {
-    static const struct {
-        const char *name;
-        int nargs;
-        void (*fn)(sqlite3_context *, int, sqlite3_value **);
-    } fns[] = {
-        {"embed_vector", 1, fn_embed_vector},     {"embed_json", 1, fn_embed_json},
-        {"embed_dims", 1, fn_embed_dims},         {"embed_add", 2, fn_embed_add},
-        {"embed_sub", 2, fn_embed_sub},           {"embed_scale", 2, fn_embed_scale},
-        {"embed_normalize", 1, fn_embed_normalize}, {"embed_dot", 2, fn_embed_dot},
-        {"embed_cosine", 2, fn_embed_cosine},     {"embed_distance", 2, fn_embed_distance},
-        {"embed_distance", 3, fn_embed_distance},
-    };
-    int rc = SQLITE_OK;
-    for (size_t i = 0; rc == SQLITE_OK && i < sizeof fns / sizeof fns[0]; i++)
-        rc = sqlite3_create_function(db, fns[i].name, fns[i].nargs,
-                                     EMBED_PURE | SQLITE_RESULT_SUBTYPE, NULL, fns[i].fn, NULL, NULL);
-    if (rc == SQLITE_OK)
-        rc = sqlite3_create_function(db, "embed_sum", 1, EMBED_PURE | SQLITE_RESULT_SUBTYPE, NULL,
-                                     NULL, fn_sum_step, fn_sum_final);
-    if (rc == SQLITE_OK)
-        rc = sqlite3_create_function(db, "embed_mean", 1, EMBED_PURE | SQLITE_RESULT_SUBTYPE, NULL,
-                                     NULL, fn_mean_step, fn_mean_final);
-    return rc;
-}
+void sql_embed_mean_final(sqlite3_context *ctx) { agg_final(ctx, "embed_mean", 1); }

@@ -141,7 +141,7 @@ def bad_token_queries_are_clear_errors():
     assert_error(con, "SELECT * FROM embed_tokens('nope', 'bus')", "embed_tokens", "no model named 'nope'")
     assert_error(con, "SELECT * FROM embed_tokens('lesson')", "embed_tokens", "needs a model and a text")
     assert_error(con, "SELECT * FROM embed_tokens", "embed_tokens")
-    assert_error(con, "SELECT * FROM embed_tokens(1, 'bus')", "embed_tokens", "model name must be TEXT")
+    assert_error(con, "SELECT * FROM embed_tokens(1, 'bus')", "embed_tokens", "model name must be text, not the integer 1")
     assert_error(con, "SELECT * FROM embed_tokens('lesson', 'bus', 'is')", "embed_tokens", "pair")
     assert con.execute("SELECT * FROM embed_tokens('lesson', NULL)").fetchall() == []
     assert con.execute("SELECT * FROM embed_tokens(NULL, 'bus')").fetchall() == []

@@ -306,7 +306,9 @@ def bad_text_inputs():
     assert_error(con, "SELECT embed(?, CAST(x'68656c6c6fff' AS TEXT))", "embed", "UTF-8", args=(m,))
     assert_error(con, "SELECT embed_token_ids(?, CAST(x'c0af' AS TEXT))", "embed_token_ids", "UTF-8", args=(m,))
     assert_error(con, "SELECT * FROM embed_tokens(?, 'ok', CAST(x'ff' AS TEXT))", "embed_tokens", "UTF-8", args=(m,))
-    assert_error(con, "SELECT embed(?, 42)", "embed", "text", args=(m,))
+    # a number is embedded as SQLite converts it to text, as embed_index takes it; a BLOB is refused
+    assert one(con, "SELECT embed(?, 42) = embed(?, '42')", m, m) == 1
+    assert_error(con, "SELECT embed(?, x'3432')", "embed", "not a blob", "CAST(x AS TEXT)", args=(m,))
     assert_error(con, "SELECT contextual_embedding(?, 'hello', 1, 3)", "contextual_embedding", "layer", args=(m,))
     assert_error(con, "SELECT contextual_embedding(?, 'hello', 5)", "contextual_embedding", "out of range", args=(m,))
     assert_error(con, "SELECT contextual_embedding(?, 'hello', -1)", "contextual_embedding", "index", args=(m,))

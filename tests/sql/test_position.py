@@ -43,3 +43,36 @@ def bad_arguments():
     assert_error(con, "SELECT position_encoding(1, 4, 0)", "position_encoding", "base")
     assert_error(con, "SELECT position_encoding(1, 4, 'ten')", "position_encoding", "base")
     assert_error(con, "SELECT position_encoding('nosuchmodel', 1)", "position_encoding", "no model named")
+
+
+FORMS = "use position_encoding(pos, dim [, base]) or position_encoding(model, pos)"
+
+
+@test
+def a_position_given_as_text_says_what_was_expected():
+    # the issue's reproducer: it said "no model named '1'"
+    assert_error(con, "SELECT position_encoding('1', '4')",
+                 "position_encoding: the position must be an integer (got text '1'); " + FORMS)
+    assert_error(con, "SELECT position_encoding('1', '4', 100)", "(got text '1'); " + FORMS)
+    assert_error(con, "SELECT position_encoding(x'01', 4)", "(got a blob of 1 bytes); " + FORMS)
+    assert_error(con, "SELECT position_encoding(1, '4')", "position_encoding: dim must be an integer, not text '4'")
+    long = "x" * 100
+    msg = assert_error(con, "SELECT position_encoding(?, 'y')", "(got text '%s...')" % ("x" * 40), args=(long,))
+    assert long not in msg
+
+
+@test
+def model_form_and_its_errors():
+    from harness import define_lesson
+    define_lesson(con)
+    # (text, number) is (model, pos); the lesson's position rows
+    assert floats(one(con, "SELECT position_encoding('lesson', 1)")) == [0, 1, 1]
+    assert floats(one(con, "SELECT position_encoding('lesson', 2.0)")) == [1, 0, 1]
+    assert one(con, "SELECT position_encoding('lesson', NULL)") is None
+    # (text, text) where a model has that name: the second argument is the position
+    assert_error(con, "SELECT position_encoding('lesson', '2')",
+                 "position_encoding: the position must be an integer (got text '2'); " + FORMS)
+    assert_error(con, "SELECT position_encoding('lesson', 3)", "position_encoding", "pos must be from 0 to 2, not 3")
+    assert_error(con, "SELECT position_encoding('nosuchmodel', 1)", "no model named 'nosuchmodel'")
+    assert_error(con, "SELECT position_encoding(CAST(x'ff' AS TEXT), 1)", "the model name is not valid UTF-8")
+    con.execute("SELECT embed_unload('lesson')")

@@ -37,13 +37,26 @@ def hand_checked_cases():
     assert one(con, "SELECT embed_distance('[1,2]', '[3,4]', 'dot')") == -11
 
 
+VECTOR_CALLS = ["embed_vector(%s)", "embed_json(%s)", "embed_dims(%s)", "embed_add(%s, '[1]')",
+                "embed_sub('[1]', %s)", "embed_scale(%s, 2)", "embed_normalize(%s)", "embed_dot(%s, '[1]')",
+                "embed_cosine('[1]', %s)", "embed_distance(%s, '[1]')", "embed_distance('[1]', %s, 'l2')",
+                "embed_sum(%s)", "embed_mean(%s)"]
+
+
 @test
-def dimension_zero_and_odd_sizes():
-    assert one(con, "SELECT embed_dims('[]')") == 0
-    assert one(con, "SELECT embed_dims(x'')") == 0
-    assert one(con, "SELECT embed_json(x'')") == "[]"
-    assert one(con, "SELECT embed_dot('[]', '[]')") == 0
-    assert one(con, "SELECT embed_distance('[]', '[]', 'l2')") == 0
+def zero_dimensions_are_an_error():
+    # the reproducer: embed_normalize(x'') passed NULL to memmove (UBSan)
+    assert_error(con, "SELECT embed_normalize(x'')", "embed_normalize: argument 1 is an empty blob: "
+                 "a vector needs at least one dimension")
+    for call in VECTOR_CALLS:
+        fn = call.split("(")[0]
+        for empty, kind in (("'[]'", "empty JSON array"), ("x''", "empty blob"), ("' [ ] '", "empty JSON array")):
+            sql = "SELECT " + call % empty
+            assert_error(con, sql, fn + ": argument ", kind, "a vector needs at least one dimension")
+
+
+@test
+def odd_sizes():
     for n in (1, 3, 5, 7, 15, 17, 31, 33, 63, 65, 129):
         a, b = rand_vec(n), rand_vec(n)
         want = sum(x * y for x, y in zip(a, b))
@@ -107,8 +120,10 @@ def aggregates_sum_and_mean():
 def null_in_null_out():
     for sql in ("embed_vector(NULL)", "embed_json(NULL)", "embed_dims(NULL)", "embed_add(NULL, '[1]')",
                 "embed_add('[1]', NULL)", "embed_sub(NULL, NULL)", "embed_scale(NULL, 2)",
-                "embed_scale('[1]', NULL)", "embed_normalize(NULL)", "embed_dot(NULL, '[1]')",
-                "embed_cosine('[1]', NULL)", "embed_distance(NULL, '[1]')", "embed_distance('[1]', '[1]', NULL)"):
+                "embed_scale('[1]', NULL)", "embed_scale(NULL, 'x')", "embed_normalize(NULL)",
+                "embed_dot(NULL, '[1]')", "embed_cosine('[1]', NULL)", "embed_distance(NULL, '[1]')",
+                "embed_distance('[1]', '[1]', NULL)", "embed_distance(NULL, NULL, 'l2')",
+                "embed_sum(NULL)", "embed_mean(NULL)"):
         assert one(con, "SELECT " + sql) is None, sql
 
 
@@ -116,11 +131,18 @@ def null_in_null_out():
 def wrong_types_are_errors_naming_the_function():
     for fn, sql in (("embed_vector", "embed_vector(1)"), ("embed_dims", "embed_dims(2.5)"),
                     ("embed_add", "embed_add('[1]', 3)"), ("embed_dot", "embed_dot(1, '[1]')"),
-                    ("embed_json", "embed_json(42)")):
+                    ("embed_json", "embed_json(42)"), ("embed_sum", "embed_sum(7)")):
         assert_error(con, "SELECT " + sql, fn, "must be a vector")
     assert_error(con, "SELECT embed_scale('[1]', 'x')", "embed_scale", "finite number")
+    assert_error(con, "SELECT embed_scale('[1]', x'00')", "embed_scale", "finite number", "not a blob")
     assert_error(con, "SELECT embed_distance('[1]', '[1]', 'manhattan')", "embed_distance", "unknown metric")
-    assert_error(con, "SELECT embed_distance('[1]', '[1]', 3)", "embed_distance", "metric must be text")
+    assert_error(con, "SELECT embed_distance('[1]', '[1]', 3)", "embed_distance",
+                 "the metric must be text, not the integer 3")
+    assert_error(con, "SELECT embed_distance('[1]', '[1]', x'6c32')", "embed_distance",
+                 "the metric must be text, not a blob of 2 bytes")
+    # a NUL must not cut the metric short ('l2' followed by anything is not 'l2')
+    assert_error(con, "SELECT embed_distance('[1]', '[1]', 'l2' || char(0) || 'x')", "embed_distance",
+                 "the metric contains a NUL character")
 
 
 @test
@@ -132,7 +154,7 @@ def malformed_json_is_an_error():
 
 @test
 def bad_blobs_are_errors():
-    assert_error(con, "SELECT embed_vector(x'010203')", "embed_vector", "multiple of 4")
+    assert_error(con, "SELECT embed_vector(x'010203')", "embed_vector", "multiple of 4", "vec_int8(v)")
     assert_error(con, "SELECT embed_dot(x'0000803f', x'0000803f00')", "embed_dot", "multiple of 4")
     nan = struct.pack("<f", float("nan"))
     inf = struct.pack("<f", float("inf"))
