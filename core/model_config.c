@@ -1,6 +1,7 @@
 #include "model_config.h"
 #include "emb_json.h"
 #include "file.h"
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -63,8 +64,9 @@ int emb_model_config_parse(const char *json, size_t len, const char *file, emb_m
             goto fail;
         const cJSON *eps = cJSON_GetObjectItemCaseSensitive(root, "layer_norm_eps");
         if (eps && !cJSON_IsNull(eps)) {
-            if (!cJSON_IsNumber(eps) || !(eps->valuedouble > 0) || eps->valuedouble > 1)
-                FAIL("%s: key 'layer_norm_eps' is not a positive number", file);
+            /* at least float's smallest normal: a smaller one would round to 0 and divide by it */
+            if (!cJSON_IsNumber(eps) || !(eps->valuedouble >= FLT_MIN) || eps->valuedouble > 1)
+                FAIL("%s: key 'layer_norm_eps' is not a positive number (from 1.2e-38 to 1)", file);
             c.ln_eps = (float)eps->valuedouble;
         } else c.ln_eps = 1e-12f;
         const cJSON *pe = cJSON_GetObjectItemCaseSensitive(root, "position_embedding_type");

@@ -113,6 +113,7 @@ static void positions_huge(cJSON *c) {
 }
 static void model_type_number(cJSON *c) { cJSON_ReplaceItemInObject(c, "model_type", cJSON_CreateNumber(5)); }
 static void eps_string(cJSON *c) { cJSON_ReplaceItemInObject(c, "layer_norm_eps", cJSON_CreateString("x")); }
+static void eps_underflow(cJSON *c) { cJSON_ReplaceItemInObject(c, "layer_norm_eps", cJSON_CreateNumber(1e-91)); }
 static void template_id(cJSON *t) {
     cJSON *cls = cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(t, "post_processor"), "special_tokens"), "[CLS]");
     cJSON_ReplaceItemInObject(cls, "ids", cJSON_CreateIntArray((const int[]){40000}, 1));
@@ -161,6 +162,7 @@ static const struct {
      "model.safetensors: tensor 'embeddings.position_embeddings.weight' has shape [512,32], expected [1048576,32]", 0},
     {"config.json", EDIT, 0, model_type_number, 0, "config.json: key 'model_type' is not a string", 0},
     {"config.json", EDIT, 0, eps_string, 0, "config.json: key 'layer_norm_eps' is not a positive number", 0},
+    {"config.json", EDIT, 0, eps_underflow, 0, "config.json: key 'layer_norm_eps' is not a positive number", 0},
     {"config.json", SYMLINK, "config.json", 0, 0, "@: cannot open: Too many levels of symbolic links", 0},
     {"tokenizer.json", SYMLINK, "gone.json", 0, 0, "@: cannot open: No such file or directory", 0},
     {"model.safetensors", SYMLINK, "/dev/zero", 0, 0, "@: not a regular file (a character device)", 0},
