@@ -1,25 +1,43 @@
 #!/usr/bin/env bash
-# Builds every tests/fuzz/fuzz_*.c with clang's libFuzzer + ASan + UBSan (each harness linked with
-# all of core/*.c) into build-fuzz/ and runs each for SECONDS (default 60). Seed corpora:
-# tests/fuzz/corpus/<harness>/ when present; fuzz_tokenizer also gets the golden texts.
+# Builds every tests/fuzz/fuzz_*.c with clang's libFuzzer + ASan + UBSan into build-fuzz/ (or
+# $FUZZ_OUT) and runs each for SECONDS (default 60; `make test` passes a few). core/*.c is compiled
+# once (and again only when a source or header changes) and linked into every harness. Seed
+# corpora: tests/fuzz/corpus/<harness>/ when present; fuzz_tokenizer also gets the golden texts.
 # Prints "N passed, N failed" (one per harness); exit status 1 if any failed.
 set -u
 cd "$(dirname "$0")/../.."
 SECONDS_PER=${1:-60}
 CC=${FUZZ_CC:-clang}
-OUT=build-fuzz
-mkdir -p "$OUT"
+OUT=${FUZZ_OUT:-build-fuzz}
+mkdir -p "$OUT/core"
 # OpenBLAS's own header and library (openblas.pc), as the Makefile takes them.
-CFLAGS="-std=c11 -O1 -g -D_GNU_SOURCE -Icore $(pkg-config --cflags openblas) -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all"
+CFLAGS="-std=c11 -O1 -g -D_GNU_SOURCE -Icore $(pkg-config --cflags openblas) -fno-omit-frame-pointer -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all"
+LINK="-fsanitize=fuzzer,address,undefined"
 LIBS="$(pkg-config --libs openblas) -lutf8proc -lcjson -lxxhash -lpthread -lm"
 pass=0
 fail=0
+
+# core/*.c once, for every harness
+objs=()
+newest_header=$(ls -t core/*.h | head -n 1)
+for src in core/*.c; do
+    obj="$OUT/core/$(basename "$src" .c).o"
+    objs+=("$obj")
+    if [ ! -e "$obj" ] || [ "$src" -nt "$obj" ] || [ "$newest_header" -nt "$obj" ]; then
+        if ! $CC $CFLAGS -c "$src" -o "$obj"; then
+            echo "FAIL core: $src does not build"
+            echo "0 passed, 1 failed"
+            exit 1
+        fi
+    fi
+done
+
 for src in tests/fuzz/fuzz_*.c; do
     [ -e "$src" ] || continue
     name=$(basename "$src" .c)
     bin="$OUT/$name"
     echo "== $name: build"
-    if ! $CC $CFLAGS "$src" core/*.c -o "$bin" $LIBS; then
+    if ! $CC $CFLAGS $LINK "$src" "${objs[@]}" -o "$bin" $LIBS; then
         echo "FAIL $name: build failed"
         fail=$((fail + 1))
         continue
@@ -44,7 +62,7 @@ for i, line in enumerate(open("tests/fixtures/tokenizers/public/cases.jsonl", en
 PY
     fi
     echo "== $name: run ${SECONDS_PER}s"
-    if "$bin" -max_total_time="$SECONDS_PER" -timeout=20 -rss_limit_mb=2560 -max_len=8192 \
+    if "$bin" -max_total_time="$SECONDS_PER" -timeout=20 -rss_limit_mb=2560 -max_len=8192 -artifact_prefix="$OUT/" \
         -print_final_stats=1 "$corpus" >"$OUT/$name.log" 2>&1; then
         tail -n 12 "$OUT/$name.log" | grep -E "stat::number_of_executed_runs|Done" || true
         echo "ok   $name"

@@ -1,0 +1,26 @@
+/* libFuzzer harness over config.json parsing (emb_model_config_parse): the input is the file's
+ * text. Every failure has a message naming config.json; every success is a configuration the
+ * encoder can size from without overflow (the ranges emb_model_config_parse promises). */
+#include "model_config.h"
+#include <stdint.h>
+#include <string.h>
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+    emb_model_config c;
+    char err[EMB_ERR_LEN];
+    err[0] = 0;
+    if (emb_model_config_parse((const char *)data, size, "config.json", &c, err) != 0) {
+        if (!memchr(err, 0, sizeof err) || strncmp(err, "config.json: ", 13) != 0) __builtin_trap();
+        return 0;
+    }
+    if (c.hidden < 1 || c.hidden > 65536 || c.heads < 1 || c.hidden % c.heads != 0) __builtin_trap();
+    if (c.layers < 1 || c.layers > 1024 || c.intermediate < 1 || c.max_positions < 1 || c.vocab_size < 1) __builtin_trap();
+    if (!(c.ln_eps > 0) || c.ln_eps > 1) __builtin_trap();
+    if (c.arch == EMB_ARCH_BERT && (c.type_vocab < 1 || strcmp(c.arch_name, "bert") != 0)) __builtin_trap();
+    if (c.arch == EMB_ARCH_DISTILBERT && (c.type_vocab != 0 || strcmp(c.arch_name, "distilbert") != 0)) __builtin_trap();
+    /* the table sizes the loader computes fit in 64 bits */
+    volatile uint64_t bytes = (uint64_t)c.vocab_size * (uint64_t)c.hidden * 4u +
+                              (uint64_t)c.max_positions * (uint64_t)c.hidden * 4u;
+    (void)bytes;
+    return 0;
+}
