@@ -1,8 +1,7 @@
 #include "safetensors.h"
+#include "emb_json.h"
 #include "file.h"
-#include <cjson/cJSON.h>
 #include <errno.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,9 +29,8 @@ size_t emb_dtype_size(emb_dtype d) { return (int)d >= 0 && (int)d < N_DTYPES ? d
 
 /* A JSON number that is a non-negative integer exactly representable in a double. */
 static int get_u64(const cJSON *j, uint64_t *out) {
-    if (!cJSON_IsNumber(j)) return -1;
-    double v = j->valuedouble;
-    if (!(v >= 0) || v > 9007199254740992.0 || floor(v) != v) return -1;
+    int64_t v;
+    if (emb_json_int(j, 0, INT64_C(1) << 53, &v)) return -1;
     *out = (uint64_t)v;
     return 0;
 }
