@@ -69,8 +69,8 @@ mirror=$(first_mirror "$suite")
 # Mount points below $1, deepest first.
 mounts_under() { awk -v r="$1" '$5 == r || index($5, r "/") == 1 { print $5 }' /proc/self/mountinfo | sort -r; }
 unmount_all() {
-    local r=$1 m pass
-    for pass in 1 2 3; do
+    local r=$1 m
+    for _ in 1 2 3; do
         for m in $(mounts_under "$r"); do umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null || true; done
         [ -z "$(mounts_under "$r")" ] && return 0
         sleep 1

@@ -5,7 +5,7 @@
 # `pkg-config --cflags --libs sqlite-embed`; uninstall removes every file.
 # Usage: tests/install/test_install.sh [BUILD_DIR]. Prints "N passed, N failed".
 set -u
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/../.." || exit 1
 build=${1:-build}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
