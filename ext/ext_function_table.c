@@ -14,7 +14,7 @@ typedef struct {
     int n_arg;
     int flags;
     sql_func func, step;              /* func for a scalar, step and final for an aggregate */
-    void (*final)(sqlite3_context *); /* all three NULL: registered by its own file */
+    void (*final)(sqlite3_context *);
     const char *signature;
 } ext_function;
 
@@ -29,7 +29,6 @@ typedef struct {
 #define DIRECT (SQLITE_UTF8 | SQLITE_DIRECTONLY)
 #define SCALAR(f) f, NULL, NULL
 #define AGGREGATE(f) NULL, f##_step, f##_final
-#define ELSEWHERE NULL, NULL, NULL
 
 static const ext_function functions[] = {
     {"embed_version", 0, EMBED_PURE, SCALAR(sql_embed_version), "embed_version()"},
@@ -61,11 +60,11 @@ static const ext_function functions[] = {
      "contextual_embedding(model, text, index, layer)"},
     {"embed", 2, REGISTRY | OUT, SCALAR(sql_embed), "embed(model, text)"},
     {"embed", 3, REGISTRY | OUT, SCALAR(sql_embed), "embed(model, text, options)"},
-    /* ext_models.c registers these; they change the process-wide registry (DIRECTONLY). */
-    {"embed_define", 2, DIRECT, ELSEWHERE, "embed_define(name, json)"},
-    {"embed_load", 2, DIRECT, ELSEWHERE, "embed_load(name, folder)"},
-    {"embed_load", 3, DIRECT, ELSEWHERE, "embed_load(name, folder, options)"},
-    {"embed_unload", 1, DIRECT, ELSEWHERE, "embed_unload(name)"},
+    /* These change the process-wide registry: a database's views and triggers must not. */
+    {"embed_define", 2, DIRECT, SCALAR(sql_embed_define), "embed_define(name, json)"},
+    {"embed_load", 2, DIRECT, SCALAR(sql_embed_load), "embed_load(name, folder)"},
+    {"embed_load", 3, DIRECT, SCALAR(sql_embed_load), "embed_load(name, folder, options)"},
+    {"embed_unload", 1, DIRECT, SCALAR(sql_embed_unload), "embed_unload(name)"},
 };
 #define N_FUNCTIONS (sizeof functions / sizeof functions[0])
 
@@ -117,8 +116,7 @@ int ext_register_functions(sqlite3 *db, const char **failed) {
         const ext_function *f = &functions[i];
         int rc = SQLITE_OK, aggregate = f->step != NULL;
         *failed = f->name;
-        if (f->func || aggregate)
-            rc = sqlite3_create_function(db, f->name, f->n_arg, f->flags, NULL, f->func, f->step, f->final);
+        rc = sqlite3_create_function(db, f->name, f->n_arg, f->flags, NULL, f->func, f->step, f->final);
         if (rc == SQLITE_OK && first_of_its_name(i))
             rc = sqlite3_create_function(db, f->name, -1, fallback_flags(f), (void *)f,
                                          aggregate ? NULL : wrong_count, aggregate ? wrong_count : NULL,

@@ -1,6 +1,6 @@
-/* Registration entry points and the SQL functions' implementations. Scalar and aggregate
- * functions are registered from one table (ext_function_table.c); each sql_X implements
- * the SQL function X. Virtual tables register themselves. */
+/* Registration and the SQL functions' implementations. Scalar and aggregate functions are
+ * registered from one table (ext_function_table.c), where each sql_X implements the SQL
+ * function X; virtual tables from one table of modules (embed_ext.c). */
 #ifndef EMBED_EXT_FUNCTIONS_H
 #define EMBED_EXT_FUNCTIONS_H
 #include <sqlite3ext.h>
@@ -8,10 +8,9 @@
 /* Registers every scalar and aggregate function of the table, and the argument-count
  * fallbacks. On failure *failed is the name of the function that could not be registered. */
 int ext_register_functions(sqlite3 *db, const char **failed); /* ext_function_table.c */
-int ext_register_model_functions(sqlite3 *db);    /* ext_models.c */
-int ext_register_models_table(sqlite3 *db);       /* ext_models_table.c */
-int ext_register_tokens_table(sqlite3 *db);       /* ext_tokens_table.c */
-int ext_register_index_module(sqlite3 *db);       /* ext_index.c */
+extern const sqlite3_module ext_models_module;    /* ext_models_table.c: embed_models */
+extern const sqlite3_module ext_tokens_module;    /* ext_tokens_table.c: embed_tokens */
+extern const sqlite3_module ext_index_module;     /* ext_index.c: embed_index */
 
 #define EXT_SQL_FUNCTION(name) void name(sqlite3_context *ctx, int argc, sqlite3_value **argv)
 
@@ -35,6 +34,10 @@ EXT_SQL_FUNCTION(sql_position_encoding);
 /* ext_info.c */
 EXT_SQL_FUNCTION(sql_embed_version);
 EXT_SQL_FUNCTION(sql_embed_debug);
+/* ext_models.c: these change the process-wide registry */
+EXT_SQL_FUNCTION(sql_embed_define);
+EXT_SQL_FUNCTION(sql_embed_load);
+EXT_SQL_FUNCTION(sql_embed_unload);
 /* ext_text.c */
 EXT_SQL_FUNCTION(sql_embed_token_ids);
 EXT_SQL_FUNCTION(sql_contextual_embedding);

@@ -198,7 +198,7 @@ static int ix_filter(sqlite3_vtab_cursor *cur, int idx_num, const char *idx_str,
     return ix_search_filter(cur, idx_num, argv);
 }
 
-static sqlite3_module index_module = {
+const sqlite3_module ext_index_module = {
     .iVersion = 3,
     .xCreate = ix_create,
     .xConnect = ix_connect,
@@ -223,7 +223,3 @@ static sqlite3_module index_module = {
     .xRollbackTo = ix_rollback_to,
     .xShadowName = ix_shadow_name,
 };
-
-int ext_register_index_module(sqlite3 *db) {
-    return sqlite3_create_module_v2(db, "embed_index", &index_module, NULL, NULL);
-}

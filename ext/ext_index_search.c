@@ -33,7 +33,7 @@ int ix_open(sqlite3_vtab *vt, sqlite3_vtab_cursor **out) {
 }
 
 static void cursor_reset(ix_cursor *c) {
-    free(c->hits);
+    sqlite3_free(c->hits);
     c->hits = NULL;
     c->n = c->at = 0;
     sqlite3_finalize(c->stmt);
@@ -159,7 +159,7 @@ static int filter_knn(ix_cursor *c, ix_vtab *v, int flags, sqlite3_value **argv)
     c->cache->refs++;
     emb_knn_index ix = emb_vec_array_index(&c->cache->a);
     size_t room = (size_t)k < ix.n ? (size_t)k : ix.n, n = 0;
-    if (room && (!(c->hits = malloc(room * sizeof *c->hits)) ||
+    if (room && (!(c->hits = sqlite3_malloc64(room * sizeof *c->hits)) ||
                  emb_knn_search(&ix, q.v, room, &v->scratch, c->hits, &n)))
         rc = SQLITE_NOMEM;
     ext_vec_free(&q);

@@ -4,7 +4,6 @@
  * FLUSH_ROWS rows, before a search, and at xSync. */
 #include "ext_index.h"
 #include "utf8.h"
-#include <stdlib.h>
 #include <string.h>
 
 #define FLUSH_ROWS 1024
@@ -12,70 +11,95 @@
 
 /* ---------- placing pending rows ---------- */
 
+/* The pending rows read for one flush: every row's id and vector, and the texts whose vectors
+ * are still to be made (text i belongs to row text_row[i]). */
+typedef struct {
+    size_t n, cap, nt, d;
+    int64_t *ids;
+    float *vecs;
+    char **texts;
+    size_t *lens, *text_row;
+} pending_batch;
+
+static void batch_free(pending_batch *b) {
+    for (size_t i = 0; i < b->nt; i++) sqlite3_free(b->texts[i]);
+    sqlite3_free(b->ids);
+    sqlite3_free(b->vecs);
+    sqlite3_free(b->texts);
+    sqlite3_free(b->lens);
+    sqlite3_free(b->text_row);
+}
+
+/* Room for one more row. */
+static int batch_grow(pending_batch *b) {
+    if (b->n < b->cap) return SQLITE_OK;
+    size_t cap = b->cap ? 2 * b->cap : 256;
+    void *p[5] = {sqlite3_realloc64(b->ids, cap * sizeof *b->ids),
+                  sqlite3_realloc64(b->vecs, cap * b->d * sizeof *b->vecs),
+                  sqlite3_realloc64(b->texts, cap * sizeof *b->texts),
+                  sqlite3_realloc64(b->lens, cap * sizeof *b->lens),
+                  sqlite3_realloc64(b->text_row, cap * sizeof *b->text_row)};
+    if (p[0]) b->ids = p[0];
+    if (p[1]) b->vecs = p[1];
+    if (p[2]) b->texts = p[2];
+    if (p[3]) b->lens = p[3];
+    if (p[4]) b->text_row = p[4];
+    for (int i = 0; i < 5; i++)
+        if (!p[i]) return SQLITE_NOMEM;
+    b->cap = cap;
+    return SQLITE_OK;
+}
+
+/* Adds the pending row at s's cursor: its vector, or its text to embed. */
+static int batch_add(ix_vtab *v, pending_batch *b, sqlite3_stmt *s) {
+    int rc = batch_grow(b);
+    if (rc != SQLITE_OK) return rc;
+    size_t d = b->d;
+    b->ids[b->n] = sqlite3_column_int64(s, 0);
+    if (sqlite3_column_type(s, 1) == SQLITE_BLOB && (size_t)sqlite3_column_bytes(s, 1) == d * sizeof(float)) {
+        memcpy(b->vecs + b->n * d, sqlite3_column_blob(s, 1), d * sizeof(float));
+    } else if (sqlite3_column_type(s, 1) == SQLITE_NULL && sqlite3_column_type(s, 2) == SQLITE_TEXT) {
+        const char *t = (const char *)sqlite3_column_text(s, 2);
+        size_t len = (size_t)sqlite3_column_bytes(s, 2);
+        if (!t || !(b->texts[b->nt] = sqlite3_malloc64(len + 1))) return SQLITE_NOMEM;
+        memcpy(b->texts[b->nt], t, len + 1);
+        b->lens[b->nt] = len;
+        b->text_row[b->nt++] = b->n;
+    } else {
+        return ix_corrupt(v, "pending", "rowid %lld has neither a vector of %lld bytes nor a text to "
+                                        "embed", (long long)b->ids[b->n], (long long)(d * sizeof(float)));
+    }
+    b->n++;
+    return SQLITE_OK;
+}
+
+/* Embeds the batch's texts, all in one call, into their rows' vectors. */
+static int batch_embed(ix_vtab *v, pending_batch *b) {
+    if (!b->nt) return SQLITE_OK;
+    size_t d = b->d;
+    float *out = sqlite3_malloc64(b->nt * d * sizeof *out);
+    if (!out) return SQLITE_NOMEM;
+    int rc = ix_embed_texts(v, (const char *const *)b->texts, b->lens, b->nt, out);
+    for (size_t i = 0; rc == SQLITE_OK && i < b->nt; i++)
+        memcpy(b->vecs + b->text_row[i] * d, out + i * d, d * sizeof(float));
+    sqlite3_free(out);
+    return rc;
+}
+
 int ix_flush(ix_vtab *v) {
     if (!v->pending) return SQLITE_OK;
     int rc = ix_config(v);
     if (rc != SQLITE_OK) return rc;
     sqlite3_stmt *s = ix_stmt(v, STMT_READ_PENDING, &rc);
     if (!s) return rc;
-    size_t cap = 0, n = 0, nt = 0, d = (size_t)v->dims;
-    int64_t *ids = NULL;
-    float *vecs = NULL;
-    char **texts = NULL;   /* texts to embed, owned */
-    size_t *lens = NULL, *text_row = NULL;
-    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-        if (n == cap) {
-            cap = cap ? 2 * cap : 256;
-            int64_t *ni = realloc(ids, cap * sizeof *ni);
-            if (ni) ids = ni;
-            float *nv = realloc(vecs, cap * d * sizeof *nv);
-            if (nv) vecs = nv;
-            char **ntx = realloc(texts, cap * sizeof *ntx);
-            if (ntx) texts = ntx;
-            size_t *nl = realloc(lens, cap * sizeof *nl);
-            if (nl) lens = nl;
-            size_t *nr = realloc(text_row, cap * sizeof *nr);
-            if (nr) text_row = nr;
-            if (!ni || !nv || !ntx || !nl || !nr) {
-                rc = SQLITE_NOMEM;
-                break;
-            }
-        }
-        ids[n] = sqlite3_column_int64(s, 0);
-        if (sqlite3_column_type(s, 1) == SQLITE_BLOB &&
-            (size_t)sqlite3_column_bytes(s, 1) == d * sizeof(float)) {
-            memcpy(vecs + n * d, sqlite3_column_blob(s, 1), d * sizeof(float));
-        } else if (sqlite3_column_type(s, 1) == SQLITE_NULL && sqlite3_column_type(s, 2) == SQLITE_TEXT) {
-            const char *t = (const char *)sqlite3_column_text(s, 2);
-            size_t len = (size_t)sqlite3_column_bytes(s, 2);
-            if (!t || !(texts[nt] = malloc(len + 1))) {
-                rc = SQLITE_NOMEM;
-                break;
-            }
-            memcpy(texts[nt], t, len + 1);
-            lens[nt] = len;
-            text_row[nt++] = n;
-        } else {
-            rc = ix_corrupt(v, "pending", "rowid %lld has neither a vector of %lld bytes nor a text to "
-                                          "embed", (long long)ids[n], (long long)(d * sizeof(float)));
-            break;
-        }
-        n++;
-    }
+    pending_batch b = {.d = (size_t)v->dims};
+    int step;
+    while (rc == SQLITE_OK && (step = sqlite3_step(s)) == SQLITE_ROW) rc = batch_add(v, &b, s);
     sqlite3_reset(s);
-    if (rc == SQLITE_DONE) rc = SQLITE_OK;
-    else if (rc != SQLITE_OK && rc != SQLITE_NOMEM && rc != SQLITE_CORRUPT_VTAB && rc != SQLITE_ERROR)
-        rc = ix_sql_error(v, rc);
-    float *out = NULL;
-    if (rc == SQLITE_OK && nt) {
-        out = malloc(nt * d * sizeof *out);
-        if (!out) rc = SQLITE_NOMEM;
-        else rc = ix_embed_texts(v, (const char *const *)texts, lens, nt, out);
-        for (size_t i = 0; rc == SQLITE_OK && i < nt; i++)
-            memcpy(vecs + text_row[i] * d, out + i * d, d * sizeof(float));
-    }
-    if (rc == SQLITE_OK && n) rc = ix_place(v, ids, vecs, n);
-    if (rc == SQLITE_OK && n) {
+    if (rc == SQLITE_OK && step != SQLITE_DONE) rc = ix_sql_error(v, step);
+    if (rc == SQLITE_OK) rc = batch_embed(v, &b);
+    if (rc == SQLITE_OK && b.n) rc = ix_place(v, b.ids, b.vecs, b.n);
+    if (rc == SQLITE_OK && b.n) {
         sqlite3_stmt *c = ix_stmt(v, STMT_CLEAR_PENDING, &rc);
         if (c) rc = ix_run(v, c);
     }
@@ -83,13 +107,7 @@ int ix_flush(ix_vtab *v) {
         v->pending = 0;
         v->pending_bytes = 0;
     }
-    for (size_t i = 0; i < nt; i++) free(texts[i]);
-    free(out);
-    free(ids);
-    free(vecs);
-    free(texts);
-    free(lens);
-    free(text_row);
+    batch_free(&b);
     return rc;
 }
 

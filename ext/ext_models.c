@@ -76,7 +76,7 @@ static int load_options(sqlite3_context *ctx, sqlite3_value *val, emb_load_optio
     return rc;
 }
 
-static void fn_embed_define(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
+void sql_embed_define(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
     (void)argc;
     const char *fn = "embed_define", *name, *json;
     int len;
@@ -93,7 +93,7 @@ static void fn_embed_define(sqlite3_context *ctx, int argc, sqlite3_value **argv
     publish(ctx, fn, m);
 }
 
-static void fn_embed_load(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
+void sql_embed_load(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
     const char *fn = "embed_load", *name, *path;
     int len;
     emb_load_options opt;
@@ -128,25 +128,11 @@ static void fn_embed_load(sqlite3_context *ctx, int argc, sqlite3_value **argv) 
     publish(ctx, fn, m);
 }
 
-static void fn_embed_unload(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
+void sql_embed_unload(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
     (void)argc;
     const char *name;
     int len;
     ext_rc r = ext_get_text(ctx, argv[0], "embed_unload", "the model name", &name, &len);
     if (r != EXT_OK) return;
     sqlite3_result_int(ctx, ext_registry_remove(name));
-}
-
-int ext_register_model_functions(sqlite3 *db) {
-    static const struct {
-        const char *name;
-        int nargs;
-        void (*fn)(sqlite3_context *, int, sqlite3_value **);
-    } fns[] = {{"embed_define", 2, fn_embed_define}, {"embed_load", 2, fn_embed_load},
-               {"embed_load", 3, fn_embed_load}, {"embed_unload", 1, fn_embed_unload}};
-    int rc = SQLITE_OK;
-    for (size_t i = 0; rc == SQLITE_OK && i < sizeof fns / sizeof fns[0]; i++)
-        rc = sqlite3_create_function(db, fns[i].name, fns[i].nargs, SQLITE_UTF8 | SQLITE_DIRECTONLY, NULL,
-                                     fns[i].fn, NULL, NULL);
-    return rc;
 }

@@ -117,7 +117,7 @@ static int models_rowid(sqlite3_vtab_cursor *cur, sqlite3_int64 *rowid) {
     return SQLITE_OK;
 }
 
-static sqlite3_module models_module = {
+const sqlite3_module ext_models_module = {
     .xConnect = models_connect,
     .xBestIndex = models_best_index,
     .xDisconnect = models_disconnect,
@@ -129,7 +129,3 @@ static sqlite3_module models_module = {
     .xColumn = models_column,
     .xRowid = models_rowid,
 };
-
-int ext_register_models_table(sqlite3 *db) {
-    return sqlite3_create_module(db, "embed_models", &models_module, NULL);
-}

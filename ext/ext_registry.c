@@ -28,7 +28,7 @@ int ext_registry_put(emb_model *m, emb_model **existing) {
     } else {
         if (n_models == cap_models) {
             int nc = cap_models ? cap_models * 2 : 8;
-            emb_model **grown = realloc(models, (size_t)nc * sizeof *grown);
+            emb_model **grown = sqlite3_realloc64(models, (size_t)nc * sizeof *grown);
             if (!grown) rc = SQLITE_NOMEM;
             else {
                 models = grown;

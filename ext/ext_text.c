@@ -73,14 +73,14 @@ void sql_contextual_embedding(sqlite3_context *ctx, int argc, sqlite3_value **ar
     } else if ((size_t)index >= enc.n) {
         ext_error(ctx, fn, "token index %lld is out of range: the text has %lld tokens", index,
                   (long long)enc.n);
-    } else if (!(hidden = malloc(enc.n * (size_t)info->hidden * sizeof(float)))) {
+    } else if (!(hidden = sqlite3_malloc64(enc.n * (size_t)info->hidden * sizeof(float)))) {
         sqlite3_result_error_nomem(ctx);
     } else if (emb_model_hidden_states(m, &enc, (int)layer, hidden, err)) {
         ext_error(ctx, fn, "%s", err);
     } else {
         ext_result_vector(ctx, hidden + (size_t)index * (size_t)info->hidden, (size_t)info->hidden);
     }
-    free(hidden);
+    sqlite3_free(hidden);
     emb_model_encoding_free(&enc);
     emb_model_release(m);
 }

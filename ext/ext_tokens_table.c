@@ -85,8 +85,8 @@ static void reset(tokens_cursor *c) {
         sqlite3_value_free(c->args[k]);
         c->args[k] = NULL;
     }
-    free(c->input);
-    free(c->contextual);
+    sqlite3_free(c->input);
+    sqlite3_free(c->contextual);
     c->input = c->contextual = NULL;
     c->enc.n = 0;
     c->at = 0;
@@ -194,14 +194,14 @@ static int hidden_level(tokens_cursor *c, sqlite3_context *ctx, float **cache, i
         ext_error(ctx, "embed_tokens", "model '%s' is a tokenizer only: it has no vectors", info->name);
         return -1;
     }
-    *cache = malloc(c->enc.n * (size_t)info->hidden * sizeof(float));
+    *cache = sqlite3_malloc64(c->enc.n * (size_t)info->hidden * sizeof(float));
     if (!*cache) {
         sqlite3_result_error_nomem(ctx);
         return -1;
     }
     char err[EMB_ERR_LEN];
     if (emb_model_hidden_states(c->model, &c->enc, n_layers, *cache, err)) {
-        free(*cache);
+        sqlite3_free(*cache);
         *cache = NULL;
         ext_error(ctx, "embed_tokens", "%s", err);
         return -1;
@@ -253,7 +253,7 @@ static int tokens_rowid(sqlite3_vtab_cursor *cur, sqlite3_int64 *rowid) {
     return SQLITE_OK;
 }
 
-static sqlite3_module tokens_module = {
+const sqlite3_module ext_tokens_module = {
     .xConnect = tokens_connect,
     .xBestIndex = tokens_best_index,
     .xDisconnect = tokens_disconnect,
@@ -265,7 +265,3 @@ static sqlite3_module tokens_module = {
     .xColumn = tokens_column,
     .xRowid = tokens_rowid,
 };
-
-int ext_register_tokens_table(sqlite3 *db) {
-    return sqlite3_create_module(db, "embed_tokens", &tokens_module, NULL);
-}
