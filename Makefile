@@ -75,6 +75,7 @@ asan: deps
 
 # The SQL surface (tests/sql/leak_check*.sql) under valgrind: memory errors and definite leaks.
 valgrind: all
+	@EMBED_DEPS=build bash scripts/deps.sh valgrind
 	valgrind --quiet --error-exitcode=9 --leak-check=full --show-possibly-lost=no --errors-for-leak-kinds=definite \
 	  sqlite3 :memory: '.load ./embed' '.read tests/sql/leak_check.sql' \
 	  '.read tests/sql/leak_check_index.sql' >/dev/null 2>build/valgrind.log; \

@@ -6,7 +6,8 @@
 # What is installed is decided by Debian package name (dpkg-query), never by looking for a
 # header: another package's header can stand in for the one the build needs (the reference
 # BLAS's cblas.h once hid a missing OpenBLAS).
-# EMBED_DEPS=build: only what `make` and `make demo` need.
+# EMBED_DEPS=build: only what `make` and `make demo` need. Arguments: more Debian packages
+# a make target needs (make valgrind: valgrind).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -24,7 +25,7 @@ installed() { [ "$(dpkg-query -W -f='${db:Status-Status}' "$1" 2>/dev/null)" = i
 
 command -v dpkg-query >/dev/null || fail "this script installs Debian packages; on another system install: ${build_pkgs[*]} ${test_pkgs[*]} python3 clang npm"
 
-wanted=("${build_pkgs[@]}")
+wanted=("${build_pkgs[@]}" "$@")
 [ "${EMBED_DEPS:-}" = build ] || wanted+=("${test_pkgs[@]}")
 missing=()
 for p in "${wanted[@]}"; do installed "$p" || missing+=("$p"); done
