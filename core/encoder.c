@@ -4,12 +4,10 @@
 #include "half.h"
 #include "model_config.h"
 #include "safetensors.h"
+#include "workers.h"
 #include <cblas.h>
 #include <cjson/cJSON.h>
 #include <math.h>
-#include <pthread.h>
-#include <sched.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,125 +35,13 @@ struct emb_encoder {
     uint64_t fingerprint;
 };
 
-/* Fork-join helpers for the work between the matrix products (attention per head,
- * LayerNorm, GELU), sized to OpenBLAS's thread count: while OpenBLAS works they sleep.
- * Tasks are claimed from one atomic ticket (generation << 32 | next task), so a helper
- * that wakes late finds the generation gone and claims nothing: the caller never waits
- * for a helper that is not running (a busy machine), only for tasks in progress. */
-typedef void (*task_fn)(void *ctx, int task, int worker);
-typedef struct {
-    int n;                      /* helper threads (the caller is worker 0) */
-    pthread_t *th;
-    pthread_mutex_t mu;
-    pthread_cond_t start;
-    uint32_t gen;               /* under mu, with fn, ctx, ntasks */
-    int stop;
-    task_fn fn;
-    void *ctx;
-    int ntasks;
-    _Atomic uint64_t ticket;
-    atomic_int done;
-} pool;
-
 struct emb_workspace {
     float *arena;
     size_t arena_n;
     float *scores;              /* one T*T block per worker */
     size_t scores_n;
-    pool *pool;
+    emb_workers *workers;       /* helper threads, or NULL */
 };
-
-typedef struct { pool *p; int id; } helper_arg;
-
-/* Claim and run tasks of generation gen until none is left. */
-static void run_tasks(pool *p, uint32_t gen, task_fn fn, void *ctx, int ntasks, int worker) {
-    uint64_t cur = atomic_load(&p->ticket);
-    while ((uint32_t)(cur >> 32) == gen && (uint32_t)cur < (uint32_t)ntasks) {
-        if (atomic_compare_exchange_weak(&p->ticket, &cur, cur + 1)) {
-            fn(ctx, (int)(uint32_t)cur, worker);
-            atomic_fetch_add(&p->done, 1);
-            cur = atomic_load(&p->ticket);
-        }
-    }
-}
-
-static void *helper_main(void *a) {
-    helper_arg *ha = a;
-    pool *p = ha->p;
-    int id = ha->id;
-    free(ha);
-    uint32_t seen = 0;
-    pthread_mutex_lock(&p->mu);
-    for (;;) {
-        while (p->gen == seen && !p->stop) pthread_cond_wait(&p->start, &p->mu);
-        if (p->stop) break;
-        seen = p->gen;
-        task_fn fn = p->fn;
-        void *ctx = p->ctx;
-        int ntasks = p->ntasks;
-        pthread_mutex_unlock(&p->mu);
-        run_tasks(p, seen, fn, ctx, ntasks, id);
-        pthread_mutex_lock(&p->mu);
-    }
-    pthread_mutex_unlock(&p->mu);
-    return NULL;
-}
-
-static void pool_free(pool *p) {
-    if (!p) return;
-    pthread_mutex_lock(&p->mu);
-    p->stop = 1;
-    pthread_cond_broadcast(&p->start);
-    pthread_mutex_unlock(&p->mu);
-    for (int i = 0; i < p->n; i++) pthread_join(p->th[i], NULL);
-    pthread_mutex_destroy(&p->mu);
-    pthread_cond_destroy(&p->start);
-    free(p->th);
-    free(p);
-}
-
-/* A pool of n helpers, or NULL (then everything runs on the caller). */
-static pool *pool_new(int n) {
-    pool *p = calloc(1, sizeof *p);
-    if (!p) return NULL;
-    p->th = calloc((size_t)n, sizeof *p->th);
-    if (!p->th) { free(p); return NULL; }
-    pthread_mutex_init(&p->mu, NULL);
-    pthread_cond_init(&p->start, NULL);
-    atomic_store(&p->ticket, 0);
-    atomic_store(&p->done, 0);
-    for (int i = 0; i < n; i++) {
-        helper_arg *ha = malloc(sizeof *ha);
-        if (!ha) break;
-        ha->p = p;
-        ha->id = i + 1;
-        if (pthread_create(&p->th[i], NULL, helper_main, ha) != 0) { free(ha); break; }
-        p->n++;
-    }
-    if (p->n == 0) { pool_free(p); return NULL; }
-    return p;
-}
-
-/* Run fn(ctx, 0..ntasks-1, worker) on the caller and the helpers; returns when all are done. */
-static void pool_run(pool *p, int ntasks, task_fn fn, void *ctx) {
-    if (!p || ntasks < 2) {
-        for (int t = 0; t < ntasks; t++) fn(ctx, t, 0);
-        return;
-    }
-    pthread_mutex_lock(&p->mu);
-    uint32_t gen = ++p->gen;
-    if (gen == 0) gen = ++p->gen; /* 0 is the helpers' initial "seen" */
-    p->fn = fn;
-    p->ctx = ctx;
-    p->ntasks = ntasks;
-    atomic_store(&p->done, 0);
-    atomic_store(&p->ticket, (uint64_t)gen << 32);
-    pthread_cond_broadcast(&p->start);
-    pthread_mutex_unlock(&p->mu);
-    run_tasks(p, gen, fn, ctx, ntasks, 0);
-    /* every task is claimed; wait for those still running on helpers (short) */
-    while (atomic_load(&p->done) < ntasks) sched_yield();
-}
 
 /* ------------------------------------------------------------------ loading */
 
@@ -637,7 +523,7 @@ static void gelu_rows(float *Y, size_t rows, int n) {
 emb_workspace *emb_workspace_new(void) { return calloc(1, sizeof(emb_workspace)); }
 void emb_workspace_free(emb_workspace *w) {
     if (!w) return;
-    pool_free(w->pool);
+    emb_workers_free(w->workers);
     free(w->arena);
     free(w->scores);
     free(w);
@@ -660,7 +546,6 @@ static int grow(float **p, size_t *cap, size_t n) {
 /* OpenBLAS (interface/gemm.c) keeps a product on the calling thread when
  * M*N*K <= 65536 * GEMM_MULTITHREAD_THRESHOLD (4 by default). */
 #define ATT_BLOCK_MNK 262144.0
-#define ATT_SPLIT_MAX_MNK 4194304.0
 
 /* C[M,N] += A[M,K] * W[N,K]^T  (W as stored by PyTorch Linear: [out, in]) */
 static void linear_acc(const float *A, const float *W, float *C, int M, int N, int K) {
@@ -802,14 +687,15 @@ int emb_encoder_forward(const emb_encoder *e, emb_workspace *ws, int B, int T, c
     int nthr = openblas_get_num_threads();
     if (nthr < 1) nthr = 1;
     if (nthr > 16) nthr = 16;
-    int want_pool = nthr > 1 && ((size_t)BT * H >= PAR_MIN_ELEMS || (double)B * NH * T * T * dh >= PAR_MIN_ATT_MNK);
-    if (ws->pool && (!want_pool || ws->pool->n != nthr - 1)) {
-        if (want_pool || ws->pool->n != nthr - 1) { pool_free(ws->pool); ws->pool = NULL; }
+    int want_workers = nthr > 1 && ((size_t)BT * H >= PAR_MIN_ELEMS || (double)B * NH * T * T * dh >= PAR_MIN_ATT_MNK);
+    if (ws->workers && emb_workers_helpers(ws->workers) != nthr - 1) { /* OpenBLAS's count changed */
+        emb_workers_free(ws->workers);
+        ws->workers = NULL;
     }
-    if (want_pool && !ws->pool) ws->pool = pool_new(nthr - 1); /* NULL: run on the caller alone */
-    int workers = ws->pool ? ws->pool->n + 1 : 1;
+    if (want_workers && !ws->workers) ws->workers = emb_workers_new(nthr - 1); /* NULL: run on the caller alone */
+    int n_workers = emb_workers_helpers(ws->workers) + 1;
     size_t need = BT * (size_t)(3 * H > FF ? 3 * H : FF); /* q, k, v; later the FFN's inner activations */
-    if (grow(&ws->arena, &ws->arena_n, need) || grow(&ws->scores, &ws->scores_n, (size_t)workers * T * T)) {
+    if (grow(&ws->arena, &ws->arena_n, need) || grow(&ws->scores, &ws->scores_n, (size_t)n_workers * T * T)) {
         snprintf(err, EMB_ERR_LEN, "out of memory for a batch of %d x %d tokens", B, T);
         return -1;
     }
@@ -825,8 +711,8 @@ int emb_encoder_forward(const emb_encoder *e, emb_workspace *ws, int B, int T, c
     fc.scale = (float)(1.0 / sqrt((double)dh));
     fc.eps = c->ln_eps;
     fc.split = nthr > 1; /* keep every attention product on its calling thread */
-    pool *par_rows = (size_t)BT * H >= PAR_MIN_ELEMS ? ws->pool : NULL;
-    pool *par_att = (double)B * NH * T * T * dh >= PAR_MIN_ATT_MNK ? ws->pool : NULL;
+    emb_workers *par_rows = (size_t)BT * H >= PAR_MIN_ELEMS ? ws->workers : NULL;
+    emb_workers *par_att = (double)B * NH * T * T * dh >= PAR_MIN_ATT_MNK ? ws->workers : NULL;
     fc.rows_per_task = (int)(PAR_MIN_ELEMS / 2 / (size_t)H);
     if (fc.rows_per_task < 4) fc.rows_per_task = 4;
     int row_tasks = (int)((BT + (size_t)fc.rows_per_task - 1) / (size_t)fc.rows_per_task);
@@ -836,7 +722,7 @@ int emb_encoder_forward(const emb_encoder *e, emb_workspace *ws, int B, int T, c
     fc.ffn_rows = ffn_rows;
     float *X = out;
     fc.next = n_layers > 0 ? &e->L[0] : NULL;
-    pool_run(par_rows, row_tasks, task_embed, &fc);
+    emb_workers_run(par_rows, row_tasks, task_embed, &fc);
     for (int l = 0; l < n_layers; l++) {
         const layer_w *w = &e->L[l];
         fc.w = w;
@@ -846,13 +732,13 @@ int emb_encoder_forward(const emb_encoder *e, emb_workspace *ws, int B, int T, c
         linear_acc(X, w->wq, fc.q, (int)BT, H, H);
         linear_acc(X, w->wk, fc.k, (int)BT, H, H);
         linear_acc(X, w->wv, fc.v, (int)BT, H, H);
-        pool_run(par_att, B * NH, task_attention, &fc);
+        emb_workers_run(par_att, B * NH, task_attention, &fc);
         linear_acc(fc.q, w->wo, X, (int)BT, H, H);
-        pool_run(par_rows, row_tasks, task_ln1, &fc);
+        emb_workers_run(par_rows, row_tasks, task_ln1, &fc);
         linear_acc(X, w->w1, fc.inter, (int)BT, FF, H);
-        pool_run(par_rows, ffn_tasks, task_gelu, &fc);
+        emb_workers_run(par_rows, ffn_tasks, task_gelu, &fc);
         linear_acc(fc.inter, w->w2, X, (int)BT, H, FF);
-        pool_run(par_rows, row_tasks, task_ln2, &fc);
+        emb_workers_run(par_rows, row_tasks, task_ln2, &fc);
     }
     return 0;
 }
