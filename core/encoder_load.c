@@ -1,0 +1,324 @@
+/* Loading an encoder: config.json, the safetensors files (one, or the shards of an index), every
+ * tensor found under the checkpoint's prefix and checked against the config's shapes, F16/BF16
+ * converted once to float32, and the fingerprint of what is used. */
+#include "encoder_internal.h"
+#include "emb_json.h"
+#include "file.h"
+#include "half.h"
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const emb_st_tensor *find_any(const emb_encoder *e, const char *name, int *file) {
+    for (int i = 0; i < e->nfiles; i++) {
+        const emb_st_tensor *t = emb_safetensors_find(e->files[i], name);
+        if (t) { if (file) *file = i; return t; }
+    }
+    return NULL;
+}
+
+static int own(emb_encoder *e, void *p) {
+    if (e->nowned == e->capowned) {
+        int nc = e->capowned ? e->capowned * 2 : 64;
+        void **n = realloc(e->owned, (size_t)nc * sizeof *n);
+        if (!n) return -1;
+        e->owned = n;
+        e->capowned = nc;
+    }
+    e->owned[e->nowned++] = p;
+    return 0;
+}
+
+static void fmt_shape(char *buf, size_t cap, int nd, const int64_t *s) {
+    size_t o = 0;
+    o += (size_t)snprintf(buf + o, cap - o, "[");
+    for (int i = 0; i < nd && o < cap; i++)
+        o += (size_t)snprintf(buf + o, cap - o, "%s%lld", i ? "," : "", (long long)s[i]);
+    if (o < cap) snprintf(buf + o, cap - o, "]");
+}
+
+static void hash_u64(XXH3_state_t *h, uint64_t v) {
+    unsigned char b[8];
+    for (int i = 0; i < 8; i++) b[i] = (unsigned char)(v >> (8 * i));
+    XXH3_64bits_update(h, b, 8);
+}
+
+/* Load tensor prefix+suffix with shape [d0] (d1 < 0) or [d0, d1] as float32. */
+static int get_tensor(emb_encoder *e, const char *suffix, int64_t d0, int64_t d1, int optional,
+                      const float **out, char err[EMB_ERR_LEN]) {
+    char name[256];
+    snprintf(name, sizeof name, "%s%s", e->prefix, suffix);
+    int fi = 0;
+    const emb_st_tensor *t = find_any(e, name, &fi);
+    const emb_safetensors *file = e->files[fi];
+    *out = NULL;
+    if (!t) {
+        if (optional) return 0;
+        snprintf(err, EMB_ERR_LEN, "%.40s: missing tensor '%.150s'", e->src_label, name);
+        return -1;
+    }
+    int64_t want[2] = {d0, d1};
+    int nd = d1 < 0 ? 1 : 2;
+    if (t->ndim != nd || t->shape[0] != d0 || (nd == 2 && t->shape[1] != d1)) {
+        char got[128], exp[64];
+        fmt_shape(got, sizeof got, t->ndim, t->shape);
+        fmt_shape(exp, sizeof exp, nd, want);
+        snprintf(err, EMB_ERR_LEN, "%.40s: tensor '%.100s' has shape %.40s, expected %.40s", file->label, name, got, exp);
+        return -1;
+    }
+    size_t n = (size_t)d0 * (size_t)(nd == 2 ? d1 : 1);
+    const float *p;
+    if (t->dtype == EMB_DT_F32) {
+        if (((uintptr_t)t->data & 3u) == 0) {
+            p = (const float *)(const void *)t->data;
+            e->in_place[fi] = 1;
+            if (file->mapped) e->info.mapped_bytes += n * sizeof(float);
+        } else {
+            float *c = malloc(n * sizeof(float) + 1);
+            if (!c || own(e, c)) { free(c); snprintf(err, EMB_ERR_LEN, "out of memory loading '%.150s'", name); return -1; }
+            memcpy(c, t->data, n * sizeof(float));
+            e->info.converted_bytes += n * sizeof(float);
+            p = c;
+        }
+    } else if (t->dtype == EMB_DT_F16 || t->dtype == EMB_DT_BF16) {
+        float *c = malloc(n * sizeof(float) + 1);
+        if (!c || own(e, c)) { free(c); snprintf(err, EMB_ERR_LEN, "out of memory loading '%.150s'", name); return -1; }
+        if (t->dtype == EMB_DT_F16) emb_f16_to_f32_n(t->data, c, n);
+        else emb_bf16_to_f32_n(t->data, c, n);
+        e->info.converted_bytes += n * sizeof(float);
+        p = c;
+    } else {
+        snprintf(err, EMB_ERR_LEN, "%.40s: tensor '%.150s' has dtype %.10s, expected F32, F16 or BF16", file->label, name,
+                 emb_dtype_name(t->dtype));
+        return -1;
+    }
+    if (e->first_dtype < 0) e->first_dtype = (int)t->dtype;
+    else if (e->first_dtype != (int)t->dtype) e->mixed = 1;
+    e->info.weight_bytes += n * sizeof(float);
+    /* fingerprint: canonical name, shape, float32 values (little-endian host) */
+    XXH3_64bits_update(e->hash, suffix, strlen(suffix) + 1);
+    hash_u64(e->hash, (uint64_t)d0);
+    hash_u64(e->hash, (uint64_t)(nd == 2 ? d1 : 0));
+    XXH3_64bits_update(e->hash, p, n * sizeof(float));
+    *out = p;
+    return 0;
+}
+
+static int add_file(emb_encoder *e, const char *path, int use_mmap, char err[EMB_ERR_LEN]) {
+    emb_safetensors **n = realloc(e->files, (size_t)(e->nfiles + 1) * sizeof *n);
+    if (n) e->files = n;
+    unsigned char *u = n ? realloc(e->in_place, (size_t)(e->nfiles + 1)) : NULL;
+    if (!u) { snprintf(err, EMB_ERR_LEN, "out of memory"); return -1; }
+    e->in_place = u;
+    if (emb_safetensors_open(path, use_mmap, &e->files[e->nfiles], err)) return -1;
+    e->in_place[e->nfiles++] = 0;
+    return 0;
+}
+
+/* Closes the files none of whose tensors is used in place (all converted or unused), so that
+ * only what the model needs stays mapped or in memory. */
+static void drop_unused_files(emb_encoder *e) {
+    int kept = 0;
+    for (int i = 0; i < e->nfiles; i++) {
+        if (e->in_place[i]) e->files[kept++] = e->files[i];
+        else emb_safetensors_close(e->files[i]);
+    }
+    e->nfiles = kept;
+}
+
+static int open_weights(emb_encoder *e, const char *dir, int use_mmap, char err[EMB_ERR_LEN]) {
+    char path[4096];
+    if (emb_path_join(path, sizeof path, dir, "model.safetensors", err)) return -1;
+    if (emb_path_exists(path)) {
+        snprintf(e->src_label, sizeof e->src_label, "model.safetensors");
+        return add_file(e, path, use_mmap, err);
+    }
+    if (emb_path_join(path, sizeof path, dir, "model.safetensors.index.json", err)) return -1;
+    if (!emb_path_exists(path)) {
+        snprintf(err, EMB_ERR_LEN, "%s: no model.safetensors or model.safetensors.index.json (PyTorch .bin checkpoints are not supported)", dir);
+        return -1;
+    }
+    snprintf(e->src_label, sizeof e->src_label, "model.safetensors.index.json");
+    cJSON *root;
+    if (emb_json_read_file(path, 64u << 20, &root, err)) return -1;
+    const cJSON *wm = cJSON_GetObjectItemCaseSensitive(root, "weight_map");
+    int rc = -1;
+    if (!cJSON_IsObject(wm)) { snprintf(err, EMB_ERR_LEN, "model.safetensors.index.json: no \"weight_map\" object"); goto done; }
+    for (const cJSON *it = wm->child; it; it = it->next) {
+        if (!cJSON_IsString(it)) { snprintf(err, EMB_ERR_LEN, "model.safetensors.index.json: weight_map entry '%.100s' is not a file name", it->string); goto done; }
+        const char *f = it->valuestring;
+        size_t fl = strlen(f);
+        if (!fl || strchr(f, '/') || strchr(f, '\\') || f[0] == '.' || fl < 12 || strcmp(f + fl - 12, ".safetensors") != 0) {
+            snprintf(err, EMB_ERR_LEN, "model.safetensors.index.json: shard name '%.100s' is not a plain *.safetensors file name", f);
+            goto done;
+        }
+        int seen = 0;
+        for (int i = 0; i < e->nfiles && !seen; i++) seen = strcmp(e->files[i]->label, f) == 0;
+        if (seen) continue;
+        if (e->nfiles >= 4096) { snprintf(err, EMB_ERR_LEN, "model.safetensors.index.json: too many shards"); goto done; }
+        if (emb_path_join(path, sizeof path, dir, f, err) || add_file(e, path, use_mmap, err)) goto done;
+    }
+    if (e->nfiles == 0) { snprintf(err, EMB_ERR_LEN, "model.safetensors.index.json: weight_map is empty"); goto done; }
+    rc = 0;
+done:
+    cJSON_Delete(root);
+    return rc;
+}
+
+static void sinusoidal_table(float *out, int n_pos, int dim) {
+    /* transformers' create_sinusoidal_embeddings */
+    for (int p = 0; p < n_pos; p++)
+        for (int j = 0; j < dim; j++) {
+            double a = p / pow(10000.0, 2.0 * (j / 2) / dim);
+            out[(size_t)p * dim + j] = (float)((j & 1) ? cos(a) : sin(a));
+        }
+}
+
+/* A DistilBERT sinusoidal table that is not stored is built from config.json alone: it may not
+ * be larger than the weights in the files, so that a config cannot ask for gigabytes. */
+static int build_sinusoidal(emb_encoder *e, char err[EMB_ERR_LEN]) {
+    const emb_model_config *c = &e->cfg;
+    uint64_t in_files = 0;
+    for (int i = 0; i < e->nfiles; i++) in_files += e->files[i]->h.data_len;
+    uint64_t bytes = (uint64_t)c->max_positions * (uint64_t)c->hidden * sizeof(float);
+    if (bytes > in_files)
+        return emb_fail(err, "config.json: max_position_embeddings %d needs a %llu-byte sinusoidal table, more than the "
+                        "%llu bytes of weights in %s", c->max_positions, (unsigned long long)bytes,
+                        (unsigned long long)in_files, e->src_label);
+    float *t = malloc((size_t)bytes);
+    if (!t || own(e, t)) { free(t); return emb_fail(err, "out of memory"); }
+    sinusoidal_table(t, c->max_positions, c->hidden);
+    e->pos = t;
+    XXH3_64bits_update(e->hash, "sinusoidal", 11);
+    return 0;
+}
+
+int emb_encoder_load(const char *dir, emb_encoder **out, char err[EMB_ERR_LEN]) {
+    return emb_encoder_load_with(dir, 1, out, err);
+}
+
+int emb_encoder_load_with(const char *dir, int use_mmap, emb_encoder **out, char err[EMB_ERR_LEN]) {
+    *out = NULL;
+    emb_encoder *e = calloc(1, sizeof *e);
+    if (!e) { snprintf(err, EMB_ERR_LEN, "out of memory"); return -1; }
+    e->first_dtype = -1;
+    e->hash = XXH3_createState();
+    if (!e->hash) { snprintf(err, EMB_ERR_LEN, "out of memory"); goto fail; }
+    XXH3_64bits_reset(e->hash);
+    if (emb_model_config_load(dir, &e->cfg, err)) goto fail;
+    if (open_weights(e, dir, use_mmap, err)) goto fail;
+    const emb_model_config *c = &e->cfg;
+    int H = c->hidden, FF = c->intermediate;
+    int bert = c->arch == EMB_ARCH_BERT;
+    /* prefix: the one under which the word embeddings exist */
+    const char *cands[2] = {"", bert ? "bert." : "distilbert."};
+    int found = 0;
+    for (int i = 0; i < 2 && !found; i++) {
+        char name[64];
+        snprintf(name, sizeof name, "%sembeddings.word_embeddings.weight", cands[i]);
+        if (find_any(e, name, NULL)) {
+            snprintf(e->prefix, sizeof e->prefix, "%s", cands[i]);
+            e->info.tensor_prefix = cands[i]; /* a string literal: valid after free */
+            found = 1;
+        }
+    }
+    if (!found) {
+        snprintf(err, EMB_ERR_LEN, "%s: missing tensor 'embeddings.word_embeddings.weight' (also looked for '%sembeddings.word_embeddings.weight')",
+                 e->src_label, cands[1]);
+        goto fail;
+    }
+    /* fingerprint: config numbers first */
+    {
+        int64_t nums[] = {c->arch, H, c->layers, c->heads, FF, c->max_positions, c->type_vocab, c->vocab_size, c->sinusoidal, c->act};
+        for (size_t i = 0; i < sizeof nums / sizeof nums[0]; i++) hash_u64(e->hash, (uint64_t)nums[i]);
+        double eps = c->ln_eps;
+        uint64_t eb;
+        memcpy(&eb, &eps, 8);
+        hash_u64(e->hash, eb);
+    }
+    if (get_tensor(e, "embeddings.word_embeddings.weight", c->vocab_size, H, 0, &e->word, err)) goto fail;
+    if (get_tensor(e, "embeddings.position_embeddings.weight", c->max_positions, H, !bert && c->sinusoidal, &e->pos, err)) goto fail;
+    if (!e->pos && build_sinusoidal(e, err)) goto fail; /* as transformers builds it */
+    if (bert && get_tensor(e, "embeddings.token_type_embeddings.weight", c->type_vocab, H, 0, &e->type, err)) goto fail;
+    if (get_tensor(e, "embeddings.LayerNorm.weight", H, -1, 0, &e->ln_g, err) ||
+        get_tensor(e, "embeddings.LayerNorm.bias", H, -1, 0, &e->ln_b, err)) goto fail;
+    e->L = calloc((size_t)c->layers, sizeof *e->L);
+    if (!e->L) { snprintf(err, EMB_ERR_LEN, "out of memory"); goto fail; }
+    for (int l = 0; l < c->layers; l++) {
+        emb_layer_weights *w = &e->L[l];
+        char nm[16][96];
+        const char *fmt_bert[16] = {
+            "encoder.layer.%d.attention.self.query.weight", "encoder.layer.%d.attention.self.query.bias",
+            "encoder.layer.%d.attention.self.key.weight", "encoder.layer.%d.attention.self.key.bias",
+            "encoder.layer.%d.attention.self.value.weight", "encoder.layer.%d.attention.self.value.bias",
+            "encoder.layer.%d.attention.output.dense.weight", "encoder.layer.%d.attention.output.dense.bias",
+            "encoder.layer.%d.attention.output.LayerNorm.weight", "encoder.layer.%d.attention.output.LayerNorm.bias",
+            "encoder.layer.%d.intermediate.dense.weight", "encoder.layer.%d.intermediate.dense.bias",
+            "encoder.layer.%d.output.dense.weight", "encoder.layer.%d.output.dense.bias",
+            "encoder.layer.%d.output.LayerNorm.weight", "encoder.layer.%d.output.LayerNorm.bias"};
+        const char *fmt_distil[16] = {
+            "transformer.layer.%d.attention.q_lin.weight", "transformer.layer.%d.attention.q_lin.bias",
+            "transformer.layer.%d.attention.k_lin.weight", "transformer.layer.%d.attention.k_lin.bias",
+            "transformer.layer.%d.attention.v_lin.weight", "transformer.layer.%d.attention.v_lin.bias",
+            "transformer.layer.%d.attention.out_lin.weight", "transformer.layer.%d.attention.out_lin.bias",
+            "transformer.layer.%d.sa_layer_norm.weight", "transformer.layer.%d.sa_layer_norm.bias",
+            "transformer.layer.%d.ffn.lin1.weight", "transformer.layer.%d.ffn.lin1.bias",
+            "transformer.layer.%d.ffn.lin2.weight", "transformer.layer.%d.ffn.lin2.bias",
+            "transformer.layer.%d.output_layer_norm.weight", "transformer.layer.%d.output_layer_norm.bias"};
+        const float **dst[16] = {&w->wq, &w->bq, &w->wk, &w->bk, &w->wv, &w->bv, &w->wo, &w->bo,
+                                 &w->ln1_g, &w->ln1_b, &w->w1, &w->b1, &w->w2, &w->b2, &w->ln2_g, &w->ln2_b};
+        const int64_t shp[16][2] = {{H, H}, {H, -1}, {H, H}, {H, -1}, {H, H}, {H, -1}, {H, H}, {H, -1},
+                                    {H, -1}, {H, -1}, {FF, H}, {FF, -1}, {H, FF}, {H, -1}, {H, -1}, {H, -1}};
+        for (int k = 0; k < 16; k++) {
+            snprintf(nm[k], sizeof nm[k], bert ? fmt_bert[k] : fmt_distil[k], l);
+            if (get_tensor(e, nm[k], shp[k][0], shp[k][1], 0, dst[k], err)) goto fail;
+        }
+    }
+    if (bert) {
+        if (get_tensor(e, "pooler.dense.weight", H, H, 1, &e->pool_w, err) ||
+            get_tensor(e, "pooler.dense.bias", H, -1, 1, &e->pool_b, err)) goto fail;
+        if (!e->pool_w || !e->pool_b) e->pool_w = e->pool_b = NULL;
+    }
+    e->fingerprint = XXH3_64bits_digest(e->hash);
+    XXH3_freeState(e->hash);
+    e->hash = NULL;
+
+    emb_encoder_info *in = &e->info;
+    in->arch = c->arch_name;
+    in->hidden = H;
+    in->layers = c->layers;
+    in->heads = c->heads;
+    in->intermediate = FF;
+    in->max_positions = c->max_positions;
+    in->type_vocab = c->type_vocab;
+    in->vocab_size = c->vocab_size;
+    in->sinusoidal = c->sinusoidal;
+    in->ln_eps = c->ln_eps;
+    in->weight_type = e->mixed ? "mixed" : emb_dtype_name((emb_dtype)e->first_dtype);
+    in->has_pooler = e->pool_w != NULL;
+    in->pad_token_id = c->pad_token_id;
+    in->n_files = e->nfiles;
+    drop_unused_files(e);
+    *out = e;
+    return 0;
+fail:
+    emb_encoder_free(e);
+    return -1;
+}
+
+void emb_encoder_free(emb_encoder *e) {
+    if (!e) return;
+    for (int i = 0; i < e->nowned; i++) free(e->owned[i]);
+    free(e->owned);
+    for (int i = 0; i < e->nfiles; i++) emb_safetensors_close(e->files[i]);
+    free(e->files);
+    free(e->in_place);
+    free(e->L);
+    if (e->hash) XXH3_freeState(e->hash);
+    free(e);
+}
+
+const emb_encoder_info *emb_encoder_get_info(const emb_encoder *e) { return &e->info; }
+uint64_t emb_encoder_fingerprint(const emb_encoder *e) { return e->fingerprint; }
