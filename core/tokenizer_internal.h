@@ -1,0 +1,48 @@
+/* The tokenizer's state, shared by the loader (tokenizer_load.c, which fills it from
+ * tokenizer.json or vocab.txt + tokenizer_config.json) and the encoding (tokenizer.c, which only
+ * reads it). Not for use outside these two. */
+#ifndef EMBED_TOKENIZER_INTERNAL_H
+#define EMBED_TOKENIZER_INTERNAL_H
+#include "tokenizer.h"
+#include "vocab.h"
+
+#define MAX_TMPL 16
+#define MAX_PREFIX 32
+
+typedef struct {
+    char *s;
+    size_t len;
+    int32_t id;
+} added_tok;
+
+typedef struct {
+    int kind; /* 0 special token, 1 sequence A, 2 sequence B */
+    int32_t id;
+    int32_t type_id;
+} tmpl_item;
+
+enum { A_WORD = 0, A_REMOVED = 1, A_WS = 2, A_PUNCT = 3 };
+
+struct emb_tokenizer {
+    emb_vocab *vocab; /* every token */
+    emb_vocab *cont;  /* tokens that start with the prefix, keyed without it */
+    size_t max_tok, max_cont;
+    int lowercase, strip, chinese, clean;
+    int max_chars;
+    char prefix[MAX_PREFIX];
+    size_t prefix_len;
+    int32_t unk_id, cls_id, sep_id, pad_id, mask_id;
+    int64_t model_max_length;
+    added_tok *added;
+    size_t n_added;
+    uint8_t added_first[256];
+    tmpl_item single[MAX_TMPL], pair[MAX_TMPL];
+    int n_single, n_pair, spec_single, spec_pair;
+    int max_type[2]; /* the largest type id of the single and of the pair template */
+    uint64_t fp;
+    const uint8_t *bmp;
+    uint8_t ascii_act[128];
+    char ascii_low[128];
+};
+
+#endif
