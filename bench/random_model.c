@@ -74,7 +74,7 @@ int bench_random_model_write(const char *dir, int H, int L, int NH, int FF, int 
     }
     if (with_tokenizer && write_tokenizer(dir, H)) return -1;
     int n = 5 + 16 * L, k = 0;
-    emb_st_write_tensor *t = calloc((size_t)n, sizeof *t);
+    emb_safetensors_write_tensor *t = calloc((size_t)n, sizeof *t);
     char(*names)[96] = calloc((size_t)n, 96);
     if (!t || !names) {
         free(t);

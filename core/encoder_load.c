@@ -11,9 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const emb_st_tensor *find_any(const emb_encoder *e, const char *name, int *file) {
+static const emb_safetensors_tensor *find_any(const emb_encoder *e, const char *name, int *file) {
     for (int i = 0; i < e->nfiles; i++) {
-        const emb_st_tensor *t = emb_safetensors_find(e->files[i], name);
+        const emb_safetensors_tensor *t = emb_safetensors_find(e->files[i], name);
         if (t) { if (file) *file = i; return t; }
     }
     return NULL;
@@ -51,7 +51,7 @@ static int get_tensor(emb_encoder *e, const char *suffix, int64_t d0, int64_t d1
     char name[256];
     snprintf(name, sizeof name, "%s%s", e->prefix, suffix);
     int fi = 0;
-    const emb_st_tensor *t = find_any(e, name, &fi);
+    const emb_safetensors_tensor *t = find_any(e, name, &fi);
     const emb_safetensors *file = e->files[fi];
     *out = NULL;
     if (!t) {

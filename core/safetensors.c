@@ -36,34 +36,34 @@ static int get_u64(const cJSON *j, uint64_t *out) {
 }
 
 static int cmp_tensor_name(const void *a, const void *b) {
-    return strcmp(((const emb_st_tensor *)a)->name, ((const emb_st_tensor *)b)->name);
+    return strcmp(((const emb_safetensors_tensor *)a)->name, ((const emb_safetensors_tensor *)b)->name);
 }
 static int cmp_tensor_begin(const void *a, const void *b) {
-    const emb_st_tensor *x = *(const emb_st_tensor *const *)a, *y = *(const emb_st_tensor *const *)b;
+    const emb_safetensors_tensor *x = *(const emb_safetensors_tensor *const *)a, *y = *(const emb_safetensors_tensor *const *)b;
     if (x->begin != y->begin) return x->begin < y->begin ? -1 : 1;
     if (x->end != y->end) return x->end < y->end ? -1 : 1;
     return 0;
 }
 
-void emb_st_header_free(emb_st_header *h) {
+void emb_safetensors_header_free(emb_safetensors_header *h) {
     if (!h) return;
     for (int i = 0; i < h->n; i++) free(h->tensors[i].name);
     free(h->tensors);
     memset(h, 0, sizeof *h);
 }
 
-int emb_st_parse(const void *buf, size_t size, const char *name, emb_st_header *out, char err[EMB_ERR_LEN]) {
+int emb_safetensors_parse(const void *buf, size_t size, const char *name, emb_safetensors_header *out, char err[EMB_ERR_LEN]) {
     const unsigned char *b = buf;
     cJSON *root = NULL;
-    emb_st_tensor **order = NULL;
-    emb_st_header h;
+    emb_safetensors_tensor **order = NULL;
+    emb_safetensors_header h;
     memset(&h, 0, sizeof h);
     memset(out, 0, sizeof *out);
     if (!name) name = "safetensors";
     if (size < 8) FAIL("%s: file too short (%zu bytes) for the 8-byte header length", name, size);
     uint64_t n = 0;
     for (int i = 7; i >= 0; i--) n = (n << 8) | b[i];
-    if (n > EMB_ST_MAX_HEADER) FAIL("%s: header length %llu exceeds the limit of %u bytes", name, (unsigned long long)n, EMB_ST_MAX_HEADER);
+    if (n > EMB_SAFETENSORS_MAX_HEADER) FAIL("%s: header length %llu exceeds the limit of %u bytes", name, (unsigned long long)n, EMB_SAFETENSORS_MAX_HEADER);
     if (n > size - 8) FAIL("%s: header length %llu runs past the end of the file (%zu bytes)", name, (unsigned long long)n, size);
     if (n < 2 || b[8] != '{') FAIL("%s: header is not a JSON object", name);
     const char *end = NULL;
@@ -87,7 +87,7 @@ int emb_st_parse(const void *buf, size_t size, const char *name, emb_st_header *
         }
         if (!*key) FAIL("%s: empty tensor name", name);
         if (!cJSON_IsObject(e)) FAIL("%s: tensor '%.100s' is not an object", name, key);
-        emb_st_tensor *t = &h.tensors[h.n];
+        emb_safetensors_tensor *t = &h.tensors[h.n];
         const cJSON *dt = cJSON_GetObjectItemCaseSensitive(e, "dtype");
         const cJSON *sh = cJSON_GetObjectItemCaseSensitive(e, "shape");
         const cJSON *of = cJSON_GetObjectItemCaseSensitive(e, "data_offsets");
@@ -99,7 +99,7 @@ int emb_st_parse(const void *buf, size_t size, const char *name, emb_st_header *
         t->dtype = (emb_dtype)d;
         if (!cJSON_IsArray(sh)) FAIL("%s: tensor '%.100s' has no shape array", name, key);
         int nd = cJSON_GetArraySize(sh);
-        if (nd > EMB_ST_MAX_DIMS) FAIL("%s: tensor '%.100s' has %d dimensions (at most %d supported)", name, key, nd, EMB_ST_MAX_DIMS);
+        if (nd > EMB_SAFETENSORS_MAX_DIMS) FAIL("%s: tensor '%.100s' has %d dimensions (at most %d supported)", name, key, nd, EMB_SAFETENSORS_MAX_DIMS);
         uint64_t elems = 1;
         int overflow = 0;
         int k = 0;
@@ -155,11 +155,11 @@ int emb_st_parse(const void *buf, size_t size, const char *name, emb_st_header *
 fail:
     free(order);
     cJSON_Delete(root);
-    emb_st_header_free(&h);
+    emb_safetensors_header_free(&h);
     return -1;
 }
 
-const emb_st_tensor *emb_st_header_find(const emb_st_header *h, const char *name) {
+const emb_safetensors_tensor *emb_safetensors_header_find(const emb_safetensors_header *h, const char *name) {
     int lo = 0, hi = h->n - 1;
     while (lo <= hi) {
         int mid = (lo + hi) / 2;
@@ -191,49 +191,49 @@ static int read_all(int fd, const char *path, void **out, size_t size, char err[
 
 int emb_safetensors_open(const char *path, int use_mmap, emb_safetensors **out, char err[EMB_ERR_LEN]) {
     *out = NULL;
-    emb_safetensors *st = calloc(1, sizeof *st);
+    emb_safetensors *sf = calloc(1, sizeof *sf);
     int fd = -1;
-    if (!st || !(st->path = strdup(path))) { snprintf(err, EMB_ERR_LEN, "%s: out of memory", path); goto fail; }
-    const char *slash = strrchr(st->path, '/');
-    st->label = slash ? slash + 1 : st->path;
-    fd = emb_file_open(path, &st->size, err);
+    if (!sf || !(sf->path = strdup(path))) { snprintf(err, EMB_ERR_LEN, "%s: out of memory", path); goto fail; }
+    const char *slash = strrchr(sf->path, '/');
+    sf->label = slash ? slash + 1 : sf->path;
+    fd = emb_file_open(path, &sf->size, err);
     if (fd < 0) goto fail;
     char head[64];
     ssize_t got = pread(fd, head, sizeof head, 0);
     if (got > 0 && emb_is_lfs_pointer(head, (size_t)got)) { emb_lfs_error(path, "weights", err); goto fail; }
-    if (st->size < 8) { snprintf(err, EMB_ERR_LEN, "%s: file too short (%zu bytes) for the 8-byte header length", st->label, st->size); goto fail; }
+    if (sf->size < 8) { snprintf(err, EMB_ERR_LEN, "%s: file too short (%zu bytes) for the 8-byte header length", sf->label, sf->size); goto fail; }
     if (use_mmap) {
-        st->map = mmap(NULL, st->size, PROT_READ, MAP_PRIVATE, fd, 0);
-        if (st->map == MAP_FAILED) { st->map = NULL; snprintf(err, EMB_ERR_LEN, "%s: mmap failed: %s", path, strerror(errno)); goto fail; }
-        st->mapped = 1;
-    } else if (read_all(fd, path, &st->map, st->size, err)) {
+        sf->map = mmap(NULL, sf->size, PROT_READ, MAP_PRIVATE, fd, 0);
+        if (sf->map == MAP_FAILED) { sf->map = NULL; snprintf(err, EMB_ERR_LEN, "%s: mmap failed: %s", path, strerror(errno)); goto fail; }
+        sf->mapped = 1;
+    } else if (read_all(fd, path, &sf->map, sf->size, err)) {
         goto fail;
     }
     close(fd);
     fd = -1;
-    if (emb_st_parse(st->map, st->size, st->label, &st->h, err)) goto fail;
-    *out = st;
+    if (emb_safetensors_parse(sf->map, sf->size, sf->label, &sf->h, err)) goto fail;
+    *out = sf;
     return 0;
 fail:
     if (fd >= 0) close(fd);
-    emb_safetensors_close(st);
+    emb_safetensors_close(sf);
     return -1;
 }
 
-void emb_safetensors_close(emb_safetensors *st) {
-    if (!st) return;
-    emb_st_header_free(&st->h);
-    if (st->map && st->mapped) munmap(st->map, st->size);
-    else free(st->map);
-    free(st->path);
-    free(st);
+void emb_safetensors_close(emb_safetensors *sf) {
+    if (!sf) return;
+    emb_safetensors_header_free(&sf->h);
+    if (sf->map && sf->mapped) munmap(sf->map, sf->size);
+    else free(sf->map);
+    free(sf->path);
+    free(sf);
 }
 
-const emb_st_tensor *emb_safetensors_find(const emb_safetensors *st, const char *name) {
-    return emb_st_header_find(&st->h, name);
+const emb_safetensors_tensor *emb_safetensors_find(const emb_safetensors *sf, const char *name) {
+    return emb_safetensors_header_find(&sf->h, name);
 }
 
-int emb_safetensors_write(const char *path, const emb_st_write_tensor *t, int n, int misalign, char err[EMB_ERR_LEN]) {
+int emb_safetensors_write(const char *path, const emb_safetensors_write_tensor *t, int n, int misalign, char err[EMB_ERR_LEN]) {
     size_t cap = 256 + (size_t)n * 512, len = 0;
     char *hdr = malloc(cap);
     FILE *f = NULL;

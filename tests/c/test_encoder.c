@@ -300,7 +300,7 @@ static int write_synth(const char *dir, const synth_opts *o) {
     ADD("pooler.dense.bias", H, -1);
     if (o->extra_head) ADD("cls.predictions.bias", V, -1);
 #undef ADD
-    emb_st_write_tensor wt[64];
+    emb_safetensors_write_tensor wt[64];
     char full[64][160];
     void *bufs[64];
     int m = 0;
@@ -316,7 +316,7 @@ static int write_synth(const char *dir, const synth_opts *o) {
         }
         if (o->skip && strcmp(o->skip, names[i]) == 0) { free(f); continue; }
         int dt = (!o->only || strcmp(o->only, names[i]) == 0) ? o->dtype : O_DTYPE_F32;
-        emb_st_write_tensor *t = &wt[m];
+        emb_safetensors_write_tensor *t = &wt[m];
         snprintf(full[m], sizeof full[m], "%.20s%.120s", o->prefix && strncmp(names[i], "cls.", 4) ? o->prefix : "", names[i]);
         t->name = full[m];
         t->ndim = shapes[i][1] < 0 ? 1 : 2;
@@ -622,10 +622,10 @@ static void sinusoidal_fallback_test(void) {
     emb_safetensors *st = NULL;
     snprintf(path, sizeof path, "%s/model.safetensors", src);
     if (emb_safetensors_open(path, 1, &st, err)) { CHECK(0, "%s", err); return; }
-    emb_st_write_tensor *wt = calloc((size_t)st->h.n, sizeof *wt);
+    emb_safetensors_write_tensor *wt = calloc((size_t)st->h.n, sizeof *wt);
     int m = 0;
     for (int i = 0; i < st->h.n; i++) {
-        const emb_st_tensor *t = &st->h.tensors[i];
+        const emb_safetensors_tensor *t = &st->h.tensors[i];
         if (strcmp(t->name, "embeddings.position_embeddings.weight") == 0) continue;
         wt[m].name = t->name;
         wt[m].dtype = t->dtype;

@@ -16,14 +16,14 @@ static unsigned char *image(const char *hdr, size_t data_len, size_t *size) {
     return b;
 }
 
-static int parse(const char *hdr, size_t data_len, char err[EMB_ERR_LEN], emb_st_header *h) {
+static int parse(const char *hdr, size_t data_len, char err[EMB_ERR_LEN], emb_safetensors_header *h) {
     size_t size;
     unsigned char *b = image(hdr, data_len, &size);
-    emb_st_header tmp;
+    emb_safetensors_header tmp;
     if (!h) h = &tmp;
     err[0] = 0;
-    int rc = emb_st_parse(b, size, "t.safetensors", h, err);
-    if (h == &tmp && rc == 0) emb_st_header_free(h);
+    int rc = emb_safetensors_parse(b, size, "t.safetensors", h, err);
+    if (h == &tmp && rc == 0) emb_safetensors_header_free(h);
     if (h != &tmp && rc == 0) { /* keep b alive only for the structure checks below: data pointers unused */ }
     free(b);
     return rc;
@@ -36,17 +36,17 @@ static int parse(const char *hdr, size_t data_len, char err[EMB_ERR_LEN], emb_st
 
 int main(void) {
     char err[EMB_ERR_LEN];
-    emb_st_header h;
+    emb_safetensors_header h;
     /* valid */
     int rc = parse("{\"__metadata__\":{\"format\":\"pt\"},\"b\":{\"dtype\":\"F32\",\"shape\":[2,3],\"data_offsets\":[8,32]},"
                    "\"a\":{\"dtype\":\"F16\",\"shape\":[4],\"data_offsets\":[0,8]}}  ", 32, err, &h);
     CHECK(rc == 0, "valid header: %s", err);
     if (rc == 0) {
-        const emb_st_tensor *a = emb_st_header_find(&h, "a"), *b = emb_st_header_find(&h, "b");
-        CHECK(h.n == 2 && a && b && !emb_st_header_find(&h, "c") && a->dtype == EMB_DT_F16 && a->ndim == 1 && a->shape[0] == 4 &&
+        const emb_safetensors_tensor *a = emb_safetensors_header_find(&h, "a"), *b = emb_safetensors_header_find(&h, "b");
+        CHECK(h.n == 2 && a && b && !emb_safetensors_header_find(&h, "c") && a->dtype == EMB_DT_F16 && a->ndim == 1 && a->shape[0] == 4 &&
               b->dtype == EMB_DT_F32 && b->ndim == 2 && b->shape[1] == 3 && b->begin == 8 && b->end == 32 && h.data_len == 32,
               "tensor table");
-        emb_st_header_free(&h);
+        emb_safetensors_header_free(&h);
     }
     GOOD("{}", 0);
     GOOD("{\"s\":{\"dtype\":\"F32\",\"shape\":[],\"data_offsets\":[0,4]}}", 4);           /* scalar */
@@ -81,26 +81,26 @@ int main(void) {
     /* length field problems */
     {
         unsigned char b[16] = {0};
-        CHECK(emb_st_parse(b, 5, "t.safetensors", &h, err) != 0 && strstr(err, "too short"), "5-byte file: %s", err);
+        CHECK(emb_safetensors_parse(b, 5, "t.safetensors", &h, err) != 0 && strstr(err, "too short"), "5-byte file: %s", err);
         b[0] = 200;
-        CHECK(emb_st_parse(b, 16, "t.safetensors", &h, err) != 0 && strstr(err, "past the end"), "length past end: %s", err);
+        CHECK(emb_safetensors_parse(b, 16, "t.safetensors", &h, err) != 0 && strstr(err, "past the end"), "length past end: %s", err);
         memset(b, 0xff, 8);
-        CHECK(emb_st_parse(b, 16, "t.safetensors", &h, err) != 0 && strstr(err, "exceeds the limit"), "huge length: %s", err);
+        CHECK(emb_safetensors_parse(b, 16, "t.safetensors", &h, err) != 0 && strstr(err, "exceeds the limit"), "huge length: %s", err);
         memset(b, 0, 8);
         b[3] = 0x10; /* 256 MiB */
-        CHECK(emb_st_parse(b, 16, "t.safetensors", &h, err) != 0 && strstr(err, "exceeds the limit"), "256 MiB header: %s", err);
+        CHECK(emb_safetensors_parse(b, 16, "t.safetensors", &h, err) != 0 && strstr(err, "exceeds the limit"), "256 MiB header: %s", err);
     }
     /* writer round trip, misaligned */
     {
         float v[6] = {1, 2, 3, 4, 5, 6};
-        emb_st_write_tensor t[2] = {{"w", EMB_DT_F32, 2, {2, 3}, v}, {"u", EMB_DT_U8, 1, {3}, "abc"}};
+        emb_safetensors_write_tensor t[2] = {{"w", EMB_DT_F32, 2, {2, 3}, v}, {"u", EMB_DT_U8, 1, {3}, "abc"}};
         const char *path = "/tmp/test_safetensors_rt.safetensors";
         CHECK(emb_safetensors_write(path, t, 2, 2, err) == 0, "write: %s", err);
         emb_safetensors *st = NULL;
         rc = emb_safetensors_open(path, 1, &st, err);
         CHECK(rc == 0, "open: %s", err);
         if (rc == 0) {
-            const emb_st_tensor *w = emb_safetensors_find(st, "w");
+            const emb_safetensors_tensor *w = emb_safetensors_find(st, "w");
             CHECK(w && w->ndim == 2 && w->shape[0] == 2 && (8 + st->h.header_len) % 8 == 2 && memcmp(w->data, v, sizeof v) == 0,
                   "round trip, data section at offset 2 mod 8");
             emb_safetensors_close(st);
