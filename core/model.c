@@ -2,7 +2,7 @@
 #include "encoder.h"
 #include "file.h"
 #include "pooling.h"
-#include "st_config.h"
+#include "sbert_config.h"
 #include "static_model.h"
 #include "tokenizer.h"
 #include "vec.h"
@@ -39,7 +39,7 @@ struct emb_model {
     emb_static_model *defined; /* architecture "defined" */
     emb_tokenizer *tok;        /* folder models */
     emb_encoder *enc;          /* NULL for tokenizer-only folders */
-    emb_st_config st;
+    emb_sbert_config sbert;     /* sentence-transformers settings (pooling, normalize, limit) */
     pthread_mutex_t lock;      /* guards idle */
     runner *idle;
     int n_idle;
@@ -102,7 +102,7 @@ static int exists(const char *dir, const char *file) {
  * more than the position table. */
 static int token_limit(const emb_model *m) {
     int64_t limit = 0;
-    if (m->st.present && m->st.max_seq_length > 0) limit = m->st.max_seq_length;
+    if (m->sbert.present && m->sbert.max_seq_length > 0) limit = m->sbert.max_seq_length;
     else if (emb_tokenizer_model_max_length(m->tok) > 0) limit = emb_tokenizer_model_max_length(m->tok);
     if (m->enc) {
         int maxpos = emb_encoder_get_info(m->enc)->max_positions;
@@ -114,10 +114,10 @@ static int token_limit(const emb_model *m) {
 static int load_folder(emb_model *m, const char *dir, const emb_load_options *opt, char err[EMB_ERR_LEN]) {
     struct stat st;
     if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) return emb_fail(err, "'%s' is not a folder", dir);
-    if (emb_st_config_load(dir, &m->st, err)) return -1;
+    if (emb_sbert_config_load(dir, &m->sbert, err)) return -1;
     char sub[PATH_MAX];
-    if (m->st.present && m->st.transformer_path[0]) { /* the Transformer module in a subfolder */
-        if (snprintf(sub, sizeof sub, "%s/%s", dir, m->st.transformer_path) >= (int)sizeof sub)
+    if (m->sbert.present && m->sbert.transformer_path[0]) { /* the Transformer module in a subfolder */
+        if (snprintf(sub, sizeof sub, "%s/%s", dir, m->sbert.transformer_path) >= (int)sizeof sub)
             return emb_fail(err, "path too long");
         dir = sub;
     }
@@ -136,8 +136,8 @@ static int load_folder(emb_model *m, const char *dir, const emb_load_options *op
     emb_model_info *info = &m->info;
     info->vocab_size = emb_tokenizer_vocab_size(m->tok);
     info->max_tokens = token_limit(m);
-    info->pooling = m->enc ? emb_pool_mode_name(m->st.pool) : NULL;
-    info->normalize = m->st.normalize;
+    info->pooling = m->enc ? emb_pool_mode_name(m->sbert.pool) : NULL;
+    info->normalize = m->sbert.normalize;
     if (!m->enc) {
         info->architecture = "tokenizer";
     } else {
@@ -150,9 +150,9 @@ static int load_folder(emb_model *m, const char *dir, const emb_load_options *op
         if (e->type_vocab > 0 && max_type >= e->type_vocab)
             return emb_fail(err, "tokenizer.json: the post_processor gives type id %d but the model has only %d token "
                             "types (config.json type_vocab_size)", max_type, e->type_vocab);
-        if (m->st.pooling_dim > 0 && m->st.pooling_dim != e->hidden)
+        if (m->sbert.pooling_dim > 0 && m->sbert.pooling_dim != e->hidden)
             return emb_fail(err, "1_Pooling/config.json: word_embedding_dimension %d differs from hidden size %d",
-                        m->st.pooling_dim, e->hidden);
+                        m->sbert.pooling_dim, e->hidden);
         info->architecture = e->arch;
         info->hidden = e->hidden;
         info->layers = e->layers;
@@ -166,7 +166,7 @@ static int load_folder(emb_model *m, const char *dir, const emb_load_options *op
         info->has_vectors = 1;
     }
     uint64_t parts[5] = {m->enc ? emb_encoder_fingerprint(m->enc) : 0, emb_tokenizer_fingerprint(m->tok),
-                         (uint64_t)m->st.pool, (uint64_t)m->st.normalize, (uint64_t)info->max_tokens};
+                         (uint64_t)m->sbert.pool, (uint64_t)m->sbert.normalize, (uint64_t)info->max_tokens};
     set_fingerprint(info, XXH3_64bits(parts, sizeof parts));
     return 0;
 }
@@ -392,8 +392,8 @@ static int embed_defined(emb_model *m, const char *const *texts, const size_t *l
 
 int emb_model_embed(emb_model *m, const char *const *texts, const size_t *lens, size_t n,
                     const emb_embed_options *opt, float *out, char err[EMB_ERR_LEN]) {
-    emb_pool_mode mode = opt && opt->pool >= 0 ? (emb_pool_mode)opt->pool : m->st.pool;
-    int normalize = opt && opt->normalize >= 0 ? opt->normalize : m->st.normalize;
+    emb_pool_mode mode = opt && opt->pool >= 0 ? (emb_pool_mode)opt->pool : m->sbert.pool;
+    int normalize = opt && opt->normalize >= 0 ? opt->normalize : m->sbert.normalize;
     if (m->defined) return embed_defined(m, texts, lens, n, mode, normalize, out, err);
     if (!m->enc) return emb_fail(err, "model '%s' is a tokenizer only: it has no vectors", m->name);
     if (n == 0) return 0;

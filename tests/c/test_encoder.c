@@ -7,7 +7,7 @@
 #include "pooling.h"
 #include "vec.h"
 #include "safetensors.h"
-#include "st_config.h"
+#include "sbert_config.h"
 #include <cblas.h>
 #include <cjson/cJSON.h>
 #include <math.h>
@@ -663,15 +663,15 @@ static void sinusoidal_fallback_test(void) {
     emb_encoder_free(b);
 }
 
-static void st_config_tests(void) {
+static void sbert_config_tests(void) {
     char err[EMB_ERR_LEN];
-    emb_st_config c;
-    int rc = emb_st_config_load(FIXTURES "/models/minilm-tiny-st", &c, err);
+    emb_sbert_config c;
+    int rc = emb_sbert_config_load(FIXTURES "/models/minilm-tiny-st", &c, err);
     CHECK(rc == 0 && c.present && c.pool == EMB_POOL_MEAN && c.normalize && c.max_seq_length == 128 && !c.do_lower_case &&
           c.pooling_dim == 48 && c.transformer_path[0] == 0,
           "minilm-tiny-st: rc %d present %d pool %d normalize %d max_seq_length %d (%s)", rc, c.present, c.pool, c.normalize,
           c.max_seq_length, rc ? err : "");
-    rc = emb_st_config_load(FIXTURES "/models/bert-tiny-uncased", &c, err);
+    rc = emb_sbert_config_load(FIXTURES "/models/bert-tiny-uncased", &c, err);
     CHECK(rc == 0 && !c.present && c.pool == EMB_POOL_MEAN && !c.normalize && c.max_seq_length == 0, "plain model: no st config");
     char *d = subdir("st");
     char *p1 = subdir("st/1_Pooling");
@@ -679,40 +679,40 @@ static void st_config_tests(void) {
     write_text(d, "modules.json", "[{\"idx\":0,\"name\":\"0\",\"path\":\"\",\"type\":\"sentence_transformers.models.Transformer\"},"
                                   "{\"idx\":1,\"name\":\"1\",\"path\":\"1_Pooling\",\"type\":\"sentence_transformers.models.Pooling\"}]");
     write_text(d, "1_Pooling/config.json", "{\"word_embedding_dimension\":8,\"pooling_mode_cls_token\":true,\"pooling_mode_mean_tokens\":false}");
-    rc = emb_st_config_load(d, &c, err);
+    rc = emb_sbert_config_load(d, &c, err);
     CHECK(rc == 0 && c.present && c.pool == EMB_POOL_CLS && !c.normalize && c.max_seq_length == 0, "cls pooling, no normalize: %s", rc ? err : "");
     write_text(d, "1_Pooling/config.json", "{\"pooling_mode_max_tokens\":true}");
     write_text(d, "sentence_bert_config.json", "{\"max_seq_length\":256,\"do_lower_case\":true}");
-    rc = emb_st_config_load(d, &c, err);
+    rc = emb_sbert_config_load(d, &c, err);
     CHECK(rc == 0 && c.pool == EMB_POOL_MAX && c.max_seq_length == 256 && c.do_lower_case, "max pooling, lower case: %s", rc ? err : "");
     write_text(d, "1_Pooling/config.json", "{\"pooling_mode_mean_sqrt_len_tokens\":true}");
-    rc = emb_st_config_load(d, &c, err);
+    rc = emb_sbert_config_load(d, &c, err);
     CHECK(rc != 0 && strstr(err, "1_Pooling/config.json") && strstr(err, "pooling_mode_mean_sqrt_len_tokens"), "mean_sqrt_len: %s", err);
     write_text(d, "1_Pooling/config.json", "{\"pooling_mode_mean_tokens\":true,\"pooling_mode_max_tokens\":true}");
-    rc = emb_st_config_load(d, &c, err);
+    rc = emb_sbert_config_load(d, &c, err);
     CHECK(rc != 0 && strstr(err, "several pooling modes"), "two modes: %s", err);
     write_text(d, "1_Pooling/config.json", "{\"pooling_mode_mean_tokens\":false}");
-    rc = emb_st_config_load(d, &c, err);
+    rc = emb_sbert_config_load(d, &c, err);
     CHECK(rc != 0 && strstr(err, "no pooling mode"), "no mode: %s", err);
     write_text(d, "1_Pooling/config.json", "{\"pooling_mode_mean_tokens\":true}");
     write_text(d, "sentence_bert_config.json", "{\"max_seq_length\":\"long\"}");
-    rc = emb_st_config_load(d, &c, err);
+    rc = emb_sbert_config_load(d, &c, err);
     CHECK(rc != 0 && strstr(err, "sentence_bert_config.json") && strstr(err, "max_seq_length"), "bad max_seq_length: %s", err);
     write_text(d, "sentence_bert_config.json", "{}");
     write_text(d, "modules.json", "[{\"path\":\"\",\"type\":\"sentence_transformers.models.Transformer\"},"
                                   "{\"path\":\"1_Pooling\",\"type\":\"sentence_transformers.models.Pooling\"},"
                                   "{\"path\":\"2_Dense\",\"type\":\"sentence_transformers.models.Dense\"}]");
-    rc = emb_st_config_load(d, &c, err);
+    rc = emb_sbert_config_load(d, &c, err);
     CHECK(rc != 0 && strstr(err, "modules.json") && strstr(err, "Dense"), "Dense module: %s", err);
     write_text(d, "modules.json", "[{\"path\":\"\",\"type\":\"sentence_transformers.models.Transformer\"},"
                                   "{\"path\":\"3_Pool\",\"type\":\"sentence_transformers.models.Pooling\"}]");
-    rc = emb_st_config_load(d, &c, err);
+    rc = emb_sbert_config_load(d, &c, err);
     CHECK(rc != 0 && strstr(err, "3_Pool/config.json"), "missing pooling config: %s", err);
     write_text(d, "modules.json", "[{\"path\":\"../x\",\"type\":\"sentence_transformers.models.Pooling\"}]");
-    rc = emb_st_config_load(d, &c, err);
+    rc = emb_sbert_config_load(d, &c, err);
     CHECK(rc != 0 && strstr(err, "modules.json"), "path escaping the folder: %s", err);
     write_text(d, "modules.json", "[{");
-    rc = emb_st_config_load(d, &c, err);
+    rc = emb_sbert_config_load(d, &c, err);
     CHECK(rc != 0 && strstr(err, "modules.json"), "broken modules.json: %s", err);
 }
 
@@ -826,7 +826,7 @@ int main(void) {
     synthetic_tests();
     corrupt_tests();
     sinusoidal_fallback_test();
-    st_config_tests();
+    sbert_config_tests();
     pooling_tests();
     thread_tests();
     rm_rf(tmpdir);

@@ -1,4 +1,4 @@
-#include "st_config.h"
+#include "sbert_config.h"
 #include "emb_json.h"
 #include "file.h"
 #include "model_config.h"
@@ -24,8 +24,8 @@ static int safe_rel_path(const char *p) {
     return strlen(p) < 100;
 }
 
-int emb_st_config_load(const char *dir, emb_st_config *out, char err[EMB_ERR_LEN]) {
-    emb_st_config c;
+int emb_sbert_config_load(const char *dir, emb_sbert_config *out, char err[EMB_ERR_LEN]) {
+    emb_sbert_config c;
     memset(&c, 0, sizeof c);
     memset(out, 0, sizeof *out);
     c.pool = EMB_POOL_MEAN;
