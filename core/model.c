@@ -3,7 +3,7 @@
 #include "file.h"
 #include "pooling.h"
 #include "sbert_config.h"
-#include "static_model.h"
+#include "defined_model.h"
 #include "tokenizer.h"
 #include "vec.h"
 #include <inttypes.h>
@@ -36,7 +36,7 @@ struct emb_model {
     atomic_int refs;
     emb_model_info info;
     char *name, *path;
-    emb_static_model *defined; /* architecture "defined" */
+    emb_defined_model *defined; /* architecture "defined" */
     emb_tokenizer *tok;        /* folder models */
     emb_encoder *enc;          /* NULL for tokenizer-only folders */
     emb_sbert_config sbert;     /* sentence-transformers settings (pooling, normalize, limit) */
@@ -68,11 +68,11 @@ static void set_fingerprint(emb_model_info *info, uint64_t h) {
 int emb_model_define(const char *name, const char *json, size_t len, emb_model **out,
                      char err[EMB_ERR_LEN]) {
     *out = NULL;
-    emb_static_model *sm;
-    if (emb_static_model_from_json(json, len, &sm, err)) return -1;
+    emb_defined_model *sm;
+    if (emb_defined_model_from_json(json, len, &sm, err)) return -1;
     emb_model *m = model_new(name, NULL);
     if (!m) {
-        emb_static_model_free(sm);
+        emb_defined_model_free(sm);
         return emb_fail(err, "out of memory");
     }
     m->defined = sm;
@@ -87,7 +87,7 @@ int emb_model_define(const char *name, const char *json, size_t len, emb_model *
     info->weight_type = "F32";
     info->bytes = (int64_t)(sm->vocab_size + sm->max_positions) * sm->dim * (int64_t)sizeof(float);
     info->has_vectors = 1;
-    set_fingerprint(info, emb_static_fingerprint(sm));
+    set_fingerprint(info, emb_defined_fingerprint(sm));
     *out = m;
     return 0;
 }
@@ -211,7 +211,7 @@ void emb_model_release(emb_model *m) {
         runner_free(r);
     }
     pthread_mutex_destroy(&m->lock);
-    emb_static_model_free(m->defined);
+    emb_defined_model_free(m->defined);
     emb_tokenizer_free(m->tok);
     emb_encoder_free(m->enc);
     free(m->name);
@@ -262,7 +262,7 @@ int emb_model_tokenize_limit(const emb_model *m, const char *text, size_t len, c
     enc->n = 0;
     if (m->defined) {
         if (text_b) return emb_fail(err, "a defined model takes one text, not a pair");
-        return emb_static_tokenize(m->defined, text, len, enc, err);
+        return emb_defined_tokenize(m->defined, text, len, enc, err);
     }
     if (max_tokens < 0) max_tokens = m->info.max_tokens;
     return emb_tokenize(m->tok, text, len, text_b, len_b, (size_t)max_tokens, enc, err);

@@ -8,7 +8,7 @@
 #include "emb_json.h"
 #include "file.h"
 #include "model.h"
-#include "static_model.h"
+#include "defined_model.h"
 #include "tokenizer.h"
 #include "vocab.h"
 #include <cjson/cJSON.h>
@@ -282,20 +282,20 @@ static void vocabulary_bounds(void) {
 
 static void nul_in_a_word(void) {
     const char *def = "{\"vocab\": [\"bus\", \"is\", \"late\", \"b\"], \"embeddings\": [[1],[2],[3],[4]], \"positions\": [[0],[0],[0]]}";
-    emb_static_model *m;
+    emb_defined_model *m;
     char err[EMB_ERR_LEN];
-    CHECK(emb_static_model_from_json(def, strlen(def), &m, err) == 0, "define: %s", err);
+    CHECK(emb_defined_model_from_json(def, strlen(def), &m, err) == 0, "define: %s", err);
     /* a heap copy of exactly the bytes, so that ASan sees any read past them */
     char *w = malloc(8);
     memcpy(w, "bus\0xxxx", 8);
-    CHECK(emb_static_lookup(m, w, 8) == -1 && emb_static_lookup(m, w, 3) == 0 && emb_static_lookup(m, w, 4) == -1 &&
-          emb_static_lookup(m, w, 1) == 3 && emb_static_lookup(m, w, 2) == -1, "lookups by length");
+    CHECK(emb_defined_lookup(m, w, 8) == -1 && emb_defined_lookup(m, w, 3) == 0 && emb_defined_lookup(m, w, 4) == -1 &&
+          emb_defined_lookup(m, w, 1) == 3 && emb_defined_lookup(m, w, 2) == -1, "lookups by length");
     emb_encoding enc;
     emb_encoding_init(&enc);
-    CHECK(emb_static_tokenize(m, w, 8, &enc, err) != 0 && strcmp(err, "word 1 contains a NUL character") == 0, "%s", err);
+    CHECK(emb_defined_tokenize(m, w, 8, &enc, err) != 0 && strcmp(err, "word 1 contains a NUL character") == 0, "%s", err);
     emb_encoding_free(&enc);
     free(w);
-    emb_static_model_free(m);
+    emb_defined_model_free(m);
 }
 
 int main(void) {

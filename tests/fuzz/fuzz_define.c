@@ -3,7 +3,7 @@
  * own vocabulary; the input bytes, as text (NULs and invalid UTF-8 included), tokenize or fail
  * cleanly. */
 #include "model.h"
-#include "static_model.h"
+#include "defined_model.h"
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,9 +17,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         return 0;
     }
     const emb_model_info *in = emb_model_get_info(m);
-    if (in->hidden < 1 || in->hidden > EMB_STATIC_MAX_DIMS || in->vocab_size < 1 || in->vocab_size > EMB_STATIC_MAX_VOCAB ||
-        in->max_positions < 1 || in->max_positions > EMB_STATIC_MAX_POSITIONS ||
-        (uint64_t)in->bytes > EMB_STATIC_MAX_BYTES)
+    if (in->hidden < 1 || in->hidden > EMB_DEFINED_MAX_DIMS || in->vocab_size < 1 || in->vocab_size > EMB_DEFINED_MAX_VOCAB ||
+        in->max_positions < 1 || in->max_positions > EMB_DEFINED_MAX_POSITIONS ||
+        (uint64_t)in->bytes > EMB_DEFINED_MAX_BYTES)
         __builtin_trap();
     /* the first words of the vocabulary, one per position, as a text */
     size_t cap = 1, len = 0;

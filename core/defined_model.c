@@ -1,4 +1,4 @@
-#include "static_model.h"
+#include "defined_model.h"
 #include "posenc.h"
 #include "emb_json.h"
 #include <float.h>
@@ -10,10 +10,10 @@
 #include "utf8.h"
 #include <xxhash.h>
 
-#define STATIC_DEFAULT_POSITIONS 512
+#define DEFINED_DEFAULT_POSITIONS 512
 
 static int cmp_words(const void *a, const void *b, void *m) {
-    const emb_static_model *sm = m;
+    const emb_defined_model *sm = m;
     return strcmp(sm->vocab[*(const int32_t *)a], sm->vocab[*(const int32_t *)b]);
 }
 
@@ -38,12 +38,12 @@ static int read_matrix(const cJSON *arr, const char *key, int32_t rows, int32_t 
     return 0;
 }
 
-static int parse_vocab(const cJSON *vocab, emb_static_model *m, char err[EMB_ERR_LEN]) {
+static int parse_vocab(const cJSON *vocab, emb_defined_model *m, char err[EMB_ERR_LEN]) {
     if (!cJSON_IsArray(vocab) || cJSON_GetArraySize(vocab) == 0)
         return emb_fail(err, "\"vocab\" must be a non-empty array of strings");
     m->vocab_size = cJSON_GetArraySize(vocab);
-    if (m->vocab_size > EMB_STATIC_MAX_VOCAB)
-        return emb_fail(err, "\"vocab\" has %d words, more than the %d allowed", m->vocab_size, EMB_STATIC_MAX_VOCAB);
+    if (m->vocab_size > EMB_DEFINED_MAX_VOCAB)
+        return emb_fail(err, "\"vocab\" has %d words, more than the %d allowed", m->vocab_size, EMB_DEFINED_MAX_VOCAB);
     m->vocab = calloc((size_t)m->vocab_size, sizeof(char *));
     m->sorted = malloc((size_t)m->vocab_size * sizeof(int32_t));
     if (!m->vocab || !m->sorted) return emb_fail(err, "out of memory");
@@ -68,14 +68,14 @@ static int parse_vocab(const cJSON *vocab, emb_static_model *m, char err[EMB_ERR
 }
 
 /* The number of position rows: those given, or "max_positions" (default 512) for "sinusoidal". */
-static int position_rows(const cJSON *root, const cJSON *pos, emb_static_model *m, char err[EMB_ERR_LEN]) {
+static int position_rows(const cJSON *root, const cJSON *pos, emb_defined_model *m, char err[EMB_ERR_LEN]) {
     if (cJSON_IsString(pos)) {
         if (strcmp(pos->valuestring, "sinusoidal") != 0)
             return emb_fail(err, "\"positions\" must be an array of rows or \"sinusoidal\"");
         const cJSON *maxp = cJSON_GetObjectItemCaseSensitive(root, "max_positions");
-        int64_t n = STATIC_DEFAULT_POSITIONS;
-        if (maxp && emb_json_int(maxp, 1, EMB_STATIC_MAX_POSITIONS, &n))
-            return emb_fail(err, "\"max_positions\" must be an integer from 1 to %d", EMB_STATIC_MAX_POSITIONS);
+        int64_t n = DEFINED_DEFAULT_POSITIONS;
+        if (maxp && emb_json_int(maxp, 1, EMB_DEFINED_MAX_POSITIONS, &n))
+            return emb_fail(err, "\"max_positions\" must be an integer from 1 to %d", EMB_DEFINED_MAX_POSITIONS);
         m->max_positions = (int32_t)n;
         m->sinusoidal = 1;
         return 0;
@@ -84,14 +84,14 @@ static int position_rows(const cJSON *root, const cJSON *pos, emb_static_model *
     if (!cJSON_IsArray(pos) || cJSON_GetArraySize(pos) == 0)
         return emb_fail(err, "\"positions\" must be a non-empty array of arrays of numbers, or \"sinusoidal\"");
     m->max_positions = cJSON_GetArraySize(pos);
-    if (m->max_positions > EMB_STATIC_MAX_POSITIONS)
+    if (m->max_positions > EMB_DEFINED_MAX_POSITIONS)
         return emb_fail(err, "\"positions\" has %d rows, more than the %d allowed", m->max_positions,
-                        EMB_STATIC_MAX_POSITIONS);
+                        EMB_DEFINED_MAX_POSITIONS);
     return 0;
 }
 
 /* Every size is known and checked against the limits before a table is allocated. */
-static int parse(const cJSON *root, emb_static_model *m, char err[EMB_ERR_LEN]) {
+static int parse(const cJSON *root, emb_defined_model *m, char err[EMB_ERR_LEN]) {
     if (!cJSON_IsObject(root)) return emb_fail(err, "model definition must be a JSON object");
     if (parse_vocab(cJSON_GetObjectItemCaseSensitive(root, "vocab"), m, err)) return -1;
     const cJSON *emb = cJSON_GetObjectItemCaseSensitive(root, "embeddings");
@@ -101,14 +101,14 @@ static int parse(const cJSON *root, emb_static_model *m, char err[EMB_ERR_LEN]) 
     if (rows != m->vocab_size)
         return emb_fail(err, "\"embeddings\" has %d rows, expected %d (one per vocabulary word)", rows, m->vocab_size);
     m->dim = cJSON_GetArraySize(emb->child);
-    if (m->dim < 1 || m->dim > EMB_STATIC_MAX_DIMS)
-        return emb_fail(err, "\"embeddings\"[0] has %d values (1 to %d allowed)", m->dim, EMB_STATIC_MAX_DIMS);
+    if (m->dim < 1 || m->dim > EMB_DEFINED_MAX_DIMS)
+        return emb_fail(err, "\"embeddings\"[0] has %d values (1 to %d allowed)", m->dim, EMB_DEFINED_MAX_DIMS);
     const cJSON *pos = cJSON_GetObjectItemCaseSensitive(root, "positions");
     if (position_rows(root, pos, m, err)) return -1;
     uint64_t bytes = ((uint64_t)m->vocab_size + (uint64_t)m->max_positions) * (uint64_t)m->dim * sizeof(float);
-    if (bytes > EMB_STATIC_MAX_BYTES)
+    if (bytes > EMB_DEFINED_MAX_BYTES)
         return emb_fail(err, "the tables would take %llu bytes, more than the %llu allowed ((vocabulary + positions) "
-                        "x dimensions x 4)", (unsigned long long)bytes, (unsigned long long)EMB_STATIC_MAX_BYTES);
+                        "x dimensions x 4)", (unsigned long long)bytes, (unsigned long long)EMB_DEFINED_MAX_BYTES);
     if (read_matrix(emb, "embeddings", m->vocab_size, m->dim, &m->embeddings, err)) return -1;
     if (!m->sinusoidal) return read_matrix(pos, "positions", m->max_positions, m->dim, &m->positions, err);
     m->positions = malloc((size_t)m->max_positions * (size_t)m->dim * sizeof(float));
@@ -118,12 +118,12 @@ static int parse(const cJSON *root, emb_static_model *m, char err[EMB_ERR_LEN]) 
     return 0;
 }
 
-int emb_static_model_from_json(const char *json, size_t len, emb_static_model **out,
+int emb_defined_model_from_json(const char *json, size_t len, emb_defined_model **out,
                                char err[EMB_ERR_LEN]) {
     *out = NULL;
     cJSON *root = cJSON_ParseWithLength(json, len);
     if (!root) return emb_fail(err, "model definition is not valid JSON");
-    emb_static_model *m = calloc(1, sizeof *m);
+    emb_defined_model *m = calloc(1, sizeof *m);
     if (!m) {
         cJSON_Delete(root);
         return emb_fail(err, "out of memory");
@@ -131,14 +131,14 @@ int emb_static_model_from_json(const char *json, size_t len, emb_static_model **
     int rc = parse(root, m, err);
     cJSON_Delete(root);
     if (rc) {
-        emb_static_model_free(m);
+        emb_defined_model_free(m);
         return rc;
     }
     *out = m;
     return 0;
 }
 
-void emb_static_model_free(emb_static_model *m) {
+void emb_defined_model_free(emb_defined_model *m) {
     if (!m) return;
     if (m->vocab)
         for (int32_t i = 0; i < m->vocab_size; i++) free(m->vocab[i]);
@@ -149,7 +149,7 @@ void emb_static_model_free(emb_static_model *m) {
     free(m);
 }
 
-int32_t emb_static_lookup(const emb_static_model *m, const char *word, size_t len) {
+int32_t emb_defined_lookup(const emb_defined_model *m, const char *word, size_t len) {
     int32_t lo = 0, hi = m->vocab_size - 1;
     while (lo <= hi) {
         int32_t mid = lo + (hi - lo) / 2;
@@ -167,7 +167,7 @@ int32_t emb_static_lookup(const emb_static_model *m, const char *word, size_t le
 
 static int is_space(char c) { return c == ' ' || (c >= '\t' && c <= '\r'); }
 
-int emb_static_tokenize(const emb_static_model *m, const char *text, size_t len,
+int emb_defined_tokenize(const emb_defined_model *m, const char *text, size_t len,
                         emb_encoding *enc, char err[EMB_ERR_LEN]) {
     enc->n = 0;
     size_t bad;
@@ -178,7 +178,7 @@ int emb_static_tokenize(const emb_static_model *m, const char *text, size_t len,
         if (i == len) break;
         size_t start = i;
         while (i < len && !is_space(text[i])) i++;
-        int32_t id = emb_static_lookup(m, text + start, i - start);
+        int32_t id = emb_defined_lookup(m, text + start, i - start);
         if (id < 0 && memchr(text + start, '\0', i - start))
             return emb_fail(err, "word %zu contains a NUL character", enc->n + 1);
         if (id < 0) {
@@ -195,7 +195,7 @@ int emb_static_tokenize(const emb_static_model *m, const char *text, size_t len,
     return 0;
 }
 
-uint64_t emb_static_fingerprint(const emb_static_model *m) {
+uint64_t emb_defined_fingerprint(const emb_defined_model *m) {
     XXH3_state_t *st = XXH3_createState();
     if (!st) return 0;
     XXH3_64bits_reset(st);
