@@ -7,6 +7,10 @@
 #include <cjson/cJSON.h>
 #include "emb_common.h"
 
+/* The most bytes a JSON settings file of a model folder (config.json, tokenizer_config.json,
+ * the sentence-transformers files) may have. */
+#define EMB_CONFIG_MAX_BYTES (16u << 20)
+
 /* 0 and *out when j is a JSON number that is an integer in [lo, hi] (|lo|, |hi| <= 2^53),
  * else -1: no float-to-int cast of a number that does not fit. */
 int emb_json_int(const cJSON *j, int64_t lo, int64_t hi, int64_t *out);

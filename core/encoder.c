@@ -317,7 +317,7 @@ static void task_ln2(void *cv, int t, int worker) {
 int emb_encoder_forward(const emb_encoder *e, emb_workspace *ws, int B, int T, const int32_t *ids,
                         const int32_t *type_ids, const int32_t *lens, int n_layers, float *out,
                         char err[EMB_ERR_LEN]) {
-    const emb_model_config *c = &e->cfg;
+    const emb_encoder_config *c = &e->cfg;
     const int H = c->hidden, FF = c->intermediate, NH = c->heads, dh = H / NH;
     if (B < 1 || T < 1) { snprintf(err, EMB_ERR_LEN, "batch %d x %d tokens: both must be at least 1", B, T); return -1; }
     if (T > c->max_positions) {

@@ -3,7 +3,7 @@
 #ifndef EMBED_ENCODER_INTERNAL_H
 #define EMBED_ENCODER_INTERNAL_H
 #include "encoder.h"
-#include "model_config.h"
+#include "encoder_config.h"
 #include "safetensors.h"
 #include <xxhash.h>
 
@@ -14,7 +14,7 @@ typedef struct {
 } emb_layer_weights;
 
 struct emb_encoder {
-    emb_model_config cfg;
+    emb_encoder_config cfg;
     emb_encoder_info info;
     char prefix[16];
     char src_label[64];         /* "model.safetensors" or "model.safetensors.index.json" */

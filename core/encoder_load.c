@@ -179,7 +179,7 @@ static void sinusoidal_table(float *out, int n_pos, int dim) {
 /* A DistilBERT sinusoidal table that is not stored is built from config.json alone: it may not
  * be larger than the weights in the files, so that a config cannot ask for gigabytes. */
 static int build_sinusoidal(emb_encoder *e, char err[EMB_ERR_LEN]) {
-    const emb_model_config *c = &e->cfg;
+    const emb_encoder_config *c = &e->cfg;
     uint64_t in_files = 0;
     for (int i = 0; i < e->nfiles; i++) in_files += e->files[i]->h.data_len;
     uint64_t bytes = (uint64_t)c->max_positions * (uint64_t)c->hidden * sizeof(float);
@@ -207,9 +207,9 @@ int emb_encoder_load_with(const char *dir, int use_mmap, emb_encoder **out, char
     e->hash = XXH3_createState();
     if (!e->hash) { snprintf(err, EMB_ERR_LEN, "out of memory"); goto fail; }
     XXH3_64bits_reset(e->hash);
-    if (emb_model_config_load(dir, &e->cfg, err)) goto fail;
+    if (emb_encoder_config_load(dir, &e->cfg, err)) goto fail;
     if (open_weights(e, dir, use_mmap, err)) goto fail;
-    const emb_model_config *c = &e->cfg;
+    const emb_encoder_config *c = &e->cfg;
     int H = c->hidden, FF = c->intermediate;
     int bert = c->arch == EMB_ARCH_BERT;
     /* prefix: the one under which the word embeddings exist */

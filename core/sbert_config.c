@@ -1,7 +1,6 @@
 #include "sbert_config.h"
 #include "emb_json.h"
 #include "file.h"
-#include "model_config.h"
 #include <stdio.h>
 #include <string.h>
 

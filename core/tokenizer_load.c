@@ -15,7 +15,6 @@
 
 #include "emb_json.h"
 #include "file.h"
-#include "model_config.h"
 #include "unicode_hf.h"
 
 #define MAX_TYPE_ID 255                 /* token type ids of a template */

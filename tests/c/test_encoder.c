@@ -3,7 +3,7 @@
 #include "check.h"
 #include "encoder.h"
 #include "file.h"
-#include "model_config.h"
+#include "encoder_config.h"
 #include "pooling.h"
 #include "vec.h"
 #include "safetensors.h"

@@ -1,15 +1,15 @@
-/* libFuzzer harness over config.json parsing (emb_model_config_parse): the input is the file's
+/* libFuzzer harness over config.json parsing (emb_encoder_config_parse): the input is the file's
  * text. Every failure has a message naming config.json; every success is a configuration the
- * encoder can size from without overflow (the ranges emb_model_config_parse promises). */
-#include "model_config.h"
+ * encoder can size from without overflow (the ranges emb_encoder_config_parse promises). */
+#include "encoder_config.h"
 #include <stdint.h>
 #include <string.h>
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-    emb_model_config c;
+    emb_encoder_config c;
     char err[EMB_ERR_LEN];
     err[0] = 0;
-    if (emb_model_config_parse((const char *)data, size, "config.json", &c, err) != 0) {
+    if (emb_encoder_config_parse((const char *)data, size, "config.json", &c, err) != 0) {
         if (!memchr(err, 0, sizeof err) || strncmp(err, "config.json: ", 13) != 0) __builtin_trap();
         return 0;
     }

@@ -1,7 +1,8 @@
-/* config.json of a Hugging Face BERT or DistilBERT checkpoint, mapped to one
- * encoder description. */
-#ifndef EMBED_MODEL_CONFIG_H
-#define EMBED_MODEL_CONFIG_H
+/* The encoder's configuration: config.json of a Hugging Face BERT or DistilBERT checkpoint,
+ * read into the one description the encoder is built from (named for its user, the encoder:
+ * the model folder holds other JSON settings, read by the tokenizer and sbert_config). */
+#ifndef EMBED_ENCODER_CONFIG_H
+#define EMBED_ENCODER_CONFIG_H
 #include <stddef.h>
 #include "emb_common.h"
 
@@ -16,13 +17,10 @@ typedef struct {
     float ln_eps;
     emb_activation act;
     int pad_token_id;
-} emb_model_config;
+} emb_encoder_config;
 
 /* Parse config.json text; file names the file in messages. */
-int emb_model_config_parse(const char *json, size_t len, const char *file, emb_model_config *out, char err[EMB_ERR_LEN]);
-/* The most bytes a JSON settings file of a model folder (config.json, tokenizer_config.json,
- * the sentence-transformers files) may have. */
-#define EMB_CONFIG_MAX_BYTES (16u << 20)
+int emb_encoder_config_parse(const char *json, size_t len, const char *file, emb_encoder_config *out, char err[EMB_ERR_LEN]);
 /* Read <dir>/config.json. */
-int emb_model_config_load(const char *dir, emb_model_config *out, char err[EMB_ERR_LEN]);
+int emb_encoder_config_load(const char *dir, emb_encoder_config *out, char err[EMB_ERR_LEN]);
 #endif

@@ -1,4 +1,4 @@
-#include "model_config.h"
+#include "encoder_config.h"
 #include "emb_json.h"
 #include "file.h"
 #include <float.h>
@@ -30,8 +30,8 @@ static int get_int(const cJSON *root, const char *key, int has_def, int def, int
     return 0;
 }
 
-int emb_model_config_parse(const char *json, size_t len, const char *file, emb_model_config *out, char err[EMB_ERR_LEN]) {
-    emb_model_config c;
+int emb_encoder_config_parse(const char *json, size_t len, const char *file, emb_encoder_config *out, char err[EMB_ERR_LEN]) {
+    emb_encoder_config c;
     memset(&c, 0, sizeof c);
     memset(out, 0, sizeof *out);
     cJSON *root = cJSON_ParseWithLength(json, len);
@@ -111,13 +111,13 @@ fail:
     return -1;
 }
 
-int emb_model_config_load(const char *dir, emb_model_config *out, char err[EMB_ERR_LEN]) {
+int emb_encoder_config_load(const char *dir, emb_encoder_config *out, char err[EMB_ERR_LEN]) {
     char path[4096];
     if (emb_path_join(path, sizeof path, dir, "config.json", err)) return -1;
     char *txt;
     size_t len;
     if (emb_read_file(path, EMB_CONFIG_MAX_BYTES, &txt, &len, err)) return -1;
-    int rc = emb_model_config_parse(txt, len, "config.json", out, err);
+    int rc = emb_encoder_config_parse(txt, len, "config.json", out, err);
     free(txt);
     return rc;
 }
