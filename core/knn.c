@@ -91,33 +91,64 @@ static int hit_cmp(const void *pa, const void *pb) {
     return (a->id > b->id) - (a->id < b->id);
 }
 
-int emb_knn_search(const emb_knn_index *ix, const float *q, size_t k, emb_knn_scratch *scratch,
-                   emb_knn_hit *out, size_t *n_out) {
+/* The float32 scores of the rows at positions rows[0 .. m-1] (all rows when rows is NULL),
+ * lower nearer: as score_rows, one row at a time. */
+static void score_some(const emb_knn_index *ix, const float *q, const size_t *rows, size_t m, float *score) {
+    size_t d = ix->d;
+    for (size_t j = 0; j < m; j++) {
+        const float *v = ix->vectors + rows[j] * d;
+        float dot = ix->metric == EMB_METRIC_L1 ? 0.0f : cblas_sdot((blasint)d, v, 1, q, 1);
+        switch (ix->metric) {
+        case EMB_METRIC_COSINE: score[j] = -dot * ix->aux[rows[j]]; break;
+        case EMB_METRIC_L2: score[j] = ix->aux[rows[j]] - 2.0f * dot; break;
+        case EMB_METRIC_DOT: score[j] = -dot; break;
+        default: score[j] = (float)emb_vec_l1(v, q, d); break;
+        }
+    }
+}
+
+int emb_knn_search_rows(const emb_knn_index *ix, const float *q, size_t k, const size_t *rows, size_t m,
+                        emb_knn_scratch *scratch, emb_knn_hit *out, size_t *n_out) {
     size_t n = ix->n, d = ix->d;
     *n_out = 0;
-    if (k > n) k = n;
+    if (!rows) m = n;
+    if (k > m) k = m;
     if (k == 0) return 0;
-    size_t m = k + k / 4 + 16;
-    if (m > n) m = n;
+    size_t keep = k + k / 4 + 16;
+    if (keep > m) keep = m;
+    /* many rows: one sgemv over the whole array is faster than a dot product per row */
+    int whole = !rows || m > n / 8;
+    size_t need = whole ? n : m;
     emb_knn_scratch own = {0};
     if (!scratch) scratch = &own;
-    if (scratch->cap < n) {
+    if (scratch->cap < need) {
         emb_knn_scratch_free(scratch);
-        if (!(scratch->score = malloc(n * sizeof *scratch->score))) return -1;
-        scratch->cap = n;
+        if (!(scratch->score = malloc(need * sizeof *scratch->score))) return -1;
+        scratch->cap = need;
     }
-    cand *heap = malloc(m * sizeof *heap);
-    emb_knn_hit *hits = malloc(m * sizeof *hits);
-    if (!heap || !hits) {
+    cand *heap = malloc(keep * sizeof *heap);
+    emb_knn_hit *hits = malloc(keep * sizeof *hits);
+    float *picked = whole && rows ? malloc(m * sizeof *picked) : NULL;
+    if (!heap || !hits || (whole && rows && !picked)) {
         free(heap);
         free(hits);
+        free(picked);
         emb_knn_scratch_free(&own);
         return -1;
     }
-    score_rows(ix, q, scratch->score);
-    size_t h = select_best(scratch->score, n, heap, m);
+    const float *score = scratch->score;
+    if (whole) {
+        score_rows(ix, q, scratch->score);
+        if (rows) {
+            for (size_t j = 0; j < m; j++) picked[j] = scratch->score[rows[j]];
+            score = picked;
+        }
+    } else {
+        score_some(ix, q, rows, m, scratch->score);
+    }
+    size_t h = select_best(score, m, heap, keep);
     for (size_t j = 0; j < h; j++) {
-        size_t i = heap[j].i;
+        size_t i = rows ? rows[heap[j].i] : heap[j].i;
         hits[j].dist = emb_vec_distance(ix->metric, ix->vectors + i * d, q, d);
         if (hits[j].dist != hits[j].dist) hits[j].dist = 1.0; /* a zero row has no direction: cos 0 */
         hits[j].id = ix->ids ? ix->ids[i] : (int64_t)i;
@@ -128,6 +159,12 @@ int emb_knn_search(const emb_knn_index *ix, const float *q, size_t k, emb_knn_sc
     memcpy(out, hits, *n_out * sizeof *out);
     free(heap);
     free(hits);
+    free(picked);
     emb_knn_scratch_free(&own);
     return 0;
+}
+
+int emb_knn_search(const emb_knn_index *ix, const float *q, size_t k, emb_knn_scratch *scratch,
+                   emb_knn_hit *out, size_t *n_out) {
+    return emb_knn_search_rows(ix, q, k, NULL, 0, scratch, out, n_out);
 }

@@ -48,5 +48,10 @@ float emb_knn_aux(emb_metric m, const float *v, size_t d);
  * for this search only). Returns 0, or -1 when out of memory. */
 int emb_knn_search(const emb_knn_index *ix, const float *q, size_t k, emb_knn_scratch *scratch,
                    emb_knn_hit *out, size_t *n_out);
+/* As emb_knn_search, among the m rows at positions rows[0 .. m-1] only (a filtered search):
+ * a few rows are scored one by one, so a selective filter makes the search cheaper. rows NULL:
+ * every row. */
+int emb_knn_search_rows(const emb_knn_index *ix, const float *q, size_t k, const size_t *rows, size_t m,
+                        emb_knn_scratch *scratch, emb_knn_hit *out, size_t *n_out);
 
 #endif

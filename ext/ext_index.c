@@ -44,8 +44,52 @@
 
 /* ---------- query planning ---------- */
 
+/* The condition op of SQLite's as a filter of core's (emb_op), or -1 for one not taken. */
+static int filter_op(sqlite3_index_info *info, int i) {
+    switch (info->aConstraint[i].op) {
+    case SQLITE_INDEX_CONSTRAINT_EQ: return sqlite3_vtab_in(info, i, -1) ? EMB_OP_IN : EMB_OP_EQ;
+    case SQLITE_INDEX_CONSTRAINT_NE: return EMB_OP_NE;
+    case SQLITE_INDEX_CONSTRAINT_LT: return EMB_OP_LT;
+    case SQLITE_INDEX_CONSTRAINT_LE: return EMB_OP_LE;
+    case SQLITE_INDEX_CONSTRAINT_GT: return EMB_OP_GT;
+    case SQLITE_INDEX_CONSTRAINT_GE: return EMB_OP_GE;
+    case SQLITE_INDEX_CONSTRAINT_IS: return EMB_OP_IS;
+    case SQLITE_INDEX_CONSTRAINT_ISNOT: return EMB_OP_ISNOT;
+    case SQLITE_INDEX_CONSTRAINT_ISNULL: return EMB_OP_ISNULL;
+    case SQLITE_INDEX_CONSTRAINT_ISNOTNULL: return EMB_OP_NOTNULL;
+    default: return -1;
+    }
+}
+
+/* A search's conditions on metadata columns and the rowid go into the search (the k nearest
+ * among the rows that satisfy them), as arguments from `next` on, listed in idxStr as
+ * "col,op;" (col -1: the rowid). SQLite checks them again on the k rows (omit stays 0), but
+ * for IN lists, which it hands over whole only when omitted. */
+static int take_filters(ix_vtab *v, sqlite3_index_info *info, int next) {
+    sqlite3_str *s = sqlite3_str_new(NULL);
+    int taken = 0;
+    for (int i = 0; i < info->nConstraint && taken < 2 * (MAX_META + 1) + 8; i++) {
+        const struct sqlite3_index_constraint *c = &info->aConstraint[i];
+        int col = c->iColumn == -1 ? -1 : c->iColumn - COL_META, op;
+        if (!c->usable || (col < 0 && c->iColumn != -1) || col >= v->n_meta || (op = filter_op(info, i)) < 0)
+            continue;
+        info->aConstraintUsage[i].argvIndex = next++;
+        if (op == EMB_OP_IN) { /* the whole list at once, which SQLite grants to omitted IN terms */
+            sqlite3_vtab_in(info, i, 1);
+            info->aConstraintUsage[i].omit = 1;
+        }
+        sqlite3_str_appendf(s, "%d,%d;", col, op);
+        taken++;
+    }
+    char *str = sqlite3_str_finish(s);
+    if (!str && taken) return SQLITE_NOMEM;
+    info->idxStr = str;
+    info->needToFreeIdxStr = 1;
+    return SQLITE_OK;
+}
+
 static int ix_best_index(sqlite3_vtab *vt, sqlite3_index_info *info) {
-    (void)vt;
+    ix_vtab *v = (ix_vtab *)vt;
     int match = -1, k = -1, limit = -1, offset = -1, rowid = -1, unusable_match = 0, unusable_k = 0;
     int search_terms = 0; /* conditions on k or distance, which only a search has */
     for (int i = 0; i < info->nConstraint; i++) {
@@ -100,6 +144,8 @@ static int ix_best_index(sqlite3_vtab *vt, sqlite3_index_info *info) {
         }
         if (info->nOrderBy == 1 && info->aOrderBy[0].iColumn == COL_DISTANCE && !info->aOrderBy[0].desc)
             info->orderByConsumed = 1;
+        int rc = take_filters(v, info, (flags & F_OFFSET) ? 4 : 3);
+        if (rc != SQLITE_OK) return rc;
         info->idxNum = flags;
         info->estimatedCost = 1000.0;
         info->estimatedRows = rows > 0 ? (sqlite3_int64)rows : 1;
@@ -186,7 +232,6 @@ static int ix_rollback_to(sqlite3_vtab *vt, int i) {
 /* Pending rows are placed first, so that a search reads only what is in the chunks. */
 static int ix_filter(sqlite3_vtab_cursor *cur, int idx_num, const char *idx_str, int argc,
                      sqlite3_value **argv) {
-    (void)idx_str;
     (void)argc;
     ix_vtab *v = (ix_vtab *)cur->pVtab;
     int rc = ix_config(v);
@@ -195,7 +240,7 @@ static int ix_filter(sqlite3_vtab_cursor *cur, int idx_num, const char *idx_str,
         return ix_error(v, "k and distance belong to a search, which needs MATCH: WHERE \"%s\" MATCH "
                            ":query AND k = 10", v->name);
     if ((rc = ix_flush(v)) != SQLITE_OK) return rc;
-    return ix_search_filter(cur, idx_num, argv);
+    return ix_search_filter(cur, idx_num, idx_str, argv);
 }
 
 const sqlite3_module ext_index_module = {

@@ -20,6 +20,7 @@
 #define EMBED_EXT_INDEX_H
 #include "ext_registry.h"
 #include "ext_util.h"
+#include "meta.h"
 #include "vec_array.h"
 #include <stddef.h>
 #include <stdint.h>
@@ -28,9 +29,11 @@
 #define MAX_DIMS 65536
 #define MAX_CHUNK_ROWS (1 << 20)
 #define MAX_CHUNK_BYTES (64 << 20)
+#define MAX_META 64 /* metadata columns */
 
-/* The declared columns: CREATE TABLE x(vector, text, distance HIDDEN, k HIDDEN, NAME HIDDEN). */
-enum { COL_VECTOR, COL_TEXT, COL_DISTANCE, COL_K, COL_TABLE };
+/* The declared columns: CREATE TABLE x(vector, text, distance HIDDEN, k HIDDEN, NAME HIDDEN,
+ * then the metadata columns in their declared order (COL_META + j). */
+enum { COL_VECTOR, COL_TEXT, COL_DISTANCE, COL_K, COL_TABLE, COL_META };
 /* xBestIndex's idxNum for xFilter: a plan and flags. */
 enum { PLAN_SCAN = 0, PLAN_KNN = 1, PLAN_ROWID = 2, PLAN_MASK = 3 };
 enum { F_K = 4, F_LIMIT = 8, F_OFFSET = 16, F_VECTOR = 32, F_NEED_K = 64, F_NEED_MATCH = 128 };
@@ -46,11 +49,23 @@ enum {
     STMT_SCAN = STMT_SHARED_COUNT, STMT_LOOKUP, STMT_ALL_CONFIG
 };
 
+/* A metadata column: `name type [partition key]` among the arguments of CREATE VIRTUAL TABLE,
+ * stored as column m<j> of NAME_rows with that type's affinity. */
+typedef enum { META_INTEGER, META_REAL, META_TEXT, META_BLOB } ix_meta_type;
+typedef struct {
+    char *name;
+    ix_meta_type type;
+} ix_meta;
+
 /* One connection's copy of the index's vectors, shared by the cursors that use it. */
 typedef struct {
     int refs;
     sqlite3_int64 version; /* NAME_config's version when it was filled */
     emb_vec_array a;       /* position i holds the vector at loc i of the chunks */
+    emb_meta_column *meta; /* n_meta columns, row i for position i */
+    int n_meta;
+    emb_meta_groups groups; /* the partition key's rows by value, made on first use */
+    int grouped;
 } ix_cache;
 
 typedef struct {
@@ -65,6 +80,12 @@ typedef struct {
     char fingerprint[17];
     int dims, chunk;
     emb_metric metric;
+    /* the metadata columns, from the CREATE arguments (xCreate and xConnect alike) */
+    ix_meta *meta;
+    int n_meta;
+    int partition;  /* the partition key's column j, or -1 */
+    char *meta_sql; /* ", m0, m1, ..." for the statements, "" without metadata */
+    char *meta_par; /* ", ?3, ?4, ..." */
     /* the model that embeds this transaction's pending texts, retained from the first text
      * insert to the end of the transaction, so that unloading it cannot fail the COMMIT */
     emb_model *held;
@@ -136,9 +157,9 @@ int ix_place(ix_vtab *v, const int64_t *ids, const float *vecs, size_t n);
 int ix_unplace(ix_vtab *v, sqlite3_int64 rowid, sqlite3_int64 loc);
 /* The vector at loc, into out (dims floats). */
 int ix_read_vector_at(ix_vtab *v, sqlite3_int64 rowid, sqlite3_int64 loc, float *out);
-/* Reads every placed vector into a (initialised for `count`), after checking that NAME_rows
- * and NAME_chunks agree. */
-int ix_read_all(ix_vtab *v, emb_vec_array *a, sqlite3_int64 count);
+/* Reads every placed vector into c->a (initialised for `count`) and the rows' metadata into
+ * c->meta, after checking that NAME_rows and NAME_chunks agree. */
+int ix_read_all(ix_vtab *v, ix_cache *c, sqlite3_int64 count);
 
 /* ---------- ext_index_model.c ---------- */
 
@@ -166,7 +187,7 @@ int ix_update(sqlite3_vtab *vt, int argc, sqlite3_value **argv, sqlite3_int64 *r
 int ix_open(sqlite3_vtab *vt, sqlite3_vtab_cursor **out);
 int ix_close(sqlite3_vtab_cursor *cur);
 /* xFilter once no row is pending (ext_index.c flushes first). */
-int ix_search_filter(sqlite3_vtab_cursor *cur, int idx_num, sqlite3_value **argv);
+int ix_search_filter(sqlite3_vtab_cursor *cur, int idx_num, const char *idx_str, sqlite3_value **argv);
 int ix_next(sqlite3_vtab_cursor *cur);
 int ix_eof(sqlite3_vtab_cursor *cur);
 int ix_rowid(sqlite3_vtab_cursor *cur, sqlite3_int64 *out);

@@ -6,6 +6,9 @@
 void ix_cache_release(ix_cache *c) {
     if (!c || --c->refs > 0) return;
     emb_vec_array_free(&c->a);
+    for (int j = 0; j < c->n_meta; j++) emb_meta_column_free(&c->meta[j]);
+    sqlite3_free(c->meta);
+    emb_meta_groups_free(&c->groups);
     sqlite3_free(c);
 }
 

@@ -44,7 +44,7 @@ int ix_corrupt(ix_vtab *v, const char *table, const char *fmt, ...) {
 
 /* Each "%w" pair is the schema, then the table's name. */
 static const char *const stmt_sql[] = {
-    [STMT_INSERT_ROW] = "INSERT INTO \"%w\".\"%w_rows\"(id, loc, text) VALUES (?1, NULL, ?2)",
+    [STMT_INSERT_ROW] = "INSERT INTO \"%w\".\"%w_rows\"(id, loc, text%s) VALUES (?1, NULL, ?2%s)",
     [STMT_INSERT_PENDING] = "INSERT INTO \"%w\".\"%w_pending\"(id, vector) VALUES (?1, ?2)",
     [STMT_GET_ROW] = "SELECT loc, text FROM \"%w\".\"%w_rows\" WHERE id = ?1",
     [STMT_DELETE_ROW] = "DELETE FROM \"%w\".\"%w_rows\" WHERE id = ?1",
@@ -61,17 +61,18 @@ static const char *const stmt_sql[] = {
                        " VALUES (?1, zeroblob(?2), zeroblob(?3))",
     [STMT_DELETE_CHUNK] = "DELETE FROM \"%w\".\"%w_chunks\" WHERE chunk_id = ?1",
     [STMT_TEXT] = "SELECT text FROM \"%w\".\"%w_rows\" WHERE id = ?1",
-    [STMT_ROW_LOCS] = "SELECT id, loc FROM \"%w\".\"%w_rows\" WHERE loc IS NOT NULL",
+    [STMT_ROW_LOCS] = "SELECT id, loc%s FROM \"%w\".\"%w_rows\" WHERE loc IS NOT NULL",
     [STMT_CHUNK_SPAN] = "SELECT count(*), min(chunk_id), max(chunk_id) FROM \"%w\".\"%w_chunks\"",
-    [STMT_SCAN] = "SELECT id, loc, text FROM \"%w\".\"%w_rows\" ORDER BY id",
-    [STMT_LOOKUP] = "SELECT id, loc, text FROM \"%w\".\"%w_rows\" WHERE id = ?1",
+    [STMT_SCAN] = "SELECT id, loc, text%s FROM \"%w\".\"%w_rows\" ORDER BY id",
+    [STMT_LOOKUP] = "SELECT id, loc, text%s FROM \"%w\".\"%w_rows\" WHERE id = ?1",
     [STMT_ALL_CONFIG] = "SELECT key, value FROM \"%w\".\"%w_config\"",
 };
 
-/* The shadow tables and the configuration xCreate writes: schema, name, ... as in stmt_sql. */
+/* The shadow tables and the configuration xCreate writes: schema, name, ... as in stmt_sql;
+ * NAME_rows has a column m<j> for each metadata column, with its declared type. */
 static const char create_sql[] =
     "CREATE TABLE \"%w\".\"%w_config\"(key TEXT PRIMARY KEY, value) WITHOUT ROWID;"
-    "CREATE TABLE \"%w\".\"%w_rows\"(id INTEGER PRIMARY KEY, loc INTEGER, text TEXT);"
+    "CREATE TABLE \"%w\".\"%w_rows\"(id INTEGER PRIMARY KEY, loc INTEGER, text TEXT%s);"
     "CREATE TABLE \"%w\".\"%w_chunks\"(chunk_id INTEGER PRIMARY KEY, rowids BLOB, vectors BLOB);"
     "CREATE TABLE \"%w\".\"%w_pending\"(id INTEGER PRIMARY KEY, vector BLOB);"
     "INSERT INTO \"%w\".\"%w_config\"(key, value) VALUES ('format', 1), ('dims', %d),"
@@ -83,8 +84,15 @@ static const char drop_sql[] = "DROP TABLE IF EXISTS \"%w\".\"%w_%s\"";
 static const char rename_sql[] = "ALTER TABLE \"%w\".\"%w_%s\" RENAME TO \"%w_%s\"";
 
 static char *statement_sql(ix_vtab *v, int id) {
-    return id == STMT_READ_PENDING ? sqlite3_mprintf(stmt_sql[id], v->schema, v->name, v->schema, v->name)
-                                   : sqlite3_mprintf(stmt_sql[id], v->schema, v->name);
+    const char *m = v->meta_sql ? v->meta_sql : "", *p = v->meta_par ? v->meta_par : "";
+    switch (id) {
+    case STMT_READ_PENDING: return sqlite3_mprintf(stmt_sql[id], v->schema, v->name, v->schema, v->name);
+    case STMT_INSERT_ROW: return sqlite3_mprintf(stmt_sql[id], v->schema, v->name, m, p);
+    case STMT_ROW_LOCS:
+    case STMT_SCAN:
+    case STMT_LOOKUP: return sqlite3_mprintf(stmt_sql[id], m, v->schema, v->name);
+    default: return sqlite3_mprintf(stmt_sql[id], v->schema, v->name);
+    }
 }
 
 int ix_prepare(ix_vtab *v, int id, sqlite3_stmt **out) {
@@ -223,7 +231,15 @@ typedef struct {
     char *model;
     emb_metric metric;
     int has_metric;
+    ix_meta *meta;
+    int n_meta, partition;
 } ix_options;
+
+static void options_free(ix_options *o) {
+    sqlite3_free(o->model);
+    for (int j = 0; j < o->n_meta; j++) sqlite3_free(o->meta[j].name);
+    sqlite3_free(o->meta);
+}
 
 static char *dequote(const char *s, size_t n) {
     while (n && (*s == ' ' || *s == '\t' || *s == '\n' || *s == '\r')) s++, n--;
@@ -276,15 +292,89 @@ static char *vec0_hint(const char *arg) {
                            arg, dims, *m ? ", metric = '" : "", m, *m ? "'" : "");
 }
 
-/* One `key = value` argument into o; *err set on a bad one. */
+static const char *const option_keys[] = {"model", "dims", "metric", "chunk_size"};
+/* Names a metadata column cannot have: the table's own columns, the rowid, the options. */
+static const char *const reserved_names[] = {"vector", "text", "distance", "k", "rowid", "oid", "_rowid_",
+                                             "model", "dims", "metric", "chunk_size"};
+static const char *const meta_types[] = {"integer", "real", "text", "blob"};
+
+/* `name type [partition key]`: a metadata column (name a plain or "quoted" identifier). */
+static int parse_column(const char *a, ix_options *o, char **err) {
+    const char *p = a + strspn(a, " \t\r\n"), *name_end;
+    char *name;
+    if (*p == '"' || *p == '`' || *p == '[') {
+        char close = *p == '[' ? ']' : *p;
+        const char *q = p + 1;
+        while (*q && !(*q == close && q[1] != close)) q += *q == close ? 2 : 1;
+        if (!*q) return (*err = sqlite3_mprintf(FN ": unfinished column name in '%s'", a)) ? SQLITE_ERROR : SQLITE_NOMEM;
+        name_end = q + 1;
+        name = dequote(p, (size_t)(name_end - p));
+    } else {
+        name_end = p;
+        while (*name_end == '_' || (*name_end & 0x80) || ((*name_end | 32) >= 'a' && (*name_end | 32) <= 'z') ||
+               (name_end > p && *name_end >= '0' && *name_end <= '9'))
+            name_end++;
+        name = name_end > p ? dequote(p, (size_t)(name_end - p)) : NULL;
+        if (name_end == p) {
+            *err = sqlite3_mprintf(FN ": argument '%s' is neither key = value (options: model, dims, metric, "
+                                      "chunk_size) nor a metadata column `name type` (types: integer, real, "
+                                      "text, blob)", a);
+            return SQLITE_ERROR;
+        }
+    }
+    if (!name) return SQLITE_NOMEM;
+    char type[16] = "", rest[64] = "";
+    int got = sscanf(name_end, " %15s %63[^\n]", type, rest);
+    int t = -1;
+    for (int i = 0; got >= 1 && i < 4; i++)
+        if (!sqlite3_stricmp(type, meta_types[i])) t = i;
+    int rc = SQLITE_ERROR, partition = 0;
+    if (got >= 2) {
+        char *r = rest + strlen(rest);
+        while (r > rest && (r[-1] == ' ' || r[-1] == '\t')) *--r = 0;
+        partition = !sqlite3_stricmp(rest, "partition key");
+    }
+    for (size_t i = 0; i < sizeof reserved_names / sizeof *reserved_names && !*err; i++)
+        if (!sqlite3_stricmp(name, reserved_names[i]))
+            *err = sqlite3_mprintf(FN ": a metadata column cannot be named '%s', the name of %s", name,
+                                   i < 7 ? "a column of the table" : "an option (write key = value)");
+    for (int j = 0; j < o->n_meta && !*err; j++)
+        if (!sqlite3_stricmp(name, o->meta[j].name))
+            *err = sqlite3_mprintf(FN ": metadata column '%s' is declared twice", name);
+    if (*err) {
+    } else if (t < 0) {
+        *err = sqlite3_mprintf(FN ": metadata column '%s' has type '%s'; the types are integer, real, "
+                                  "text and blob", name, got >= 1 ? type : "");
+    } else if (got >= 2 && !partition) {
+        *err = sqlite3_mprintf(FN ": metadata column '%s': unexpected '%s' after its type (only "
+                                  "'partition key' may follow)", name, rest);
+    } else if (partition && o->partition >= 0) {
+        *err = sqlite3_mprintf(FN ": only one column can be the partition key ('%s' and '%s')",
+                               o->meta[o->partition].name, name);
+    } else if (partition && t != META_INTEGER && t != META_TEXT) {
+        *err = sqlite3_mprintf(FN ": the partition key '%s' must be integer or text", name);
+    } else if (o->n_meta == MAX_META) {
+        *err = sqlite3_mprintf(FN ": at most %d metadata columns", MAX_META);
+    } else {
+        ix_meta *m = sqlite3_realloc64(o->meta, (size_t)(o->n_meta + 1) * sizeof *m);
+        if (!m) rc = SQLITE_NOMEM;
+        else {
+            o->meta = m;
+            m[o->n_meta] = (ix_meta){name, (ix_meta_type)t};
+            if (partition) o->partition = o->n_meta;
+            o->n_meta++;
+            return SQLITE_OK;
+        }
+    }
+    sqlite3_free(name);
+    return rc;
+}
+
+/* One argument into o: `key = value`, or a metadata column; *err set on a bad one. */
 static int parse_option(const char *a, ix_options *o, char **err) {
     const char *eq = strchr(a, '=');
     if ((*err = vec0_hint(a)) != NULL) return SQLITE_ERROR;
-    if (!eq) {
-        *err = sqlite3_mprintf(FN ": option '%s' must be key = value (known keys: model, dims, metric, "
-                                  "chunk_size)", a);
-        return SQLITE_ERROR;
-    }
+    if (!eq) return parse_column(a, o, err);
     char *key = dequote(a, (size_t)(eq - a)), *val = dequote(eq + 1, strlen(eq + 1));
     int rc = key && val ? SQLITE_OK : SQLITE_NOMEM;
     if (rc != SQLITE_OK) {
@@ -311,8 +401,8 @@ static int parse_option(const char *a, ix_options *o, char **err) {
         *err = sqlite3_mprintf(FN ": distance_metric is sqlite-vec's name; write metric = '%s'", val);
         rc = SQLITE_ERROR;
     } else {
-        *err = sqlite3_mprintf(FN ": unknown or repeated option '%s' (known: model, dims, metric, "
-                                  "chunk_size)", key);
+        *err = sqlite3_mprintf(FN ": unknown or repeated option '%s' (known: %s, %s, %s, %s)", key,
+                               option_keys[0], option_keys[1], option_keys[2], option_keys[3]);
         rc = SQLITE_ERROR;
     }
     sqlite3_free(key);
@@ -320,15 +410,27 @@ static int parse_option(const char *a, ix_options *o, char **err) {
     return rc;
 }
 
-/* The options, checked against the model they name (retained into *mod). */
-static int parse_options(int argc, const char *const *argv, ix_options *o, emb_model **mod, char **err) {
+/* The arguments of CREATE VIRTUAL TABLE (argv[3..]), as xCreate and xConnect both read them. */
+static int parse_options(int argc, const char *const *argv, ix_options *o, char **err) {
     memset(o, 0, sizeof *o);
     o->chunk = DEFAULT_CHUNK;
     o->metric = EMB_METRIC_COSINE;
-    *mod = NULL;
+    o->partition = -1;
     int rc = SQLITE_OK;
     for (int i = 3; i < argc && rc == SQLITE_OK; i++) rc = parse_option(argv[i], o, err);
-    if (rc == SQLITE_OK && o->model) {
+    for (int j = 0; rc == SQLITE_OK && j < o->n_meta; j++)
+        if (!sqlite3_stricmp(o->meta[j].name, argv[2])) {
+            *err = sqlite3_mprintf(FN ": a metadata column cannot have the table's name '%s'", argv[2]);
+            rc = SQLITE_ERROR;
+        }
+    return rc;
+}
+
+/* xCreate's checks: the model named (retained into *mod) exists and fits, dims is known. */
+static int check_options(ix_options *o, emb_model **mod, char **err) {
+    int rc = SQLITE_OK;
+    *mod = NULL;
+    if (o->model) {
         const emb_model_info *info;
         if (!(*mod = ext_registry_get(o->model))) {
             *err = sqlite3_mprintf(FN ": unknown model '%s': load it first with embed_load(name, path) "
@@ -359,7 +461,10 @@ static int parse_options(int argc, const char *const *argv, ix_options *o, emb_m
 
 /* ---------- creating, connecting, dropping, renaming ---------- */
 
-static int declare(sqlite3 *db, const char *name, char **err) {
+static const char *const type_sql[] = {"INTEGER", "REAL", "TEXT", "BLOB"};
+
+/* Declares the table's columns: its own, then the metadata columns with their types. */
+static int declare(sqlite3 *db, const char *name, const ix_options *o, char **err) {
     static const char *const cols[] = {"vector", "text", "distance", "k"};
     for (int i = 0; i < 4; i++)
         if (sqlite3_stricmp(name, cols[i]) == 0) {
@@ -367,11 +472,16 @@ static int declare(sqlite3 *db, const char *name, char **err) {
                                       "columns", name);
             return SQLITE_ERROR;
         }
-    char *sql = sqlite3_mprintf("CREATE TABLE x(vector BLOB, text TEXT, distance HIDDEN,"
-                                " k HIDDEN, \"%w\" HIDDEN)", name);
-    if (!sql) return SQLITE_NOMEM;
-    int rc = sqlite3_declare_vtab(db, sql);
-    sqlite3_free(sql);
+    sqlite3_str *sql = sqlite3_str_new(NULL);
+    sqlite3_str_appendf(sql, "CREATE TABLE x(vector BLOB, text TEXT, distance HIDDEN, k HIDDEN, \"%w\" HIDDEN",
+                        name);
+    for (int j = 0; j < o->n_meta; j++)
+        sqlite3_str_appendf(sql, ", \"%w\" %s", o->meta[j].name, type_sql[o->meta[j].type]);
+    sqlite3_str_appendall(sql, ")");
+    char *text = sqlite3_str_finish(sql);
+    if (!text) return SQLITE_NOMEM;
+    int rc = sqlite3_declare_vtab(db, text);
+    sqlite3_free(text);
     if (rc == SQLITE_OK) rc = sqlite3_vtab_config(db, SQLITE_VTAB_CONSTRAINT_SUPPORT, 1);
     return rc;
 }
@@ -382,25 +492,50 @@ static void vtab_free(ix_vtab *v) {
     ix_drop_cache(v);
     emb_knn_scratch_free(&v->scratch);
     emb_model_release(v->held);
+    for (int j = 0; j < v->n_meta; j++) sqlite3_free(v->meta[j].name);
+    sqlite3_free(v->meta);
+    sqlite3_free(v->meta_sql);
+    sqlite3_free(v->meta_par);
     sqlite3_free(v->schema);
     sqlite3_free(v->name);
     sqlite3_free(v->model);
     sqlite3_free(v);
 }
 
-/* Declares the table and makes its state; NAME_config is read by the first statement that
- * needs it (ix_config). */
-static int vtab_open(sqlite3 *db, const char *schema, const char *name, ix_vtab **out, char **err) {
+/* The metadata's parts of the statements: ", m0, m1" and ", ?3, ?4"; with `types`, the
+ * column definitions of NAME_rows (", m0 TEXT, m1 INTEGER"). */
+static char *meta_list(const ix_meta *meta, int n, int what) {
+    sqlite3_str *s = sqlite3_str_new(NULL);
+    for (int j = 0; j < n; j++) {
+        if (what == 0) sqlite3_str_appendf(s, ", m%d", j);
+        else if (what == 1) sqlite3_str_appendf(s, ", ?%d", j + 3);
+        else sqlite3_str_appendf(s, ", m%d %s", j, type_sql[meta[j].type]);
+    }
+    sqlite3_str_appendall(s, "");
+    return sqlite3_str_finish(s);
+}
+
+/* Declares the table and makes its state, taking the metadata columns from o; NAME_config is
+ * read by the first statement that needs it (ix_config). */
+static int vtab_open(sqlite3 *db, const char *schema, const char *name, ix_options *o, ix_vtab **out,
+                     char **err) {
     *out = NULL;
-    int rc = declare(db, name, err);
+    int rc = declare(db, name, o, err);
     if (rc != SQLITE_OK) return rc;
     ix_vtab *v = sqlite3_malloc(sizeof *v);
     if (!v) return SQLITE_NOMEM;
     memset(v, 0, sizeof *v);
     v->db = db;
+    v->meta = o->meta;
+    v->n_meta = o->n_meta;
+    v->partition = o->partition;
+    o->meta = NULL;
+    o->n_meta = 0;
     v->schema = sqlite3_mprintf("%s", schema);
     v->name = sqlite3_mprintf("%s", name);
-    if (!v->schema || !v->name) {
+    v->meta_sql = meta_list(v->meta, v->n_meta, 0);
+    v->meta_par = meta_list(v->meta, v->n_meta, 1);
+    if (!v->schema || !v->name || !v->meta_sql || !v->meta_par) {
         vtab_free(v);
         return SQLITE_NOMEM;
     }
@@ -412,14 +547,17 @@ int ix_create(sqlite3 *db, void *aux, int argc, const char *const *argv, sqlite3
     (void)aux;
     const char *schema = argv[1], *name = argv[2];
     ix_options o;
-    emb_model *mod;
+    emb_model *mod = NULL;
     ix_vtab *v = NULL;
-    int rc = parse_options(argc, argv, &o, &mod, err);
-    if (rc == SQLITE_OK) rc = vtab_open(db, schema, name, &v, err);
+    int rc = parse_options(argc, argv, &o, err);
+    if (rc == SQLITE_OK) rc = check_options(&o, &mod, err);
+    char *rows_cols = rc == SQLITE_OK ? meta_list(o.meta, o.n_meta, 2) : NULL;
+    if (rc == SQLITE_OK && !rows_cols) rc = SQLITE_NOMEM;
+    if (rc == SQLITE_OK) rc = vtab_open(db, schema, name, &o, &v, err);
     if (rc == SQLITE_OK) {
         const emb_model_info *info = mod ? emb_model_get_info(mod) : NULL;
-        char *sql = sqlite3_mprintf(create_sql, schema, name, schema, name, schema, name, schema, name,
-                                    schema, name, o.dims, emb_metric_name(o.metric), o.model,
+        char *sql = sqlite3_mprintf(create_sql, schema, name, schema, name, rows_cols, schema, name, schema,
+                                    name, schema, name, o.dims, emb_metric_name(o.metric), o.model,
                                     info ? info->fingerprint : NULL, info ? info->path : NULL, o.chunk);
         if (!sql) rc = SQLITE_NOMEM;
         else if ((rc = sqlite3_exec(db, sql, NULL, NULL, NULL)) != SQLITE_OK)
@@ -428,7 +566,8 @@ int ix_create(sqlite3 *db, void *aux, int argc, const char *const *argv, sqlite3
     }
     if (rc == SQLITE_OK && (rc = ix_config(v)) != SQLITE_OK) *err = sqlite3_mprintf("%s", v->base.zErrMsg);
     emb_model_release(mod);
-    sqlite3_free(o.model);
+    sqlite3_free(rows_cols);
+    options_free(&o);
     if (rc != SQLITE_OK) {
         vtab_free(v);
         return rc;
@@ -439,9 +578,11 @@ int ix_create(sqlite3 *db, void *aux, int argc, const char *const *argv, sqlite3
 
 int ix_connect(sqlite3 *db, void *aux, int argc, const char *const *argv, sqlite3_vtab **out, char **err) {
     (void)aux;
-    (void)argc;
-    ix_vtab *v;
-    int rc = vtab_open(db, argv[1], argv[2], &v, err);
+    ix_options o;
+    ix_vtab *v = NULL;
+    int rc = parse_options(argc, argv, &o, err);
+    if (rc == SQLITE_OK) rc = vtab_open(db, argv[1], argv[2], &o, &v, err);
+    options_free(&o);
     if (rc == SQLITE_OK) *out = &v->base;
     return rc;
 }

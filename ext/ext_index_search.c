@@ -112,13 +112,14 @@ static int fill_cache(ix_vtab *v) {
     if ((rc = ix_count(v, &count)) != SQLITE_OK) return rc;
     ix_cache *c = sqlite3_malloc(sizeof *c);
     if (!c) return SQLITE_NOMEM;
+    memset(c, 0, sizeof *c);
     c->refs = 1;
     c->version = ver;
     if (emb_vec_array_init(&c->a, (size_t)v->dims, v->metric, (size_t)count)) {
         sqlite3_free(c);
         return SQLITE_NOMEM;
     }
-    if ((rc = ix_read_all(v, &c->a, count)) != SQLITE_OK) {
+    if ((rc = ix_read_all(v, c, count)) != SQLITE_OK) {
         ix_cache_release(c);
         return rc;
     }
@@ -126,7 +127,145 @@ static int fill_cache(ix_vtab *v) {
     return SQLITE_OK;
 }
 
-static int filter_knn(ix_cursor *c, ix_vtab *v, int flags, sqlite3_value **argv) {
+/* ---------- filters: conditions on metadata and rowids, applied before the top k ---------- */
+
+/* A condition's value as the column compares it: SQLite applies the column's affinity to a
+ * constant compared with it (numeric for integer, real and the rowid; text for text). */
+static emb_value filter_value(ix_vtab *v, int col, sqlite3_value *x) {
+    emb_value e = {.type = EMB_NULL};
+    int numeric = col < 0 || v->meta[col].type == META_INTEGER || v->meta[col].type == META_REAL;
+    int t = sqlite3_value_type(x);
+    if (numeric && t == SQLITE_TEXT) t = sqlite3_value_numeric_type(x);
+    if (col >= 0 && v->meta[col].type == META_TEXT && (t == SQLITE_INTEGER || t == SQLITE_FLOAT)) t = SQLITE_TEXT;
+    switch (t) {
+    case SQLITE_INTEGER: e.type = EMB_INT, e.i = sqlite3_value_int64(x); break;
+    case SQLITE_FLOAT: e.type = EMB_REAL, e.r = sqlite3_value_double(x); break;
+    case SQLITE_TEXT:
+        e.type = EMB_TEXT;
+        e.p = sqlite3_value_text(x);
+        e.n = (size_t)sqlite3_value_bytes(x);
+        break;
+    case SQLITE_BLOB:
+        e.type = EMB_BLOB;
+        e.p = sqlite3_value_blob(x);
+        e.n = (size_t)sqlite3_value_bytes(x);
+        break;
+    default: break;
+    }
+    return e;
+}
+
+typedef struct {
+    emb_pred pred[2 * (MAX_META + 1) + 8];
+    emb_value *lists[2 * (MAX_META + 1) + 8]; /* the IN lists, owned */
+    int n;
+} filter_set;
+
+static void filters_free(filter_set *f) {
+    for (int i = 0; i < f->n; i++) {
+        for (size_t j = 0; f->lists[i] && j < f->pred[i].n_list; j++)
+            if (f->lists[i][j].type == EMB_TEXT || f->lists[i][j].type == EMB_BLOB) sqlite3_free((void *)f->lists[i][j].p);
+        sqlite3_free(f->lists[i]);
+    }
+    f->n = 0;
+}
+
+/* The conditions xBestIndex passed (idx_str: "col,op;" each, col -1 for the rowid), whose
+ * values are argv[0 ..]. */
+static int read_filters(ix_vtab *v, const char *idx_str, sqlite3_value **argv, filter_set *f) {
+    f->n = 0;
+    for (const char *p = idx_str; p && *p && f->n < (int)(sizeof f->pred / sizeof *f->pred);) {
+        char *end;
+        int col = (int)strtol(p, &end, 10), op = (int)strtol(end + 1, &end, 10);
+        p = *end == ';' ? end + 1 : end;
+        emb_pred *pr = &f->pred[f->n];
+        sqlite3_value *x = argv[f->n];
+        f->lists[f->n] = NULL;
+        *pr = (emb_pred){.col = col, .op = (emb_op)op};
+        if (op == EMB_OP_IN) {
+            sqlite3_value *e;
+            size_t n = 0, cap = 0;
+            int rc;
+            for (rc = sqlite3_vtab_in_first(x, &e); rc == SQLITE_OK && e; rc = sqlite3_vtab_in_next(x, &e)) {
+                if (n == cap) {
+                    cap = cap ? 2 * cap : 16;
+                    emb_value *grown = sqlite3_realloc64(f->lists[f->n], cap * sizeof *grown);
+                    if (!grown) {
+                        rc = SQLITE_NOMEM;
+                        break;
+                    }
+                    f->lists[f->n] = grown;
+                }
+                emb_value x = filter_value(v, col, e);
+                if (x.type == EMB_TEXT || x.type == EMB_BLOB) { /* e is reused by the next value */
+                    void *copy = sqlite3_malloc64(x.n + 1);
+                    if (!copy) {
+                        rc = SQLITE_NOMEM;
+                        break;
+                    }
+                    if (x.n) memcpy(copy, x.p, x.n);
+                    x.p = copy;
+                }
+                f->lists[f->n][n++] = x;
+                pr->n_list = n;
+            }
+            f->n++;
+            if (rc != SQLITE_DONE && rc != SQLITE_OK) return rc == SQLITE_NOMEM ? rc : ix_sql_error(v, rc);
+            pr->list = f->lists[f->n - 1];
+            pr->n_list = n;
+        } else {
+            if (op != EMB_OP_ISNULL && op != EMB_OP_NOTNULL) pr->value = filter_value(v, col, x);
+            f->n++;
+        }
+    }
+    return SQLITE_OK;
+}
+
+static int by_position(const void *a, const void *b) {
+    size_t x = *(const size_t *)a, y = *(const size_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* The positions that satisfy every condition, into *rows (sqlite3_malloc'd) and *m. A condition
+ * = or IN on the partition key takes its rows from the groups, without a pass over the others. */
+static int filter_rows(ix_vtab *v, ix_cache *c, const filter_set *f, size_t **rows, size_t *m) {
+    const emb_pred *part = NULL;
+    for (int i = 0; i < f->n && !part; i++)
+        if (f->pred[i].col >= 0 && f->pred[i].col == v->partition &&
+            (f->pred[i].op == EMB_OP_EQ || f->pred[i].op == EMB_OP_IN))
+            part = &f->pred[i];
+    size_t n = c->a.n, *cand = NULL, nc = 0;
+    if (part) {
+        if (!c->grouped) {
+            if (emb_meta_groups_build(&c->groups, &c->meta[v->partition])) return SQLITE_NOMEM;
+            c->grouped = 1;
+        }
+        const emb_value *vals = part->op == EMB_OP_IN ? part->list : &part->value;
+        size_t nv = part->op == EMB_OP_IN ? part->n_list : 1, total = 0, first;
+        for (size_t i = 0; i < nv; i++) total += emb_meta_groups_find(&c->groups, &c->meta[v->partition], &vals[i], &first);
+        if (!(cand = sqlite3_malloc64((total ? total : 1) * sizeof *cand))) return SQLITE_NOMEM;
+        for (size_t i = 0; i < nv; i++) {
+            size_t cnt = emb_meta_groups_find(&c->groups, &c->meta[v->partition], &vals[i], &first);
+            memcpy(cand + nc, c->groups.order + first, cnt * sizeof *cand);
+            nc += cnt;
+        }
+        qsort(cand, nc, sizeof *cand, by_position); /* an IN list may repeat a value */
+        size_t u = 0;
+        for (size_t i = 0; i < nc; i++)
+            if (!u || cand[u - 1] != cand[i]) cand[u++] = cand[i];
+        nc = u;
+    }
+    *rows = sqlite3_malloc64(((part ? nc : n) + 1) * sizeof **rows);
+    if (!*rows) {
+        sqlite3_free(cand);
+        return SQLITE_NOMEM;
+    }
+    *m = emb_meta_filter(c->meta, c->a.ids, n, f->pred, (size_t)f->n, part ? cand : NULL, nc, *rows);
+    sqlite3_free(cand);
+    return SQLITE_OK;
+}
+
+static int filter_knn(ix_cursor *c, ix_vtab *v, int flags, const char *idx_str, sqlite3_value **argv) {
     sqlite3_int64 k;
     if (flags & F_NEED_K)
         return ix_error(v, "a search of \"%s\" needs k: WHERE \"%s\" MATCH :query AND k = 10 "
@@ -158,10 +297,17 @@ static int filter_knn(ix_cursor *c, ix_vtab *v, int flags, sqlite3_value **argv)
     c->cache = v->cache;
     c->cache->refs++;
     emb_knn_index ix = emb_vec_array_index(&c->cache->a);
-    size_t room = (size_t)k < ix.n ? (size_t)k : ix.n, n = 0;
-    if (room && (!(c->hits = sqlite3_malloc64(room * sizeof *c->hits)) ||
-                 emb_knn_search(&ix, q.v, room, &v->scratch, c->hits, &n)))
+    filter_set f;
+    size_t *rows = NULL, m = ix.n;
+    rc = read_filters(v, idx_str, argv + ((flags & F_OFFSET) ? 3 : 2), &f);
+    if (rc == SQLITE_OK && f.n) rc = filter_rows(v, c->cache, &f, &rows, &m);
+    size_t room = (size_t)k < m ? (size_t)k : m, n = 0;
+    if (rc == SQLITE_OK && room &&
+        (!(c->hits = sqlite3_malloc64(room * sizeof *c->hits)) ||
+         emb_knn_search_rows(&ix, q.v, room, rows, m, &v->scratch, c->hits, &n)))
         rc = SQLITE_NOMEM;
+    filters_free(&f);
+    sqlite3_free(rows);
     ext_vec_free(&q);
     if (rc != SQLITE_OK) return rc;
     c->n = n;
@@ -176,12 +322,12 @@ static int scan_step(ix_cursor *c) {
     return rc == SQLITE_DONE ? SQLITE_OK : ix_sql_error((ix_vtab *)c->base.pVtab, rc);
 }
 
-int ix_search_filter(sqlite3_vtab_cursor *cur, int idx_num, sqlite3_value **argv) {
+int ix_search_filter(sqlite3_vtab_cursor *cur, int idx_num, const char *idx_str, sqlite3_value **argv) {
     ix_cursor *c = (ix_cursor *)cur;
     ix_vtab *v = (ix_vtab *)cur->pVtab;
     cursor_reset(c);
     c->plan = idx_num & PLAN_MASK;
-    if (c->plan == PLAN_KNN) return filter_knn(c, v, idx_num, argv);
+    if (c->plan == PLAN_KNN) return filter_knn(c, v, idx_num, idx_str, argv);
     int rc = SQLITE_OK;
     if ((idx_num & F_VECTOR) && c->plan == PLAN_SCAN && (rc = fill_cache(v)) == SQLITE_OK) {
         c->cache = v->cache;
@@ -266,7 +412,21 @@ int ix_column(sqlite3_vtab_cursor *cur, sqlite3_context *ctx, int col) {
     case COL_K:
         if (knn_row) sqlite3_result_int64(ctx, c->k);
         return SQLITE_OK;
-    default:
+    case COL_TABLE:
+        return SQLITE_OK;
+    default: /* a metadata column: from the copy for a search's rows, from NAME_rows otherwise */
+        if (!knn_row) {
+            sqlite3_result_value(ctx, sqlite3_column_value(c->stmt, 3 + col - COL_META));
+        } else {
+            emb_value x = emb_meta_column_get(&c->cache->meta[col - COL_META], c->hits[c->at].pos);
+            switch (x.type) {
+            case EMB_INT: sqlite3_result_int64(ctx, x.i); break;
+            case EMB_REAL: sqlite3_result_double(ctx, x.r); break;
+            case EMB_TEXT: sqlite3_result_text(ctx, x.p, (int)x.n, SQLITE_TRANSIENT); break;
+            case EMB_BLOB: sqlite3_result_blob(ctx, x.p, (int)x.n, SQLITE_TRANSIENT); break;
+            default: break;
+            }
+        }
         return SQLITE_OK;
     }
 }

@@ -144,8 +144,9 @@ int ix_place(ix_vtab *v, const int64_t *ids, const float *vecs, size_t n) {
         i += take;
     }
     if (rc == SQLITE_OK) rc = ix_set_config(v, "count", count + (sqlite3_int64)n);
-    sqlite3_int64 ver;
-    if (rc == SQLITE_OK && v->cache && ix_version(v, &ver) == SQLITE_OK) ix_cache_append(v, ver, count, ids, vecs, n);
+    sqlite3_int64 ver; /* the copy follows vectors only: with metadata it is filled again */
+    if (rc == SQLITE_OK && v->cache && !v->n_meta && ix_version(v, &ver) == SQLITE_OK)
+        ix_cache_append(v, ver, count, ids, vecs, n);
     else ix_drop_cache(v);
     return rc;
 }
@@ -174,16 +175,39 @@ int ix_unplace(ix_vtab *v, sqlite3_int64 rowid, sqlite3_int64 loc) {
     }
     if (rc == SQLITE_OK) rc = ix_set_config(v, "count", last);
     sqlite3_int64 ver;
-    if (rc == SQLITE_OK && v->cache && ix_version(v, &ver) == SQLITE_OK) ix_cache_remove(v, ver, count, loc);
+    if (rc == SQLITE_OK && v->cache && !v->n_meta && ix_version(v, &ver) == SQLITE_OK)
+        ix_cache_remove(v, ver, count, loc);
     else ix_drop_cache(v);
     return rc;
 }
 
 /* ---------- reading everything, checked ---------- */
 
+/* A column value as core's emb_value (pointing at the statement's bytes). */
+static emb_value column_value(sqlite3_stmt *s, int col) {
+    emb_value x = {.type = EMB_NULL};
+    switch (sqlite3_column_type(s, col)) {
+    case SQLITE_INTEGER: x.type = EMB_INT, x.i = sqlite3_column_int64(s, col); break;
+    case SQLITE_FLOAT: x.type = EMB_REAL, x.r = sqlite3_column_double(s, col); break;
+    case SQLITE_TEXT:
+        x.type = EMB_TEXT;
+        x.p = sqlite3_column_text(s, col);
+        x.n = (size_t)sqlite3_column_bytes(s, col);
+        break;
+    case SQLITE_BLOB:
+        x.type = EMB_BLOB;
+        x.p = sqlite3_column_blob(s, col);
+        x.n = (size_t)sqlite3_column_bytes(s, col);
+        break;
+    default: break;
+    }
+    return x;
+}
+
 /* Every row with a position has its own position, inside the array, whose rowid is the row's,
- * and every position has a row: NAME_rows and NAME_chunks agree. */
-static int check_rows_against(ix_vtab *v, const int64_t *ids, size_t n) {
+ * and every position has a row: NAME_rows and NAME_chunks agree. The rows' metadata goes into
+ * meta (n_meta columns, reset to n rows) on the way. */
+static int check_rows_against(ix_vtab *v, const int64_t *ids, size_t n, emb_meta_column *meta) {
     int rc;
     sqlite3_stmt *s = ix_stmt(v, STMT_ROW_LOCS, &rc);
     if (!s) return rc;
@@ -206,6 +230,10 @@ static int check_rows_against(ix_vtab *v, const int64_t *ids, size_t n) {
         else {
             seen[loc / 8] |= (unsigned char)(1u << (loc % 8));
             rows++;
+            for (int j = 0; j < v->n_meta && rc == SQLITE_OK; j++) {
+                emb_value x = column_value(s, 2 + j);
+                if (emb_meta_column_set(&meta[j], (size_t)loc, &x)) rc = SQLITE_NOMEM;
+            }
         }
     }
     sqlite3_reset(s);
@@ -253,10 +281,18 @@ static int read_chunks(ix_vtab *v, emb_vec_array *a, size_t n) {
     return rc;
 }
 
-int ix_read_all(ix_vtab *v, emb_vec_array *a, sqlite3_int64 count) {
+int ix_read_all(ix_vtab *v, ix_cache *c, sqlite3_int64 count) {
     size_t n = (size_t)count;
-    int rc = read_chunks(v, a, n);
-    if (rc == SQLITE_OK) rc = check_rows_against(v, a->ids, n);
-    if (rc == SQLITE_OK) emb_vec_array_extend(a, n); /* the norms, now that the rows are known good */
+    int rc = read_chunks(v, &c->a, n);
+    if (rc == SQLITE_OK && v->n_meta) {
+        c->meta = sqlite3_malloc64((size_t)v->n_meta * sizeof *c->meta);
+        if (!c->meta) return SQLITE_NOMEM;
+        memset(c->meta, 0, (size_t)v->n_meta * sizeof *c->meta);
+        c->n_meta = v->n_meta;
+        for (int j = 0; j < v->n_meta && rc == SQLITE_OK; j++)
+            if (emb_meta_column_reset(&c->meta[j], n)) rc = SQLITE_NOMEM;
+    }
+    if (rc == SQLITE_OK) rc = check_rows_against(v, c->a.ids, n, c->meta);
+    if (rc == SQLITE_OK) emb_vec_array_extend(&c->a, n); /* the norms, now that the rows are known good */
     return rc;
 }

@@ -93,7 +93,7 @@ int ix_flush(ix_vtab *v) {
     sqlite3_stmt *s = ix_stmt(v, STMT_READ_PENDING, &rc);
     if (!s) return rc;
     pending_batch b = {.d = (size_t)v->dims};
-    int step;
+    int step = SQLITE_DONE;
     while (rc == SQLITE_OK && (step = sqlite3_step(s)) == SQLITE_ROW) rc = batch_add(v, &b, s);
     sqlite3_reset(s);
     if (rc == SQLITE_OK && step != SQLITE_DONE) rc = ix_sql_error(v, step);
@@ -135,7 +135,7 @@ static int remove_row(ix_vtab *v, sqlite3_int64 rowid, int *found) {
 
 /* Adds a validated row: vec (dims floats) or NULL to embed text later. rowid NULL: assign. */
 static int add_row(ix_vtab *v, sqlite3_value *rowid, const float *vec, const char *text,
-                   int text_len, sqlite3_int64 *out) {
+                   int text_len, sqlite3_value **meta, sqlite3_int64 *out) {
     int rc;
     sqlite3_stmt *s = ix_stmt(v, STMT_INSERT_ROW, &rc);
     if (!s) return rc;
@@ -144,7 +144,10 @@ static int add_row(ix_vtab *v, sqlite3_value *rowid, const float *vec, const cha
     else sqlite3_bind_null(s, 1);
     if (text) sqlite3_bind_text(s, 2, text, text_len, SQLITE_TRANSIENT);
     else sqlite3_bind_null(s, 2);
-    if ((rc = ix_run(v, s)) != SQLITE_OK) return rc;
+    for (int j = 0; j < v->n_meta; j++) sqlite3_bind_value(s, 3 + j, meta[j]); /* NAME_rows applies affinity */
+    rc = ix_run(v, s);
+    sqlite3_clear_bindings(s);
+    if (rc != SQLITE_OK) return rc;
     *out = sqlite3_last_insert_rowid(v->db);
     if (!(s = ix_stmt(v, STMT_INSERT_PENDING, &rc))) return rc;
     sqlite3_bind_int64(s, 1, *out);
@@ -311,6 +314,7 @@ static int update_row(ix_vtab *v, int argc, sqlite3_value **argv, sqlite3_int64 
     }
     if (rc == SQLITE_OK)
         rc = add_row(v, sqlite3_value_type(rowid) == SQLITE_NULL ? NULL : rowid, vec.v, txt, txt_len,
+                     argv + 2 + COL_META,
                      rowid_out);
     ext_vec_free(&vec);
     return rc;

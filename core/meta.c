@@ -1,0 +1,184 @@
+#include "meta.h"
+#include <stdlib.h>
+#include <string.h>
+
+void emb_meta_column_free(emb_meta_column *c) {
+    free(c->type);
+    free(c->cell);
+    free(c->arena);
+    memset(c, 0, sizeof *c);
+}
+
+static int reserve(emb_meta_column *c, size_t n) {
+    if (n <= c->cap) return 0;
+    size_t cap = c->cap ? c->cap : 1024;
+    while (cap < n) cap *= 2;
+    unsigned char *t = realloc(c->type, cap);
+    if (t) c->type = t;
+    union emb_cell *cell = realloc(c->cell, cap * sizeof *cell);
+    if (cell) c->cell = cell;
+    if (!t || !cell) return -1;
+    c->cap = cap;
+    return 0;
+}
+
+int emb_meta_column_reset(emb_meta_column *c, size_t n) {
+    if (reserve(c, n)) return -1;
+    memset(c->type, EMB_NULL, n);
+    c->n = n;
+    c->arena_n = 0;
+    return 0;
+}
+
+int emb_meta_column_set(emb_meta_column *c, size_t i, const emb_value *v) {
+    union emb_cell *cell = &c->cell[i];
+    if (v->type == EMB_TEXT || v->type == EMB_BLOB) {
+        if (c->arena_n + v->n > c->arena_cap) {
+            size_t cap = c->arena_cap ? 2 * c->arena_cap : 4096;
+            while (cap < c->arena_n + v->n) cap *= 2;
+            char *a = realloc(c->arena, cap);
+            if (!a) return -1;
+            c->arena = a;
+            c->arena_cap = cap;
+        }
+        if (v->n) memcpy(c->arena + c->arena_n, v->p, v->n);
+        cell->s.off = c->arena_n;
+        cell->s.n = v->n;
+        c->arena_n += v->n;
+    } else if (v->type == EMB_REAL) {
+        cell->r = v->r;
+    } else {
+        cell->i = v->i;
+    }
+    c->type[i] = (unsigned char)v->type;
+    return 0;
+}
+
+int emb_meta_column_push(emb_meta_column *c, const emb_value *v) {
+    if (reserve(c, c->n + 1) || emb_meta_column_set(c, c->n, v)) return -1;
+    c->n++;
+    return 0;
+}
+
+emb_value emb_meta_column_get(const emb_meta_column *c, size_t i) {
+    emb_value v = {.type = (emb_value_type)c->type[i]};
+    const union emb_cell *cell = &c->cell[i];
+    if (v.type == EMB_INT) v.i = cell->i;
+    else if (v.type == EMB_REAL) v.r = cell->r;
+    else if (v.type == EMB_TEXT || v.type == EMB_BLOB) {
+        v.p = c->arena + cell->s.off;
+        v.n = cell->s.n;
+    }
+    return v;
+}
+
+static int class_of(emb_value_type t) {
+    return t == EMB_NULL ? 0 : t == EMB_INT || t == EMB_REAL ? 1 : t == EMB_TEXT ? 2 : 3;
+}
+
+/* Numbers by value: an integer and a real compared exactly (long double holds every int64). */
+static int compare_numbers(const emb_value *a, const emb_value *b) {
+    if (a->type == EMB_INT && b->type == EMB_INT) return (a->i > b->i) - (a->i < b->i);
+    long double x = a->type == EMB_INT ? (long double)a->i : (long double)a->r;
+    long double y = b->type == EMB_INT ? (long double)b->i : (long double)b->r;
+    return (x > y) - (x < y);
+}
+
+int emb_value_compare(const emb_value *a, const emb_value *b) {
+    int ca = class_of(a->type), cb = class_of(b->type);
+    if (ca != cb) return ca < cb ? -1 : 1;
+    if (ca == 0) return 0;
+    if (ca == 1) return compare_numbers(a, b);
+    size_t n = a->n < b->n ? a->n : b->n;
+    int c = n ? memcmp(a->p, b->p, n) : 0;
+    if (c) return c < 0 ? -1 : 1;
+    return (a->n > b->n) - (a->n < b->n);
+}
+
+int emb_pred_holds(const emb_pred *p, const emb_value *v) {
+    int is_null = v->type == EMB_NULL;
+    switch (p->op) {
+    case EMB_OP_ISNULL: return is_null;
+    case EMB_OP_NOTNULL: return !is_null;
+    case EMB_OP_IS: return emb_value_compare(v, &p->value) == 0;
+    case EMB_OP_ISNOT: return emb_value_compare(v, &p->value) != 0;
+    case EMB_OP_IN:
+        if (is_null) return 0;
+        for (size_t j = 0; j < p->n_list; j++)
+            if (p->list[j].type != EMB_NULL && emb_value_compare(v, &p->list[j]) == 0) return 1;
+        return 0;
+    default: break;
+    }
+    if (is_null || p->value.type == EMB_NULL) return 0;
+    int c = emb_value_compare(v, &p->value);
+    switch (p->op) {
+    case EMB_OP_EQ: return c == 0;
+    case EMB_OP_NE: return c != 0;
+    case EMB_OP_LT: return c < 0;
+    case EMB_OP_LE: return c <= 0;
+    case EMB_OP_GT: return c > 0;
+    case EMB_OP_GE: return c >= 0;
+    default: return 0;
+    }
+}
+
+size_t emb_meta_filter(const emb_meta_column *cols, const int64_t *ids, size_t n, const emb_pred *preds,
+                       size_t np, const size_t *candidates, size_t nc, size_t *out) {
+    size_t m = 0, count = candidates ? nc : n;
+    for (size_t j = 0; j < count; j++) {
+        size_t i = candidates ? candidates[j] : j;
+        int ok = 1;
+        for (size_t k = 0; ok && k < np; k++) {
+            emb_value v = preds[k].col < 0 ? (emb_value){.type = EMB_INT, .i = ids[i]}
+                                           : emb_meta_column_get(&cols[preds[k].col], i);
+            ok = emb_pred_holds(&preds[k], &v);
+        }
+        if (ok) out[m++] = i;
+    }
+    return m;
+}
+
+/* ---------- groups ---------- */
+
+static int by_value(const void *pa, const void *pb, void *column) {
+    size_t a = *(const size_t *)pa, b = *(const size_t *)pb;
+    emb_value va = emb_meta_column_get(column, a), vb = emb_meta_column_get(column, b);
+    int c = emb_value_compare(&va, &vb);
+    return c ? c : (a > b) - (a < b);
+}
+
+int emb_meta_groups_build(emb_meta_groups *g, const emb_meta_column *c) {
+    g->n = c->n;
+    g->order = malloc((c->n ? c->n : 1) * sizeof *g->order);
+    if (!g->order) return -1;
+    for (size_t i = 0; i < c->n; i++) g->order[i] = i;
+    qsort_r(g->order, c->n, sizeof *g->order, by_value, (void *)c); /* positions sorted by value */
+    return 0;
+}
+
+void emb_meta_groups_free(emb_meta_groups *g) {
+    free(g->order);
+    g->order = NULL;
+    g->n = 0;
+}
+
+size_t emb_meta_groups_find(const emb_meta_groups *g, const emb_meta_column *c, const emb_value *v,
+                            size_t *first) {
+    *first = 0;
+    if (v->type == EMB_NULL) return 0;
+    size_t lo = 0, hi = g->n;
+    while (lo < hi) { /* first position whose value is >= v */
+        size_t mid = lo + (hi - lo) / 2;
+        emb_value m = emb_meta_column_get(c, g->order[mid]);
+        if (emb_value_compare(&m, v) < 0) lo = mid + 1;
+        else hi = mid;
+    }
+    size_t end = lo;
+    while (end < g->n) {
+        emb_value m = emb_meta_column_get(c, g->order[end]);
+        if (emb_value_compare(&m, v) != 0) break;
+        end++;
+    }
+    *first = lo;
+    return end - lo;
+}
