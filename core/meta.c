@@ -122,20 +122,72 @@ int emb_pred_holds(const emb_pred *p, const emb_value *v) {
     }
 }
 
-size_t emb_meta_filter(const emb_meta_column *cols, const int64_t *ids, size_t n, const emb_pred *preds,
-                       size_t np, const size_t *candidates, size_t nc, size_t *out) {
-    size_t m = 0, count = candidates ? nc : n;
-    for (size_t j = 0; j < count; j++) {
-        size_t i = candidates ? candidates[j] : j;
-        int ok = 1;
-        for (size_t k = 0; ok && k < np; k++) {
-            emb_value v = preds[k].col < 0 ? (emb_value){.type = EMB_INT, .i = ids[i]}
-                                           : emb_meta_column_get(&cols[preds[k].col], i);
-            ok = emb_pred_holds(&preds[k], &v);
+/* The comparison's truth for a result c of compare(row, value). */
+static int cmp_holds(emb_op op, int c) {
+    switch (op) {
+    case EMB_OP_EQ: return c == 0;
+    case EMB_OP_NE: return c != 0;
+    case EMB_OP_LT: return c < 0;
+    case EMB_OP_LE: return c <= 0;
+    case EMB_OP_GT: return c > 0;
+    default: return c >= 0;
+    }
+}
+
+/* One comparison with a number over rows src[0 .. n-1] (identity when src is NULL), keeping
+ * those that hold: the common filter (a year, a score, a rowid range), one tight loop. */
+static size_t filter_numeric(const emb_meta_column *col, const int64_t *ids, const emb_pred *p, const size_t *src,
+                             size_t n, size_t *out) {
+    size_t m = 0;
+    const emb_value *v = &p->value;
+    for (size_t j = 0; j < n; j++) {
+        size_t i = src ? src[j] : j;
+        int c;
+        if (!col) {
+            emb_value x = {.type = EMB_INT, .i = ids[i]};
+            c = compare_numbers(&x, v);
+        } else {
+            unsigned char t = col->type[i];
+            if (t == EMB_INT && v->type == EMB_INT) c = (col->cell[i].i > v->i) - (col->cell[i].i < v->i);
+            else if (t == EMB_REAL && v->type == EMB_REAL) c = (col->cell[i].r > v->r) - (col->cell[i].r < v->r);
+            else if (t == EMB_NULL) continue;
+            else if (t == EMB_TEXT || t == EMB_BLOB) c = 1; /* after every number */
+            else {
+                emb_value x = emb_meta_column_get(col, i);
+                c = compare_numbers(&x, v);
+            }
         }
-        if (ok) out[m++] = i;
+        if (cmp_holds(p->op, c)) out[m++] = i;
     }
     return m;
+}
+
+size_t emb_meta_filter(const emb_meta_column *cols, const int64_t *ids, size_t n, const emb_pred *preds,
+                       size_t np, const size_t *candidates, size_t nc, size_t *out) {
+    /* one condition at a time, each over the rows the ones before kept */
+    const size_t *src = candidates;
+    size_t count = candidates ? nc : n;
+    if (np == 0) {
+        for (size_t j = 0; j < count; j++) out[j] = src ? src[j] : j;
+        return count;
+    }
+    for (size_t k = 0; k < np; k++) {
+        const emb_pred *p = &preds[k];
+        const emb_meta_column *col = p->col < 0 ? NULL : &cols[p->col];
+        size_t m = 0;
+        if (p->op <= EMB_OP_GE && (p->value.type == EMB_INT || p->value.type == EMB_REAL)) {
+            m = filter_numeric(col, ids, p, src, count, out);
+        } else {
+            for (size_t j = 0; j < count; j++) {
+                size_t i = src ? src[j] : j;
+                emb_value v = col ? emb_meta_column_get(col, i) : (emb_value){.type = EMB_INT, .i = ids[i]};
+                if (emb_pred_holds(p, &v)) out[m++] = i;
+            }
+        }
+        src = out; /* in place from here on: out[m] is written after src[j] with m <= j is read */
+        count = m;
+    }
+    return count;
 }
 
 /* ---------- groups ---------- */
