@@ -180,7 +180,7 @@ static int encode(const char *dir, const char *file) {
         fprintf(stderr, "encode: %s\n", err);
         return 1;
     }
-    size_t h = (size_t)emb_model_get_info(m)->hidden;
+    size_t h = (size_t)emb_model_get_info(m)->dims->hidden;
     float *out = malloc(32 * h * sizeof *out);
     /* warm-up batch */
     emb_model_embed(m, (const char *const *)texts, lens, n < 32 ? n : 32, NULL, out, err);

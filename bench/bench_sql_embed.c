@@ -80,7 +80,7 @@ static int encoder_pass(emb_encoder *enc, emb_workspace *ws, corpus *c, float *h
     char err[EMB_ERR_LEN];
     float v[4096];
     for (int i = 0; i < c->n; i++) {
-        if (emb_encoder_forward(enc, ws, 1, c->len[i], c->ids[i], NULL, &c->len[i], emb_encoder_get_info(enc)->layers,
+        if (emb_encoder_forward(enc, ws, 1, c->len[i], c->ids[i], NULL, &c->len[i], emb_encoder_get_config(enc)->dims.layers,
                                 hidden, err)) {
             fprintf(stderr, "forward: %s\n", err);
             return 1;
@@ -149,7 +149,7 @@ static int run(const char *so, const char *dir, int rows, int reps) {
         return 1;
     }
     const emb_model_info *mi = emb_model_get_info(m);
-    corpus c = {rows, mi->hidden, mi->normalize, EMB_POOL_MEAN, NULL, NULL, NULL, 0, NULL};
+    corpus c = {rows, mi->dims->hidden, mi->normalize, EMB_POOL_MEAN, NULL, NULL, NULL, 0, NULL};
     if (emb_pool_mode_parse(mi->pooling, &c.pool)) return 1;
     c.text = malloc(sizeof(char *) * rows);
     c.ids = malloc(sizeof(int32_t *) * rows);

@@ -12,6 +12,15 @@
 
 #define DEFINED_DEFAULT_POSITIONS 512
 
+struct emb_defined_model {
+    emb_model_dims dims;   /* hidden, vocab_size, max_positions */
+    int sinusoidal;
+    char **vocab;          /* vocab_size NUL-terminated words */
+    int32_t *sorted;       /* word ids sorted by word, for binary search */
+    float *embeddings;     /* vocab_size x hidden */
+    float *positions;      /* max_positions x hidden (sinusoidal rows precomputed) */
+};
+
 static int cmp_words(const void *a, const void *b, void *m) {
     const emb_defined_model *sm = m;
     return strcmp(sm->vocab[*(const int32_t *)a], sm->vocab[*(const int32_t *)b]);
@@ -41,11 +50,11 @@ static int read_matrix(const cJSON *arr, const char *key, int32_t rows, int32_t 
 static int parse_vocab(const cJSON *vocab, emb_defined_model *m, char err[EMB_ERR_LEN]) {
     if (!cJSON_IsArray(vocab) || cJSON_GetArraySize(vocab) == 0)
         return emb_fail(err, "\"vocab\" must be a non-empty array of strings");
-    m->vocab_size = cJSON_GetArraySize(vocab);
-    if (m->vocab_size > EMB_DEFINED_MAX_VOCAB)
-        return emb_fail(err, "\"vocab\" has %d words, more than the %d allowed", m->vocab_size, EMB_DEFINED_MAX_VOCAB);
-    m->vocab = calloc((size_t)m->vocab_size, sizeof(char *));
-    m->sorted = malloc((size_t)m->vocab_size * sizeof(int32_t));
+    m->dims.vocab_size = cJSON_GetArraySize(vocab);
+    if (m->dims.vocab_size > EMB_DEFINED_MAX_VOCAB)
+        return emb_fail(err, "\"vocab\" has %d words, more than the %d allowed", m->dims.vocab_size, EMB_DEFINED_MAX_VOCAB);
+    m->vocab = calloc((size_t)m->dims.vocab_size, sizeof(char *));
+    m->sorted = malloc((size_t)m->dims.vocab_size * sizeof(int32_t));
     if (!m->vocab || !m->sorted) return emb_fail(err, "out of memory");
     int32_t i = 0;
     for (const cJSON *w = vocab->child; w; w = w->next, i++) {
@@ -60,8 +69,8 @@ static int parse_vocab(const cJSON *vocab, emb_defined_model *m, char err[EMB_ER
         if (!m->vocab[i]) return emb_fail(err, "out of memory");
         m->sorted[i] = i;
     }
-    qsort_r(m->sorted, (size_t)m->vocab_size, sizeof(int32_t), cmp_words, m);
-    for (i = 1; i < m->vocab_size; i++)
+    qsort_r(m->sorted, (size_t)m->dims.vocab_size, sizeof(int32_t), cmp_words, m);
+    for (i = 1; i < m->dims.vocab_size; i++)
         if (strcmp(m->vocab[m->sorted[i - 1]], m->vocab[m->sorted[i]]) == 0)
             return emb_fail(err, "\"vocab\" lists '%.60s' twice", m->vocab[m->sorted[i]]);
     return 0;
@@ -76,16 +85,16 @@ static int position_rows(const cJSON *root, const cJSON *pos, emb_defined_model 
         int64_t n = DEFINED_DEFAULT_POSITIONS;
         if (maxp && emb_json_int(maxp, 1, EMB_DEFINED_MAX_POSITIONS, &n))
             return emb_fail(err, "\"max_positions\" must be an integer from 1 to %d", EMB_DEFINED_MAX_POSITIONS);
-        m->max_positions = (int32_t)n;
+        m->dims.max_positions = (int32_t)n;
         m->sinusoidal = 1;
         return 0;
     }
     if (!pos) return emb_fail(err, "\"positions\" is missing (an array of rows, or \"sinusoidal\")");
     if (!cJSON_IsArray(pos) || cJSON_GetArraySize(pos) == 0)
         return emb_fail(err, "\"positions\" must be a non-empty array of arrays of numbers, or \"sinusoidal\"");
-    m->max_positions = cJSON_GetArraySize(pos);
-    if (m->max_positions > EMB_DEFINED_MAX_POSITIONS)
-        return emb_fail(err, "\"positions\" has %d rows, more than the %d allowed", m->max_positions,
+    m->dims.max_positions = cJSON_GetArraySize(pos);
+    if (m->dims.max_positions > EMB_DEFINED_MAX_POSITIONS)
+        return emb_fail(err, "\"positions\" has %d rows, more than the %d allowed", m->dims.max_positions,
                         EMB_DEFINED_MAX_POSITIONS);
     return 0;
 }
@@ -98,28 +107,28 @@ static int parse(const cJSON *root, emb_defined_model *m, char err[EMB_ERR_LEN])
     if (!cJSON_IsArray(emb) || !cJSON_IsArray(emb->child))
         return emb_fail(err, "\"embeddings\" must be an array of arrays of numbers");
     int32_t rows = cJSON_GetArraySize(emb);
-    if (rows != m->vocab_size)
-        return emb_fail(err, "\"embeddings\" has %d rows, expected %d (one per vocabulary word)", rows, m->vocab_size);
-    m->dim = cJSON_GetArraySize(emb->child);
-    if (m->dim < 1 || m->dim > EMB_DEFINED_MAX_DIMS)
-        return emb_fail(err, "\"embeddings\"[0] has %d values (1 to %d allowed)", m->dim, EMB_DEFINED_MAX_DIMS);
+    if (rows != m->dims.vocab_size)
+        return emb_fail(err, "\"embeddings\" has %d rows, expected %d (one per vocabulary word)", rows, m->dims.vocab_size);
+    m->dims.hidden = cJSON_GetArraySize(emb->child);
+    if (m->dims.hidden < 1 || m->dims.hidden > EMB_DEFINED_MAX_DIMS)
+        return emb_fail(err, "\"embeddings\"[0] has %d values (1 to %d allowed)", m->dims.hidden, EMB_DEFINED_MAX_DIMS);
     const cJSON *pos = cJSON_GetObjectItemCaseSensitive(root, "positions");
     if (position_rows(root, pos, m, err)) return -1;
-    uint64_t bytes = ((uint64_t)m->vocab_size + (uint64_t)m->max_positions) * (uint64_t)m->dim * sizeof(float);
+    uint64_t bytes = ((uint64_t)m->dims.vocab_size + (uint64_t)m->dims.max_positions) * (uint64_t)m->dims.hidden * sizeof(float);
     if (bytes > EMB_DEFINED_MAX_BYTES)
         return emb_fail(err, "the tables would take %llu bytes, more than the %llu allowed ((vocabulary + positions) "
                         "x dimensions x 4)", (unsigned long long)bytes, (unsigned long long)EMB_DEFINED_MAX_BYTES);
-    if (read_matrix(emb, "embeddings", m->vocab_size, m->dim, &m->embeddings, err)) return -1;
-    if (!m->sinusoidal) return read_matrix(pos, "positions", m->max_positions, m->dim, &m->positions, err);
-    m->positions = malloc((size_t)m->max_positions * (size_t)m->dim * sizeof(float));
+    if (read_matrix(emb, "embeddings", m->dims.vocab_size, m->dims.hidden, &m->embeddings, err)) return -1;
+    if (!m->sinusoidal) return read_matrix(pos, "positions", m->dims.max_positions, m->dims.hidden, &m->positions, err);
+    m->positions = malloc((size_t)m->dims.max_positions * (size_t)m->dims.hidden * sizeof(float));
     if (!m->positions) return emb_fail(err, "out of memory");
-    for (int32_t p = 0; p < m->max_positions; p++)
-        emb_sinusoidal(p, (size_t)m->dim, 10000.0, m->positions + (size_t)p * (size_t)m->dim);
+    for (int32_t p = 0; p < m->dims.max_positions; p++)
+        emb_sinusoidal(p, (size_t)m->dims.hidden, 10000.0, m->positions + (size_t)p * (size_t)m->dims.hidden);
     return 0;
 }
 
 int emb_defined_model_from_json(const char *json, size_t len, emb_defined_model **out,
-                               char err[EMB_ERR_LEN]) {
+                                char err[EMB_ERR_LEN]) {
     *out = NULL;
     cJSON *root = cJSON_ParseWithLength(json, len);
     if (!root) return emb_fail(err, "model definition is not valid JSON");
@@ -141,7 +150,7 @@ int emb_defined_model_from_json(const char *json, size_t len, emb_defined_model 
 void emb_defined_model_free(emb_defined_model *m) {
     if (!m) return;
     if (m->vocab)
-        for (int32_t i = 0; i < m->vocab_size; i++) free(m->vocab[i]);
+        for (int32_t i = 0; i < m->dims.vocab_size; i++) free(m->vocab[i]);
     free(m->vocab);
     free(m->sorted);
     free(m->embeddings);
@@ -150,7 +159,7 @@ void emb_defined_model_free(emb_defined_model *m) {
 }
 
 int32_t emb_defined_lookup(const emb_defined_model *m, const char *word, size_t len) {
-    int32_t lo = 0, hi = m->vocab_size - 1;
+    int32_t lo = 0, hi = m->dims.vocab_size - 1;
     while (lo <= hi) {
         int32_t mid = lo + (hi - lo) / 2;
         const char *w = m->vocab[m->sorted[mid]];
@@ -168,7 +177,7 @@ int32_t emb_defined_lookup(const emb_defined_model *m, const char *word, size_t 
 static int is_space(char c) { return c == ' ' || (c >= '\t' && c <= '\r'); }
 
 int emb_defined_tokenize(const emb_defined_model *m, const char *text, size_t len,
-                        emb_encoding *enc, char err[EMB_ERR_LEN]) {
+                         emb_encoding *enc, char err[EMB_ERR_LEN]) {
     enc->n = 0;
     size_t bad;
     if (!emb_utf8_valid(text, len, &bad)) return emb_fail(err, "invalid UTF-8 at byte %zu", bad);
@@ -185,8 +194,8 @@ int emb_defined_tokenize(const emb_defined_model *m, const char *text, size_t le
             int shown = (int)((i - start) > 64 ? 64 : (i - start));
             return emb_fail(err, "word '%.*s' is not in the vocabulary", shown, text + start);
         }
-        if (enc->n >= (size_t)m->max_positions)
-            return emb_fail(err, "text has more than %d words, the model's positions", m->max_positions);
+        if (enc->n >= (size_t)m->dims.max_positions)
+            return emb_fail(err, "text has more than %d words, the model's positions", m->dims.max_positions);
         if (emb_grow((void **)&enc->tok, &enc->cap, enc->n + 1, sizeof *enc->tok))
             return emb_fail(err, "out of memory");
         int32_t word = (int32_t)enc->n;
@@ -199,13 +208,32 @@ uint64_t emb_defined_fingerprint(const emb_defined_model *m) {
     XXH3_state_t *st = XXH3_createState();
     if (!st) return 0;
     XXH3_64bits_reset(st);
-    int32_t head[4] = {m->vocab_size, m->dim, m->max_positions, m->sinusoidal};
+    int32_t head[4] = {m->dims.vocab_size, m->dims.hidden, m->dims.max_positions, m->sinusoidal};
     XXH3_64bits_update(st, head, sizeof head);
-    for (int32_t i = 0; i < m->vocab_size; i++)
+    for (int32_t i = 0; i < m->dims.vocab_size; i++)
         XXH3_64bits_update(st, m->vocab[i], strlen(m->vocab[i]) + 1);
-    XXH3_64bits_update(st, m->embeddings, (size_t)m->vocab_size * (size_t)m->dim * sizeof(float));
-    XXH3_64bits_update(st, m->positions, (size_t)m->max_positions * (size_t)m->dim * sizeof(float));
+    XXH3_64bits_update(st, m->embeddings, (size_t)m->dims.vocab_size * (size_t)m->dims.hidden * sizeof(float));
+    XXH3_64bits_update(st, m->positions, (size_t)m->dims.max_positions * (size_t)m->dims.hidden * sizeof(float));
     uint64_t h = XXH3_64bits_digest(st);
     XXH3_freeState(st);
     return h;
+}
+
+const emb_model_dims *emb_defined_dims(const emb_defined_model *m) { return &m->dims; }
+int emb_defined_sinusoidal(const emb_defined_model *m) { return m->sinusoidal; }
+
+const float *emb_defined_token_row(const emb_defined_model *m, int32_t id) {
+    if (id < 0 || id >= m->dims.vocab_size) return NULL;
+    return m->embeddings + (size_t)id * (size_t)m->dims.hidden;
+}
+
+const float *emb_defined_position_row(const emb_defined_model *m, int32_t pos) {
+    if (pos < 0 || pos >= m->dims.max_positions) return NULL;
+    return m->positions + (size_t)pos * (size_t)m->dims.hidden;
+}
+
+const char *emb_defined_token(const emb_defined_model *m, int32_t id, size_t *len) {
+    if (id < 0 || id >= m->dims.vocab_size) return NULL;
+    *len = strlen(m->vocab[id]);
+    return m->vocab[id];
 }

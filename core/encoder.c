@@ -17,21 +17,21 @@ struct emb_workspace {
 };
 
 const float *emb_encoder_word_row(const emb_encoder *e, int32_t id) {
-    if (id < 0 || id >= e->cfg.vocab_size) return NULL;
-    return e->word + (size_t)id * e->cfg.hidden;
+    if (id < 0 || id >= e->cfg.dims.vocab_size) return NULL;
+    return e->word + (size_t)id * e->cfg.dims.hidden;
 }
 const float *emb_encoder_position_row(const emb_encoder *e, int32_t pos) {
-    if (pos < 0 || pos >= e->cfg.max_positions) return NULL;
-    return e->pos + (size_t)pos * e->cfg.hidden;
+    if (pos < 0 || pos >= e->cfg.dims.max_positions) return NULL;
+    return e->pos + (size_t)pos * e->cfg.dims.hidden;
 }
 const float *emb_encoder_type_row(const emb_encoder *e, int32_t type) {
-    if (!e->type || type < 0 || type >= e->cfg.type_vocab) return NULL;
-    return e->type + (size_t)type * e->cfg.hidden;
+    if (!e->type || type < 0 || type >= e->cfg.dims.type_vocab) return NULL;
+    return e->type + (size_t)type * e->cfg.dims.hidden;
 }
 
 int emb_encoder_pooler(const emb_encoder *e, const float *cls, float *out) {
     if (!e->pool_w) return -1;
-    int H = e->cfg.hidden;
+    int H = e->cfg.dims.hidden;
     memcpy(out, e->pool_b, (size_t)H * sizeof(float));
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, 1, H, H, 1.0f, cls, H, e->pool_w, H, 1.0f, out, H);
     for (int i = 0; i < H; i++) out[i] = tanhf(out[i]);
@@ -212,7 +212,7 @@ static void linear_acc(const float *A, const float *W, float *C, int M, int N, i
 }
 
 double emb_encoder_flops(const emb_encoder *e, int B, int T, const int32_t *lens, int n_layers) {
-    double H = e->cfg.hidden, FF = e->cfg.intermediate, BT = (double)B * T;
+    double H = e->cfg.dims.hidden, FF = e->cfg.dims.intermediate, BT = (double)B * T;
     double proj = 2.0 * BT * (4 * H * H + 2 * H * FF);
     double att = 0;
     for (int b = 0; b < B; b++) att += 2.0 * 2.0 * T * (double)(lens ? lens[b] : T) * H;
@@ -318,14 +318,14 @@ int emb_encoder_forward(const emb_encoder *e, emb_workspace *ws, int B, int T, c
                         const int32_t *type_ids, const int32_t *lens, int n_layers, float *out,
                         char err[EMB_ERR_LEN]) {
     const emb_encoder_config *c = &e->cfg;
-    const int H = c->hidden, FF = c->intermediate, NH = c->heads, dh = H / NH;
+    const int H = c->dims.hidden, FF = c->dims.intermediate, NH = c->dims.heads, dh = H / NH;
     if (B < 1 || T < 1) { snprintf(err, EMB_ERR_LEN, "batch %d x %d tokens: both must be at least 1", B, T); return -1; }
-    if (T > c->max_positions) {
-        snprintf(err, EMB_ERR_LEN, "%d tokens exceed the model's maximum of %d positions", T, c->max_positions);
+    if (T > c->dims.max_positions) {
+        snprintf(err, EMB_ERR_LEN, "%d tokens exceed the model's maximum of %d positions", T, c->dims.max_positions);
         return -1;
     }
-    if (n_layers < 0 || n_layers > c->layers) {
-        snprintf(err, EMB_ERR_LEN, "layer %d out of range (the model has %d layers; 0 is the embedding output)", n_layers, c->layers);
+    if (n_layers < 0 || n_layers > c->dims.layers) {
+        snprintf(err, EMB_ERR_LEN, "layer %d out of range (the model has %d layers; 0 is the embedding output)", n_layers, c->dims.layers);
         return -1;
     }
     if ((size_t)B * (size_t)T > (size_t)1 << 26) { snprintf(err, EMB_ERR_LEN, "batch too large"); return -1; }
@@ -333,12 +333,12 @@ int emb_encoder_forward(const emb_encoder *e, emb_workspace *ws, int B, int T, c
         if (lens[b] < 1 || lens[b] > T) { snprintf(err, EMB_ERR_LEN, "sequence %d has length %d, expected 1..%d", b, lens[b], T); return -1; }
     const size_t BT = (size_t)B * T;
     for (size_t i = 0; i < BT; i++) {
-        if (ids[i] < 0 || ids[i] >= c->vocab_size) {
-            snprintf(err, EMB_ERR_LEN, "token id %d out of range (vocabulary size %d)", ids[i], c->vocab_size);
+        if (ids[i] < 0 || ids[i] >= c->dims.vocab_size) {
+            snprintf(err, EMB_ERR_LEN, "token id %d out of range (vocabulary size %d)", ids[i], c->dims.vocab_size);
             return -1;
         }
-        if (e->type && type_ids && (type_ids[i] < 0 || type_ids[i] >= c->type_vocab)) {
-            snprintf(err, EMB_ERR_LEN, "token type id %d out of range (type vocabulary size %d)", type_ids[i], c->type_vocab);
+        if (e->type && type_ids && (type_ids[i] < 0 || type_ids[i] >= c->dims.type_vocab)) {
+            snprintf(err, EMB_ERR_LEN, "token type id %d out of range (type vocabulary size %d)", type_ids[i], c->dims.type_vocab);
             return -1;
         }
     }

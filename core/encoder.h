@@ -9,19 +9,16 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "emb_common.h"
+#include "encoder_config.h"
 
 typedef struct emb_encoder emb_encoder;
 
+/* What loading found; the sizes and settings are the config's (emb_encoder_get_config). */
 typedef struct {
-    const char *arch;            /* "bert" | "distilbert" */
-    int hidden, layers, heads, intermediate, max_positions, type_vocab, vocab_size;
-    int sinusoidal;              /* distilbert sinusoidal_pos_embds */
-    float ln_eps;
     const char *weight_type;     /* "F32" | "F16" | "BF16" ("mixed" if the tensors differ) */
     size_t weight_bytes;         /* bytes of the tensors used, as float32 in memory */
     const char *tensor_prefix;   /* "", "bert.", "distilbert." */
     int has_pooler;              /* BERT pooler.dense present */
-    int pad_token_id;
     int n_files;                 /* safetensors files read (shards) */
     size_t converted_bytes;      /* bytes copied/converted at load (F16/BF16, misaligned F32) */
     size_t mapped_bytes;         /* bytes of F32 tensors used in place from a file mapping */
@@ -36,6 +33,8 @@ int  emb_encoder_load(const char *dir, emb_encoder **out, char err[EMB_ERR_LEN])
 int  emb_encoder_load_with(const char *dir, int use_mmap, emb_encoder **out, char err[EMB_ERR_LEN]);
 void emb_encoder_free(emb_encoder *);
 const emb_encoder_info *emb_encoder_get_info(const emb_encoder *);
+/* config.json as read: architecture, sizes (dims), settings. */
+const emb_encoder_config *emb_encoder_get_config(const emb_encoder *);
 
 const float *emb_encoder_word_row(const emb_encoder *, int32_t id);      /* NULL if out of range */
 const float *emb_encoder_position_row(const emb_encoder *, int32_t pos); /* the model's own table */
@@ -62,7 +61,7 @@ size_t emb_workspace_bytes(const emb_workspace *);  /* currently allocated */
  * all 0; ignored by distilbert), lens[b] in 1..T real tokens, the rest padding, masked out
  * of attention as HF's attention_mask does (padded rows are still computed, as HF does).
  * Runs the embeddings then n_layers encoder layers (0 = embedding LayerNorm output =
- * HF hidden_states[0]; info.layers = last_hidden_state). out: B*T*hidden floats.
+ * HF hidden_states[0]; dims.layers = last_hidden_state). out: B*T*hidden floats.
  * Returns 0, or nonzero with a message in err. */
 int emb_encoder_forward(const emb_encoder *, emb_workspace *, int B, int T, const int32_t *ids,
                         const int32_t *type_ids, const int32_t *lens, int n_layers, float *out,

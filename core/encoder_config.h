@@ -5,6 +5,7 @@
 #define EMBED_ENCODER_CONFIG_H
 #include <stddef.h>
 #include "emb_common.h"
+#include "model_dims.h"
 
 typedef enum { EMB_ARCH_BERT, EMB_ARCH_DISTILBERT } emb_arch;
 typedef enum { EMB_ACT_GELU /* exact erf */ } emb_activation;
@@ -12,11 +13,11 @@ typedef enum { EMB_ACT_GELU /* exact erf */ } emb_activation;
 typedef struct {
     emb_arch arch;
     const char *arch_name;      /* "bert" | "distilbert" */
-    int hidden, layers, heads, intermediate, max_positions, type_vocab, vocab_size;
+    emb_model_dims dims;        /* type_vocab 0 for distilbert */
     int sinusoidal;             /* distilbert sinusoidal_pos_embds */
     float ln_eps;
     emb_activation act;
-    int pad_token_id;
+    int pad_token_id;           /* read and checked; padded positions are masked, so unused */
 } emb_encoder_config;
 
 /* Parse config.json text; file names the file in messages. */

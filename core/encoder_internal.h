@@ -3,7 +3,6 @@
 #ifndef EMBED_ENCODER_INTERNAL_H
 #define EMBED_ENCODER_INTERNAL_H
 #include "encoder.h"
-#include "encoder_config.h"
 #include "safetensors.h"
 #include <xxhash.h>
 

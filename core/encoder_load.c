@@ -182,14 +182,14 @@ static int build_sinusoidal(emb_encoder *e, char err[EMB_ERR_LEN]) {
     const emb_encoder_config *c = &e->cfg;
     uint64_t in_files = 0;
     for (int i = 0; i < e->nfiles; i++) in_files += e->files[i]->h.data_len;
-    uint64_t bytes = (uint64_t)c->max_positions * (uint64_t)c->hidden * sizeof(float);
+    uint64_t bytes = (uint64_t)c->dims.max_positions * (uint64_t)c->dims.hidden * sizeof(float);
     if (bytes > in_files)
         return emb_fail(err, "config.json: max_position_embeddings %d needs a %llu-byte sinusoidal table, more than the "
-                        "%llu bytes of weights in %s", c->max_positions, (unsigned long long)bytes,
+                        "%llu bytes of weights in %s", c->dims.max_positions, (unsigned long long)bytes,
                         (unsigned long long)in_files, e->src_label);
     float *t = malloc((size_t)bytes);
     if (!t || own(e, t)) { free(t); return emb_fail(err, "out of memory"); }
-    sinusoidal_table(t, c->max_positions, c->hidden);
+    sinusoidal_table(t, c->dims.max_positions, c->dims.hidden);
     e->pos = t;
     XXH3_64bits_update(e->hash, "sinusoidal", 11);
     return 0;
@@ -210,7 +210,7 @@ int emb_encoder_load_with(const char *dir, int use_mmap, emb_encoder **out, char
     if (emb_encoder_config_load(dir, &e->cfg, err)) goto fail;
     if (open_weights(e, dir, use_mmap, err)) goto fail;
     const emb_encoder_config *c = &e->cfg;
-    int H = c->hidden, FF = c->intermediate;
+    int H = c->dims.hidden, FF = c->dims.intermediate;
     int bert = c->arch == EMB_ARCH_BERT;
     /* prefix: the one under which the word embeddings exist */
     const char *cands[2] = {"", bert ? "bert." : "distilbert."};
@@ -231,22 +231,22 @@ int emb_encoder_load_with(const char *dir, int use_mmap, emb_encoder **out, char
     }
     /* fingerprint: config numbers first */
     {
-        int64_t nums[] = {c->arch, H, c->layers, c->heads, FF, c->max_positions, c->type_vocab, c->vocab_size, c->sinusoidal, c->act};
+        int64_t nums[] = {c->arch, H, c->dims.layers, c->dims.heads, FF, c->dims.max_positions, c->dims.type_vocab, c->dims.vocab_size, c->sinusoidal, c->act};
         for (size_t i = 0; i < sizeof nums / sizeof nums[0]; i++) hash_u64(e->hash, (uint64_t)nums[i]);
         double eps = c->ln_eps;
         uint64_t eb;
         memcpy(&eb, &eps, 8);
         hash_u64(e->hash, eb);
     }
-    if (get_tensor(e, "embeddings.word_embeddings.weight", c->vocab_size, H, 0, &e->word, err)) goto fail;
-    if (get_tensor(e, "embeddings.position_embeddings.weight", c->max_positions, H, !bert && c->sinusoidal, &e->pos, err)) goto fail;
+    if (get_tensor(e, "embeddings.word_embeddings.weight", c->dims.vocab_size, H, 0, &e->word, err)) goto fail;
+    if (get_tensor(e, "embeddings.position_embeddings.weight", c->dims.max_positions, H, !bert && c->sinusoidal, &e->pos, err)) goto fail;
     if (!e->pos && build_sinusoidal(e, err)) goto fail; /* as transformers builds it */
-    if (bert && get_tensor(e, "embeddings.token_type_embeddings.weight", c->type_vocab, H, 0, &e->type, err)) goto fail;
+    if (bert && get_tensor(e, "embeddings.token_type_embeddings.weight", c->dims.type_vocab, H, 0, &e->type, err)) goto fail;
     if (get_tensor(e, "embeddings.LayerNorm.weight", H, -1, 0, &e->ln_g, err) ||
         get_tensor(e, "embeddings.LayerNorm.bias", H, -1, 0, &e->ln_b, err)) goto fail;
-    e->L = calloc((size_t)c->layers, sizeof *e->L);
+    e->L = calloc((size_t)c->dims.layers, sizeof *e->L);
     if (!e->L) { snprintf(err, EMB_ERR_LEN, "out of memory"); goto fail; }
-    for (int l = 0; l < c->layers; l++) {
+    for (int l = 0; l < c->dims.layers; l++) {
         emb_layer_weights *w = &e->L[l];
         char nm[16][96];
         const char *fmt_bert[16] = {
@@ -286,19 +286,8 @@ int emb_encoder_load_with(const char *dir, int use_mmap, emb_encoder **out, char
     e->hash = NULL;
 
     emb_encoder_info *in = &e->info;
-    in->arch = c->arch_name;
-    in->hidden = H;
-    in->layers = c->layers;
-    in->heads = c->heads;
-    in->intermediate = FF;
-    in->max_positions = c->max_positions;
-    in->type_vocab = c->type_vocab;
-    in->vocab_size = c->vocab_size;
-    in->sinusoidal = c->sinusoidal;
-    in->ln_eps = c->ln_eps;
     in->weight_type = e->mixed ? "mixed" : emb_dtype_name((emb_dtype)e->first_dtype);
     in->has_pooler = e->pool_w != NULL;
-    in->pad_token_id = c->pad_token_id;
     in->n_files = e->nfiles;
     drop_unused_files(e);
     *out = e;
@@ -321,4 +310,5 @@ void emb_encoder_free(emb_encoder *e) {
 }
 
 const emb_encoder_info *emb_encoder_get_info(const emb_encoder *e) { return &e->info; }
+const emb_encoder_config *emb_encoder_get_config(const emb_encoder *e) { return &e->cfg; }
 uint64_t emb_encoder_fingerprint(const emb_encoder *e) { return e->fingerprint; }

@@ -39,7 +39,8 @@ struct emb_model {
     emb_defined_model *defined; /* architecture "defined" */
     emb_tokenizer *tok;        /* folder models */
     emb_encoder *enc;          /* NULL for tokenizer-only folders */
-    emb_sbert_config sbert;     /* sentence-transformers settings (pooling, normalize, limit) */
+    emb_sbert_config sbert;    /* sentence-transformers settings (pooling, normalize, limit) */
+    emb_model_dims vocab_only; /* a tokenizer-only model's sizes: its vocabulary's */
     pthread_mutex_t lock;      /* guards idle */
     runner *idle;
     int n_idle;
@@ -77,15 +78,14 @@ int emb_model_define(const char *name, const char *json, size_t len, emb_model *
     }
     m->defined = sm;
     emb_model_info *info = &m->info;
+    const emb_model_dims *d = emb_defined_dims(sm);
     info->architecture = "defined";
-    info->hidden = sm->dim;
-    info->vocab_size = sm->vocab_size;
-    info->max_positions = sm->max_positions;
-    info->max_tokens = sm->max_positions;
-    info->position_kind = sm->sinusoidal ? "sinusoidal" : "learned";
+    info->dims = d;
+    info->max_tokens = d->max_positions;
+    info->position_kind = emb_defined_sinusoidal(sm) ? "sinusoidal" : "learned";
     info->pooling = "mean";
     info->weight_type = "F32";
-    info->bytes = (int64_t)(sm->vocab_size + sm->max_positions) * sm->dim * (int64_t)sizeof(float);
+    info->bytes = (int64_t)(d->vocab_size + d->max_positions) * d->hidden * (int64_t)sizeof(float);
     info->has_vectors = 1;
     set_fingerprint(info, emb_defined_fingerprint(sm));
     *out = m;
@@ -105,7 +105,7 @@ static int token_limit(const emb_model *m) {
     if (m->sbert.present && m->sbert.max_seq_length > 0) limit = m->sbert.max_seq_length;
     else if (emb_tokenizer_model_max_length(m->tok) > 0) limit = emb_tokenizer_model_max_length(m->tok);
     if (m->enc) {
-        int maxpos = emb_encoder_get_info(m->enc)->max_positions;
+        int maxpos = emb_encoder_get_config(m->enc)->dims.max_positions;
         if (limit == 0 || limit > maxpos) limit = maxpos;
     }
     return limit > INT_MAX ? INT_MAX : (int)limit;
@@ -134,32 +134,31 @@ static int load_folder(emb_model *m, const char *dir, const emb_load_options *op
     }
 
     emb_model_info *info = &m->info;
-    info->vocab_size = emb_tokenizer_vocab_size(m->tok);
+    int32_t tok_vocab = emb_tokenizer_vocab_size(m->tok);
     info->max_tokens = token_limit(m);
     info->pooling = m->enc ? emb_pool_mode_name(m->sbert.pool) : NULL;
     info->normalize = m->sbert.normalize;
     if (!m->enc) {
         info->architecture = "tokenizer";
+        m->vocab_only.vocab_size = tok_vocab;
+        info->dims = &m->vocab_only;
     } else {
+        const emb_encoder_config *c = emb_encoder_get_config(m->enc);
         const emb_encoder_info *e = emb_encoder_get_info(m->enc);
-        if (info->vocab_size > e->vocab_size)
+        if (tok_vocab > c->dims.vocab_size)
             return emb_fail(err, "the tokenizer has %d tokens but the model's embedding table only %d rows",
-                        info->vocab_size, e->vocab_size);
+                            tok_vocab, c->dims.vocab_size);
         /* a single text must always work (a pair's type ids are checked when a pair comes) */
         int max_type = emb_tokenizer_max_type_id(m->tok, 0);
-        if (e->type_vocab > 0 && max_type >= e->type_vocab)
+        if (c->dims.type_vocab > 0 && max_type >= c->dims.type_vocab)
             return emb_fail(err, "tokenizer.json: the post_processor gives type id %d but the model has only %d token "
-                            "types (config.json type_vocab_size)", max_type, e->type_vocab);
-        if (m->sbert.pooling_dim > 0 && m->sbert.pooling_dim != e->hidden)
+                            "types (config.json type_vocab_size)", max_type, c->dims.type_vocab);
+        if (m->sbert.pooling_dim > 0 && m->sbert.pooling_dim != c->dims.hidden)
             return emb_fail(err, "1_Pooling/config.json: word_embedding_dimension %d differs from hidden size %d",
-                        m->sbert.pooling_dim, e->hidden);
-        info->architecture = e->arch;
-        info->hidden = e->hidden;
-        info->layers = e->layers;
-        info->heads = e->heads;
-        info->vocab_size = e->vocab_size;
-        info->max_positions = e->max_positions;
-        info->position_kind = e->sinusoidal ? "sinusoidal" : "learned";
+                            m->sbert.pooling_dim, c->dims.hidden);
+        info->architecture = c->arch_name;
+        info->dims = &c->dims;
+        info->position_kind = c->sinusoidal ? "sinusoidal" : "learned";
         info->weight_type = e->weight_type;
         info->bytes = (int64_t)e->weight_bytes;
         info->mapped = e->mapped_bytes > 0;
@@ -274,27 +273,17 @@ int emb_model_tokenize(const emb_model *m, const char *text, size_t len, const c
 }
 
 const char *emb_model_token_text(const emb_model *m, int32_t id, size_t *len) {
-    if (m->defined) {
-        if (id < 0 || id >= m->defined->vocab_size) return NULL;
-        *len = strlen(m->defined->vocab[id]);
-        return m->defined->vocab[id];
-    }
+    if (m->defined) return emb_defined_token(m->defined, id, len);
     return emb_tokenizer_token(m->tok, id, len);
 }
 
 const float *emb_model_token_row(const emb_model *m, int32_t id) {
-    if (m->defined)
-        return id >= 0 && id < m->defined->vocab_size
-                   ? m->defined->embeddings + (size_t)id * (size_t)m->defined->dim
-                   : NULL;
+    if (m->defined) return emb_defined_token_row(m->defined, id);
     return m->enc ? emb_encoder_word_row(m->enc, id) : NULL;
 }
 
 const float *emb_model_position_row(const emb_model *m, int32_t pos) {
-    if (m->defined)
-        return pos >= 0 && pos < m->defined->max_positions
-                   ? m->defined->positions + (size_t)pos * (size_t)m->defined->dim
-                   : NULL;
+    if (m->defined) return emb_defined_position_row(m->defined, pos);
     return m->enc ? emb_encoder_position_row(m->enc, pos) : NULL;
 }
 
@@ -307,7 +296,7 @@ static int run_batch(emb_model *m, runner *r, const int32_t *ids, const int32_t 
     int T = 0;
     for (int b = 0; b < B; b++)
         if (lens[seq[b]] > T) T = lens[seq[b]];
-    size_t cells = (size_t)B * (size_t)T, H = (size_t)m->info.hidden;
+    size_t cells = (size_t)B * (size_t)T, H = (size_t)m->info.dims->hidden;
     if (emb_grow((void **)&r->ids, &r->ids_cap, cells, sizeof(int32_t)) ||
         emb_grow((void **)&r->types, &r->types_cap, cells, sizeof(int32_t)) ||
         emb_grow((void **)&r->lens, &r->lens_cap, (size_t)B, sizeof(int32_t)) ||
@@ -328,7 +317,7 @@ static int run_batch(emb_model *m, runner *r, const int32_t *ids, const int32_t 
 
 int emb_model_hidden_states(emb_model *m, const emb_encoding *enc, int n_layers, float *out,
                             char err[EMB_ERR_LEN]) {
-    size_t H = (size_t)m->info.hidden;
+    size_t H = (size_t)m->info.dims->hidden;
     if (m->defined) {
         if (n_layers != 0)
             return emb_fail(err, "model '%s' has no layers (layer %d asked)", m->name, n_layers);
@@ -338,8 +327,8 @@ int emb_model_hidden_states(emb_model *m, const emb_encoding *enc, int n_layers,
         return 0;
     }
     if (!m->enc) return emb_fail(err, "model '%s' is a tokenizer only: it has no vectors", m->name);
-    if (n_layers < 0 || n_layers > m->info.layers)
-        return emb_fail(err, "layer %d is out of range (0 to %d)", n_layers, m->info.layers);
+    if (n_layers < 0 || n_layers > m->info.dims->layers)
+        return emb_fail(err, "layer %d is out of range (0 to %d)", n_layers, m->info.dims->layers);
     if (enc->n == 0) return 0;
     runner *r = runner_take(m);
     int32_t *ids = malloc(enc->n * 2 * sizeof(int32_t));
@@ -374,10 +363,10 @@ static void finish_vector(const float *hidden, int T, int H, int len, emb_pool_m
 
 static int embed_defined(emb_model *m, const char *const *texts, const size_t *lens, size_t n,
                          emb_pool_mode mode, int normalize, float *out, char err[EMB_ERR_LEN]) {
-    int H = m->info.hidden;
+    int H = m->info.dims->hidden;
     emb_encoding enc;
     emb_encoding_init(&enc);
-    float *hidden = malloc((size_t)m->defined->max_positions * (size_t)H * sizeof(float));
+    float *hidden = malloc((size_t)m->info.dims->max_positions * (size_t)H * sizeof(float));
     int rc = hidden ? 0 : emb_fail(err, "out of memory");
     for (size_t t = 0; rc == 0 && t < n; t++) {
         rc = emb_model_tokenize(m, texts[t], lens[t], NULL, 0, &enc, err);
@@ -401,7 +390,7 @@ int emb_model_embed(emb_model *m, const char *const *texts, const size_t *lens, 
     /* Tokenize everything into flat arrays, then run length-sorted batches so that the
      * padding in each batch stays small. */
     runner *r = runner_take(m);
-    size_t ids_cap = 0, types_cap = 0, used = 0, H = (size_t)m->info.hidden;
+    size_t ids_cap = 0, types_cap = 0, used = 0, H = (size_t)m->info.dims->hidden;
     int32_t *ids = NULL, *types = NULL, *tlens = malloc(n * sizeof(int32_t));
     size_t *starts = malloc(n * sizeof(size_t)), *order = malloc(n * sizeof(size_t));
     int rc = r && tlens && starts && order ? 0 : emb_fail(err, "out of memory");
@@ -425,7 +414,7 @@ int emb_model_embed(emb_model *m, const char *const *texts, const size_t *lens, 
     if (rc == 0) qsort_r(order, n, sizeof *order, by_length, tlens);
     for (size_t at = 0; rc == 0 && at < n; at += EMBED_BATCH) {
         int B = (int)(n - at < EMBED_BATCH ? n - at : EMBED_BATCH), T;
-        rc = run_batch(m, r, ids, types, starts, tlens, order + at, B, m->info.layers, &T, err);
+        rc = run_batch(m, r, ids, types, starts, tlens, order + at, B, m->info.dims->layers, &T, err);
         for (int b = 0; rc == 0 && b < B; b++)
             finish_vector(r->hidden + (size_t)b * (size_t)T * H, T, (int)H, tlens[order[at + b]],
                           mode, normalize, out + order[at + b] * H);

@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "emb_common.h"
+#include "model_dims.h"
 #include "token.h"
 
 typedef struct emb_model emb_model;
@@ -15,8 +16,7 @@ typedef struct {
     const char *name;
     const char *path;          /* folder it was loaded from; NULL for defined models */
     const char *architecture;  /* "defined", "tokenizer", "bert", "distilbert" */
-    int hidden, layers, heads, vocab_size;
-    int max_positions;         /* rows of the position table */
+    const emb_model_dims *dims;/* the sizes, owned by the model (hidden, layers, vocab_size, ...) */
     int max_tokens;            /* truncation limit in force (incl. special tokens) */
     const char *position_kind; /* "learned", "sinusoidal", or NULL */
     const char *pooling;       /* "mean", "cls", "max", or NULL */

@@ -7,10 +7,10 @@
 /* Whether m is a model this index can use: vectors of its size, with its fingerprint. */
 static int model_fits(ix_vtab *v, const char *name, emb_model *m) {
     const emb_model_info *info = emb_model_get_info(m);
-    if (info->has_vectors && info->hidden == v->dims && !strcmp(info->fingerprint, v->fingerprint)) return 1;
+    if (info->has_vectors && info->dims->hidden == v->dims && !strcmp(info->fingerprint, v->fingerprint)) return 1;
     ix_error(v, "model '%s' (fingerprint %s, %d dimensions) is not the model \"%s\" was made with "
                 "(fingerprint %s, %d dimensions)", name, info->fingerprint,
-             info->has_vectors ? info->hidden : 0, v->name, v->fingerprint, v->dims);
+             info->has_vectors ? info->dims->hidden : 0, v->name, v->fingerprint, v->dims);
     return 0;
 }
 

@@ -439,12 +439,12 @@ static int check_options(ix_options *o, emb_model **mod, char **err) {
         } else if (!(info = emb_model_get_info(*mod))->has_vectors) {
             *err = sqlite3_mprintf(FN ": model '%s' is a tokenizer only: it has no vectors", o->model);
             rc = SQLITE_ERROR;
-        } else if (o->dims && o->dims != info->hidden) {
+        } else if (o->dims && o->dims != info->dims->hidden) {
             *err = sqlite3_mprintf(FN ": dims = %d, but model '%s' makes vectors of %d dimensions",
-                                   o->dims, o->model, info->hidden);
+                                   o->dims, o->model, info->dims->hidden);
             rc = SQLITE_ERROR;
         } else {
-            o->dims = info->hidden;
+            o->dims = info->dims->hidden;
         }
     }
     if (rc == SQLITE_OK && !o->dims) {

@@ -95,11 +95,11 @@ static int models_column(sqlite3_vtab_cursor *cur, sqlite3_context *ctx, int col
     case COL_NAME: result_text_or_null(ctx, m->name); break;
     case COL_PATH: result_text_or_null(ctx, m->path); break;
     case COL_ARCH: result_text_or_null(ctx, m->architecture); break;
-    case COL_HIDDEN: result_positive_or_null(ctx, m->hidden); break;
-    case COL_LAYERS: sqlite3_result_int(ctx, m->layers); break;
-    case COL_HEADS: result_positive_or_null(ctx, m->heads); break;
-    case COL_VOCAB: sqlite3_result_int(ctx, m->vocab_size); break;
-    case COL_MAXPOS: result_positive_or_null(ctx, m->max_positions); break;
+    case COL_HIDDEN: result_positive_or_null(ctx, m->dims->hidden); break;
+    case COL_LAYERS: sqlite3_result_int(ctx, m->dims->layers); break;
+    case COL_HEADS: result_positive_or_null(ctx, m->dims->heads); break;
+    case COL_VOCAB: sqlite3_result_int(ctx, m->dims->vocab_size); break;
+    case COL_MAXPOS: result_positive_or_null(ctx, m->dims->max_positions); break;
     case COL_MAXTOK: result_positive_or_null(ctx, m->max_tokens); break;
     case COL_POSKIND: result_text_or_null(ctx, m->position_kind); break;
     case COL_POOLING: result_text_or_null(ctx, m->pooling); break;

@@ -61,9 +61,9 @@ static void model_position(sqlite3_context *ctx, sqlite3_value **argv) {
     if (!info->has_vectors)
         ext_error(ctx, fn, "model '%s' is a tokenizer only: it has no position vectors", info->name);
     else if (!position_type_error(ctx, argv[1]) &&
-             ext_get_int(ctx, argv[1], fn, "pos", 0, info->max_positions - 1, &pos) == EXT_OK) {
+             ext_get_int(ctx, argv[1], fn, "pos", 0, info->dims->max_positions - 1, &pos) == EXT_OK) {
         const float *row = emb_model_position_row(m, (int32_t)pos);
-        if (row) ext_result_vector(ctx, row, (size_t)info->hidden);
+        if (row) ext_result_vector(ctx, row, (size_t)info->dims->hidden);
     }
     emb_model_release(m);
 }

@@ -58,27 +58,27 @@ void sql_contextual_embedding(sqlite3_context *ctx, int argc, sqlite3_value **ar
     emb_model *m = model_and_text(ctx, argv, 0, fn, &text, &len, &b, &blen);
     if (!m) return;
     const emb_model_info *info = emb_model_get_info(m);
-    if (layer < 0) layer = info->layers;
+    if (layer < 0) layer = info->dims->layers;
     emb_encoding enc;
     emb_model_encoding_init(&enc);
     char err[EMB_ERR_LEN];
     float *hidden = NULL;
     if (!info->has_vectors) {
         ext_error(ctx, fn, "model '%s' is a tokenizer only: it has no vectors", info->name);
-    } else if (layer > info->layers) {
+    } else if (layer > info->dims->layers) {
         ext_error(ctx, fn, "layer %lld is out of range: model '%s' has %d layers (0 is the input embedding)",
-                  layer, info->name, info->layers);
+                  layer, info->name, info->dims->layers);
     } else if (emb_model_tokenize(m, text, (size_t)len, NULL, 0, &enc, err)) {
         ext_error(ctx, fn, "%s", err);
     } else if ((size_t)index >= enc.n) {
         ext_error(ctx, fn, "token index %lld is out of range: the text has %lld tokens", index,
                   (long long)enc.n);
-    } else if (!(hidden = sqlite3_malloc64(enc.n * (size_t)info->hidden * sizeof(float)))) {
+    } else if (!(hidden = sqlite3_malloc64(enc.n * (size_t)info->dims->hidden * sizeof(float)))) {
         sqlite3_result_error_nomem(ctx);
     } else if (emb_model_hidden_states(m, &enc, (int)layer, hidden, err)) {
         ext_error(ctx, fn, "%s", err);
     } else {
-        ext_result_vector(ctx, hidden + (size_t)index * (size_t)info->hidden, (size_t)info->hidden);
+        ext_result_vector(ctx, hidden + (size_t)index * (size_t)info->dims->hidden, (size_t)info->dims->hidden);
     }
     sqlite3_free(hidden);
     emb_model_encoding_free(&enc);
@@ -137,13 +137,13 @@ void sql_embed(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
     size_t slen = (size_t)len;
     if (!info->has_vectors)
         ext_error(ctx, fn, "model '%s' is a tokenizer only: it has no vectors", info->name);
-    else if (!(out = sqlite3_malloc64((size_t)info->hidden * sizeof(float))))
+    else if (!(out = sqlite3_malloc64((size_t)info->dims->hidden * sizeof(float))))
         sqlite3_result_error_nomem(ctx);
     else if (emb_model_embed(m, &text, &slen, 1, &opt, out, err)) {
         ext_error(ctx, fn, "%s", err);
         sqlite3_free(out);
     } else {
-        ext_result_vector_owned(ctx, out, (size_t)info->hidden);
+        ext_result_vector_owned(ctx, out, (size_t)info->dims->hidden);
     }
     emb_model_release(m);
 }

@@ -194,7 +194,7 @@ static int hidden_level(tokens_cursor *c, sqlite3_context *ctx, float **cache, i
         ext_error(ctx, "embed_tokens", "model '%s' is a tokenizer only: it has no vectors", info->name);
         return -1;
     }
-    *cache = sqlite3_malloc64(c->enc.n * (size_t)info->hidden * sizeof(float));
+    *cache = sqlite3_malloc64(c->enc.n * (size_t)info->dims->hidden * sizeof(float));
     if (!*cache) {
         sqlite3_result_error_nomem(ctx);
         return -1;
@@ -210,7 +210,7 @@ static int hidden_level(tokens_cursor *c, sqlite3_context *ctx, float **cache, i
 }
 
 static void result_row(sqlite3_context *ctx, const emb_model_info *info, const float *row) {
-    if (row) ext_result_vector(ctx, row, (size_t)info->hidden);
+    if (row) ext_result_vector(ctx, row, (size_t)info->dims->hidden);
     else if (!info->has_vectors)
         ext_error(ctx, "embed_tokens", "model '%s' is a tokenizer only: it has no vectors", info->name);
 }
@@ -219,7 +219,7 @@ static int tokens_column(sqlite3_vtab_cursor *cur, sqlite3_context *ctx, int col
     tokens_cursor *c = (tokens_cursor *)cur;
     const emb_token *t = &c->enc.tok[c->at];
     const emb_model_info *info = emb_model_get_info(c->model);
-    size_t h = (size_t)info->hidden;
+    size_t h = (size_t)info->dims->hidden;
     switch (col) {
     case COL_POSITION: sqlite3_result_int64(ctx, (sqlite3_int64)c->at); break;
     case COL_TOKEN_ID: sqlite3_result_int(ctx, t->id); break;
@@ -239,7 +239,7 @@ static int tokens_column(sqlite3_vtab_cursor *cur, sqlite3_context *ctx, int col
         if (hidden_level(c, ctx, &c->input, 0) == 0) ext_result_vector(ctx, c->input + c->at * h, h);
         break;
     case COL_CONTEXTUAL_EMB:
-        if (hidden_level(c, ctx, &c->contextual, info->layers) == 0)
+        if (hidden_level(c, ctx, &c->contextual, info->dims->layers) == 0)
             ext_result_vector(ctx, c->contextual + c->at * h, h);
         break;
     default:

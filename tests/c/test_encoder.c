@@ -83,26 +83,27 @@ static void parity(const char *model) {
     CHECK(rc == 0, "%s: load failed: %s", model, err);
     if (rc) { cJSON_Delete(ref); return; }
     const emb_encoder_info *in = emb_encoder_get_info(enc);
+    const emb_encoder_config *cfg = emb_encoder_get_config(enc);
     const char *dtype = cJSON_GetObjectItem(ref, "weights_dtype")->valuestring;
     double tol = strcmp(dtype, "F16") == 0 ? 1e-3 : 1e-4;
-    int H = in->hidden, L = in->layers;
-    int bert = strcmp(in->arch, "bert") == 0;
-    CHECK(strcmp(in->arch, cJSON_GetObjectItem(ref, "arch")->valuestring) == 0 &&
+    int H = cfg->dims.hidden, L = cfg->dims.layers;
+    int bert = strcmp(cfg->arch_name, "bert") == 0;
+    CHECK(strcmp(cfg->arch_name, cJSON_GetObjectItem(ref, "arch")->valuestring) == 0 &&
           H == cJSON_GetObjectItem(ref, "hidden_size")->valueint &&
           L == cJSON_GetObjectItem(ref, "num_layers")->valueint &&
-          in->heads == cJSON_GetObjectItem(ref, "num_heads")->valueint &&
-          in->intermediate == cJSON_GetObjectItem(ref, "intermediate_size")->valueint &&
-          in->vocab_size == cJSON_GetObjectItem(ref, "vocab_size")->valueint &&
-          in->max_positions == cJSON_GetObjectItem(ref, "max_position_embeddings")->valueint &&
+          cfg->dims.heads == cJSON_GetObjectItem(ref, "num_heads")->valueint &&
+          cfg->dims.intermediate == cJSON_GetObjectItem(ref, "intermediate_size")->valueint &&
+          cfg->dims.vocab_size == cJSON_GetObjectItem(ref, "vocab_size")->valueint &&
+          cfg->dims.max_positions == cJSON_GetObjectItem(ref, "max_position_embeddings")->valueint &&
           strcmp(in->weight_type, dtype) == 0 &&
           strcmp(in->tensor_prefix, cJSON_GetObjectItem(ref, "tensor_prefix")->valuestring) == 0 &&
           in->has_pooler == cJSON_IsTrue(cJSON_GetObjectItem(ref, "has_pooler")) &&
-          fabs(in->ln_eps - cJSON_GetObjectItem(ref, "layer_norm_eps")->valuedouble) < 1e-15,
-          "%s: info does not match the reference (arch %s hidden %d layers %d prefix '%s' type %s)", model, in->arch, H, L,
+          fabs(cfg->ln_eps - cJSON_GetObjectItem(ref, "layer_norm_eps")->valuedouble) < 1e-15,
+          "%s: info does not match the reference (arch %s hidden %d layers %d prefix '%s' type %s)", model, cfg->arch_name, H, L,
           in->tensor_prefix, in->weight_type);
-    if (!bert) CHECK(in->sinusoidal == cJSON_IsTrue(cJSON_GetObjectItem(ref, "sinusoidal_pos_embds")), "%s: sinusoidal flag", model);
-    CHECK(emb_encoder_word_row(enc, -1) == NULL && emb_encoder_word_row(enc, in->vocab_size) == NULL &&
-          emb_encoder_position_row(enc, in->max_positions) == NULL && (bert || emb_encoder_type_row(enc, 0) == NULL),
+    if (!bert) CHECK(cfg->sinusoidal == cJSON_IsTrue(cJSON_GetObjectItem(ref, "sinusoidal_pos_embds")), "%s: sinusoidal flag", model);
+    CHECK(emb_encoder_word_row(enc, -1) == NULL && emb_encoder_word_row(enc, cfg->dims.vocab_size) == NULL &&
+          emb_encoder_position_row(enc, cfg->dims.max_positions) == NULL && (bert || emb_encoder_type_row(enc, 0) == NULL),
           "%s: out-of-range rows must be NULL", model);
 
     emb_workspace *ws = emb_workspace_new();
@@ -657,7 +658,7 @@ static void sinusoidal_fallback_test(void) {
         }
         CHECK(dm <= 2e-6, "generated sinusoidal table equals the stored one (max diff %.3g)", dm);
         printf("sinusoidal table built at load vs stored: max diff %.3g\n", dm);
-        if (!emb_encoder_get_info(b)->sinusoidal) CHECK(0, "sinusoidal flag");
+        if (!emb_encoder_get_config(b)->sinusoidal) CHECK(0, "sinusoidal flag");
     }
     emb_encoder_free(a);
     emb_encoder_free(b);

@@ -13,14 +13,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         if (!memchr(err, 0, sizeof err) || strncmp(err, "config.json: ", 13) != 0) __builtin_trap();
         return 0;
     }
-    if (c.hidden < 1 || c.hidden > 65536 || c.heads < 1 || c.hidden % c.heads != 0) __builtin_trap();
-    if (c.layers < 1 || c.layers > 1024 || c.intermediate < 1 || c.max_positions < 1 || c.vocab_size < 1) __builtin_trap();
+    if (c.dims.hidden < 1 || c.dims.hidden > 65536 || c.dims.heads < 1 || c.dims.hidden % c.dims.heads != 0) __builtin_trap();
+    if (c.dims.layers < 1 || c.dims.layers > 1024 || c.dims.intermediate < 1 || c.dims.max_positions < 1 || c.dims.vocab_size < 1) __builtin_trap();
     if (!(c.ln_eps > 0) || c.ln_eps > 1) __builtin_trap();
-    if (c.arch == EMB_ARCH_BERT && (c.type_vocab < 1 || strcmp(c.arch_name, "bert") != 0)) __builtin_trap();
-    if (c.arch == EMB_ARCH_DISTILBERT && (c.type_vocab != 0 || strcmp(c.arch_name, "distilbert") != 0)) __builtin_trap();
+    if (c.arch == EMB_ARCH_BERT && (c.dims.type_vocab < 1 || strcmp(c.arch_name, "bert") != 0)) __builtin_trap();
+    if (c.arch == EMB_ARCH_DISTILBERT && (c.dims.type_vocab != 0 || strcmp(c.arch_name, "distilbert") != 0)) __builtin_trap();
     /* the table sizes the loader computes fit in 64 bits */
-    volatile uint64_t bytes = (uint64_t)c.vocab_size * (uint64_t)c.hidden * 4u +
-                              (uint64_t)c.max_positions * (uint64_t)c.hidden * 4u;
+    volatile uint64_t bytes = (uint64_t)c.dims.vocab_size * (uint64_t)c.dims.hidden * 4u +
+                              (uint64_t)c.dims.max_positions * (uint64_t)c.dims.hidden * 4u;
     (void)bytes;
     return 0;
 }

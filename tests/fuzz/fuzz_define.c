@@ -17,13 +17,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         return 0;
     }
     const emb_model_info *in = emb_model_get_info(m);
-    if (in->hidden < 1 || in->hidden > EMB_DEFINED_MAX_DIMS || in->vocab_size < 1 || in->vocab_size > EMB_DEFINED_MAX_VOCAB ||
-        in->max_positions < 1 || in->max_positions > EMB_DEFINED_MAX_POSITIONS ||
+    if (in->dims->hidden < 1 || in->dims->hidden > EMB_DEFINED_MAX_DIMS || in->dims->vocab_size < 1 || in->dims->vocab_size > EMB_DEFINED_MAX_VOCAB ||
+        in->dims->max_positions < 1 || in->dims->max_positions > EMB_DEFINED_MAX_POSITIONS ||
         (uint64_t)in->bytes > EMB_DEFINED_MAX_BYTES)
         __builtin_trap();
     /* the first words of the vocabulary, one per position, as a text */
     size_t cap = 1, len = 0;
-    int n = in->vocab_size < in->max_positions ? in->vocab_size : in->max_positions;
+    int n = in->dims->vocab_size < in->dims->max_positions ? in->dims->vocab_size : in->dims->max_positions;
     if (n > 64) n = 64;
     for (int i = 0; i < n; i++) {
         size_t l;
@@ -45,13 +45,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     for (size_t i = 0; i < enc.n; i++)
         if (enc.tok[i].id != (int32_t)i || !emb_model_token_row(m, enc.tok[i].id) || !emb_model_position_row(m, (int32_t)i))
             __builtin_trap();
-    float *v = malloc((size_t)in->hidden * sizeof(float));
+    float *v = malloc((size_t)in->dims->hidden * sizeof(float));
     const char *texts[1] = {text};
     if (emb_model_embed(m, texts, &len, 1, NULL, v, err) != 0) __builtin_trap();
     /* the raw input as a text: words that hold a NUL, invalid UTF-8, prefixes of vocabulary words */
     if (emb_model_tokenize(m, (const char *)data, size, NULL, 0, &enc, err) == 0)
         for (size_t i = 0; i < enc.n; i++)
-            if (enc.tok[i].id < 0 || enc.tok[i].id >= in->vocab_size) __builtin_trap();
+            if (enc.tok[i].id < 0 || enc.tok[i].id >= in->dims->vocab_size) __builtin_trap();
     emb_model_encoding_free(&enc);
     free(v);
     free(text);
