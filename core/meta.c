@@ -171,12 +171,22 @@ size_t emb_meta_filter(const emb_meta_column *cols, const int64_t *ids, size_t n
         for (size_t j = 0; j < count; j++) out[j] = src ? src[j] : j;
         return count;
     }
-    for (size_t k = 0; k < np; k++) {
-        const emb_pred *p = &preds[k];
+    /* comparisons with numbers first: one tight loop each, and the others see fewer rows */
+    for (size_t pass = 0; pass < 2 * np; pass++) {
+        const emb_pred *p = &preds[pass % np];
+        int numeric = p->op <= EMB_OP_GE && (p->value.type == EMB_INT || p->value.type == EMB_REAL);
+        if (numeric != (pass < np)) continue;
         const emb_meta_column *col = p->col < 0 ? NULL : &cols[p->col];
         size_t m = 0;
-        if (p->op <= EMB_OP_GE && (p->value.type == EMB_INT || p->value.type == EMB_REAL)) {
+        if (numeric) {
             m = filter_numeric(col, ids, p, src, count, out);
+        } else if (col && p->op == EMB_OP_EQ && p->value.type == EMB_TEXT) {
+            for (size_t j = 0; j < count; j++) { /* equal text: same length, same bytes */
+                size_t i = src ? src[j] : j;
+                if (col->type[i] == EMB_TEXT && col->cell[i].s.n == p->value.n &&
+                    (p->value.n == 0 || memcmp(col->arena + col->cell[i].s.off, p->value.p, p->value.n) == 0))
+                    out[m++] = i;
+            }
         } else {
             for (size_t j = 0; j < count; j++) {
                 size_t i = src ? src[j] : j;

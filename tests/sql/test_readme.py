@@ -1,7 +1,8 @@
 """The README tells the truth: every ```sql and ```python snippet runs as written, in README
 order, in a folder laid out as the README assumes (./embed, models/all-MiniLM-L6-v2 -- here
 the random-weight MiniLM-shaped fixture -- and the repository's tests/ and sql/); a value
-written after a statement as `-- <JSON>` is the value it returns; and a plain ``` block right
+written after a statement as `-- <JSON>` is the value it returns (its first row: the one value,
+or a JSON array of the row's values); and a plain ``` block right
 after a ```sql block shows what its last statement returns (numbers to the digits shown)."""
 import json
 import os
@@ -131,7 +132,8 @@ def every_readme_snippet_runs_as_written():
                 ran += 1
                 want = expected_value(comment)
                 if want is not None:
-                    got = rows[0][0]
+                    assert rows, "%s: %s returned no row, the README says %r" % (where, stmt, want[0])
+                    got = list(rows[0]) if len(rows[0]) > 1 else rows[0][0]  # a row, or its one value
                     got = json.loads(got) if isinstance(got, str) and got[:1] == "[" else got
                     assert same(got, want[0]) if not isinstance(want[0], list) else \
                         len(got) == len(want[0]) and all(same(a, b) for a, b in zip(got, want[0])), \
