@@ -148,3 +148,35 @@ def bad_column_declarations_are_clear_errors():
         assert one(con, "SELECT count(*) FROM sqlite_schema WHERE name LIKE 'ix%'") == 0
     con.execute("CREATE VIRTUAL TABLE ix USING embed_index(dims = 2, author text)")
     assert_error(con, "SELECT rowid FROM ix WHERE ix MATCH '[1, 0]' AND k = 2 AND nope = 1", "no such column")
+
+
+@test
+def partitioned_search_equals_brute_force_within_the_partition():
+    rng = random.Random(13)
+    for key_type, tenant in (("integer", lambda t: t), ("text", lambda t: "team-%d" % t)):
+        con = connect()
+        con.execute("CREATE VIRTUAL TABLE ix USING embed_index(dims = %d, metric = 'cosine', chunk_size = 8, "
+                    "tenant %s partition key, year integer)" % (DIMS, key_type))
+        rows, owner = {}, {}
+        con.execute("BEGIN")
+        for r in range(1, 401):
+            rows[r] = [f32(rng.uniform(-1, 1)) for _ in range(DIMS)]
+            owner[r] = tenant(rng.randrange(40))
+            con.execute("INSERT INTO ix(rowid, vector, tenant, year) VALUES (?, ?, ?, ?)",
+                        (r, blob(rows[r]), owner[r], 2000 + r % 7))
+        con.execute("COMMIT")
+
+        def cos_d(a, b):
+            return 1 - sum(x * y for x, y in zip(a, b)) / math.sqrt(sum(x * x for x in a) * sum(y * y for y in b))
+
+        for t in range(0, 41, 5):
+            q = [rng.uniform(-1, 1) for _ in range(DIMS)]
+            for extra, keep in (("", lambda r: True), (" AND year > 2003", lambda r: 2000 + r % 7 > 2003)):
+                want = sorted((cos_d(rows[r], q), r) for r in rows if owner[r] == tenant(t) and keep(r))[:4]
+                got = con.execute("SELECT rowid, distance FROM ix WHERE ix MATCH ? AND k = 4 AND tenant = ?" + extra,
+                                  (blob(q), tenant(t))).fetchall()
+                assert [r for r, _ in got] == [r for _, r in want], (key_type, t, extra, got, want)
+                assert all(abs(d - w) < 1e-6 for (_, d), (w, _) in zip(got, want))
+        both = con.execute("SELECT count(*) FROM ix WHERE ix MATCH ? AND k = 1000 AND tenant IN (?, ?)",
+                           (blob([1.0] * DIMS), tenant(1), tenant(2))).fetchone()[0]
+        assert both == sum(1 for r in rows if owner[r] in (tenant(1), tenant(2)))
