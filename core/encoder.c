@@ -319,28 +319,22 @@ int emb_encoder_forward(const emb_encoder *e, emb_workspace *ws, int B, int T, c
                         char err[EMB_ERR_LEN]) {
     const emb_encoder_config *c = &e->cfg;
     const int H = c->dims.hidden, FF = c->dims.intermediate, NH = c->dims.heads, dh = H / NH;
-    if (B < 1 || T < 1) { snprintf(err, EMB_ERR_LEN, "batch %d x %d tokens: both must be at least 1", B, T); return -1; }
-    if (T > c->dims.max_positions) {
-        snprintf(err, EMB_ERR_LEN, "%d tokens exceed the model's maximum of %d positions", T, c->dims.max_positions);
-        return -1;
-    }
-    if (n_layers < 0 || n_layers > c->dims.layers) {
-        snprintf(err, EMB_ERR_LEN, "layer %d out of range (the model has %d layers; 0 is the embedding output)", n_layers, c->dims.layers);
-        return -1;
-    }
-    if ((size_t)B * (size_t)T > (size_t)1 << 26) { snprintf(err, EMB_ERR_LEN, "batch too large"); return -1; }
+    if (B < 1 || T < 1) return emb_fail(err, "batch %d x %d tokens: both must be at least 1", B, T);
+    if (T > c->dims.max_positions)
+        return emb_fail(err, "%d tokens exceed the model's maximum of %d positions", T, c->dims.max_positions);
+    if (n_layers < 0 || n_layers > c->dims.layers)
+        return emb_fail(err, "layer %d out of range (the model has %d layers; 0 is the embedding output)", n_layers,
+                        c->dims.layers);
+    if ((size_t)B * (size_t)T > (size_t)1 << 26) return emb_fail(err, "batch too large");
     for (int b = 0; b < B; b++)
-        if (lens[b] < 1 || lens[b] > T) { snprintf(err, EMB_ERR_LEN, "sequence %d has length %d, expected 1..%d", b, lens[b], T); return -1; }
+        if (lens[b] < 1 || lens[b] > T) return emb_fail(err, "sequence %d has length %d, expected 1..%d", b, lens[b], T);
     const size_t BT = (size_t)B * T;
     for (size_t i = 0; i < BT; i++) {
-        if (ids[i] < 0 || ids[i] >= c->dims.vocab_size) {
-            snprintf(err, EMB_ERR_LEN, "token id %d out of range (vocabulary size %d)", ids[i], c->dims.vocab_size);
-            return -1;
-        }
-        if (e->type && type_ids && (type_ids[i] < 0 || type_ids[i] >= c->dims.type_vocab)) {
-            snprintf(err, EMB_ERR_LEN, "token type id %d out of range (type vocabulary size %d)", type_ids[i], c->dims.type_vocab);
-            return -1;
-        }
+        if (ids[i] < 0 || ids[i] >= c->dims.vocab_size)
+            return emb_fail(err, "token id %d out of range (vocabulary size %d)", ids[i], c->dims.vocab_size);
+        if (e->type && type_ids && (type_ids[i] < 0 || type_ids[i] >= c->dims.type_vocab))
+            return emb_fail(err, "token type id %d out of range (type vocabulary size %d)", type_ids[i],
+                            c->dims.type_vocab);
     }
     /* helpers: as many as OpenBLAS has threads, minus the caller */
     int nthr = openblas_get_num_threads();
@@ -354,10 +348,8 @@ int emb_encoder_forward(const emb_encoder *e, emb_workspace *ws, int B, int T, c
     if (want_workers && !ws->workers) ws->workers = emb_workers_new(nthr - 1); /* NULL: run on the caller alone */
     int n_workers = emb_workers_helpers(ws->workers) + 1;
     size_t need = BT * (size_t)(3 * H > FF ? 3 * H : FF); /* q, k, v; later the FFN's inner activations */
-    if (grow(&ws->arena, &ws->arena_n, need) || grow(&ws->scores, &ws->scores_n, (size_t)n_workers * T * T)) {
-        snprintf(err, EMB_ERR_LEN, "out of memory for a batch of %d x %d tokens", B, T);
-        return -1;
-    }
+    if (grow(&ws->arena, &ws->arena_n, need) || grow(&ws->scores, &ws->scores_n, (size_t)n_workers * T * T))
+        return emb_fail(err, "out of memory for a batch of %d x %d tokens", B, T);
     fwd_ctx fc;
     memset(&fc, 0, sizeof fc);
     fc.e = e;

@@ -56,8 +56,7 @@ static int get_tensor(emb_encoder *e, const char *suffix, int64_t d0, int64_t d1
     *out = NULL;
     if (!t) {
         if (optional) return 0;
-        snprintf(err, EMB_ERR_LEN, "%.40s: missing tensor '%.150s'", e->src_label, name);
-        return -1;
+        return emb_fail(err, "%.40s: missing tensor '%.150s'", e->src_label, name);
     }
     int64_t want[2] = {d0, d1};
     int nd = d1 < 0 ? 1 : 2;
@@ -65,8 +64,7 @@ static int get_tensor(emb_encoder *e, const char *suffix, int64_t d0, int64_t d1
         char got[128], exp[64];
         fmt_shape(got, sizeof got, t->ndim, t->shape);
         fmt_shape(exp, sizeof exp, nd, want);
-        snprintf(err, EMB_ERR_LEN, "%.40s: tensor '%.100s' has shape %.40s, expected %.40s", file->label, name, got, exp);
-        return -1;
+        return emb_fail(err, "%.40s: tensor '%.100s' has shape %.40s, expected %.40s", file->label, name, got, exp);
     }
     size_t n = (size_t)d0 * (size_t)(nd == 2 ? d1 : 1);
     const float *p;
@@ -77,22 +75,21 @@ static int get_tensor(emb_encoder *e, const char *suffix, int64_t d0, int64_t d1
             if (file->mapped) e->info.mapped_bytes += n * sizeof(float);
         } else {
             float *c = malloc(n * sizeof(float) + 1);
-            if (!c || own(e, c)) { free(c); snprintf(err, EMB_ERR_LEN, "out of memory loading '%.150s'", name); return -1; }
+            if (!c || own(e, c)) { free(c); return emb_fail(err, "out of memory loading '%.150s'", name); }
             memcpy(c, t->data, n * sizeof(float));
             e->info.converted_bytes += n * sizeof(float);
             p = c;
         }
     } else if (t->dtype == EMB_DT_F16 || t->dtype == EMB_DT_BF16) {
         float *c = malloc(n * sizeof(float) + 1);
-        if (!c || own(e, c)) { free(c); snprintf(err, EMB_ERR_LEN, "out of memory loading '%.150s'", name); return -1; }
+        if (!c || own(e, c)) { free(c); return emb_fail(err, "out of memory loading '%.150s'", name); }
         if (t->dtype == EMB_DT_F16) emb_f16_to_f32_n(t->data, c, n);
         else emb_bf16_to_f32_n(t->data, c, n);
         e->info.converted_bytes += n * sizeof(float);
         p = c;
     } else {
-        snprintf(err, EMB_ERR_LEN, "%.40s: tensor '%.150s' has dtype %.10s, expected F32, F16 or BF16", file->label, name,
-                 emb_dtype_name(t->dtype));
-        return -1;
+        return emb_fail(err, "%.40s: tensor '%.150s' has dtype %.10s, expected F32, F16 or BF16", file->label, name,
+                        emb_dtype_name(t->dtype));
     }
     if (e->first_dtype < 0) e->first_dtype = (int)t->dtype;
     else if (e->first_dtype != (int)t->dtype) e->mixed = 1;
@@ -110,7 +107,7 @@ static int add_file(emb_encoder *e, const char *path, int use_mmap, char err[EMB
     emb_safetensors **n = realloc(e->files, (size_t)(e->nfiles + 1) * sizeof *n);
     if (n) e->files = n;
     unsigned char *u = n ? realloc(e->in_place, (size_t)(e->nfiles + 1)) : NULL;
-    if (!u) { snprintf(err, EMB_ERR_LEN, "out of memory"); return -1; }
+    if (!u) return emb_fail(err, "out of memory");
     e->in_place = u;
     if (emb_safetensors_open(path, use_mmap, &e->files[e->nfiles], err)) return -1;
     e->in_place[e->nfiles++] = 0;
@@ -128,6 +125,29 @@ static void drop_unused_files(emb_encoder *e) {
     e->nfiles = kept;
 }
 
+/* The shards that model.safetensors.index.json's weight_map (in root) names, each opened once. */
+static int open_shards(emb_encoder *e, const char *dir, const cJSON *root, int use_mmap, char err[EMB_ERR_LEN]) {
+    const char *idx = "model.safetensors.index.json";
+    const cJSON *wm = cJSON_GetObjectItemCaseSensitive(root, "weight_map");
+    if (!cJSON_IsObject(wm)) return emb_fail(err, "%s: no \"weight_map\" object", idx);
+    for (const cJSON *it = wm->child; it; it = it->next) {
+        if (!cJSON_IsString(it))
+            return emb_fail(err, "%s: weight_map entry '%.100s' is not a file name", idx, it->string);
+        const char *f = it->valuestring;
+        size_t fl = strlen(f);
+        if (!fl || strchr(f, '/') || strchr(f, '\\') || f[0] == '.' || fl < 12 || strcmp(f + fl - 12, ".safetensors") != 0)
+            return emb_fail(err, "%s: shard name '%.100s' is not a plain *.safetensors file name", idx, f);
+        int seen = 0;
+        for (int i = 0; i < e->nfiles && !seen; i++) seen = strcmp(e->files[i]->label, f) == 0;
+        if (seen) continue;
+        if (e->nfiles >= 4096) return emb_fail(err, "%s: too many shards", idx);
+        char path[4096];
+        if (emb_path_join(path, sizeof path, dir, f, err) || add_file(e, path, use_mmap, err)) return -1;
+    }
+    if (e->nfiles == 0) return emb_fail(err, "%s: weight_map is empty", idx);
+    return 0;
+}
+
 static int open_weights(emb_encoder *e, const char *dir, int use_mmap, char err[EMB_ERR_LEN]) {
     char path[4096];
     if (emb_path_join(path, sizeof path, dir, "model.safetensors", err)) return -1;
@@ -136,33 +156,13 @@ static int open_weights(emb_encoder *e, const char *dir, int use_mmap, char err[
         return add_file(e, path, use_mmap, err);
     }
     if (emb_path_join(path, sizeof path, dir, "model.safetensors.index.json", err)) return -1;
-    if (!emb_path_exists(path)) {
-        snprintf(err, EMB_ERR_LEN, "%s: no model.safetensors or model.safetensors.index.json (PyTorch .bin checkpoints are not supported)", dir);
-        return -1;
-    }
+    if (!emb_path_exists(path))
+        return emb_fail(err, "%s: no model.safetensors or model.safetensors.index.json (PyTorch .bin checkpoints are "
+                        "not supported)", dir);
     snprintf(e->src_label, sizeof e->src_label, "model.safetensors.index.json");
     cJSON *root;
     if (emb_json_read_file(path, 64u << 20, &root, err)) return -1;
-    const cJSON *wm = cJSON_GetObjectItemCaseSensitive(root, "weight_map");
-    int rc = -1;
-    if (!cJSON_IsObject(wm)) { snprintf(err, EMB_ERR_LEN, "model.safetensors.index.json: no \"weight_map\" object"); goto done; }
-    for (const cJSON *it = wm->child; it; it = it->next) {
-        if (!cJSON_IsString(it)) { snprintf(err, EMB_ERR_LEN, "model.safetensors.index.json: weight_map entry '%.100s' is not a file name", it->string); goto done; }
-        const char *f = it->valuestring;
-        size_t fl = strlen(f);
-        if (!fl || strchr(f, '/') || strchr(f, '\\') || f[0] == '.' || fl < 12 || strcmp(f + fl - 12, ".safetensors") != 0) {
-            snprintf(err, EMB_ERR_LEN, "model.safetensors.index.json: shard name '%.100s' is not a plain *.safetensors file name", f);
-            goto done;
-        }
-        int seen = 0;
-        for (int i = 0; i < e->nfiles && !seen; i++) seen = strcmp(e->files[i]->label, f) == 0;
-        if (seen) continue;
-        if (e->nfiles >= 4096) { snprintf(err, EMB_ERR_LEN, "model.safetensors.index.json: too many shards"); goto done; }
-        if (emb_path_join(path, sizeof path, dir, f, err) || add_file(e, path, use_mmap, err)) goto done;
-    }
-    if (e->nfiles == 0) { snprintf(err, EMB_ERR_LEN, "model.safetensors.index.json: weight_map is empty"); goto done; }
-    rc = 0;
-done:
+    int rc = open_shards(e, dir, root, use_mmap, err);
     cJSON_Delete(root);
     return rc;
 }
@@ -195,6 +195,113 @@ static int build_sinusoidal(emb_encoder *e, char err[EMB_ERR_LEN]) {
     return 0;
 }
 
+/* The prefix under which the word embeddings exist: "", or the architecture's ("bert."). */
+static int find_prefix(emb_encoder *e, char err[EMB_ERR_LEN]) {
+    const char *cands[2] = {"", e->cfg.arch == EMB_ARCH_BERT ? "bert." : "distilbert."};
+    for (int i = 0; i < 2; i++) {
+        char name[64];
+        snprintf(name, sizeof name, "%sembeddings.word_embeddings.weight", cands[i]);
+        if (find_any(e, name, NULL)) {
+            snprintf(e->prefix, sizeof e->prefix, "%s", cands[i]);
+            e->info.tensor_prefix = cands[i]; /* a string literal: valid after free */
+            return 0;
+        }
+    }
+    return emb_fail(err, "%s: missing tensor 'embeddings.word_embeddings.weight' (also looked for "
+                    "'%sembeddings.word_embeddings.weight')", e->src_label, cands[1]);
+}
+
+/* The fingerprint starts with the config's numbers. */
+static void hash_config(emb_encoder *e) {
+    const emb_encoder_config *c = &e->cfg;
+    int64_t nums[] = {c->arch, c->dims.hidden, c->dims.layers, c->dims.heads, c->dims.intermediate,
+                      c->dims.max_positions, c->dims.type_vocab, c->dims.vocab_size, c->sinusoidal, c->act};
+    for (size_t i = 0; i < sizeof nums / sizeof nums[0]; i++) hash_u64(e->hash, (uint64_t)nums[i]);
+    double eps = c->ln_eps;
+    uint64_t eb;
+    memcpy(&eb, &eps, 8);
+    hash_u64(e->hash, eb);
+}
+
+static int load_embeddings(emb_encoder *e, char err[EMB_ERR_LEN]) {
+    const emb_encoder_config *c = &e->cfg;
+    int H = c->dims.hidden, bert = c->arch == EMB_ARCH_BERT;
+    if (get_tensor(e, "embeddings.word_embeddings.weight", c->dims.vocab_size, H, 0, &e->word, err) ||
+        get_tensor(e, "embeddings.position_embeddings.weight", c->dims.max_positions, H, !bert && c->sinusoidal,
+                   &e->pos, err))
+        return -1;
+    if (!e->pos && build_sinusoidal(e, err)) return -1; /* as transformers builds it */
+    if (bert && get_tensor(e, "embeddings.token_type_embeddings.weight", c->dims.type_vocab, H, 0, &e->type, err))
+        return -1;
+    return get_tensor(e, "embeddings.LayerNorm.weight", H, -1, 0, &e->ln_g, err) ||
+           get_tensor(e, "embeddings.LayerNorm.bias", H, -1, 0, &e->ln_b, err);
+}
+
+static int load_layer(emb_encoder *e, int l, char err[EMB_ERR_LEN]) {
+    static const char *const fmt_bert[16] = {
+        "encoder.layer.%d.attention.self.query.weight", "encoder.layer.%d.attention.self.query.bias",
+        "encoder.layer.%d.attention.self.key.weight", "encoder.layer.%d.attention.self.key.bias",
+        "encoder.layer.%d.attention.self.value.weight", "encoder.layer.%d.attention.self.value.bias",
+        "encoder.layer.%d.attention.output.dense.weight", "encoder.layer.%d.attention.output.dense.bias",
+        "encoder.layer.%d.attention.output.LayerNorm.weight", "encoder.layer.%d.attention.output.LayerNorm.bias",
+        "encoder.layer.%d.intermediate.dense.weight", "encoder.layer.%d.intermediate.dense.bias",
+        "encoder.layer.%d.output.dense.weight", "encoder.layer.%d.output.dense.bias",
+        "encoder.layer.%d.output.LayerNorm.weight", "encoder.layer.%d.output.LayerNorm.bias"};
+    static const char *const fmt_distil[16] = {
+        "transformer.layer.%d.attention.q_lin.weight", "transformer.layer.%d.attention.q_lin.bias",
+        "transformer.layer.%d.attention.k_lin.weight", "transformer.layer.%d.attention.k_lin.bias",
+        "transformer.layer.%d.attention.v_lin.weight", "transformer.layer.%d.attention.v_lin.bias",
+        "transformer.layer.%d.attention.out_lin.weight", "transformer.layer.%d.attention.out_lin.bias",
+        "transformer.layer.%d.sa_layer_norm.weight", "transformer.layer.%d.sa_layer_norm.bias",
+        "transformer.layer.%d.ffn.lin1.weight", "transformer.layer.%d.ffn.lin1.bias",
+        "transformer.layer.%d.ffn.lin2.weight", "transformer.layer.%d.ffn.lin2.bias",
+        "transformer.layer.%d.output_layer_norm.weight", "transformer.layer.%d.output_layer_norm.bias"};
+    const int64_t H = e->cfg.dims.hidden, FF = e->cfg.dims.intermediate;
+    emb_layer_weights *w = &e->L[l];
+    const float **dst[16] = {&w->wq, &w->bq, &w->wk, &w->bk, &w->wv, &w->bv, &w->wo, &w->bo,
+                             &w->ln1_g, &w->ln1_b, &w->w1, &w->b1, &w->w2, &w->b2, &w->ln2_g, &w->ln2_b};
+    const int64_t shp[16][2] = {{H, H}, {H, -1}, {H, H}, {H, -1}, {H, H}, {H, -1}, {H, H}, {H, -1},
+                                {H, -1}, {H, -1}, {FF, H}, {FF, -1}, {H, FF}, {H, -1}, {H, -1}, {H, -1}};
+    for (int k = 0; k < 16; k++) {
+        char name[96];
+        snprintf(name, sizeof name, e->cfg.arch == EMB_ARCH_BERT ? fmt_bert[k] : fmt_distil[k], l);
+        if (get_tensor(e, name, shp[k][0], shp[k][1], 0, dst[k], err)) return -1;
+    }
+    return 0;
+}
+
+/* Everything into e, which the caller frees on failure. */
+static int load(emb_encoder *e, const char *dir, int use_mmap, char err[EMB_ERR_LEN]) {
+    e->first_dtype = -1;
+    e->hash = XXH3_createState();
+    if (!e->hash) return emb_fail(err, "out of memory");
+    XXH3_64bits_reset(e->hash);
+    if (emb_encoder_config_load(dir, &e->cfg, err) || open_weights(e, dir, use_mmap, err) || find_prefix(e, err))
+        return -1;
+    hash_config(e);
+    if (load_embeddings(e, err)) return -1;
+    const emb_model_dims *d = &e->cfg.dims;
+    e->L = calloc((size_t)d->layers, sizeof *e->L);
+    if (!e->L) return emb_fail(err, "out of memory");
+    for (int l = 0; l < d->layers; l++)
+        if (load_layer(e, l, err)) return -1;
+    if (e->cfg.arch == EMB_ARCH_BERT) {
+        if (get_tensor(e, "pooler.dense.weight", d->hidden, d->hidden, 1, &e->pool_w, err) ||
+            get_tensor(e, "pooler.dense.bias", d->hidden, -1, 1, &e->pool_b, err))
+            return -1;
+        if (!e->pool_w || !e->pool_b) e->pool_w = e->pool_b = NULL;
+    }
+    e->fingerprint = XXH3_64bits_digest(e->hash);
+    XXH3_freeState(e->hash);
+    e->hash = NULL;
+    emb_encoder_info *in = &e->info;
+    in->weight_type = e->mixed ? "mixed" : emb_dtype_name((emb_dtype)e->first_dtype);
+    in->has_pooler = e->pool_w != NULL;
+    in->n_files = e->nfiles;
+    drop_unused_files(e);
+    return 0;
+}
+
 int emb_encoder_load(const char *dir, emb_encoder **out, char err[EMB_ERR_LEN]) {
     return emb_encoder_load_with(dir, 1, out, err);
 }
@@ -202,99 +309,13 @@ int emb_encoder_load(const char *dir, emb_encoder **out, char err[EMB_ERR_LEN]) 
 int emb_encoder_load_with(const char *dir, int use_mmap, emb_encoder **out, char err[EMB_ERR_LEN]) {
     *out = NULL;
     emb_encoder *e = calloc(1, sizeof *e);
-    if (!e) { snprintf(err, EMB_ERR_LEN, "out of memory"); return -1; }
-    e->first_dtype = -1;
-    e->hash = XXH3_createState();
-    if (!e->hash) { snprintf(err, EMB_ERR_LEN, "out of memory"); goto fail; }
-    XXH3_64bits_reset(e->hash);
-    if (emb_encoder_config_load(dir, &e->cfg, err)) goto fail;
-    if (open_weights(e, dir, use_mmap, err)) goto fail;
-    const emb_encoder_config *c = &e->cfg;
-    int H = c->dims.hidden, FF = c->dims.intermediate;
-    int bert = c->arch == EMB_ARCH_BERT;
-    /* prefix: the one under which the word embeddings exist */
-    const char *cands[2] = {"", bert ? "bert." : "distilbert."};
-    int found = 0;
-    for (int i = 0; i < 2 && !found; i++) {
-        char name[64];
-        snprintf(name, sizeof name, "%sembeddings.word_embeddings.weight", cands[i]);
-        if (find_any(e, name, NULL)) {
-            snprintf(e->prefix, sizeof e->prefix, "%s", cands[i]);
-            e->info.tensor_prefix = cands[i]; /* a string literal: valid after free */
-            found = 1;
-        }
+    if (!e) return emb_fail(err, "out of memory");
+    if (load(e, dir, use_mmap, err)) {
+        emb_encoder_free(e);
+        return -1;
     }
-    if (!found) {
-        snprintf(err, EMB_ERR_LEN, "%s: missing tensor 'embeddings.word_embeddings.weight' (also looked for '%sembeddings.word_embeddings.weight')",
-                 e->src_label, cands[1]);
-        goto fail;
-    }
-    /* fingerprint: config numbers first */
-    {
-        int64_t nums[] = {c->arch, H, c->dims.layers, c->dims.heads, FF, c->dims.max_positions, c->dims.type_vocab, c->dims.vocab_size, c->sinusoidal, c->act};
-        for (size_t i = 0; i < sizeof nums / sizeof nums[0]; i++) hash_u64(e->hash, (uint64_t)nums[i]);
-        double eps = c->ln_eps;
-        uint64_t eb;
-        memcpy(&eb, &eps, 8);
-        hash_u64(e->hash, eb);
-    }
-    if (get_tensor(e, "embeddings.word_embeddings.weight", c->dims.vocab_size, H, 0, &e->word, err)) goto fail;
-    if (get_tensor(e, "embeddings.position_embeddings.weight", c->dims.max_positions, H, !bert && c->sinusoidal, &e->pos, err)) goto fail;
-    if (!e->pos && build_sinusoidal(e, err)) goto fail; /* as transformers builds it */
-    if (bert && get_tensor(e, "embeddings.token_type_embeddings.weight", c->dims.type_vocab, H, 0, &e->type, err)) goto fail;
-    if (get_tensor(e, "embeddings.LayerNorm.weight", H, -1, 0, &e->ln_g, err) ||
-        get_tensor(e, "embeddings.LayerNorm.bias", H, -1, 0, &e->ln_b, err)) goto fail;
-    e->L = calloc((size_t)c->dims.layers, sizeof *e->L);
-    if (!e->L) { snprintf(err, EMB_ERR_LEN, "out of memory"); goto fail; }
-    for (int l = 0; l < c->dims.layers; l++) {
-        emb_layer_weights *w = &e->L[l];
-        char nm[16][96];
-        const char *fmt_bert[16] = {
-            "encoder.layer.%d.attention.self.query.weight", "encoder.layer.%d.attention.self.query.bias",
-            "encoder.layer.%d.attention.self.key.weight", "encoder.layer.%d.attention.self.key.bias",
-            "encoder.layer.%d.attention.self.value.weight", "encoder.layer.%d.attention.self.value.bias",
-            "encoder.layer.%d.attention.output.dense.weight", "encoder.layer.%d.attention.output.dense.bias",
-            "encoder.layer.%d.attention.output.LayerNorm.weight", "encoder.layer.%d.attention.output.LayerNorm.bias",
-            "encoder.layer.%d.intermediate.dense.weight", "encoder.layer.%d.intermediate.dense.bias",
-            "encoder.layer.%d.output.dense.weight", "encoder.layer.%d.output.dense.bias",
-            "encoder.layer.%d.output.LayerNorm.weight", "encoder.layer.%d.output.LayerNorm.bias"};
-        const char *fmt_distil[16] = {
-            "transformer.layer.%d.attention.q_lin.weight", "transformer.layer.%d.attention.q_lin.bias",
-            "transformer.layer.%d.attention.k_lin.weight", "transformer.layer.%d.attention.k_lin.bias",
-            "transformer.layer.%d.attention.v_lin.weight", "transformer.layer.%d.attention.v_lin.bias",
-            "transformer.layer.%d.attention.out_lin.weight", "transformer.layer.%d.attention.out_lin.bias",
-            "transformer.layer.%d.sa_layer_norm.weight", "transformer.layer.%d.sa_layer_norm.bias",
-            "transformer.layer.%d.ffn.lin1.weight", "transformer.layer.%d.ffn.lin1.bias",
-            "transformer.layer.%d.ffn.lin2.weight", "transformer.layer.%d.ffn.lin2.bias",
-            "transformer.layer.%d.output_layer_norm.weight", "transformer.layer.%d.output_layer_norm.bias"};
-        const float **dst[16] = {&w->wq, &w->bq, &w->wk, &w->bk, &w->wv, &w->bv, &w->wo, &w->bo,
-                                 &w->ln1_g, &w->ln1_b, &w->w1, &w->b1, &w->w2, &w->b2, &w->ln2_g, &w->ln2_b};
-        const int64_t shp[16][2] = {{H, H}, {H, -1}, {H, H}, {H, -1}, {H, H}, {H, -1}, {H, H}, {H, -1},
-                                    {H, -1}, {H, -1}, {FF, H}, {FF, -1}, {H, FF}, {H, -1}, {H, -1}, {H, -1}};
-        for (int k = 0; k < 16; k++) {
-            snprintf(nm[k], sizeof nm[k], bert ? fmt_bert[k] : fmt_distil[k], l);
-            if (get_tensor(e, nm[k], shp[k][0], shp[k][1], 0, dst[k], err)) goto fail;
-        }
-    }
-    if (bert) {
-        if (get_tensor(e, "pooler.dense.weight", H, H, 1, &e->pool_w, err) ||
-            get_tensor(e, "pooler.dense.bias", H, -1, 1, &e->pool_b, err)) goto fail;
-        if (!e->pool_w || !e->pool_b) e->pool_w = e->pool_b = NULL;
-    }
-    e->fingerprint = XXH3_64bits_digest(e->hash);
-    XXH3_freeState(e->hash);
-    e->hash = NULL;
-
-    emb_encoder_info *in = &e->info;
-    in->weight_type = e->mixed ? "mixed" : emb_dtype_name((emb_dtype)e->first_dtype);
-    in->has_pooler = e->pool_w != NULL;
-    in->n_files = e->nfiles;
-    drop_unused_files(e);
     *out = e;
     return 0;
-fail:
-    emb_encoder_free(e);
-    return -1;
 }
 
 void emb_encoder_free(emb_encoder *e) {

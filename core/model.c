@@ -14,7 +14,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <xxhash.h>
 
 #define EMBED_BATCH 32    /* sequences per forward pass */
@@ -112,25 +111,23 @@ static int token_limit(const emb_model *m) {
 }
 
 static int load_folder(emb_model *m, const char *dir, const emb_load_options *opt, char err[EMB_ERR_LEN]) {
-    struct stat st;
-    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) return emb_fail(err, "'%s' is not a folder", dir);
+    if (emb_path_kind_of(dir) != EMB_PATH_DIR) return emb_fail(err, "%s: not a folder", dir);
     if (emb_sbert_config_load(dir, &m->sbert, err)) return -1;
     char sub[PATH_MAX];
     if (m->sbert.present && m->sbert.transformer_path[0]) { /* the Transformer module in a subfolder */
-        if (snprintf(sub, sizeof sub, "%s/%s", dir, m->sbert.transformer_path) >= (int)sizeof sub)
-            return emb_fail(err, "path too long");
+        if (emb_path_join(sub, sizeof sub, dir, m->sbert.transformer_path, err)) return -1;
         dir = sub;
     }
     if (!exists(dir, "tokenizer.json") && !exists(dir, "vocab.txt"))
-        return emb_fail(err, "'%s' has neither tokenizer.json nor vocab.txt", dir);
+        return emb_fail(err, "%s: neither tokenizer.json nor vocab.txt", dir);
     if (emb_tokenizer_load(dir, &m->tok, err)) return -1;
     int has_weights = exists(dir, "model.safetensors") || exists(dir, "model.safetensors.index.json");
     if (exists(dir, "config.json") && has_weights) {
         if (emb_encoder_load_with(dir, opt->mmap, &m->enc, err)) return -1;
     } else if (has_weights) {
-        return emb_fail(err, "'%s' has weights but no config.json", dir);
+        return emb_fail(err, "%s: model weights but no config.json", dir);
     } else if (exists(dir, "pytorch_model.bin")) {
-        return emb_fail(err, "'%s' has only pytorch_model.bin: convert it to model.safetensors", dir);
+        return emb_fail(err, "%s: only pytorch_model.bin (convert it to model.safetensors)", dir);
     }
 
     emb_model_info *info = &m->info;

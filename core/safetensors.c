@@ -25,8 +25,6 @@ static const struct { const char *name; size_t size; } dtypes[] = {
 const char *emb_dtype_name(emb_dtype d) { return (int)d >= 0 && (int)d < N_DTYPES ? dtypes[d].name : "?"; }
 size_t emb_dtype_size(emb_dtype d) { return (int)d >= 0 && (int)d < N_DTYPES ? dtypes[d].size : 0; }
 
-#define FAIL(...) do { snprintf(err, EMB_ERR_LEN, __VA_ARGS__); goto fail; } while (0)
-
 /* A JSON number that is a non-negative integer exactly representable in a double. */
 static int get_u64(const cJSON *j, uint64_t *out) {
     int64_t v;
@@ -52,111 +50,136 @@ void emb_safetensors_header_free(emb_safetensors_header *h) {
     memset(h, 0, sizeof *h);
 }
 
-int emb_safetensors_parse(const void *buf, size_t size, const char *name, emb_safetensors_header *out, char err[EMB_ERR_LEN]) {
-    const unsigned char *b = buf;
-    cJSON *root = NULL;
-    emb_safetensors_tensor **order = NULL;
-    emb_safetensors_header h;
-    memset(&h, 0, sizeof h);
-    memset(out, 0, sizeof *out);
-    if (!name) name = "safetensors";
-    if (size < 8) FAIL("%s: file too short (%zu bytes) for the 8-byte header length", name, size);
+/* The 8-byte length and the JSON object it delimits: into *root, and h's data section. */
+static int read_json(const unsigned char *b, size_t size, const char *name, cJSON **root, emb_safetensors_header *h,
+                     char err[EMB_ERR_LEN]) {
+    if (size < 8) return emb_fail(err, "%s: file too short (%zu bytes) for the 8-byte header length", name, size);
     uint64_t n = 0;
     for (int i = 7; i >= 0; i--) n = (n << 8) | b[i];
-    if (n > EMB_SAFETENSORS_MAX_HEADER) FAIL("%s: header length %llu exceeds the limit of %u bytes", name, (unsigned long long)n, EMB_SAFETENSORS_MAX_HEADER);
-    if (n > size - 8) FAIL("%s: header length %llu runs past the end of the file (%zu bytes)", name, (unsigned long long)n, size);
-    if (n < 2 || b[8] != '{') FAIL("%s: header is not a JSON object", name);
+    if (n > EMB_SAFETENSORS_MAX_HEADER)
+        return emb_fail(err, "%s: header length %llu exceeds the limit of %u bytes", name, (unsigned long long)n,
+                        EMB_SAFETENSORS_MAX_HEADER);
+    if (n > size - 8)
+        return emb_fail(err, "%s: header length %llu runs past the end of the file (%zu bytes)", name,
+                        (unsigned long long)n, size);
+    if (n < 2 || b[8] != '{') return emb_fail(err, "%s: header is not a JSON object", name);
     const char *end = NULL;
-    root = cJSON_ParseWithLengthOpts((const char *)b + 8, (size_t)n, &end, 0);
-    if (!root || !cJSON_IsObject(root)) FAIL("%s: header is not valid JSON", name);
+    *root = cJSON_ParseWithLengthOpts((const char *)b + 8, (size_t)n, &end, 0);
+    if (!*root || !cJSON_IsObject(*root)) return emb_fail(err, "%s: header is not valid JSON", name);
     for (const char *p = end; p < (const char *)b + 8 + n; p++)
         if (*p != ' ' && *p != '\t' && *p != '\n' && *p != '\r')
-            FAIL("%s: unexpected bytes after the header's JSON object", name);
-    h.header_len = n;
-    h.data = b + 8 + n;
-    h.data_len = size - 8 - n;
-    int count = 0;
-    for (cJSON *e = root->child; e; e = e->next) count++;
-    h.tensors = calloc(count ? (size_t)count : 1, sizeof *h.tensors);
-    if (!h.tensors) FAIL("%s: out of memory", name);
-    for (cJSON *e = root->child; e; e = e->next) {
-        const char *key = e->string ? e->string : "";
-        if (strcmp(key, "__metadata__") == 0) {
-            if (!cJSON_IsObject(e)) FAIL("%s: __metadata__ is not an object", name);
-            continue;
-        }
-        if (!*key) FAIL("%s: empty tensor name", name);
-        if (!cJSON_IsObject(e)) FAIL("%s: tensor '%.100s' is not an object", name, key);
-        emb_safetensors_tensor *t = &h.tensors[h.n];
-        const cJSON *dt = cJSON_GetObjectItemCaseSensitive(e, "dtype");
-        const cJSON *sh = cJSON_GetObjectItemCaseSensitive(e, "shape");
-        const cJSON *of = cJSON_GetObjectItemCaseSensitive(e, "data_offsets");
-        if (!cJSON_IsString(dt)) FAIL("%s: tensor '%.100s' has no dtype string", name, key);
-        int d = -1;
-        for (int i = 0; i < N_DTYPES; i++)
-            if (strcmp(dt->valuestring, dtypes[i].name) == 0) { d = i; break; }
-        if (d < 0) FAIL("%s: tensor '%.100s' has unknown dtype '%.20s'", name, key, dt->valuestring);
-        t->dtype = (emb_dtype)d;
-        if (!cJSON_IsArray(sh)) FAIL("%s: tensor '%.100s' has no shape array", name, key);
-        int nd = cJSON_GetArraySize(sh);
-        if (nd > EMB_SAFETENSORS_MAX_DIMS) FAIL("%s: tensor '%.100s' has %d dimensions (at most %d supported)", name, key, nd, EMB_SAFETENSORS_MAX_DIMS);
-        uint64_t elems = 1;
-        int overflow = 0;
-        int k = 0;
-        for (const cJSON *s = sh->child; s; s = s->next, k++) {
-            uint64_t v;
-            if (get_u64(s, &v)) FAIL("%s: tensor '%.100s' has a shape entry that is not a non-negative integer", name, key);
-            t->shape[k] = (int64_t)v;
-            if (v && elems > UINT64_MAX / v) overflow = 1;
-            elems *= v;
-        }
-        t->ndim = nd;
-        if (!cJSON_IsArray(of) || cJSON_GetArraySize(of) != 2)
-            FAIL("%s: tensor '%.100s' has no data_offsets [begin, end]", name, key);
-        if (get_u64(of->child, &t->begin) || get_u64(of->child->next, &t->end))
-            FAIL("%s: tensor '%.100s' has data_offsets that are not non-negative integers", name, key);
-        if (t->begin > t->end) FAIL("%s: tensor '%.100s' has data_offsets begin > end", name, key);
-        if (t->end > h.data_len)
-            FAIL("%s: tensor '%.100s' data [%llu, %llu) lies outside the data section (%llu bytes)", name, key,
-                 (unsigned long long)t->begin, (unsigned long long)t->end, (unsigned long long)h.data_len);
-        size_t es = dtypes[d].size;
-        if (overflow || elems > UINT64_MAX / es || elems * es != t->end - t->begin)
-            FAIL("%s: tensor '%.100s' shape and dtype %s need %s%llu bytes but data_offsets span %llu", name, key,
-                 dtypes[d].name, overflow ? "more than " : "", (unsigned long long)(overflow ? UINT64_MAX : elems * es),
-                 (unsigned long long)(t->end - t->begin));
-        t->data = h.data + t->begin;
-        t->name = strdup(key);
-        if (!t->name) FAIL("%s: out of memory", name);
-        h.n++;
+            return emb_fail(err, "%s: unexpected bytes after the header's JSON object", name);
+    h->header_len = n;
+    h->data = b + 8 + n;
+    h->data_len = size - 8 - n;
+    return 0;
+}
+
+/* One tensor entry `key` of the header into t (its name last, so that a failed entry owns nothing). */
+static int read_tensor(const cJSON *e, const char *key, const char *name, const emb_safetensors_header *h,
+                       emb_safetensors_tensor *t, char err[EMB_ERR_LEN]) {
+    if (!*key) return emb_fail(err, "%s: empty tensor name", name);
+    if (!cJSON_IsObject(e)) return emb_fail(err, "%s: tensor '%.100s' is not an object", name, key);
+    const cJSON *dt = cJSON_GetObjectItemCaseSensitive(e, "dtype");
+    const cJSON *sh = cJSON_GetObjectItemCaseSensitive(e, "shape");
+    const cJSON *of = cJSON_GetObjectItemCaseSensitive(e, "data_offsets");
+    if (!cJSON_IsString(dt)) return emb_fail(err, "%s: tensor '%.100s' has no dtype string", name, key);
+    int d = -1;
+    for (int i = 0; i < N_DTYPES && d < 0; i++)
+        if (strcmp(dt->valuestring, dtypes[i].name) == 0) d = i;
+    if (d < 0) return emb_fail(err, "%s: tensor '%.100s' has unknown dtype '%.20s'", name, key, dt->valuestring);
+    t->dtype = (emb_dtype)d;
+    if (!cJSON_IsArray(sh)) return emb_fail(err, "%s: tensor '%.100s' has no shape array", name, key);
+    int nd = cJSON_GetArraySize(sh);
+    if (nd > EMB_SAFETENSORS_MAX_DIMS)
+        return emb_fail(err, "%s: tensor '%.100s' has %d dimensions (at most %d supported)", name, key, nd,
+                        EMB_SAFETENSORS_MAX_DIMS);
+    uint64_t elems = 1;
+    int overflow = 0, k = 0;
+    for (const cJSON *s = sh->child; s; s = s->next, k++) {
+        uint64_t v;
+        if (get_u64(s, &v))
+            return emb_fail(err, "%s: tensor '%.100s' has a shape entry that is not a non-negative integer", name, key);
+        t->shape[k] = (int64_t)v;
+        if (v && elems > UINT64_MAX / v) overflow = 1;
+        elems *= v;
     }
-    /* duplicate names (JSON allows repeated keys) */
-    qsort(h.tensors, (size_t)h.n, sizeof *h.tensors, cmp_tensor_name);
-    for (int i = 1; i < h.n; i++)
-        if (strcmp(h.tensors[i - 1].name, h.tensors[i].name) == 0)
-            FAIL("%s: tensor '%.100s' appears twice in the header", name, h.tensors[i].name);
-    /* overlaps: sort by offsets, every non-empty tensor must start at or after the previous end */
-    order = malloc((h.n ? (size_t)h.n : 1) * sizeof *order);
-    if (!order) FAIL("%s: out of memory", name);
-    for (int i = 0; i < h.n; i++) order[i] = &h.tensors[i];
-    qsort(order, (size_t)h.n, sizeof *order, cmp_tensor_begin);
+    t->ndim = nd;
+    if (!cJSON_IsArray(of) || cJSON_GetArraySize(of) != 2)
+        return emb_fail(err, "%s: tensor '%.100s' has no data_offsets [begin, end]", name, key);
+    if (get_u64(of->child, &t->begin) || get_u64(of->child->next, &t->end))
+        return emb_fail(err, "%s: tensor '%.100s' has data_offsets that are not non-negative integers", name, key);
+    if (t->begin > t->end) return emb_fail(err, "%s: tensor '%.100s' has data_offsets begin > end", name, key);
+    if (t->end > h->data_len)
+        return emb_fail(err, "%s: tensor '%.100s' data [%llu, %llu) lies outside the data section (%llu bytes)", name,
+                        key, (unsigned long long)t->begin, (unsigned long long)t->end, (unsigned long long)h->data_len);
+    size_t es = dtypes[d].size;
+    if (overflow || elems > UINT64_MAX / es || elems * es != t->end - t->begin)
+        return emb_fail(err, "%s: tensor '%.100s' shape and dtype %s need %s%llu bytes but data_offsets span %llu", name,
+                        key, dtypes[d].name, overflow ? "more than " : "",
+                        (unsigned long long)(overflow ? UINT64_MAX : elems * es), (unsigned long long)(t->end - t->begin));
+    t->data = h->data + t->begin;
+    t->name = strdup(key);
+    if (!t->name) return emb_fail(err, "%s: out of memory", name);
+    return 0;
+}
+
+/* No name twice (JSON allows repeated keys) and no two tensors' bytes overlapping. Sorts h by name. */
+static int check_layout(emb_safetensors_header *h, const char *name, char err[EMB_ERR_LEN]) {
+    qsort(h->tensors, (size_t)h->n, sizeof *h->tensors, cmp_tensor_name);
+    for (int i = 1; i < h->n; i++)
+        if (strcmp(h->tensors[i - 1].name, h->tensors[i].name) == 0)
+            return emb_fail(err, "%s: tensor '%.100s' appears twice in the header", name, h->tensors[i].name);
+    /* sorted by offsets, every non-empty tensor must start at or after the previous end */
+    emb_safetensors_tensor **order = malloc((h->n ? (size_t)h->n : 1) * sizeof *order);
+    if (!order) return emb_fail(err, "%s: out of memory", name);
+    for (int i = 0; i < h->n; i++) order[i] = &h->tensors[i];
+    qsort(order, (size_t)h->n, sizeof *order, cmp_tensor_begin);
     uint64_t prev_end = 0;
     const char *prev = NULL;
-    for (int i = 0; i < h.n; i++) {
+    int rc = 0;
+    for (int i = 0; i < h->n && rc == 0; i++) {
         if (order[i]->begin == order[i]->end) continue;
         if (prev && order[i]->begin < prev_end)
-            FAIL("%s: tensors '%.80s' and '%.80s' overlap in the data section", name, prev, order[i]->name);
+            rc = emb_fail(err, "%s: tensors '%.80s' and '%.80s' overlap in the data section", name, prev, order[i]->name);
         prev_end = order[i]->end;
         prev = order[i]->name;
     }
     free(order);
+    return rc;
+}
+
+int emb_safetensors_parse(const void *buf, size_t size, const char *name, emb_safetensors_header *out,
+                          char err[EMB_ERR_LEN]) {
+    cJSON *root = NULL;
+    emb_safetensors_header h;
+    memset(&h, 0, sizeof h);
+    memset(out, 0, sizeof *out);
+    if (!name) name = "safetensors";
+    int rc = read_json(buf, size, name, &root, &h, err);
+    if (rc == 0) {
+        int count = 0;
+        for (cJSON *e = root->child; e; e = e->next) count++;
+        h.tensors = calloc(count ? (size_t)count : 1, sizeof *h.tensors);
+        if (!h.tensors) rc = emb_fail(err, "%s: out of memory", name);
+    }
+    for (cJSON *e = rc == 0 ? root->child : NULL; e && rc == 0; e = e->next) {
+        const char *key = e->string ? e->string : "";
+        if (strcmp(key, "__metadata__") != 0) {
+            rc = read_tensor(e, key, name, &h, &h.tensors[h.n], err);
+            if (rc == 0) h.n++;
+        } else if (!cJSON_IsObject(e)) {
+            rc = emb_fail(err, "%s: __metadata__ is not an object", name);
+        }
+    }
+    if (rc == 0) rc = check_layout(&h, name, err);
     cJSON_Delete(root);
+    if (rc) {
+        emb_safetensors_header_free(&h);
+        return -1;
+    }
     *out = h;
     return 0;
-fail:
-    free(order);
-    cJSON_Delete(root);
-    emb_safetensors_header_free(&h);
-    return -1;
 }
 
 const emb_safetensors_tensor *emb_safetensors_header_find(const emb_safetensors_header *h, const char *name) {
@@ -174,50 +197,48 @@ const emb_safetensors_tensor *emb_safetensors_header_find(const emb_safetensors_
 static int read_all(int fd, const char *path, void **out, size_t size, char err[EMB_ERR_LEN]) {
     unsigned char *b = malloc(size);
     if (!b) return emb_fail(err, "%s: out of memory reading %zu bytes", path, size);
-    size_t n = 0;
-    while (n < size) {
-        ssize_t r = pread(fd, b + n, size - n, (off_t)n);
-        if (r < 0 && errno == EINTR) continue;
-        if (r <= 0) {
-            free(b);
-            return r < 0 ? emb_fail(err, "%s: cannot read: %s", path, strerror(errno))
-                         : emb_fail(err, "%s: the file shrank while it was read", path);
-        }
-        n += (size_t)r;
+    size_t got;
+    int rc = emb_file_read(fd, path, b, size, &got, err);
+    if (rc == 0 && got < size) rc = emb_fail(err, "%s: the file shrank while it was read", path);
+    if (rc) {
+        free(b);
+        return -1;
     }
     *out = b;
+    return 0;
+}
+
+/* The file's bytes into sf->map: mapped, or read. */
+static int load_bytes(emb_safetensors *sf, int fd, int use_mmap, char err[EMB_ERR_LEN]) {
+    if (sf->size < 8)
+        return emb_fail(err, "%s: file too short (%zu bytes) for the 8-byte header length", sf->label, sf->size);
+    if (!use_mmap) return read_all(fd, sf->path, &sf->map, sf->size, err);
+    void *map = mmap(NULL, sf->size, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (map == MAP_FAILED) return emb_fail(err, "%s: mmap failed: %s", sf->path, strerror(errno));
+    sf->map = map;
+    sf->mapped = 1;
     return 0;
 }
 
 int emb_safetensors_open(const char *path, int use_mmap, emb_safetensors **out, char err[EMB_ERR_LEN]) {
     *out = NULL;
     emb_safetensors *sf = calloc(1, sizeof *sf);
-    int fd = -1;
-    if (!sf || !(sf->path = strdup(path))) { snprintf(err, EMB_ERR_LEN, "%s: out of memory", path); goto fail; }
+    if (!sf || !(sf->path = strdup(path))) {
+        free(sf);
+        return emb_fail(err, "%s: out of memory", path);
+    }
     const char *slash = strrchr(sf->path, '/');
     sf->label = slash ? slash + 1 : sf->path;
-    fd = emb_file_open(path, &sf->size, err);
-    if (fd < 0) goto fail;
-    char head[64];
-    ssize_t got = pread(fd, head, sizeof head, 0);
-    if (got > 0 && emb_is_lfs_pointer(head, (size_t)got)) { emb_lfs_error(path, "weights", err); goto fail; }
-    if (sf->size < 8) { snprintf(err, EMB_ERR_LEN, "%s: file too short (%zu bytes) for the 8-byte header length", sf->label, sf->size); goto fail; }
-    if (use_mmap) {
-        sf->map = mmap(NULL, sf->size, PROT_READ, MAP_PRIVATE, fd, 0);
-        if (sf->map == MAP_FAILED) { sf->map = NULL; snprintf(err, EMB_ERR_LEN, "%s: mmap failed: %s", path, strerror(errno)); goto fail; }
-        sf->mapped = 1;
-    } else if (read_all(fd, path, &sf->map, sf->size, err)) {
-        goto fail;
+    int fd = emb_file_open(path, "weights", &sf->size, err);
+    int rc = fd < 0 ? -1 : load_bytes(sf, fd, use_mmap, err);
+    if (fd >= 0) close(fd);
+    if (rc == 0) rc = emb_safetensors_parse(sf->map, sf->size, sf->label, &sf->h, err);
+    if (rc) {
+        emb_safetensors_close(sf);
+        return -1;
     }
-    close(fd);
-    fd = -1;
-    if (emb_safetensors_parse(sf->map, sf->size, sf->label, &sf->h, err)) goto fail;
     *out = sf;
     return 0;
-fail:
-    if (fd >= 0) close(fd);
-    emb_safetensors_close(sf);
-    return -1;
 }
 
 void emb_safetensors_close(emb_safetensors *sf) {
@@ -237,14 +258,17 @@ int emb_safetensors_write(const char *path, const emb_safetensors_write_tensor *
     size_t cap = 256 + (size_t)n * 512, len = 0;
     char *hdr = malloc(cap);
     FILE *f = NULL;
-    if (!hdr) { snprintf(err, EMB_ERR_LEN, "out of memory"); return -1; }
+    if (!hdr) return emb_fail(err, "out of memory");
     len += (size_t)snprintf(hdr + len, cap - len, "{\"__metadata__\":{\"format\":\"pt\"}");
     uint64_t off = 0;
     for (int i = 0; i < n; i++) {
         uint64_t elems = 1;
         for (int d = 0; d < t[i].ndim; d++) elems *= (uint64_t)t[i].shape[d];
         uint64_t bytes = elems * emb_dtype_size(t[i].dtype);
-        if (strlen(t[i].name) > 150) { free(hdr); snprintf(err, EMB_ERR_LEN, "tensor name too long"); return -1; }
+        if (strlen(t[i].name) > 150) {
+            free(hdr);
+            return emb_fail(err, "%s: tensor name '%.40s...' too long", path, t[i].name);
+        }
         len += (size_t)snprintf(hdr + len, cap - len, ",\"%s\":{\"dtype\":\"%s\",\"shape\":[", t[i].name, emb_dtype_name(t[i].dtype));
         for (int d = 0; d < t[i].ndim; d++) len += (size_t)snprintf(hdr + len, cap - len, "%s%lld", d ? "," : "", (long long)t[i].shape[d]);
         len += (size_t)snprintf(hdr + len, cap - len, "],\"data_offsets\":[%llu,%llu]}", (unsigned long long)off, (unsigned long long)(off + bytes));
@@ -255,7 +279,10 @@ int emb_safetensors_write(const char *path, const emb_safetensors_write_tensor *
     unsigned char lb[8];
     for (int i = 0; i < 8; i++) lb[i] = (unsigned char)((uint64_t)len >> (8 * i));
     f = fopen(path, "wb");
-    if (!f) { free(hdr); snprintf(err, EMB_ERR_LEN, "%s: cannot create", path); return -1; }
+    if (!f) {
+        free(hdr);
+        return emb_fail(err, "%s: cannot create: %s", path, strerror(errno));
+    }
     int ok = fwrite(lb, 1, 8, f) == 8 && fwrite(hdr, 1, len, f) == len;
     for (int i = 0; i < n && ok; i++) {
         uint64_t elems = 1;
@@ -265,6 +292,6 @@ int emb_safetensors_write(const char *path, const emb_safetensors_write_tensor *
     }
     ok = (fclose(f) == 0) && ok;
     free(hdr);
-    if (!ok) { snprintf(err, EMB_ERR_LEN, "%s: write failed", path); return -1; }
+    if (!ok) return emb_fail(err, "%s: write failed", path);
     return 0;
 }

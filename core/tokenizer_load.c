@@ -7,7 +7,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include <cjson/cJSON.h>
 #define XXH_INLINE_ALL
@@ -577,8 +576,7 @@ int emb_tokenizer_from_json(const char *json, size_t len, emb_tokenizer **out, c
 int emb_tokenizer_load(const char *dir, emb_tokenizer **out, char err[EMB_ERR_LEN]) {
     *out = NULL;
     if (!dir) return emb_fail(err, "no tokenizer path");
-    struct stat st;
-    if (stat(dir, &st) == 0 && !S_ISDIR(st.st_mode)) { /* a tokenizer.json or vocab.txt given directly */
+    if (emb_path_kind_of(dir) == EMB_PATH_OTHER) { /* a tokenizer.json or vocab.txt given directly */
         size_t n = strlen(dir);
         int js = n >= 5 && strcmp(dir + n - 5, ".json") == 0;
         return emb_tokenizer_load_files(js ? dir : NULL, js ? NULL : dir, NULL, out, err);
