@@ -217,6 +217,11 @@ void emb_model_release(emb_model *m) {
 
 const emb_model_info *emb_model_get_info(const emb_model *m) { return &m->info; }
 
+int emb_model_require_vectors(const emb_model_info *info, const char *what, char err[EMB_ERR_LEN]) {
+    if (info->has_vectors) return 0;
+    return emb_fail(err, "model '%s' is a tokenizer only: it has no %s", info->name, what);
+}
+
 static runner *runner_take(emb_model *m) {
     pthread_mutex_lock(&m->lock);
     runner *r = m->idle;
@@ -323,7 +328,7 @@ int emb_model_hidden_states(emb_model *m, const emb_encoding *enc, int n_layers,
                         emb_model_position_row(m, (int32_t)i), H);
         return 0;
     }
-    if (!m->enc) return emb_fail(err, "model '%s' is a tokenizer only: it has no vectors", m->name);
+    if (emb_model_require_vectors(&m->info, "vectors", err)) return -1;
     if (n_layers < 0 || n_layers > m->info.dims->layers)
         return emb_fail(err, "layer %d is out of range (0 to %d)", n_layers, m->info.dims->layers);
     if (enc->n == 0) return 0;
@@ -381,7 +386,7 @@ int emb_model_embed(emb_model *m, const char *const *texts, const size_t *lens, 
     emb_pool_mode mode = opt && opt->pool >= 0 ? (emb_pool_mode)opt->pool : m->sbert.pool;
     int normalize = opt && opt->normalize >= 0 ? opt->normalize : m->sbert.normalize;
     if (m->defined) return embed_defined(m, texts, lens, n, mode, normalize, out, err);
-    if (!m->enc) return emb_fail(err, "model '%s' is a tokenizer only: it has no vectors", m->name);
+    if (emb_model_require_vectors(&m->info, "vectors", err)) return -1;
     if (n == 0) return 0;
 
     /* Tokenize everything into flat arrays, then run length-sorted batches so that the

@@ -46,6 +46,9 @@ int emb_model_load_with(const char *name, const char *dir, const emb_load_option
 void emb_model_retain(emb_model *m);
 void emb_model_release(emb_model *m); /* frees the model with its last reference */
 const emb_model_info *emb_model_get_info(const emb_model *m);
+/* 0 when the model makes vectors; else -1 with the one message for a model that does not,
+ * "model 'NAME' is a tokenizer only: it has no <what>" (what: "vectors", "position vectors"). */
+int emb_model_require_vectors(const emb_model_info *info, const char *what, char err[EMB_ERR_LEN]);
 
 void emb_model_encoding_init(emb_encoding *enc);
 void emb_model_encoding_free(emb_encoding *enc);

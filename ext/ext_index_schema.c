@@ -432,12 +432,13 @@ static int check_options(ix_options *o, emb_model **mod, char **err) {
     *mod = NULL;
     if (o->model) {
         const emb_model_info *info;
+        char msg[EMB_ERR_LEN];
         if (!(*mod = ext_registry_get(o->model))) {
             *err = sqlite3_mprintf(FN ": unknown model '%s': load it first with embed_load(name, path) "
                                       "or embed_define(name, json)", o->model);
             rc = SQLITE_ERROR;
-        } else if (!(info = emb_model_get_info(*mod))->has_vectors) {
-            *err = sqlite3_mprintf(FN ": model '%s' is a tokenizer only: it has no vectors", o->model);
+        } else if (emb_model_require_vectors(info = emb_model_get_info(*mod), "vectors", msg)) {
+            *err = sqlite3_mprintf(FN ": %s", msg);
             rc = SQLITE_ERROR;
         } else if (o->dims && o->dims != info->dims->hidden) {
             *err = sqlite3_mprintf(FN ": dims = %d, but model '%s' makes vectors of %d dimensions",

@@ -58,8 +58,9 @@ static void model_position(sqlite3_context *ctx, sqlite3_value **argv) {
     if (!m) return;
     const emb_model_info *info = emb_model_get_info(m);
     sqlite3_int64 pos;
-    if (!info->has_vectors)
-        ext_error(ctx, fn, "model '%s' is a tokenizer only: it has no position vectors", info->name);
+    char err[EMB_ERR_LEN];
+    if (emb_model_require_vectors(info, "position vectors", err))
+        ext_error(ctx, fn, "%s", err);
     else if (!position_type_error(ctx, argv[1]) &&
              ext_get_int(ctx, argv[1], fn, "pos", 0, info->dims->max_positions - 1, &pos) == EXT_OK) {
         const float *row = emb_model_position_row(m, (int32_t)pos);

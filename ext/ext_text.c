@@ -63,8 +63,8 @@ void sql_contextual_embedding(sqlite3_context *ctx, int argc, sqlite3_value **ar
     emb_model_encoding_init(&enc);
     char err[EMB_ERR_LEN];
     float *hidden = NULL;
-    if (!info->has_vectors) {
-        ext_error(ctx, fn, "model '%s' is a tokenizer only: it has no vectors", info->name);
+    if (emb_model_require_vectors(info, "vectors", err)) {
+        ext_error(ctx, fn, "%s", err);
     } else if (layer > info->dims->layers) {
         ext_error(ctx, fn, "layer %lld is out of range: model '%s' has %d layers (0 is the input embedding)",
                   layer, info->name, info->dims->layers);
@@ -135,8 +135,8 @@ void sql_embed(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
     float *out = NULL;
     char err[EMB_ERR_LEN];
     size_t slen = (size_t)len;
-    if (!info->has_vectors)
-        ext_error(ctx, fn, "model '%s' is a tokenizer only: it has no vectors", info->name);
+    if (emb_model_require_vectors(info, "vectors", err))
+        ext_error(ctx, fn, "%s", err);
     else if (!(out = sqlite3_malloc64((size_t)info->dims->hidden * sizeof(float))))
         sqlite3_result_error_nomem(ctx);
     else if (emb_model_embed(m, &text, &slen, 1, &opt, out, err)) {

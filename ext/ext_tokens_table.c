@@ -190,8 +190,9 @@ static int tokens_eof(sqlite3_vtab_cursor *cur) {
 static int hidden_level(tokens_cursor *c, sqlite3_context *ctx, float **cache, int n_layers) {
     if (*cache) return 0;
     const emb_model_info *info = emb_model_get_info(c->model);
-    if (!info->has_vectors) {
-        ext_error(ctx, "embed_tokens", "model '%s' is a tokenizer only: it has no vectors", info->name);
+    char err[EMB_ERR_LEN];
+    if (emb_model_require_vectors(info, "vectors", err)) {
+        ext_error(ctx, "embed_tokens", "%s", err);
         return -1;
     }
     *cache = sqlite3_malloc64(c->enc.n * (size_t)info->dims->hidden * sizeof(float));
@@ -199,7 +200,6 @@ static int hidden_level(tokens_cursor *c, sqlite3_context *ctx, float **cache, i
         sqlite3_result_error_nomem(ctx);
         return -1;
     }
-    char err[EMB_ERR_LEN];
     if (emb_model_hidden_states(c->model, &c->enc, n_layers, *cache, err)) {
         sqlite3_free(*cache);
         *cache = NULL;
@@ -210,9 +210,9 @@ static int hidden_level(tokens_cursor *c, sqlite3_context *ctx, float **cache, i
 }
 
 static void result_row(sqlite3_context *ctx, const emb_model_info *info, const float *row) {
+    char err[EMB_ERR_LEN];
     if (row) ext_result_vector(ctx, row, (size_t)info->dims->hidden);
-    else if (!info->has_vectors)
-        ext_error(ctx, "embed_tokens", "model '%s' is a tokenizer only: it has no vectors", info->name);
+    else if (emb_model_require_vectors(info, "vectors", err)) ext_error(ctx, "embed_tokens", "%s", err);
 }
 
 static int tokens_column(sqlite3_vtab_cursor *cur, sqlite3_context *ctx, int col) {
