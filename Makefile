@@ -17,7 +17,7 @@ endif
 endif
 endif
 CFLAGS_COMMON = -std=c11 $(OPT) -g -fPIC -Wall -Wextra -Werror -D_GNU_SOURCE \
-                -fopenmp-simd -Icore $(OPENBLAS_CFLAGS) $(SAN)
+                -fopenmp-simd -Iinclude/sqlite-embed -Icore $(OPENBLAS_CFLAGS) $(SAN)
 CFLAGS  ?=
 ALL_CFLAGS = $(CFLAGS_COMMON) $(CFLAGS)
 LIBS    = $(OPENBLAS_LIBS) -lutf8proc -lcjson -lxxhash -lpthread -lm
@@ -38,7 +38,7 @@ all: $(EXT_SO) $(BUILD)/libembedcore.a $(CTEST_BIN)
 deps:
 	@bash scripts/deps.sh
 
-$(BUILD)/%.o: %.c $(wildcard core/*.h ext/*.h)
+$(BUILD)/%.o: %.c $(wildcard include/sqlite-embed/*.h core/*.h ext/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -c $< -o $@
 
@@ -104,7 +104,8 @@ DESTDIR ?=
 LIBDIR   = $(DESTDIR)$(PREFIX)/lib
 INCDIR   = $(DESTDIR)$(PREFIX)/include/sqlite-embed
 PCDIR    = $(LIBDIR)/pkgconfig
-PUBLIC_HEADERS = core/model.h core/emb_common.h core/token.h core/pooling.h core/vec.h core/posenc.h
+# What a C program may use: include/sqlite-embed/ (core/*.h are internal; ext/ uses some).
+PUBLIC_HEADERS = $(wildcard include/sqlite-embed/*.h)
 VERSION  = $(shell sed -n 's/^\#define EMBED_VERSION "\(.*\)"/\1/p' ext/ext_info.c)
 # After a real install into a folder the loader searches (Debian lists /usr/local/lib), ldconfig
 # puts embed.so in its cache; elsewhere, `.load embed` needs LD_LIBRARY_PATH or the full path.

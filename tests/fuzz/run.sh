@@ -11,7 +11,7 @@ CC=${FUZZ_CC:-clang}
 OUT=${FUZZ_OUT:-build-fuzz}
 mkdir -p "$OUT/core"
 # OpenBLAS's own header and library (openblas.pc), as the Makefile takes them.
-CFLAGS="-std=c11 -O1 -g -D_GNU_SOURCE -Icore $(pkg-config --cflags openblas) -fno-omit-frame-pointer -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all"
+CFLAGS="-std=c11 -O1 -g -D_GNU_SOURCE -Iinclude/sqlite-embed -Icore $(pkg-config --cflags openblas) -fno-omit-frame-pointer -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all"
 LINK="-fsanitize=fuzzer,address,undefined"
 LIBS="$(pkg-config --libs openblas) -lutf8proc -lcjson -lxxhash -lpthread -lm"
 pass=0
@@ -19,7 +19,7 @@ fail=0
 
 # core/*.c once, for every harness
 objs=()
-newest_header=$(ls -t core/*.h | head -n 1)
+newest_header=$(ls -t core/*.h include/sqlite-embed/*.h | head -n 1)
 for src in core/*.c; do
     obj="$OUT/core/$(basename "$src" .c).o"
     objs+=("$obj")

@@ -17,7 +17,8 @@ check() { # check DESCRIPTION COMMAND...
     else failed=$((failed + 1)); echo "FAIL $what"; sed 's/^/    /' "$tmp/out" | tail -n 15; fi
 }
 mk() { make --no-print-directory BUILD="$build" "$@"; }
-headers="model.h emb_common.h token.h pooling.h vec.h posenc.h"
+# The public headers: all of include/sqlite-embed/ and nothing else (core/*.h are internal).
+headers=$(cd include/sqlite-embed && ls -- *.h)
 installed_files() { (cd "$1" && find . \( -type f -o -type l \) | sort); }
 
 # 1. Staged, as a package build does it.
@@ -29,8 +30,9 @@ check "libembed.so links to embed.so (so ldconfig lists it)" test "$(readlink "$
 check "embed.so has SONAME embed.so" bash -c "readelf -d '$lib/embed.so' | grep -q 'Library soname: \[embed.so\]'"
 check "libembedcore.a installed" test -f "$lib/libembedcore.a"
 for h in $headers; do
-    check "header sqlite-embed/$h" cmp "core/$h" "$stage/usr/local/include/sqlite-embed/$h"
+    check "header sqlite-embed/$h" cmp "include/sqlite-embed/$h" "$stage/usr/local/include/sqlite-embed/$h"
 done
+check "installed headers are exactly the public ones" test "$(cd "$stage/usr/local/include/sqlite-embed" && ls)" = "$headers"
 check "sqlite-embed.pc names prefix /usr/local, not DESTDIR" grep -qx 'prefix=/usr/local' "$lib/pkgconfig/sqlite-embed.pc"
 check "nothing installed outside PREFIX" test -z "$(cd "$stage" && find . -mindepth 1 -maxdepth 2 ! -path ./usr ! -path ./usr/local)"
 check "make uninstall DESTDIR" mk uninstall DESTDIR="$stage" PREFIX=/usr/local
@@ -41,7 +43,8 @@ check "staged uninstall removes include/sqlite-embed" test ! -e "$stage/usr/loca
 prefix=$tmp/prefix
 check "make install PREFIX" mk install PREFIX="$prefix"
 installed_files "$prefix" >"$tmp/files"
-check "install wrote 10 files" test "$(wc -l <"$tmp/files")" -eq 10
+n_files=$((4 + $(echo "$headers" | wc -w))) # embed.so, libembed.so, libembedcore.a, sqlite-embed.pc
+check "install wrote $n_files files" test "$(wc -l <"$tmp/files")" -eq "$n_files"
 if command -v ldconfig >/dev/null || [ -x /sbin/ldconfig ]; then
     # The loader's cache that ldconfig would build for this folder lists embed.so (-X: touch no links).
     check "ldconfig lists embed.so for PREFIX/lib" bash -c "PATH=\$PATH:/sbin; ldconfig -X -C '$tmp/ld.cache' -f /dev/null '$prefix/lib' &&

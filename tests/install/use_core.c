@@ -1,11 +1,13 @@
 /* A C program built only from what `make install` puts in place: the headers under
  * <sqlite-embed/...> and the flags of `pkg-config --cflags --libs sqlite-embed`.
  * It defines the README's lesson model and checks its input vectors (token row + position
- * row, computed by hand) and two kernels against values worked out independently. */
+ * row, computed by hand), its sizes, their mean pooling and two kernels against values worked
+ * out independently. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 #include <sqlite-embed/model.h>
+#include <sqlite-embed/pooling.h>
 #include <sqlite-embed/posenc.h>
 #include <sqlite-embed/vec.h>
 
@@ -25,6 +27,11 @@ int main(void) {
         emb_model_hidden_states(m, &enc, 0, out, err)) { printf("encode: %s\n", err); return 1; }
     const float want[9] = {2, 1, 2, 0, 2, 1, 3, 1, 2}; /* bus+pos0, is+pos1, late+pos2 */
     int bad = enc.n != 3 || memcmp(out, want, sizeof want) != 0;
+    const emb_model_dims *dims = emb_model_get_info(m)->dims; /* 4 words, 3 dimensions, 3 positions */
+    bad |= dims->hidden != 3 || dims->vocab_size != 4 || dims->max_positions != 3 || dims->layers != 0;
+    float mean[3];
+    emb_pool(out, 3, 3, 3, EMB_POOL_MEAN, mean); /* (2+0+3, 1+2+1, 2+1+2) / 3 */
+    bad |= fabsf(mean[0] - 5.0f / 3) > 1e-6f || fabsf(mean[1] - 4.0f / 3) > 1e-6f || fabsf(mean[2] - 5.0f / 3) > 1e-6f;
     emb_model_encoding_free(&enc);
     emb_model_release(m);
 

@@ -1,12 +1,13 @@
-/* A model as SQL sees it: a name, a tokenizer, and (unless tokenizer-only) vectors.
- * Three kinds share this interface: models defined from JSON (static table, whitespace
+/* Public API of libembedcore (installed as <sqlite-embed/model.h>).
+ * A model as SQL sees it: a name, a tokenizer, and (unless tokenizer-only) vectors.
+ * Three kinds share this interface: models defined from JSON (a fixed table, whitespace
  * tokens), tokenizer-only folders, and Hugging Face encoders. A model is immutable after
  * creation and reference-counted, so connections and threads share it freely. */
 #ifndef EMBED_MODEL_H
 #define EMBED_MODEL_H
 #include <stddef.h>
 #include <stdint.h>
-#include "emb_common.h"
+#include "emb_error.h"
 #include "model_dims.h"
 #include "token.h"
 

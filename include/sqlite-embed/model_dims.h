@@ -1,4 +1,5 @@
-/* The sizes of a model, described once. An encoder owns its own (read from config.json), a
+/* Public API of libembedcore (installed as <sqlite-embed/model_dims.h>).
+ * The sizes of a model, described once. An encoder owns its own (read from config.json), a
  * defined model its own (from its definition), a tokenizer-only model its vocabulary's; the
  * model's emb_model_info points at them. */
 #ifndef EMBED_MODEL_DIMS_H

@@ -1,4 +1,5 @@
-/* One token of an encoded input, and a reusable list of them: the common currency of the
+/* Public API of libembedcore (installed as <sqlite-embed/token.h>).
+ * One token of an encoded input, and a reusable list of them: the common currency of the
  * tokenizers (WordPiece, and whitespace for defined models) and the encoder. */
 #ifndef EMBED_TOKEN_H
 #define EMBED_TOKEN_H

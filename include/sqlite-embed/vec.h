@@ -1,4 +1,5 @@
-/* Vector kernels on float32 arrays. Sums are accumulated in double so that results
+/* Public API of libembedcore (installed as <sqlite-embed/vec.h>).
+ * Vector kernels on float32 arrays. Sums are accumulated in double so that results
  * do not depend on the dimension's size or alignment; the loops are written for the
  * compiler to vectorise, with AVX-512 / AVX2 clones chosen at run time. */
 #ifndef EMBED_VEC_H

@@ -1,4 +1,5 @@
-/* Sentence pooling over a sequence's hidden states (L2 normalisation is emb_vec_normalize in vec.h). */
+/* Public API of libembedcore (installed as <sqlite-embed/pooling.h>).
+ * Sentence pooling over a sequence's hidden states (L2 normalisation is emb_vec_normalize in vec.h). */
 #ifndef EMBED_POOLING_H
 #define EMBED_POOLING_H
 typedef enum { EMB_POOL_MEAN, EMB_POOL_CLS, EMB_POOL_MAX } emb_pool_mode;

@@ -1,4 +1,5 @@
-/* The sinusoidal position encoding of "Attention Is All You Need":
+/* Public API of libembedcore (installed as <sqlite-embed/posenc.h>).
+ * The sinusoidal position encoding of "Attention Is All You Need":
  * PE(pos, 2i) = sin(pos / base^(2i/dim)), PE(pos, 2i+1) = cos(pos / base^(2i/dim)). */
 #ifndef EMBED_POSENC_H
 #define EMBED_POSENC_H
