@@ -14,12 +14,9 @@
 int ix_error(ix_vtab *v, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
-    char *msg = sqlite3_vmprintf(fmt, ap);
+    int rc = ext_vtab_verror(&v->base, FN, fmt, ap);
     va_end(ap);
-    sqlite3_free(v->base.zErrMsg);
-    v->base.zErrMsg = msg ? sqlite3_mprintf(FN ": %s", msg) : NULL;
-    sqlite3_free(msg);
-    return msg ? SQLITE_ERROR : SQLITE_NOMEM;
+    return rc;
 }
 
 int ix_sql_error(ix_vtab *v, int rc) {

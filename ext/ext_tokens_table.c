@@ -106,12 +106,9 @@ static int cursor_error(tokens_cursor *c, const char *fmt, ...) {
     sqlite3_vtab *vtab = c->base.pVtab;
     va_list ap;
     va_start(ap, fmt);
-    char *msg = sqlite3_vmprintf(fmt, ap);
+    int rc = ext_vtab_verror(vtab, "embed_tokens", fmt, ap);
     va_end(ap);
-    sqlite3_free(vtab->zErrMsg);
-    vtab->zErrMsg = sqlite3_mprintf("embed_tokens: %s", msg);
-    sqlite3_free(msg);
-    return vtab->zErrMsg ? SQLITE_ERROR : SQLITE_NOMEM;
+    return rc;
 }
 
 /* The cursor's model: kept from one xFilter to the next while the name stays the same, so a

@@ -29,6 +29,14 @@ void ext_error(sqlite3_context *ctx, const char *fn, const char *fmt, ...) {
     sqlite3_free(full);
 }
 
+int ext_vtab_verror(sqlite3_vtab *vtab, const char *fn, const char *fmt, va_list ap) {
+    char *msg = sqlite3_vmprintf(fmt, ap);
+    sqlite3_free(vtab->zErrMsg);
+    vtab->zErrMsg = msg ? sqlite3_mprintf("%s: %s", fn, msg) : NULL;
+    sqlite3_free(msg);
+    return vtab->zErrMsg ? SQLITE_ERROR : SQLITE_NOMEM;
+}
+
 /* Parses JSON text into a float32 vector allocated with sqlite3_malloc. On failure *err is a
  * sqlite3_malloc'd message (without function name). */
 static int ext_parse_json_vector(const char *json, int len, float **out, size_t *n, char **err) {

@@ -3,6 +3,7 @@
 #ifndef EMBED_EXT_UTIL_H
 #define EMBED_EXT_UTIL_H
 #include <sqlite3ext.h>
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -43,6 +44,9 @@ void ext_result_vector(sqlite3_context *ctx, const float *v, size_t n);
 void ext_result_vector_owned(sqlite3_context *ctx, float *v, size_t n);
 /* Sets a formatted error "fn: message" on ctx. */
 void ext_error(sqlite3_context *ctx, const char *fn, const char *fmt, ...);
+/* Sets "fn: message" as a virtual table's error; returns SQLITE_ERROR (SQLITE_NOMEM when the
+ * message could not be made). */
+int ext_vtab_verror(sqlite3_vtab *vtab, const char *fn, const char *fmt, va_list ap);
 /* Errors for two vectors of different dimensions. */
 int ext_same_dims(sqlite3_context *ctx, const char *fn, const ext_vec *a, const ext_vec *b);
 /* Writes v as a JSON array whose numbers read back to the same float32 values. */
