@@ -11,6 +11,7 @@ int ext_register_functions(sqlite3 *db, const char **failed); /* ext_function_ta
 extern const sqlite3_module ext_models_module;    /* ext_models_table.c: embed_models */
 extern const sqlite3_module ext_tokens_module;    /* ext_tokens_table.c: embed_tokens */
 extern const sqlite3_module ext_index_module;     /* ext_index.c: embed_index */
+extern const sqlite3_module ext_hybrid_module;    /* ext_hybrid.c: embed_hybrid */
 
 #define EXT_SQL_FUNCTION(name) void name(sqlite3_context *ctx, int argc, sqlite3_value **argv)
 

@@ -35,7 +35,7 @@ for _name in {n for n, _ in list(EXPECTED)}:
     for _f in _forms:
         _all &= _f
     EXPECTED[(_name, -1)] = _all | (DIRECTONLY if any(f & DIRECTONLY for f in _forms) else 0)
-MODULES = {"embed_models", "embed_tokens", "embed_index"}
+MODULES = {"embed_models", "embed_tokens", "embed_index", "embed_hybrid"}
 
 
 @test

@@ -1,0 +1,663 @@
+/* embed_hybrid(index, fts, query, k [, options]): one query searched by keywords (an FTS5
+ * table, in bm25 order) and by vectors (an embed_index, which embeds the query with its own
+ * model), the two lists fused by reciprocal rank fusion: a row's score is the sum, over the
+ * sides that found it, of weight / (rrf_k + rank). Both searches are ordinary statements on
+ * the caller's connection, so they see its transaction and keep the tables' own checks and
+ * errors; table names reach them only quoted as identifiers. */
+#include "ext_functions.h"
+#include "ext_util.h"
+#include "utf8.h"
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define FN "embed_hybrid"
+#define SIGNATURE "embed_hybrid(index, fts, query, k [, options])"
+#define MAX_DEPTH 100000
+#define N_CACHED 8
+
+enum { COL_SCORE, COL_VECTOR_RANK, COL_TEXT_RANK, COL_DISTANCE, COL_BM25,
+       COL_INDEX, COL_FTS, COL_QUERY, COL_K, COL_OPTIONS };
+enum { ARG_INDEX, ARG_FTS, ARG_QUERY, ARG_K, ARG_OPTIONS, N_ARGS };
+enum { SIDE_VECTOR, SIDE_TEXT };
+
+typedef struct {
+    double rrf_k, weight[2]; /* weight[SIDE_VECTOR], weight[SIDE_TEXT] */
+    sqlite3_int64 depth;
+    char *fts_query; /* NULL: the query's words, each quoted, joined by OR */
+} hybrid_options;
+
+typedef struct {
+    sqlite3_int64 rowid;
+    sqlite3_int64 rank[2]; /* from 1; 0 where that side did not find the row */
+    double value[2];       /* the distance, the bm25 */
+    double score;
+} hybrid_row;
+
+typedef struct {
+    char *sql;
+    sqlite3_stmt *stmt;
+} cached_stmt;
+
+typedef struct {
+    sqlite3_vtab base;
+    sqlite3 *db;
+    cached_stmt cache[N_CACHED]; /* statements kept from call to call, found by their SQL */
+    int next;                    /* the slot to take next */
+} hybrid_vtab;
+
+typedef struct {
+    sqlite3_vtab_cursor base;
+    sqlite3_value *args[N_ARGS]; /* as given, for the hidden columns */
+    hybrid_row *rows;
+    size_t n, cap, at;
+} hybrid_cursor;
+
+typedef struct {
+    char *schema, *name;
+} table_ref;
+
+/* Sets "embed_hybrid: ..." as the error; returns SQLITE_ERROR (SQLITE_NOMEM without memory). */
+static int fail(hybrid_vtab *v, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    int rc = ext_vtab_verror(&v->base, FN, fmt, ap);
+    va_end(ap);
+    return rc;
+}
+
+/* "<what> must be <kind>, not <the value>". */
+static int type_fail(hybrid_vtab *v, const char *what, const char *kind, sqlite3_value *val) {
+    char *got = ext_describe_value(val);
+    int rc = got ? fail(v, "%s must be %s, not %s", what, kind, got) : SQLITE_NOMEM;
+    sqlite3_free(got);
+    return rc;
+}
+
+/* ---------- statements, kept between calls ---------- */
+
+/* A prepared statement for sql (sqlite3_malloc'd, taken): a kept one that nobody is stepping,
+ * else a new one, kept in a slot whose statement is idle. *owned: the caller finalizes it
+ * (every slot busy, which only a call nested inside one of these statements could cause). */
+static int stmt_get(hybrid_vtab *v, char *sql, sqlite3_stmt **out, int *owned) {
+    *out = NULL;
+    *owned = 0;
+    if (!sql) return SQLITE_NOMEM;
+    for (int i = 0; i < N_CACHED; i++)
+        if (v->cache[i].sql && strcmp(v->cache[i].sql, sql) == 0 && !sqlite3_stmt_busy(v->cache[i].stmt)) {
+            sqlite3_free(sql);
+            *out = v->cache[i].stmt;
+            return SQLITE_OK;
+        }
+    int rc = sqlite3_prepare_v3(v->db, sql, -1, SQLITE_PREPARE_PERSISTENT, out, NULL);
+    if (rc != SQLITE_OK) {
+        sqlite3_free(sql);
+        return rc == SQLITE_NOMEM ? rc : (fail(v, "%s", sqlite3_errmsg(v->db)), rc);
+    }
+    for (int tries = 0; tries < N_CACHED; tries++) {
+        cached_stmt *slot = &v->cache[v->next];
+        v->next = (v->next + 1) % N_CACHED;
+        if (slot->stmt && sqlite3_stmt_busy(slot->stmt)) continue;
+        sqlite3_finalize(slot->stmt);
+        sqlite3_free(slot->sql);
+        slot->sql = sql;
+        slot->stmt = *out;
+        return SQLITE_OK;
+    }
+    sqlite3_free(sql);
+    *owned = 1;
+    return SQLITE_OK;
+}
+
+static void stmt_done(sqlite3_stmt *s, int owned) {
+    if (owned) {
+        sqlite3_finalize(s);
+    } else {
+        sqlite3_reset(s);
+        sqlite3_clear_bindings(s);
+    }
+}
+
+/* Steps s once: SQLITE_ROW, SQLITE_DONE, or an error code with the statement's message. */
+static int stmt_step(hybrid_vtab *v, sqlite3_stmt *s) {
+    int rc = sqlite3_step(s);
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE && rc != SQLITE_NOMEM) fail(v, "%s", sqlite3_errmsg(v->db));
+    return rc;
+}
+
+/* ---------- the tables ---------- */
+
+/* Skips spaces and SQL comments. */
+static const char *skip_space(const char *p) {
+    for (;;) {
+        while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r' || *p == '\f' || *p == '\v') p++;
+        if (p[0] == '-' && p[1] == '-') {
+            while (*p && *p != '\n') p++;
+        } else if (p[0] == '/' && p[1] == '*') {
+            const char *end = strstr(p + 2, "*/");
+            p = end ? end + 2 : p + strlen(p);
+        } else {
+            return p;
+        }
+    }
+}
+
+/* The SQL token at p (a word, or a quoted or bracketed name): its text without the quotes in
+ * *tok, *len; returns the position after it, or NULL when there is none. */
+static const char *next_token(const char *p, const char **tok, size_t *len) {
+    p = skip_space(p);
+    if (*p == '"' || *p == '\'' || *p == '`' || *p == '[') {
+        char close = *p == '[' ? ']' : *p;
+        const char *q = p + 1;
+        while (*q && !(*q == close && (close == ']' || q[1] != close))) q += *q == close ? 2 : 1;
+        if (!*q) return NULL;
+        *tok = p + 1;
+        *len = (size_t)(q - p - 1);
+        return q + 1;
+    }
+    const char *q = p;
+    while (*q == '_' || *q == '$' || (*q >= '0' && *q <= '9') || ((*q | 0x20) >= 'a' && (*q | 0x20) <= 'z') ||
+           (unsigned char)*q >= 0x80)
+        q++;
+    if (q == p) return NULL;
+    *tok = p;
+    *len = (size_t)(q - p);
+    return q;
+}
+
+static int token_is(const char *tok, size_t len, const char *word) {
+    return len == strlen(word) && sqlite3_strnicmp(tok, word, (int)len) == 0;
+}
+
+/* The module of a virtual table from its statement as sqlite_schema keeps it:
+ * CREATE VIRTUAL TABLE <name> USING <module>[(<arguments>)]. */
+static int module_of(const char *sql, const char **mod, size_t *len) {
+    static const char *const words[] = {"CREATE", "VIRTUAL", "TABLE", NULL, "USING"};
+    const char *p = sql, *tok;
+    size_t n;
+    for (size_t i = 0; i < sizeof words / sizeof words[0]; i++)
+        if (!(p = next_token(p, &tok, &n)) || (words[i] && !token_is(tok, n, words[i]))) return 0;
+    return next_token(p, mod, len) != NULL;
+}
+
+/* Where SQLite would find an unqualified table name (temp, main, then attached databases in
+ * order), or the name in one schema (?2). */
+static const char FIND_TABLE[] =
+    "SELECT t.schema, t.type FROM pragma_table_list AS t JOIN pragma_database_list AS d ON d.name = t.schema"
+    " WHERE t.name = ?1 COLLATE NOCASE AND (?2 IS NULL OR t.schema = ?2 COLLATE NOCASE)"
+    " ORDER BY d.seq <> 1, d.seq LIMIT 1";
+
+/* Looks name up (in schema, when not NULL): *found, and t->schema, *type (sqlite3_malloc'd). */
+static int lookup(hybrid_vtab *v, const char *name, int name_len, const char *schema, int schema_len,
+                  int *found, table_ref *t, char **type) {
+    sqlite3_stmt *s;
+    int owned, rc = stmt_get(v, sqlite3_mprintf("%s", FIND_TABLE), &s, &owned);
+    if (rc != SQLITE_OK) return rc;
+    sqlite3_bind_text(s, 1, name, name_len, SQLITE_STATIC);
+    if (schema) sqlite3_bind_text(s, 2, schema, schema_len, SQLITE_STATIC);
+    rc = stmt_step(v, s);
+    *found = rc == SQLITE_ROW;
+    if (*found) {
+        t->schema = sqlite3_mprintf("%s", (const char *)sqlite3_column_text(s, 0));
+        t->name = sqlite3_mprintf("%.*s", name_len, name);
+        *type = sqlite3_mprintf("%s", (const char *)sqlite3_column_text(s, 1));
+        rc = t->schema && t->name && *type ? SQLITE_OK : SQLITE_NOMEM;
+    } else if (rc == SQLITE_DONE) {
+        rc = SQLITE_OK;
+    }
+    stmt_done(s, owned);
+    return rc;
+}
+
+static void table_free(table_ref *t) {
+    sqlite3_free(t->schema);
+    sqlite3_free(t->name);
+    t->schema = t->name = NULL;
+}
+
+static const char *kind_of(const char *type) {
+    if (strcmp(type, "table") == 0) return "an ordinary table";
+    if (strcmp(type, "view") == 0) return "a view";
+    if (strcmp(type, "shadow") == 0) return "a shadow table of a virtual table";
+    return type;
+}
+
+/* The table that argument `arg` names (as SQLite finds an unqualified name, else as
+ * schema.table), which must be a virtual table of `module`; `role` ("index") and `kind`
+ * ("an embed_index table") name it in errors. */
+static int find_table(hybrid_vtab *v, const char *arg, const char *role, const char *kind, const char *module,
+                      table_ref *t) {
+    int found, rc;
+    char *type = NULL;
+    const char *dot = strchr(arg, '.');
+    rc = lookup(v, arg, (int)strlen(arg), NULL, 0, &found, t, &type);
+    if (rc == SQLITE_OK && !found && dot)
+        rc = lookup(v, dot + 1, (int)strlen(dot + 1), arg, (int)(dot - arg), &found, t, &type);
+    if (rc == SQLITE_OK && !found) rc = fail(v, "the %s \"%s\" does not exist", role, arg);
+    if (rc == SQLITE_OK && strcmp(type, "virtual") != 0)
+        rc = fail(v, "\"%s\" is not %s: it is %s", arg, kind, kind_of(type));
+    sqlite3_free(type);
+    if (rc != SQLITE_OK) {
+        table_free(t);
+        return rc;
+    }
+    sqlite3_stmt *s;
+    int owned;
+    rc = stmt_get(v, sqlite3_mprintf("SELECT sql FROM \"%w\".sqlite_schema WHERE type = 'table' AND name = ?1 "
+                                     "COLLATE NOCASE", t->schema), &s, &owned);
+    if (rc == SQLITE_OK) {
+        sqlite3_bind_text(s, 1, t->name, -1, SQLITE_STATIC);
+        rc = stmt_step(v, s);
+        const char *sql = rc == SQLITE_ROW ? (const char *)sqlite3_column_text(s, 0) : NULL, *mod;
+        size_t len;
+        if (rc == SQLITE_ROW || rc == SQLITE_DONE) {
+            if (!sql || !module_of(sql, &mod, &len))
+                rc = fail(v, "\"%s\" is not %s: it is a virtual table of an unknown kind", arg, kind);
+            else if (!token_is(mod, len, module))
+                rc = fail(v, "\"%s\" is not %s: it is a virtual table using %.*s", arg, kind, (int)len, mod);
+            else
+                rc = SQLITE_OK;
+        }
+        stmt_done(s, owned);
+    }
+    if (rc != SQLITE_OK) table_free(t);
+    return rc;
+}
+
+/* ---------- the arguments ---------- */
+
+static int name_arg(hybrid_vtab *v, sqlite3_value *val, const char *what, const char **out) {
+    if (sqlite3_value_type(val) == SQLITE_NULL)
+        return fail(v, "the %s name is NULL: " SIGNATURE " needs the names of both tables", what);
+    if (sqlite3_value_type(val) != SQLITE_TEXT) {
+        char *w = sqlite3_mprintf("the %s name", what);
+        int rc = w ? type_fail(v, w, "text", val) : SQLITE_NOMEM;
+        sqlite3_free(w);
+        return rc;
+    }
+    *out = (const char *)sqlite3_value_text(val);
+    if (!*out) return SQLITE_NOMEM;
+    if ((int)strlen(*out) != sqlite3_value_bytes(val))
+        return fail(v, "the %s name contains a NUL character", what);
+    return SQLITE_OK;
+}
+
+static int k_arg(hybrid_vtab *v, sqlite3_value *val, sqlite3_int64 *k) {
+    int t = sqlite3_value_type(val);
+    double d = sqlite3_value_double(val);
+    if (t == SQLITE_INTEGER) *k = sqlite3_value_int64(val);
+    else if (t == SQLITE_FLOAT && d == floor(d) && d >= 1 && d < 9e18) *k = (sqlite3_int64)d;
+    else return type_fail(v, "k", "a positive integer", val);
+    return *k >= 1 ? SQLITE_OK : type_fail(v, "k", "a positive integer", val);
+}
+
+/* The query as text: numbers as SQLite converts them (as FTS5 and embed_index take them). */
+static int query_arg(hybrid_vtab *v, sqlite3_value *val, const char **q, int *len) {
+    if (sqlite3_value_type(val) == SQLITE_BLOB)
+        return fail(v, "the query must be text, not a blob (write CAST(x AS TEXT) if its bytes are UTF-8 text)");
+    *q = (const char *)sqlite3_value_text(val);
+    *len = sqlite3_value_bytes(val);
+    if (!*q) return SQLITE_NOMEM;
+    size_t bad;
+    if (!emb_utf8_valid(*q, (size_t)*len, &bad))
+        return fail(v, "the query is not valid UTF-8 (at byte %lld)", (long long)bad);
+    if ((int)strlen(*q) != *len) return fail(v, "the query contains a NUL character");
+    return SQLITE_OK;
+}
+
+/* "option "<key>" must be <what>, not <its JSON>". */
+static int option_fail(hybrid_vtab *v, const cJSON *item, const char *what) {
+    char *got = cJSON_PrintUnformatted(item);
+    int rc = fail(v, "option \"%s\" must be %s, not %s", item->string, what, got ? got : "that");
+    cJSON_free(got);
+    return rc;
+}
+
+static int finite_number(const cJSON *j) {
+    return cJSON_IsNumber(j) && isfinite(j->valuedouble);
+}
+
+static int read_option(hybrid_vtab *v, const cJSON *item, hybrid_options *o) {
+    const char *key = item->string;
+    if (strcmp(key, "rrf_k") == 0) {
+        if (!finite_number(item) || item->valuedouble <= 0) return option_fail(v, item, "a number above 0");
+        o->rrf_k = item->valuedouble;
+    } else if (strcmp(key, "weights") == 0) {
+        const cJSON *wv = cJSON_GetArrayItem(item, 0), *wt = cJSON_GetArrayItem(item, 1);
+        if (!cJSON_IsArray(item) || cJSON_GetArraySize(item) != 2 || !finite_number(wv) || !finite_number(wt) ||
+            wv->valuedouble < 0 || wt->valuedouble < 0)
+            return option_fail(v, item, "[vector weight, text weight], two numbers of 0 or more");
+        if (wv->valuedouble == 0 && wt->valuedouble == 0)
+            return fail(v, "option \"weights\" must not be both 0 (a weight of 0 leaves that side out)");
+        o->weight[SIDE_VECTOR] = wv->valuedouble;
+        o->weight[SIDE_TEXT] = wt->valuedouble;
+    } else if (strcmp(key, "depth") == 0) {
+        double d = item->valuedouble;
+        if (!finite_number(item) || d != floor(d) || d < 1 || d > MAX_DEPTH)
+            return option_fail(v, item, "an integer from 1 to 100000");
+        o->depth = (sqlite3_int64)d;
+    } else if (strcmp(key, "fts_query") == 0) {
+        if (!cJSON_IsString(item)) return option_fail(v, item, "a text (an FTS5 query)");
+        sqlite3_free(o->fts_query);
+        if (!(o->fts_query = sqlite3_mprintf("%s", item->valuestring))) return SQLITE_NOMEM;
+    } else {
+        return fail(v, "unknown option \"%s\" (known: rrf_k, weights, depth, fts_query)", key);
+    }
+    return SQLITE_OK;
+}
+
+/* options: NULL, or a JSON object {"rrf_k": 60, "weights": [1, 1], "depth": 100, "fts_query": "..."}. */
+static int options_arg(hybrid_vtab *v, sqlite3_value *val, hybrid_options *o) {
+    o->rrf_k = 60;
+    o->weight[SIDE_VECTOR] = o->weight[SIDE_TEXT] = 1;
+    o->depth = 100;
+    o->fts_query = NULL;
+    if (!val || sqlite3_value_type(val) == SQLITE_NULL) return SQLITE_OK;
+    if (sqlite3_value_type(val) != SQLITE_TEXT) return type_fail(v, "options", "JSON text", val);
+    const char *json = (const char *)sqlite3_value_text(val);
+    int len = sqlite3_value_bytes(val);
+    if (!json) return SQLITE_NOMEM;
+    if (!emb_utf8_valid(json, (size_t)len, NULL) || (int)strlen(json) != len)
+        return fail(v, "options must be UTF-8 text without NUL characters");
+    /* the length counts the terminating NUL, which cJSON requires to see after the object */
+    cJSON *root = cJSON_ParseWithLengthOpts(json, (size_t)len + 1, NULL, 1);
+    int rc = SQLITE_OK;
+    if (!cJSON_IsObject(root))
+        rc = fail(v, "options must be a JSON object such as {\"rrf_k\": 60, \"weights\": [1, 1], \"depth\": 100, "
+                     "\"fts_query\": \"bus NEAR late\"}, not '%.60s'", json);
+    for (const cJSON *item = rc == SQLITE_OK ? root->child : NULL; item && rc == SQLITE_OK; item = item->next) {
+        for (const cJSON *prev = root->child; prev != item && rc == SQLITE_OK; prev = prev->next)
+            if (strcmp(prev->string, item->string) == 0)
+                rc = fail(v, "option \"%s\" is given twice", item->string);
+        if (rc == SQLITE_OK) rc = read_option(v, item, o);
+    }
+    cJSON_Delete(root);
+    return rc;
+}
+
+/* The FTS5 query of plain words: the query split on spaces, tabs and line breaks, each word an
+ * FTS5 string ("word", an inner " doubled), joined by OR. *out is NULL when there is no word. */
+static int keyword_query(sqlite3 *db, const char *q, char **out) {
+    static const char space[] = " \t\n\r\f\v";
+    sqlite3_str *s = sqlite3_str_new(db);
+    for (q += strspn(q, space); *q; q += strspn(q, space)) {
+        size_t n = strcspn(q, space);
+        if (sqlite3_str_length(s)) sqlite3_str_appendall(s, " OR ");
+        sqlite3_str_appendchar(s, 1, '"');
+        for (const char *end = q + n; q < end; q++) {
+            if (*q == '"') sqlite3_str_appendchar(s, 1, '"');
+            sqlite3_str_appendchar(s, 1, *q);
+        }
+        sqlite3_str_appendchar(s, 1, '"');
+    }
+    int rc = sqlite3_str_errcode(s);
+    *out = sqlite3_str_finish(s);
+    if (rc != SQLITE_OK) {
+        sqlite3_free(*out);
+        *out = NULL;
+    }
+    return rc;
+}
+
+/* ---------- the two searches and their fusion ---------- */
+
+static hybrid_row *new_row(hybrid_cursor *c) {
+    if (c->n == c->cap) {
+        size_t cap = c->cap ? 2 * c->cap : 128;
+        hybrid_row *rows = sqlite3_realloc64(c->rows, cap * sizeof *rows);
+        if (!rows) return NULL;
+        c->rows = rows;
+        c->cap = cap;
+    }
+    hybrid_row *r = &c->rows[c->n++];
+    memset(r, 0, sizeof *r);
+    return r;
+}
+
+/* Runs one side's statement (sql taken): its rows, in the order it returns them, get ranks
+ * 1, 2, ... and its second column as their value. */
+static int run_side(hybrid_cursor *c, int side, char *sql, const char *match, sqlite3_int64 depth) {
+    hybrid_vtab *v = (hybrid_vtab *)c->base.pVtab;
+    sqlite3_stmt *s;
+    int owned, rc = stmt_get(v, sql, &s, &owned);
+    if (rc != SQLITE_OK) return rc;
+    if ((rc = sqlite3_bind_text(s, 1, match, -1, SQLITE_STATIC)) == SQLITE_OK &&
+        (rc = sqlite3_bind_int64(s, 2, depth)) == SQLITE_OK) {
+        for (sqlite3_int64 rank = 1; (rc = stmt_step(v, s)) == SQLITE_ROW; rank++) {
+            hybrid_row *r = new_row(c);
+            if (!r) {
+                rc = SQLITE_NOMEM;
+                break;
+            }
+            r->rowid = sqlite3_column_int64(s, 0);
+            r->rank[side] = rank;
+            r->value[side] = sqlite3_column_double(s, 1);
+        }
+    }
+    if (rc == SQLITE_DONE) rc = SQLITE_OK;
+    stmt_done(s, owned);
+    return rc;
+}
+
+static int by_rowid(const void *a, const void *b) {
+    sqlite3_int64 x = ((const hybrid_row *)a)->rowid, y = ((const hybrid_row *)b)->rowid;
+    return (x > y) - (x < y);
+}
+
+/* Highest score first; equal scores by rowid, ascending. */
+static int by_score(const void *a, const void *b) {
+    const hybrid_row *x = a, *y = b;
+    if (x->score != y->score) return x->score < y->score ? 1 : -1;
+    return (x->rowid > y->rowid) - (x->rowid < y->rowid);
+}
+
+/* Joins the two sides' rows of one rowid, scores each row and keeps the best k. */
+static void fuse(hybrid_cursor *c, const hybrid_options *o, sqlite3_int64 k) {
+    qsort(c->rows, c->n, sizeof *c->rows, by_rowid);
+    size_t m = 0;
+    for (size_t i = 0; i < c->n; i++) {
+        hybrid_row *r = &c->rows[i];
+        if (m && c->rows[m - 1].rowid == r->rowid) {
+            for (int side = 0; side < 2; side++)
+                if (r->rank[side]) {
+                    c->rows[m - 1].rank[side] = r->rank[side];
+                    c->rows[m - 1].value[side] = r->value[side];
+                }
+        } else {
+            c->rows[m++] = *r;
+        }
+    }
+    for (size_t i = 0; i < m; i++) {
+        hybrid_row *r = &c->rows[i];
+        r->score = 0;
+        for (int side = 0; side < 2; side++)
+            if (r->rank[side]) r->score += o->weight[side] / (o->rrf_k + (double)r->rank[side]);
+    }
+    qsort(c->rows, m, sizeof *c->rows, by_score);
+    c->n = (sqlite3_uint64)k < m ? (size_t)k : m;
+}
+
+static int search(hybrid_cursor *c, const table_ref *ix, const table_ref *ft, const char *q,
+                  const hybrid_options *o, sqlite3_int64 k) {
+    hybrid_vtab *v = (hybrid_vtab *)c->base.pVtab;
+    int rc = SQLITE_OK;
+    if (o->weight[SIDE_VECTOR] > 0)
+        rc = run_side(c, SIDE_VECTOR,
+                      sqlite3_mprintf("SELECT rowid, distance FROM \"%w\".\"%w\" WHERE \"%w\" MATCH ?1 AND k = ?2",
+                                      ix->schema, ix->name, ix->name),
+                      q, o->depth);
+    if (rc == SQLITE_OK && o->weight[SIDE_TEXT] > 0) {
+        char *words = NULL;
+        if (!o->fts_query) rc = keyword_query(v->db, q, &words);
+        const char *match = o->fts_query ? o->fts_query : words;
+        if (rc == SQLITE_OK && match) /* bm25's ties by rowid, so that the ranks are certain */
+            rc = run_side(c, SIDE_TEXT,
+                          sqlite3_mprintf("SELECT rowid, bm25(\"%w\") FROM \"%w\".\"%w\" WHERE \"%w\" MATCH ?1 "
+                                          "ORDER BY bm25(\"%w\"), rowid LIMIT ?2",
+                                          ft->name, ft->schema, ft->name, ft->name, ft->name),
+                          match, o->depth);
+        sqlite3_free(words);
+    }
+    if (rc == SQLITE_OK) fuse(c, o, k);
+    return rc;
+}
+
+/* ---------- the module ---------- */
+
+static int hybrid_connect(sqlite3 *db, void *aux, int argc, const char *const *argv, sqlite3_vtab **out,
+                          char **err) {
+    (void)aux; (void)argc; (void)argv; (void)err;
+    int rc = sqlite3_declare_vtab(db,
+        "CREATE TABLE x(score REAL, vector_rank INTEGER, text_rank INTEGER, distance REAL, bm25 REAL,"
+        " \"index\" HIDDEN, fts HIDDEN, query HIDDEN, k HIDDEN, options HIDDEN)");
+    if (rc != SQLITE_OK) return rc;
+    hybrid_vtab *v = sqlite3_malloc(sizeof *v);
+    if (!v) return SQLITE_NOMEM;
+    memset(v, 0, sizeof *v);
+    v->db = db;
+    *out = &v->base;
+    return SQLITE_OK;
+}
+
+static int hybrid_disconnect(sqlite3_vtab *vtab) {
+    hybrid_vtab *v = (hybrid_vtab *)vtab;
+    for (int i = 0; i < N_CACHED; i++) {
+        sqlite3_finalize(v->cache[i].stmt);
+        sqlite3_free(v->cache[i].sql);
+    }
+    sqlite3_free(v);
+    return SQLITE_OK;
+}
+
+static int hybrid_best_index(sqlite3_vtab *vtab, sqlite3_index_info *info) {
+    int slot[N_ARGS] = {-1, -1, -1, -1, -1};
+    for (int i = 0; i < info->nConstraint; i++) {
+        const struct sqlite3_index_constraint *c = &info->aConstraint[i];
+        if (c->iColumn < COL_INDEX || c->op != SQLITE_INDEX_CONSTRAINT_EQ) continue;
+        if (!c->usable) return SQLITE_CONSTRAINT; /* wait for a plan where the argument is known */
+        slot[c->iColumn - COL_INDEX] = i;
+    }
+    if (slot[ARG_INDEX] < 0 || slot[ARG_FTS] < 0 || slot[ARG_QUERY] < 0 || slot[ARG_K] < 0)
+        return fail((hybrid_vtab *)vtab, "needs an index, an FTS5 table, a query and k: " SIGNATURE);
+    int argv_index = 1, mask = 0;
+    for (int a = 0; a < N_ARGS; a++)
+        if (slot[a] >= 0) {
+            info->aConstraintUsage[slot[a]].argvIndex = argv_index++;
+            info->aConstraintUsage[slot[a]].omit = 1;
+            mask |= 1 << a;
+        }
+    info->idxNum = mask;
+    /* rows come by score, highest first, equal scores by rowid */
+    const struct sqlite3_index_orderby *ob = info->aOrderBy;
+    if (info->nOrderBy >= 1 && info->nOrderBy <= 2 && ob[0].iColumn == COL_SCORE && ob[0].desc &&
+        (info->nOrderBy == 1 || (ob[1].iColumn == -1 && !ob[1].desc)))
+        info->orderByConsumed = 1;
+    info->estimatedCost = 10000;
+    info->estimatedRows = 10;
+    return SQLITE_OK;
+}
+
+static int hybrid_open(sqlite3_vtab *vtab, sqlite3_vtab_cursor **out) {
+    (void)vtab;
+    hybrid_cursor *c = sqlite3_malloc(sizeof *c);
+    if (!c) return SQLITE_NOMEM;
+    memset(c, 0, sizeof *c);
+    *out = &c->base;
+    return SQLITE_OK;
+}
+
+static void reset(hybrid_cursor *c) {
+    for (int a = 0; a < N_ARGS; a++) {
+        sqlite3_value_free(c->args[a]);
+        c->args[a] = NULL;
+    }
+    c->n = c->at = 0;
+}
+
+static int hybrid_close(sqlite3_vtab_cursor *cur) {
+    hybrid_cursor *c = (hybrid_cursor *)cur;
+    reset(c);
+    sqlite3_free(c->rows);
+    sqlite3_free(c);
+    return SQLITE_OK;
+}
+
+static int hybrid_filter(sqlite3_vtab_cursor *cur, int mask, const char *idx_str, int argc, sqlite3_value **argv) {
+    (void)idx_str; (void)argc;
+    hybrid_cursor *c = (hybrid_cursor *)cur;
+    hybrid_vtab *v = (hybrid_vtab *)cur->pVtab;
+    reset(c);
+    for (int a = 0, i = 0; a < N_ARGS; a++)
+        if (mask & (1 << a) && !(c->args[a] = sqlite3_value_dup(argv[i++]))) return SQLITE_NOMEM;
+    const char *index, *fts, *q = NULL;
+    int qlen, rc;
+    sqlite3_int64 k = 0;
+    hybrid_options o;
+    if ((rc = name_arg(v, c->args[ARG_INDEX], "index", &index)) != SQLITE_OK ||
+        (rc = name_arg(v, c->args[ARG_FTS], "FTS5 table", &fts)) != SQLITE_OK)
+        return rc;
+    if (sqlite3_value_type(c->args[ARG_K]) == SQLITE_NULL)
+        return fail(v, "k is NULL: it must be a positive integer");
+    if ((rc = k_arg(v, c->args[ARG_K], &k)) != SQLITE_OK) return rc;
+    if ((rc = options_arg(v, c->args[ARG_OPTIONS], &o)) != SQLITE_OK) {
+        sqlite3_free(o.fts_query);
+        return rc;
+    }
+    table_ref ix = {0}, ft = {0};
+    if ((rc = find_table(v, index, "index", "an embed_index table", "embed_index", &ix)) == SQLITE_OK &&
+        (rc = find_table(v, fts, "FTS5 table", "an FTS5 table", "fts5", &ft)) == SQLITE_OK &&
+        sqlite3_value_type(c->args[ARG_QUERY]) != SQLITE_NULL && /* NULL in: no rows */
+        (rc = query_arg(v, c->args[ARG_QUERY], &q, &qlen)) == SQLITE_OK)
+        rc = search(c, &ix, &ft, q, &o, k);
+    table_free(&ix);
+    table_free(&ft);
+    sqlite3_free(o.fts_query);
+    if (rc != SQLITE_OK) c->n = 0;
+    return rc;
+}
+
+static int hybrid_next(sqlite3_vtab_cursor *cur) {
+    ((hybrid_cursor *)cur)->at++;
+    return SQLITE_OK;
+}
+
+static int hybrid_eof(sqlite3_vtab_cursor *cur) {
+    hybrid_cursor *c = (hybrid_cursor *)cur;
+    return c->at >= c->n;
+}
+
+static int hybrid_column(sqlite3_vtab_cursor *cur, sqlite3_context *ctx, int col) {
+    hybrid_cursor *c = (hybrid_cursor *)cur;
+    const hybrid_row *r = &c->rows[c->at];
+    int side = col == COL_VECTOR_RANK || col == COL_DISTANCE ? SIDE_VECTOR : SIDE_TEXT;
+    switch (col) {
+    case COL_SCORE: sqlite3_result_double(ctx, r->score); break;
+    case COL_VECTOR_RANK:
+    case COL_TEXT_RANK: if (r->rank[side]) sqlite3_result_int64(ctx, r->rank[side]); break;
+    case COL_DISTANCE:
+    case COL_BM25: if (r->rank[side]) sqlite3_result_double(ctx, r->value[side]); break;
+    default: if (c->args[col - COL_INDEX]) sqlite3_result_value(ctx, c->args[col - COL_INDEX]);
+    }
+    return SQLITE_OK;
+}
+
+static int hybrid_rowid(sqlite3_vtab_cursor *cur, sqlite3_int64 *rowid) {
+    hybrid_cursor *c = (hybrid_cursor *)cur;
+    *rowid = c->rows[c->at].rowid;
+    return SQLITE_OK;
+}
+
+const sqlite3_module ext_hybrid_module = {
+    .xConnect = hybrid_connect,
+    .xBestIndex = hybrid_best_index,
+    .xDisconnect = hybrid_disconnect,
+    .xOpen = hybrid_open,
+    .xClose = hybrid_close,
+    .xFilter = hybrid_filter,
+    .xNext = hybrid_next,
+    .xEof = hybrid_eof,
+    .xColumn = hybrid_column,
+    .xRowid = hybrid_rowid,
+};

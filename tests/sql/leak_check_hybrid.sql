@@ -1,0 +1,33 @@
+-- embed_hybrid under LeakSanitizer (success and error paths); see leak_check.sh.
+.bail off
+SELECT embed_load('minilm', 'tests/fixtures/models/minilm-tiny-st');
+CREATE TABLE hd(id INTEGER PRIMARY KEY, body TEXT);
+INSERT INTO hd(body) VALUES ('the bus is late'), ('a cat'), ('trains are late'), ('the bus was early'), ('dogs');
+CREATE VIRTUAL TABLE "h idx" USING embed_index(model = 'minilm');
+CREATE VIRTUAL TABLE "h ""fts""" USING fts5(body);
+INSERT INTO "h idx"(rowid, text) SELECT id, body FROM hd;
+INSERT INTO "h ""fts"""(rowid, body) SELECT id, body FROM hd;
+SELECT rowid, score, vector_rank, text_rank, distance, bm25 FROM embed_hybrid('h idx', 'h "fts"', 'is the bus late?', 3);
+SELECT rowid FROM embed_hybrid('main.h idx', 'main.h "fts"', 'late', 10, '{"rrf_k": 1, "weights": [2, 0.5], "depth": 2}');
+SELECT rowid FROM embed_hybrid('h idx', 'h "fts"', 'x', 10, '{"fts_query": "bus NEAR late", "weights": [0, 1]}');
+SELECT h.rowid, q.value FROM json_each('["bus", "cat", "late train"]') AS q, embed_hybrid('h idx', 'h "fts"', q.value, 2) AS h;
+BEGIN;
+INSERT INTO "h idx"(rowid, text) VALUES (9, 'pending zebra');
+SELECT rowid FROM embed_hybrid('h idx', 'h "fts"', 'zebra', 1);
+ROLLBACK;
+SELECT * FROM embed_hybrid('h idx', 'h "fts"', NULL, 3);
+SELECT * FROM embed_hybrid(NULL, 'h "fts"', 'bus', 3);
+SELECT * FROM embed_hybrid('h idx', 'h "fts"', 'bus', 0);
+SELECT * FROM embed_hybrid('h idx', 'h "fts"', 'bus');
+SELECT * FROM embed_hybrid('h idx', 'hd', 'bus', 3);
+SELECT * FROM embed_hybrid('h "fts"', 'h "fts"', 'bus', 3);
+SELECT * FROM embed_hybrid('nosuch', 'h "fts"', 'bus', 3);
+SELECT * FROM embed_hybrid('h idx', 'h "fts"', 'bus', 3, '{"fts_query": "late AND ("}');
+SELECT * FROM embed_hybrid('h idx', 'h "fts"', 'bus', 3, '{"depth": 0}');
+SELECT * FROM embed_hybrid('h idx', 'h "fts"', 'bus', 3, '{"depth": 5, "depth": 6}');
+SELECT * FROM embed_hybrid('h idx', 'h "fts"', 'bus', 3, '{"fts_query": "a", "fts_query": "b"}');
+SELECT * FROM embed_hybrid('h idx', 'h "fts"', 'bus', 3, '{"weights": [1]}');
+SELECT * FROM embed_hybrid('h idx', 'h "fts"', 'bus', 3, '{oops');
+SELECT * FROM embed_hybrid('h idx', 'h "fts"', CAST(x'ff' AS TEXT), 3);
+CREATE VIRTUAL TABLE hv USING embed_index(dims = 2);
+SELECT * FROM embed_hybrid('hv', 'h "fts"', 'bus', 3);
