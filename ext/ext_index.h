@@ -2,6 +2,7 @@
  * files share, in layers. Each file calls only the files above it in this list:
  *
  *   ext_index_cache.c   the connection's in-memory copy of the vectors (no SQL)
+ *   ext_index_options.c the arguments of CREATE VIRTUAL TABLE (no SQL)
  *   ext_index_schema.c  the shadow tables: every SQL statement of the module, the options of
  *                       CREATE VIRTUAL TABLE, creating / connecting / dropping / renaming,
  *                       the configuration (NAME_config), and errors
@@ -107,6 +108,24 @@ void ix_drop_cache(ix_vtab *v);
 void ix_cache_append(ix_vtab *v, sqlite3_int64 version, sqlite3_int64 count, const int64_t *ids,
                      const float *vecs, size_t n);
 void ix_cache_remove(ix_vtab *v, sqlite3_int64 version, sqlite3_int64 count, sqlite3_int64 loc);
+
+/* ---------- ext_index_options.c ---------- */
+
+/* The arguments of CREATE VIRTUAL TABLE. */
+typedef struct {
+    int dims, chunk;
+    char *model;
+    emb_metric metric;
+    int has_metric;
+    ix_meta *meta;
+    int n_meta, partition;
+} ix_options;
+
+/* Reads argv[3..] (xCreate and xConnect alike); *err set on a bad argument. */
+int ix_parse_options(int argc, const char *const *argv, ix_options *o, char **err);
+/* xCreate's checks: the model named (retained into *mod) exists and fits, dims is known. */
+int ix_check_options(ix_options *o, emb_model **mod, char **err);
+void ix_options_free(ix_options *o);
 
 /* ---------- ext_index_schema.c ---------- */
 
