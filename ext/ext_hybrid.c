@@ -7,74 +7,11 @@
 #include "ext_functions.h"
 #include "ext_util.h"
 #include "utf8.h"
-#include <cjson/cJSON.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define FN "embed_hybrid"
-#define SIGNATURE "embed_hybrid(index, fts, query, k [, options])"
-#define MAX_DEPTH 100000
-#define N_CACHED 8
-
-enum { COL_SCORE, COL_VECTOR_RANK, COL_TEXT_RANK, COL_DISTANCE, COL_BM25,
-       COL_INDEX, COL_FTS, COL_QUERY, COL_K, COL_OPTIONS };
-enum { ARG_INDEX, ARG_FTS, ARG_QUERY, ARG_K, ARG_OPTIONS, N_ARGS };
-enum { SIDE_VECTOR, SIDE_TEXT };
-
-typedef struct {
-    double rrf_k, weight[2]; /* weight[SIDE_VECTOR], weight[SIDE_TEXT] */
-    sqlite3_int64 depth;
-    char *fts_query; /* NULL: the query's words, each quoted, joined by OR */
-} hybrid_options;
-
-typedef struct {
-    sqlite3_int64 rowid;
-    sqlite3_int64 rank[2]; /* from 1; 0 where that side did not find the row */
-    double value[2];       /* the distance, the bm25 */
-    double score;
-} hybrid_row;
-
-typedef struct {
-    char *sql;
-    sqlite3_stmt *stmt;
-} cached_stmt;
-
-typedef struct {
-    sqlite3_vtab base;
-    sqlite3 *db;
-    cached_stmt cache[N_CACHED]; /* statements kept from call to call, found by their SQL */
-    int next;                    /* the slot to take next */
-} hybrid_vtab;
-
-typedef struct {
-    sqlite3_vtab_cursor base;
-    sqlite3_value *args[N_ARGS]; /* as given, for the hidden columns */
-    hybrid_row *rows;
-    size_t n, cap, at;
-} hybrid_cursor;
-
-typedef struct {
-    char *schema, *name;
-} table_ref;
-
-/* Sets "embed_hybrid: ..." as the error; returns SQLITE_ERROR (SQLITE_NOMEM without memory). */
-static int fail(hybrid_vtab *v, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    int rc = ext_vtab_verror(&v->base, FN, fmt, ap);
-    va_end(ap);
-    return rc;
-}
-
-/* "<what> must be <kind>, not <the value>". */
-static int type_fail(hybrid_vtab *v, const char *what, const char *kind, sqlite3_value *val) {
-    char *got = ext_describe_value(val);
-    int rc = got ? fail(v, "%s must be %s, not %s", what, kind, got) : SQLITE_NOMEM;
-    sqlite3_free(got);
-    return rc;
-}
+#include "ext_hybrid.h"
 
 /* ---------- statements, kept between calls ---------- */
 
@@ -94,7 +31,7 @@ static int stmt_get(hybrid_vtab *v, char *sql, sqlite3_stmt **out, int *owned) {
     int rc = sqlite3_prepare_v3(v->db, sql, -1, SQLITE_PREPARE_PERSISTENT, out, NULL);
     if (rc != SQLITE_OK) {
         sqlite3_free(sql);
-        return rc == SQLITE_NOMEM ? rc : (fail(v, "%s", sqlite3_errmsg(v->db)), rc);
+        return rc == SQLITE_NOMEM ? rc : (hy_fail(v, "%s", sqlite3_errmsg(v->db)), rc);
     }
     for (int tries = 0; tries < N_CACHED; tries++) {
         cached_stmt *slot = &v->cache[v->next];
@@ -123,7 +60,7 @@ static void stmt_done(sqlite3_stmt *s, int owned) {
 /* Steps s once: SQLITE_ROW, SQLITE_DONE, or an error code with the statement's message. */
 static int stmt_step(hybrid_vtab *v, sqlite3_stmt *s) {
     int rc = sqlite3_step(s);
-    if (rc != SQLITE_ROW && rc != SQLITE_DONE && rc != SQLITE_NOMEM) fail(v, "%s", sqlite3_errmsg(v->db));
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE && rc != SQLITE_NOMEM) hy_fail(v, "%s", sqlite3_errmsg(v->db));
     return rc;
 }
 
@@ -235,9 +172,9 @@ static int find_table(hybrid_vtab *v, const char *arg, const char *role, const c
     rc = lookup(v, arg, (int)strlen(arg), NULL, 0, &found, t, &type);
     if (rc == SQLITE_OK && !found && dot)
         rc = lookup(v, dot + 1, (int)strlen(dot + 1), arg, (int)(dot - arg), &found, t, &type);
-    if (rc == SQLITE_OK && !found) rc = fail(v, "the %s \"%s\" does not exist", role, arg);
+    if (rc == SQLITE_OK && !found) rc = hy_fail(v, "the %s \"%s\" does not exist", role, arg);
     if (rc == SQLITE_OK && strcmp(type, "virtual") != 0)
-        rc = fail(v, "\"%s\" is not %s: it is %s", arg, kind, kind_of(type));
+        rc = hy_fail(v, "\"%s\" is not %s: it is %s", arg, kind, kind_of(type));
     sqlite3_free(type);
     if (rc != SQLITE_OK) {
         table_free(t);
@@ -254,150 +191,15 @@ static int find_table(hybrid_vtab *v, const char *arg, const char *role, const c
         size_t len;
         if (rc == SQLITE_ROW || rc == SQLITE_DONE) {
             if (!sql || !module_of(sql, &mod, &len))
-                rc = fail(v, "\"%s\" is not %s: it is a virtual table of an unknown kind", arg, kind);
+                rc = hy_fail(v, "\"%s\" is not %s: it is a virtual table of an unknown kind", arg, kind);
             else if (!token_is(mod, len, module))
-                rc = fail(v, "\"%s\" is not %s: it is a virtual table using %.*s", arg, kind, (int)len, mod);
+                rc = hy_fail(v, "\"%s\" is not %s: it is a virtual table using %.*s", arg, kind, (int)len, mod);
             else
                 rc = SQLITE_OK;
         }
         stmt_done(s, owned);
     }
     if (rc != SQLITE_OK) table_free(t);
-    return rc;
-}
-
-/* ---------- the arguments ---------- */
-
-static int name_arg(hybrid_vtab *v, sqlite3_value *val, const char *what, const char **out) {
-    if (sqlite3_value_type(val) == SQLITE_NULL)
-        return fail(v, "the %s name is NULL: " SIGNATURE " needs the names of both tables", what);
-    if (sqlite3_value_type(val) != SQLITE_TEXT) {
-        char *w = sqlite3_mprintf("the %s name", what);
-        int rc = w ? type_fail(v, w, "text", val) : SQLITE_NOMEM;
-        sqlite3_free(w);
-        return rc;
-    }
-    *out = (const char *)sqlite3_value_text(val);
-    if (!*out) return SQLITE_NOMEM;
-    if ((int)strlen(*out) != sqlite3_value_bytes(val))
-        return fail(v, "the %s name contains a NUL character", what);
-    return SQLITE_OK;
-}
-
-static int k_arg(hybrid_vtab *v, sqlite3_value *val, sqlite3_int64 *k) {
-    int t = sqlite3_value_type(val);
-    double d = sqlite3_value_double(val);
-    if (t == SQLITE_INTEGER) *k = sqlite3_value_int64(val);
-    else if (t == SQLITE_FLOAT && d == floor(d) && d >= 1 && d < 9e18) *k = (sqlite3_int64)d;
-    else return type_fail(v, "k", "a positive integer", val);
-    return *k >= 1 ? SQLITE_OK : type_fail(v, "k", "a positive integer", val);
-}
-
-/* The query as text: numbers as SQLite converts them (as FTS5 and embed_index take them). */
-static int query_arg(hybrid_vtab *v, sqlite3_value *val, const char **q, int *len) {
-    if (sqlite3_value_type(val) == SQLITE_BLOB)
-        return fail(v, "the query must be text, not a blob (write CAST(x AS TEXT) if its bytes are UTF-8 text)");
-    *q = (const char *)sqlite3_value_text(val);
-    *len = sqlite3_value_bytes(val);
-    if (!*q) return SQLITE_NOMEM;
-    size_t bad;
-    if (!emb_utf8_valid(*q, (size_t)*len, &bad))
-        return fail(v, "the query is not valid UTF-8 (at byte %lld)", (long long)bad);
-    if ((int)strlen(*q) != *len) return fail(v, "the query contains a NUL character");
-    return SQLITE_OK;
-}
-
-/* "option "<key>" must be <what>, not <its JSON>". */
-static int option_fail(hybrid_vtab *v, const cJSON *item, const char *what) {
-    char *got = cJSON_PrintUnformatted(item);
-    int rc = fail(v, "option \"%s\" must be %s, not %s", item->string, what, got ? got : "that");
-    cJSON_free(got);
-    return rc;
-}
-
-static int finite_number(const cJSON *j) {
-    return cJSON_IsNumber(j) && isfinite(j->valuedouble);
-}
-
-static int read_option(hybrid_vtab *v, const cJSON *item, hybrid_options *o) {
-    const char *key = item->string;
-    if (strcmp(key, "rrf_k") == 0) {
-        if (!finite_number(item) || item->valuedouble <= 0) return option_fail(v, item, "a number above 0");
-        o->rrf_k = item->valuedouble;
-    } else if (strcmp(key, "weights") == 0) {
-        const cJSON *wv = cJSON_GetArrayItem(item, 0), *wt = cJSON_GetArrayItem(item, 1);
-        if (!cJSON_IsArray(item) || cJSON_GetArraySize(item) != 2 || !finite_number(wv) || !finite_number(wt) ||
-            wv->valuedouble < 0 || wt->valuedouble < 0)
-            return option_fail(v, item, "[vector weight, text weight], two numbers of 0 or more");
-        if (wv->valuedouble == 0 && wt->valuedouble == 0)
-            return fail(v, "option \"weights\" must not be both 0 (a weight of 0 leaves that side out)");
-        o->weight[SIDE_VECTOR] = wv->valuedouble;
-        o->weight[SIDE_TEXT] = wt->valuedouble;
-    } else if (strcmp(key, "depth") == 0) {
-        double d = item->valuedouble;
-        if (!finite_number(item) || d != floor(d) || d < 1 || d > MAX_DEPTH)
-            return option_fail(v, item, "an integer from 1 to 100000");
-        o->depth = (sqlite3_int64)d;
-    } else if (strcmp(key, "fts_query") == 0) {
-        if (!cJSON_IsString(item)) return option_fail(v, item, "a text (an FTS5 query)");
-        sqlite3_free(o->fts_query);
-        if (!(o->fts_query = sqlite3_mprintf("%s", item->valuestring))) return SQLITE_NOMEM;
-    } else {
-        return fail(v, "unknown option \"%s\" (known: rrf_k, weights, depth, fts_query)", key);
-    }
-    return SQLITE_OK;
-}
-
-/* options: NULL, or a JSON object {"rrf_k": 60, "weights": [1, 1], "depth": 100, "fts_query": "..."}. */
-static int options_arg(hybrid_vtab *v, sqlite3_value *val, hybrid_options *o) {
-    o->rrf_k = 60;
-    o->weight[SIDE_VECTOR] = o->weight[SIDE_TEXT] = 1;
-    o->depth = 100;
-    o->fts_query = NULL;
-    if (!val || sqlite3_value_type(val) == SQLITE_NULL) return SQLITE_OK;
-    if (sqlite3_value_type(val) != SQLITE_TEXT) return type_fail(v, "options", "JSON text", val);
-    const char *json = (const char *)sqlite3_value_text(val);
-    int len = sqlite3_value_bytes(val);
-    if (!json) return SQLITE_NOMEM;
-    if (!emb_utf8_valid(json, (size_t)len, NULL) || (int)strlen(json) != len)
-        return fail(v, "options must be UTF-8 text without NUL characters");
-    /* the length counts the terminating NUL, which cJSON requires to see after the object */
-    cJSON *root = cJSON_ParseWithLengthOpts(json, (size_t)len + 1, NULL, 1);
-    int rc = SQLITE_OK;
-    if (!cJSON_IsObject(root))
-        rc = fail(v, "options must be a JSON object such as {\"rrf_k\": 60, \"weights\": [1, 1], \"depth\": 100, "
-                     "\"fts_query\": \"bus NEAR late\"}, not '%.60s'", json);
-    for (const cJSON *item = rc == SQLITE_OK ? root->child : NULL; item && rc == SQLITE_OK; item = item->next) {
-        for (const cJSON *prev = root->child; prev != item && rc == SQLITE_OK; prev = prev->next)
-            if (strcmp(prev->string, item->string) == 0)
-                rc = fail(v, "option \"%s\" is given twice", item->string);
-        if (rc == SQLITE_OK) rc = read_option(v, item, o);
-    }
-    cJSON_Delete(root);
-    return rc;
-}
-
-/* The FTS5 query of plain words: the query split on spaces, tabs and line breaks, each word an
- * FTS5 string ("word", an inner " doubled), joined by OR. *out is NULL when there is no word. */
-static int keyword_query(sqlite3 *db, const char *q, char **out) {
-    static const char space[] = " \t\n\r\f\v";
-    sqlite3_str *s = sqlite3_str_new(db);
-    for (q += strspn(q, space); *q; q += strspn(q, space)) {
-        size_t n = strcspn(q, space);
-        if (sqlite3_str_length(s)) sqlite3_str_appendall(s, " OR ");
-        sqlite3_str_appendchar(s, 1, '"');
-        for (const char *end = q + n; q < end; q++) {
-            if (*q == '"') sqlite3_str_appendchar(s, 1, '"');
-            sqlite3_str_appendchar(s, 1, *q);
-        }
-        sqlite3_str_appendchar(s, 1, '"');
-    }
-    int rc = sqlite3_str_errcode(s);
-    *out = sqlite3_str_finish(s);
-    if (rc != SQLITE_OK) {
-        sqlite3_free(*out);
-        *out = NULL;
-    }
     return rc;
 }
 
@@ -490,7 +292,7 @@ static int search(hybrid_cursor *c, const table_ref *ix, const table_ref *ft, co
                       q, o->depth);
     if (rc == SQLITE_OK && o->weight[SIDE_TEXT] > 0) {
         char *words = NULL;
-        if (!o->fts_query) rc = keyword_query(v->db, q, &words);
+        if (!o->fts_query) rc = hy_keyword_query(v->db, q, &words);
         const char *match = o->fts_query ? o->fts_query : words;
         if (rc == SQLITE_OK && match) /* bm25's ties by rowid, so that the ranks are certain */
             rc = run_side(c, SIDE_TEXT,
@@ -540,7 +342,7 @@ static int hybrid_best_index(sqlite3_vtab *vtab, sqlite3_index_info *info) {
         slot[c->iColumn - COL_INDEX] = i;
     }
     if (slot[ARG_INDEX] < 0 || slot[ARG_FTS] < 0 || slot[ARG_QUERY] < 0 || slot[ARG_K] < 0)
-        return fail((hybrid_vtab *)vtab, "needs an index, an FTS5 table, a query and k: " SIGNATURE);
+        return hy_fail((hybrid_vtab *)vtab, "needs an index, an FTS5 table, a query and k: " SIGNATURE);
     int argv_index = 1, mask = 0;
     for (int a = 0; a < N_ARGS; a++)
         if (slot[a] >= 0) {
@@ -595,13 +397,13 @@ static int hybrid_filter(sqlite3_vtab_cursor *cur, int mask, const char *idx_str
     int qlen, rc;
     sqlite3_int64 k = 0;
     hybrid_options o;
-    if ((rc = name_arg(v, c->args[ARG_INDEX], "index", &index)) != SQLITE_OK ||
-        (rc = name_arg(v, c->args[ARG_FTS], "FTS5 table", &fts)) != SQLITE_OK)
+    if ((rc = hy_name_arg(v, c->args[ARG_INDEX], "index", &index)) != SQLITE_OK ||
+        (rc = hy_name_arg(v, c->args[ARG_FTS], "FTS5 table", &fts)) != SQLITE_OK)
         return rc;
     if (sqlite3_value_type(c->args[ARG_K]) == SQLITE_NULL)
-        return fail(v, "k is NULL: it must be a positive integer");
-    if ((rc = k_arg(v, c->args[ARG_K], &k)) != SQLITE_OK) return rc;
-    if ((rc = options_arg(v, c->args[ARG_OPTIONS], &o)) != SQLITE_OK) {
+        return hy_fail(v, "k is NULL: it must be a positive integer");
+    if ((rc = hy_k_arg(v, c->args[ARG_K], &k)) != SQLITE_OK) return rc;
+    if ((rc = hy_options_arg(v, c->args[ARG_OPTIONS], &o)) != SQLITE_OK) {
         sqlite3_free(o.fts_query);
         return rc;
     }
@@ -609,7 +411,7 @@ static int hybrid_filter(sqlite3_vtab_cursor *cur, int mask, const char *idx_str
     if ((rc = find_table(v, index, "index", "an embed_index table", "embed_index", &ix)) == SQLITE_OK &&
         (rc = find_table(v, fts, "FTS5 table", "an FTS5 table", "fts5", &ft)) == SQLITE_OK &&
         sqlite3_value_type(c->args[ARG_QUERY]) != SQLITE_NULL && /* NULL in: no rows */
-        (rc = query_arg(v, c->args[ARG_QUERY], &q, &qlen)) == SQLITE_OK)
+        (rc = hy_query_arg(v, c->args[ARG_QUERY], &q, &qlen)) == SQLITE_OK)
         rc = search(c, &ix, &ft, q, &o, k);
     table_free(&ix);
     table_free(&ft);

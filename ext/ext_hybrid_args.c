@@ -1,0 +1,159 @@
+/* embed_hybrid's errors ("embed_hybrid: ...") and arguments: the two table names, the query, k
+ * and the options JSON, each checked; and the keyword side's FTS5 query. */
+#include "ext_hybrid.h"
+#include "utf8.h"
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdarg.h>
+#include <string.h>
+
+/* Sets "embed_hybrid: ..." as the error; returns SQLITE_ERROR (SQLITE_NOMEM without memory). */
+int hy_fail(hybrid_vtab *v, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    int rc = ext_vtab_verror(&v->base, FN, fmt, ap);
+    va_end(ap);
+    return rc;
+}
+
+/* "<what> must be <kind>, not <the value>". */
+int hy_type_fail(hybrid_vtab *v, const char *what, const char *kind, sqlite3_value *val) {
+    char *got = ext_describe_value(val);
+    int rc = got ? hy_fail(v, "%s must be %s, not %s", what, kind, got) : SQLITE_NOMEM;
+    sqlite3_free(got);
+    return rc;
+}
+
+int hy_name_arg(hybrid_vtab *v, sqlite3_value *val, const char *what, const char **out) {
+    if (sqlite3_value_type(val) == SQLITE_NULL)
+        return hy_fail(v, "the %s name is NULL: " SIGNATURE " needs the names of both tables", what);
+    if (sqlite3_value_type(val) != SQLITE_TEXT) {
+        char *w = sqlite3_mprintf("the %s name", what);
+        int rc = w ? hy_type_fail(v, w, "text", val) : SQLITE_NOMEM;
+        sqlite3_free(w);
+        return rc;
+    }
+    *out = (const char *)sqlite3_value_text(val);
+    if (!*out) return SQLITE_NOMEM;
+    if ((int)strlen(*out) != sqlite3_value_bytes(val))
+        return hy_fail(v, "the %s name contains a NUL character", what);
+    return SQLITE_OK;
+}
+
+int hy_k_arg(hybrid_vtab *v, sqlite3_value *val, sqlite3_int64 *k) {
+    int t = sqlite3_value_type(val);
+    double d = sqlite3_value_double(val);
+    if (t == SQLITE_INTEGER) *k = sqlite3_value_int64(val);
+    else if (t == SQLITE_FLOAT && d == floor(d) && d >= 1 && d < 9e18) *k = (sqlite3_int64)d;
+    else return hy_type_fail(v, "k", "a positive integer", val);
+    return *k >= 1 ? SQLITE_OK : hy_type_fail(v, "k", "a positive integer", val);
+}
+
+/* The query as text: numbers as SQLite converts them (as FTS5 and embed_index take them). */
+int hy_query_arg(hybrid_vtab *v, sqlite3_value *val, const char **q, int *len) {
+    if (sqlite3_value_type(val) == SQLITE_BLOB)
+        return hy_fail(v, "the query must be text, not a blob (write CAST(x AS TEXT) if its bytes are UTF-8 text)");
+    *q = (const char *)sqlite3_value_text(val);
+    *len = sqlite3_value_bytes(val);
+    if (!*q) return SQLITE_NOMEM;
+    size_t bad;
+    if (!emb_utf8_valid(*q, (size_t)*len, &bad))
+        return hy_fail(v, "the query is not valid UTF-8 (at byte %lld)", (long long)bad);
+    if ((int)strlen(*q) != *len) return hy_fail(v, "the query contains a NUL character");
+    return SQLITE_OK;
+}
+
+/* "option "<key>" must be <what>, not <its JSON>". */
+static int option_fail(hybrid_vtab *v, const cJSON *item, const char *what) {
+    char *got = cJSON_PrintUnformatted(item);
+    int rc = hy_fail(v, "option \"%s\" must be %s, not %s", item->string, what, got ? got : "that");
+    cJSON_free(got);
+    return rc;
+}
+
+static int finite_number(const cJSON *j) {
+    return cJSON_IsNumber(j) && isfinite(j->valuedouble);
+}
+
+static int read_option(hybrid_vtab *v, const cJSON *item, hybrid_options *o) {
+    const char *key = item->string;
+    if (strcmp(key, "rrf_k") == 0) {
+        if (!finite_number(item) || item->valuedouble <= 0) return option_fail(v, item, "a number above 0");
+        o->rrf_k = item->valuedouble;
+    } else if (strcmp(key, "weights") == 0) {
+        const cJSON *wv = cJSON_GetArrayItem(item, 0), *wt = cJSON_GetArrayItem(item, 1);
+        if (!cJSON_IsArray(item) || cJSON_GetArraySize(item) != 2 || !finite_number(wv) || !finite_number(wt) ||
+            wv->valuedouble < 0 || wt->valuedouble < 0)
+            return option_fail(v, item, "[vector weight, text weight], two numbers of 0 or more");
+        if (wv->valuedouble == 0 && wt->valuedouble == 0)
+            return hy_fail(v, "option \"weights\" must not be both 0 (a weight of 0 leaves that side out)");
+        o->weight[SIDE_VECTOR] = wv->valuedouble;
+        o->weight[SIDE_TEXT] = wt->valuedouble;
+    } else if (strcmp(key, "depth") == 0) {
+        double d = item->valuedouble;
+        if (!finite_number(item) || d != floor(d) || d < 1 || d > MAX_DEPTH)
+            return option_fail(v, item, "an integer from 1 to 100000");
+        o->depth = (sqlite3_int64)d;
+    } else if (strcmp(key, "fts_query") == 0) {
+        if (!cJSON_IsString(item)) return option_fail(v, item, "a text (an FTS5 query)");
+        sqlite3_free(o->fts_query);
+        if (!(o->fts_query = sqlite3_mprintf("%s", item->valuestring))) return SQLITE_NOMEM;
+    } else {
+        return hy_fail(v, "unknown option \"%s\" (known: rrf_k, weights, depth, fts_query)", key);
+    }
+    return SQLITE_OK;
+}
+
+/* options: NULL, or a JSON object {"rrf_k": 60, "weights": [1, 1], "depth": 100, "fts_query": "..."}. */
+int hy_options_arg(hybrid_vtab *v, sqlite3_value *val, hybrid_options *o) {
+    o->rrf_k = 60;
+    o->weight[SIDE_VECTOR] = o->weight[SIDE_TEXT] = 1;
+    o->depth = 100;
+    o->fts_query = NULL;
+    if (!val || sqlite3_value_type(val) == SQLITE_NULL) return SQLITE_OK;
+    if (sqlite3_value_type(val) != SQLITE_TEXT) return hy_type_fail(v, "options", "JSON text", val);
+    const char *json = (const char *)sqlite3_value_text(val);
+    int len = sqlite3_value_bytes(val);
+    if (!json) return SQLITE_NOMEM;
+    if (!emb_utf8_valid(json, (size_t)len, NULL) || (int)strlen(json) != len)
+        return hy_fail(v, "options must be UTF-8 text without NUL characters");
+    /* the length counts the terminating NUL, which cJSON requires to see after the object */
+    cJSON *root = cJSON_ParseWithLengthOpts(json, (size_t)len + 1, NULL, 1);
+    int rc = SQLITE_OK;
+    if (!cJSON_IsObject(root))
+        rc = hy_fail(v, "options must be a JSON object such as {\"rrf_k\": 60, \"weights\": [1, 1], \"depth\": 100, "
+                     "\"fts_query\": \"bus NEAR late\"}, not '%.60s'", json);
+    for (const cJSON *item = rc == SQLITE_OK ? root->child : NULL; item && rc == SQLITE_OK; item = item->next) {
+        for (const cJSON *prev = root->child; prev != item && rc == SQLITE_OK; prev = prev->next)
+            if (strcmp(prev->string, item->string) == 0)
+                rc = hy_fail(v, "option \"%s\" is given twice", item->string);
+        if (rc == SQLITE_OK) rc = read_option(v, item, o);
+    }
+    cJSON_Delete(root);
+    return rc;
+}
+
+/* The FTS5 query of plain words: the query split on spaces, tabs and line breaks, each word an
+ * FTS5 string ("word", an inner " doubled), joined by OR. *out is NULL when there is no word. */
+int hy_keyword_query(sqlite3 *db, const char *q, char **out) {
+    static const char space[] = " \t\n\r\f\v";
+    sqlite3_str *s = sqlite3_str_new(db);
+    for (q += strspn(q, space); *q; q += strspn(q, space)) {
+        size_t n = strcspn(q, space);
+        if (sqlite3_str_length(s)) sqlite3_str_appendall(s, " OR ");
+        sqlite3_str_appendchar(s, 1, '"');
+        for (const char *end = q + n; q < end; q++) {
+            if (*q == '"') sqlite3_str_appendchar(s, 1, '"');
+            sqlite3_str_appendchar(s, 1, *q);
+        }
+        sqlite3_str_appendchar(s, 1, '"');
+    }
+    int rc = sqlite3_str_errcode(s);
+    *out = sqlite3_str_finish(s);
+    if (rc != SQLITE_OK) {
+        sqlite3_free(*out);
+        *out = NULL;
+    }
+    return rc;
+}
+
