@@ -60,6 +60,13 @@ int emb_meta_column_push(emb_meta_column *c, const emb_value *v) {
     return 0;
 }
 
+void emb_meta_column_remove(emb_meta_column *c, size_t pos) {
+    size_t last = c->n - 1; /* the moved row keeps its bytes where they are in the arena */
+    c->type[pos] = c->type[last];
+    c->cell[pos] = c->cell[last];
+    c->n--;
+}
+
 emb_value emb_meta_column_get(const emb_meta_column *c, size_t i) {
     emb_value v = {.type = (emb_value_type)c->type[i]};
     const union emb_cell *cell = &c->cell[i];

@@ -44,6 +44,8 @@ int emb_meta_column_push(emb_meta_column *c, const emb_value *v);
 int emb_meta_column_reset(emb_meta_column *c, size_t n);
 /* Sets row i (< n) once (its bytes are appended to the arena). Returns 0, or -1. */
 int emb_meta_column_set(emb_meta_column *c, size_t i, const emb_value *v);
+/* Removes row pos by moving the last row into its place (pos < n). */
+void emb_meta_column_remove(emb_meta_column *c, size_t pos);
 /* Row i's value (text and blob pointing into the arena, valid until the column changes). */
 emb_value emb_meta_column_get(const emb_meta_column *c, size_t i);
 

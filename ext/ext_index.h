@@ -106,7 +106,7 @@ void ix_drop_cache(ix_vtab *v);
  * vectors at committed `version`: an append of n vectors, or the removal at loc (the last
  * vector moves there). A copy that does not match exactly is dropped instead. */
 void ix_cache_append(ix_vtab *v, sqlite3_int64 version, sqlite3_int64 count, const int64_t *ids,
-                     const float *vecs, size_t n);
+                     const float *vecs, const emb_meta_column *meta, size_t n);
 void ix_cache_remove(ix_vtab *v, sqlite3_int64 version, sqlite3_int64 count, sqlite3_int64 loc);
 
 /* ---------- ext_index_options.c ---------- */
@@ -170,8 +170,11 @@ int ix_count(ix_vtab *v, sqlite3_int64 *count);
 int ix_read_vector(ix_vtab *v, sqlite3_value *val, const char *what, ext_vec *out);
 /* Looks a row up: *found, and whether its vector is *pending or at position *loc. */
 int ix_find_row(ix_vtab *v, sqlite3_int64 rowid, int *found, int *pending, sqlite3_int64 *loc);
-/* Writes n vectors with their rowids at the end of the chunks and records their positions. */
-int ix_place(ix_vtab *v, const int64_t *ids, const float *vecs, size_t n);
+/* Writes n vectors with their rowids at the end of the chunks and records their positions;
+ * meta (n_meta columns of n rows, NULL without metadata) keeps the copy in step. */
+int ix_place(ix_vtab *v, const int64_t *ids, const float *vecs, const emb_meta_column *meta, size_t n);
+/* A column of a statement's row as core's emb_value (pointing at the statement's bytes). */
+emb_value ix_column_value(sqlite3_stmt *s, int col);
 /* Removes the vector at loc, moving the last one into the hole (the chunks stay dense). */
 int ix_unplace(ix_vtab *v, sqlite3_int64 rowid, sqlite3_int64 loc);
 /* The vector at loc, into out (dims floats). */

@@ -46,7 +46,7 @@ static const char *const stmt_sql[] = {
     [STMT_DELETE_PENDING_ROW] = "DELETE FROM \"%w\".\"%w_pending\" WHERE id = ?1",
     [STMT_GET_PENDING] = "SELECT vector FROM \"%w\".\"%w_pending\" WHERE id = ?1",
     [STMT_SET_LOC] = "UPDATE \"%w\".\"%w_rows\" SET loc = ?2 WHERE id = ?1",
-    [STMT_READ_PENDING] = "SELECT p.id, p.vector, r.text FROM \"%w\".\"%w_pending\" AS p"
+    [STMT_READ_PENDING] = "SELECT p.id, p.vector, r.text%s FROM \"%w\".\"%w_pending\" AS p"
                           " JOIN \"%w\".\"%w_rows\" AS r ON r.id = p.id ORDER BY p.id",
     [STMT_CLEAR_PENDING] = "DELETE FROM \"%w\".\"%w_pending\"",
     [STMT_GET_CONFIG] = "SELECT value FROM \"%w\".\"%w_config\" WHERE key = ?1",
@@ -81,7 +81,7 @@ static const char rename_sql[] = "ALTER TABLE \"%w\".\"%w_%s\" RENAME TO \"%w_%s
 static char *statement_sql(ix_vtab *v, int id) {
     const char *m = v->meta_sql ? v->meta_sql : "", *p = v->meta_par ? v->meta_par : "";
     switch (id) {
-    case STMT_READ_PENDING: return sqlite3_mprintf(stmt_sql[id], v->schema, v->name, v->schema, v->name);
+    case STMT_READ_PENDING: return sqlite3_mprintf(stmt_sql[id], m, v->schema, v->name, v->schema, v->name);
     case STMT_INSERT_ROW: return sqlite3_mprintf(stmt_sql[id], v->schema, v->name, m, p);
     case STMT_ROW_LOCS:
     case STMT_SCAN:

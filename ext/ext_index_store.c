@@ -117,7 +117,7 @@ static int set_loc(ix_vtab *v, sqlite3_int64 rowid, sqlite3_int64 loc) {
 
 /* ---------- placing and removing ---------- */
 
-int ix_place(ix_vtab *v, const int64_t *ids, const float *vecs, size_t n) {
+int ix_place(ix_vtab *v, const int64_t *ids, const float *vecs, const emb_meta_column *meta, size_t n) {
     sqlite3_int64 count;
     int rc = ix_count(v, &count);
     size_t d = (size_t)v->dims, ch = (size_t)v->chunk;
@@ -144,9 +144,9 @@ int ix_place(ix_vtab *v, const int64_t *ids, const float *vecs, size_t n) {
         i += take;
     }
     if (rc == SQLITE_OK) rc = ix_set_config(v, "count", count + (sqlite3_int64)n);
-    sqlite3_int64 ver; /* the copy follows vectors only: with metadata it is filled again */
-    if (rc == SQLITE_OK && v->cache && !v->n_meta && ix_version(v, &ver) == SQLITE_OK)
-        ix_cache_append(v, ver, count, ids, vecs, n);
+    sqlite3_int64 ver;
+    if (rc == SQLITE_OK && v->cache && (meta || !v->n_meta) && ix_version(v, &ver) == SQLITE_OK)
+        ix_cache_append(v, ver, count, ids, vecs, meta, n);
     else ix_drop_cache(v);
     return rc;
 }
@@ -175,7 +175,7 @@ int ix_unplace(ix_vtab *v, sqlite3_int64 rowid, sqlite3_int64 loc) {
     }
     if (rc == SQLITE_OK) rc = ix_set_config(v, "count", last);
     sqlite3_int64 ver;
-    if (rc == SQLITE_OK && v->cache && !v->n_meta && ix_version(v, &ver) == SQLITE_OK)
+    if (rc == SQLITE_OK && v->cache && ix_version(v, &ver) == SQLITE_OK)
         ix_cache_remove(v, ver, count, loc);
     else ix_drop_cache(v);
     return rc;
@@ -183,8 +183,7 @@ int ix_unplace(ix_vtab *v, sqlite3_int64 rowid, sqlite3_int64 loc) {
 
 /* ---------- reading everything, checked ---------- */
 
-/* A column value as core's emb_value (pointing at the statement's bytes). */
-static emb_value column_value(sqlite3_stmt *s, int col) {
+emb_value ix_column_value(sqlite3_stmt *s, int col) {
     emb_value x = {.type = EMB_NULL};
     switch (sqlite3_column_type(s, col)) {
     case SQLITE_INTEGER: x.type = EMB_INT, x.i = sqlite3_column_int64(s, col); break;
@@ -231,7 +230,7 @@ static int check_rows_against(ix_vtab *v, const int64_t *ids, size_t n, emb_meta
             seen[loc / 8] |= (unsigned char)(1u << (loc % 8));
             rows++;
             for (int j = 0; j < v->n_meta && rc == SQLITE_OK; j++) {
-                emb_value x = column_value(s, 2 + j);
+                emb_value x = ix_column_value(s, 2 + j);
                 if (emb_meta_column_set(&meta[j], (size_t)loc, &x)) rc = SQLITE_NOMEM;
             }
         }

@@ -19,6 +19,8 @@ typedef struct {
     float *vecs;
     char **texts;
     size_t *lens, *text_row;
+    emb_meta_column *meta; /* n_meta columns of the rows' metadata, for the copy */
+    int n_meta;
 } pending_batch;
 
 static void batch_free(pending_batch *b) {
@@ -28,6 +30,8 @@ static void batch_free(pending_batch *b) {
     sqlite3_free(b->texts);
     sqlite3_free(b->lens);
     sqlite3_free(b->text_row);
+    for (int j = 0; j < b->n_meta; j++) emb_meta_column_free(&b->meta[j]);
+    sqlite3_free(b->meta);
 }
 
 /* Room for one more row. */
@@ -69,6 +73,10 @@ static int batch_add(ix_vtab *v, pending_batch *b, sqlite3_stmt *s) {
         return ix_corrupt(v, "pending", "rowid %lld has neither a vector of %lld bytes nor a text to "
                                         "embed", (long long)b->ids[b->n], (long long)(d * sizeof(float)));
     }
+    for (int j = 0; j < b->n_meta; j++) {
+        emb_value x = ix_column_value(s, 3 + j);
+        if (emb_meta_column_push(&b->meta[j], &x)) return SQLITE_NOMEM;
+    }
     b->n++;
     return SQLITE_OK;
 }
@@ -93,12 +101,17 @@ int ix_flush(ix_vtab *v) {
     sqlite3_stmt *s = ix_stmt(v, STMT_READ_PENDING, &rc);
     if (!s) return rc;
     pending_batch b = {.d = (size_t)v->dims};
+    if (v->n_meta) {
+        if (!(b.meta = sqlite3_malloc64((size_t)v->n_meta * sizeof *b.meta))) return SQLITE_NOMEM;
+        memset(b.meta, 0, (size_t)v->n_meta * sizeof *b.meta);
+        b.n_meta = v->n_meta;
+    }
     int step = SQLITE_DONE;
     while (rc == SQLITE_OK && (step = sqlite3_step(s)) == SQLITE_ROW) rc = batch_add(v, &b, s);
     sqlite3_reset(s);
     if (rc == SQLITE_OK && step != SQLITE_DONE) rc = ix_sql_error(v, step);
     if (rc == SQLITE_OK) rc = batch_embed(v, &b);
-    if (rc == SQLITE_OK && b.n) rc = ix_place(v, b.ids, b.vecs, b.n);
+    if (rc == SQLITE_OK && b.n) rc = ix_place(v, b.ids, b.vecs, b.meta, b.n);
     if (rc == SQLITE_OK && b.n) {
         sqlite3_stmt *c = ix_stmt(v, STMT_CLEAR_PENDING, &rc);
         if (c) rc = ix_run(v, c);

@@ -180,3 +180,35 @@ def partitioned_search_equals_brute_force_within_the_partition():
         both = con.execute("SELECT count(*) FROM ix WHERE ix MATCH ? AND k = 1000 AND tenant IN (?, ?)",
                            (blob([1.0] * DIMS), tenant(1), tenant(2))).fetchone()[0]
         assert both == sum(1 for r in rows if owner[r] in (tenant(1), tenant(2)))
+
+
+@test
+def writes_between_filtered_searches_keep_the_copy_right():
+    # the connection's own writes update its copy of vectors and metadata in place; another
+    # connection's commit makes it reload
+    rng = random.Random(14)
+    path = tempfile.mktemp(suffix=".db")
+    con, other = connect(path), connect(path)
+    rows = make(con, rng, n=120)
+    for step in range(120):
+        r = rng.randrange(1, 160)
+        op = rng.random()
+        c = other if step % 17 == 0 else con
+        if op < 0.3 and r in rows:
+            c.execute("DELETE FROM ix WHERE rowid = ?", (r,))
+            c.execute("DELETE FROM ref WHERE id = ?", (r,))
+            del rows[r]
+        elif op < 0.6 and r in rows:
+            y = rng.choice([2019, 2020, 2021, None])
+            c.execute("UPDATE ix SET year = ?, user_id = ? WHERE rowid = ?", (y, r % 5, r))
+            c.execute("UPDATE ref SET year = ?, user_id = ? WHERE id = ?", (y, r % 5, r))
+        else:
+            v = [f32(rng.uniform(-1, 1)) for _ in range(DIMS)]
+            meta = (rng.choice(AUTHORS), rng.choice([2019, 2020, 2021]), 1.5, None, rng.randrange(5))
+            c.execute("INSERT OR REPLACE INTO ix(rowid, vector, author, year, score, tag, user_id) "
+                      "VALUES (?, ?, ?, ?, ?, ?, ?)", (r, blob(v)) + meta)
+            c.execute("INSERT OR REPLACE INTO ref VALUES (?, ?, ?, ?, ?, ?)", (r,) + meta)
+            rows[r] = v
+        q = [rng.uniform(-1, 1) for _ in range(DIMS)]
+        for cond in ("year = 2020", "user_id = %d" % (step % 5), "author IN ('ann', 'cy') AND year >= 2020"):
+            check(con, rows, cond, (), q, 7, "step %d" % step)
