@@ -102,6 +102,18 @@ int emb_value_compare(const emb_value *a, const emb_value *b) {
     return (a->n > b->n) - (a->n < b->n);
 }
 
+/* The comparison's truth for a result c of compare(row, value). */
+static int cmp_holds(emb_op op, int c) {
+    switch (op) {
+    case EMB_OP_EQ: return c == 0;
+    case EMB_OP_NE: return c != 0;
+    case EMB_OP_LT: return c < 0;
+    case EMB_OP_LE: return c <= 0;
+    case EMB_OP_GT: return c > 0;
+    default: return c >= 0;
+    }
+}
+
 int emb_pred_holds(const emb_pred *p, const emb_value *v) {
     int is_null = v->type == EMB_NULL;
     switch (p->op) {
@@ -117,28 +129,7 @@ int emb_pred_holds(const emb_pred *p, const emb_value *v) {
     default: break;
     }
     if (is_null || p->value.type == EMB_NULL) return 0;
-    int c = emb_value_compare(v, &p->value);
-    switch (p->op) {
-    case EMB_OP_EQ: return c == 0;
-    case EMB_OP_NE: return c != 0;
-    case EMB_OP_LT: return c < 0;
-    case EMB_OP_LE: return c <= 0;
-    case EMB_OP_GT: return c > 0;
-    case EMB_OP_GE: return c >= 0;
-    default: return 0;
-    }
-}
-
-/* The comparison's truth for a result c of compare(row, value). */
-static int cmp_holds(emb_op op, int c) {
-    switch (op) {
-    case EMB_OP_EQ: return c == 0;
-    case EMB_OP_NE: return c != 0;
-    case EMB_OP_LT: return c < 0;
-    case EMB_OP_LE: return c <= 0;
-    case EMB_OP_GT: return c > 0;
-    default: return c >= 0;
-    }
+    return cmp_holds(p->op, emb_value_compare(v, &p->value));
 }
 
 /* One comparison with a number over rows src[0 .. n-1] (identity when src is NULL), keeping

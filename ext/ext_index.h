@@ -168,6 +168,8 @@ int ix_count(ix_vtab *v, sqlite3_int64 *count);
 /* Reads a vector value (float32 BLOB or JSON text) of the index's dimension; `what` names it
  * in errors. Free with ext_vec_free. */
 int ix_read_vector(ix_vtab *v, sqlite3_value *val, const char *what, ext_vec *out);
+/* The checks of ix_read_vector on a vector already read: freed on an error. */
+int ix_check_vector(ix_vtab *v, const char *what, ext_vec *out);
 /* Looks a row up: *found, and whether its vector is *pending or at position *loc. */
 int ix_find_row(ix_vtab *v, sqlite3_int64 rowid, int *found, int *pending, sqlite3_int64 *loc);
 /* Writes n vectors with their rowids at the end of the chunks and records their positions;

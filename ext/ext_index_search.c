@@ -67,10 +67,7 @@ static int query_vector(ix_vtab *v, sqlite3_value *val, ext_vec *q) {
     if (i < len && s[i] == '[') {
         ext_rc r = ext_value_vector(val, "the query", q, &err);
         if (r == EXT_OK) {
-            if (q->n == (size_t)v->dims || !v->model) {
-                ext_vec_free(q);
-                return ix_read_vector(v, val, "the query", q); /* the checks of a vector */
-            }
+            if (q->n == (size_t)v->dims || !v->model) return ix_check_vector(v, "the query", q);
             ext_vec_free(q); /* numbers, but not this index's vector: perhaps a text */
         }
         if (!v->model) {
@@ -241,14 +238,20 @@ static int filter_rows(ix_vtab *v, ix_cache *c, const filter_set *f, size_t **ro
             c->grouped = 1;
         }
         const emb_value *vals = part->op == EMB_OP_IN ? part->list : &part->value;
-        size_t nv = part->op == EMB_OP_IN ? part->n_list : 1, total = 0, first;
-        for (size_t i = 0; i < nv; i++) total += emb_meta_groups_find(&c->groups, &c->meta[v->partition], &vals[i], &first);
-        if (!(cand = sqlite3_malloc64((total ? total : 1) * sizeof *cand))) return SQLITE_NOMEM;
-        for (size_t i = 0; i < nv; i++) {
-            size_t cnt = emb_meta_groups_find(&c->groups, &c->meta[v->partition], &vals[i], &first);
-            memcpy(cand + nc, c->groups.order + first, cnt * sizeof *cand);
-            nc += cnt;
+        size_t nv = part->op == EMB_OP_IN ? part->n_list : 1, total = 0;
+        size_t *span = sqlite3_malloc64(2 * (nv ? nv : 1) * sizeof *span); /* each value's first, count */
+        if (!span) return SQLITE_NOMEM;
+        for (size_t i = 0; i < nv; i++)
+            total += span[2 * i + 1] = emb_meta_groups_find(&c->groups, &c->meta[v->partition], &vals[i], &span[2 * i]);
+        if (!(cand = sqlite3_malloc64((total ? total : 1) * sizeof *cand))) {
+            sqlite3_free(span);
+            return SQLITE_NOMEM;
         }
+        for (size_t i = 0; i < nv; i++) {
+            memcpy(cand + nc, c->groups.order + span[2 * i], span[2 * i + 1] * sizeof *cand);
+            nc += span[2 * i + 1];
+        }
+        sqlite3_free(span);
         qsort(cand, nc, sizeof *cand, by_position); /* an IN list may repeat a value */
         size_t u = 0;
         for (size_t i = 0; i < nc; i++)

@@ -15,6 +15,10 @@ int ix_read_vector(ix_vtab *v, sqlite3_value *val, const char *what, ext_vec *ou
         sqlite3_free(err);
         return SQLITE_ERROR;
     }
+    return ix_check_vector(v, what, out);
+}
+
+int ix_check_vector(ix_vtab *v, const char *what, ext_vec *out) {
     if (out->n != (size_t)v->dims) {
         int rc = ix_error(v, "%s has %lld dimensions, but \"%s\" holds vectors of %d", what,
                           (long long)out->n, v->name, v->dims);
