@@ -235,17 +235,16 @@ static int resolve_conflict(ix_vtab *v, sqlite3_int64 rowid) {
 /* The text of a row, as SQLite converts numbers to text (as FTS5 takes them); a BLOB is
  * refused, since its bytes may not be text at all. */
 static int row_text(ix_vtab *v, sqlite3_value *text, const char **out, int *len) {
-    int t = sqlite3_value_type(text);
+    char *err;
     *out = NULL;
     *len = 0;
-    if (t == SQLITE_NULL) return SQLITE_OK;
-    if (t == SQLITE_BLOB)
-        return ix_error(v, "text must be text, not a blob (write CAST(x AS TEXT) if its bytes are "
-                           "UTF-8 text)");
-    *out = (const char *)sqlite3_value_text(text);
-    *len = sqlite3_value_bytes(text);
-    if (!*out) return SQLITE_NOMEM;
-    if (!emb_utf8_valid(*out, (size_t)*len, NULL)) return ix_error(v, "text is not valid UTF-8");
+    ext_rc r = ext_value_input_text(text, "text", out, len, &err);
+    if (r == EXT_ERROR) {
+        int rc = err ? ix_error(v, "%s", err) : SQLITE_NOMEM;
+        sqlite3_free(err);
+        return rc;
+    }
+    if (r == EXT_OK && !emb_utf8_valid(*out, (size_t)*len, NULL)) return ix_error(v, "text is not valid UTF-8");
     return SQLITE_OK;
 }
 

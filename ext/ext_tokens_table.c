@@ -136,12 +136,14 @@ static int cursor_model(tokens_cursor *c, sqlite3_value *model) {
 
 /* A text to tokenize: numbers as SQLite converts them, a BLOB refused (as ext_get_input_text). */
 static int input_text(tokens_cursor *c, sqlite3_value *val, const char *what, const char **s, size_t *len) {
-    if (sqlite3_value_type(val) == SQLITE_BLOB)
-        return cursor_error(c, "%s must be text, not a blob (write CAST(x AS TEXT) if its bytes are "
-                               "UTF-8 text)", what);
-    *s = (const char *)sqlite3_value_text(val);
-    *len = (size_t)sqlite3_value_bytes(val);
-    return *s ? SQLITE_OK : SQLITE_NOMEM;
+    char *err;
+    int n = 0;
+    ext_rc r = ext_value_input_text(val, what, s, &n, &err);
+    *len = (size_t)n;
+    if (r != EXT_ERROR) return SQLITE_OK;
+    int rc = err ? cursor_error(c, "%s", err) : SQLITE_NOMEM;
+    sqlite3_free(err);
+    return rc;
 }
 
 static int tokens_filter(sqlite3_vtab_cursor *cur, int mask, const char *idx_str, int argc,

@@ -302,14 +302,28 @@ ext_rc ext_get_text(sqlite3_context *ctx, sqlite3_value *val, const char *fn, co
     return EXT_OK;
 }
 
-ext_rc ext_get_input_text(sqlite3_context *ctx, sqlite3_value *val, const char *fn, const char *what,
-                          const char **out, int *len) {
+ext_rc ext_value_input_text(sqlite3_value *val, const char *what, const char **out, int *len, char **err) {
+    *err = NULL;
     int t = sqlite3_value_type(val);
     if (t == SQLITE_NULL) return EXT_NULL;
     if (t == SQLITE_BLOB) {
-        ext_error(ctx, fn, "%s must be text, not a blob (write CAST(x AS TEXT) if its bytes are "
-                           "UTF-8 text)", what);
+        *err = sqlite3_mprintf("%s must be text, not a blob (write CAST(x AS TEXT) if its bytes are "
+                               "UTF-8 text)", what);
         return EXT_ERROR;
     }
-    return value_text(ctx, val, out, len);
+    *out = (const char *)sqlite3_value_text(val);
+    *len = sqlite3_value_bytes(val);
+    return *out ? EXT_OK : EXT_ERROR; /* no message: out of memory */
+}
+
+ext_rc ext_get_input_text(sqlite3_context *ctx, sqlite3_value *val, const char *fn, const char *what,
+                          const char **out, int *len) {
+    char *err;
+    ext_rc r = ext_value_input_text(val, what, out, len, &err);
+    if (r == EXT_ERROR) {
+        if (err) ext_error(ctx, fn, "%s", err);
+        else sqlite3_result_error_nomem(ctx);
+        sqlite3_free(err);
+    }
+    return r;
 }

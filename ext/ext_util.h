@@ -59,7 +59,10 @@ ext_rc ext_get_int(sqlite3_context *ctx, sqlite3_value *val, const char *fn, con
 ext_rc ext_get_text(sqlite3_context *ctx, sqlite3_value *val, const char *fn, const char *what,
                     const char **out, int *len);
 /* Reads a text to tokenize or embed: a number is converted as SQLite converts it (42 is
- * '42', as FTS5 and embed_index take it); a BLOB is an error with the CAST hint. */
+ * '42', as FTS5 and embed_index take it); a BLOB is an error with the CAST hint. Without a
+ * function context (virtual tables): on EXT_ERROR *err is a sqlite3_malloc'd message that
+ * starts with `what` (NULL when out of memory). */
+ext_rc ext_value_input_text(sqlite3_value *val, const char *what, const char **out, int *len, char **err);
 ext_rc ext_get_input_text(sqlite3_context *ctx, sqlite3_value *val, const char *fn, const char *what,
                           const char **out, int *len);
 const char *ext_type_name(int sqlite_type);
