@@ -113,22 +113,17 @@ int hy_options_arg(hybrid_vtab *v, sqlite3_value *val, hybrid_options *o) {
     if (!val || sqlite3_value_type(val) == SQLITE_NULL) return SQLITE_OK;
     if (sqlite3_value_type(val) != SQLITE_TEXT) return hy_type_fail(v, "options", "JSON text", val);
     const char *json = (const char *)sqlite3_value_text(val);
-    int len = sqlite3_value_bytes(val);
     if (!json) return SQLITE_NOMEM;
-    if (!emb_utf8_valid(json, (size_t)len, NULL) || (int)strlen(json) != len)
-        return hy_fail(v, "options must be UTF-8 text without NUL characters");
-    /* the length counts the terminating NUL, which cJSON requires to see after the object */
-    cJSON *root = cJSON_ParseWithLengthOpts(json, (size_t)len + 1, NULL, 1);
-    int rc = SQLITE_OK;
-    if (!cJSON_IsObject(root))
-        rc = hy_fail(v, "options must be a JSON object such as {\"rrf_k\": 60, \"weights\": [1, 1], \"depth\": 100, "
-                     "\"fts_query\": \"bus NEAR late\"}, not '%.60s'", json);
-    for (const cJSON *item = rc == SQLITE_OK ? root->child : NULL; item && rc == SQLITE_OK; item = item->next) {
-        for (const cJSON *prev = root->child; prev != item && rc == SQLITE_OK; prev = prev->next)
-            if (strcmp(prev->string, item->string) == 0)
-                rc = hy_fail(v, "option \"%s\" is given twice", item->string);
-        if (rc == SQLITE_OK) rc = read_option(v, item, o);
+    cJSON *root;
+    char *err;
+    if (ext_json_object(json, sqlite3_value_bytes(val), "{\"rrf_k\": 60, \"weights\": [1, 1], \"depth\": 100, "
+                        "\"fts_query\": \"bus NEAR late\"}", &root, &err)) {
+        int rc = err ? hy_fail(v, "%s", err) : SQLITE_NOMEM;
+        sqlite3_free(err);
+        return rc;
     }
+    int rc = SQLITE_OK;
+    for (const cJSON *item = root->child; item && rc == SQLITE_OK; item = item->next) rc = read_option(v, item, o);
     cJSON_Delete(root);
     return rc;
 }

@@ -49,19 +49,14 @@ static int model_name_arg(sqlite3_context *ctx, sqlite3_value *val, const char *
 
 /* options: {"mmap": true | false}; NULL means the defaults. */
 static int load_options(sqlite3_context *ctx, sqlite3_value *val, emb_load_options *opt) {
-    const char *fn = "embed_load", *json;
-    int len;
+    const char *fn = "embed_load";
     *opt = (emb_load_options)EMB_LOAD_DEFAULTS;
     if (!val) return 0;
-    ext_rc r = ext_get_text(ctx, val, fn, "options", &json, &len);
+    cJSON *root;
+    ext_rc r = ext_get_options(ctx, val, fn, "{\"mmap\": false}", &root);
     if (r != EXT_OK) return r == EXT_ERROR ? -1 : 0;
-    cJSON *root = cJSON_ParseWithLength(json, (size_t)len);
     int rc = 0;
-    if (!cJSON_IsObject(root)) {
-        ext_error(ctx, fn, "options must be a JSON object such as {\"mmap\": false}");
-        rc = -1;
-    }
-    for (const cJSON *item = rc == 0 ? root->child : NULL; item && rc == 0; item = item->next) {
+    for (const cJSON *item = root->child; item && rc == 0; item = item->next) {
         if (strcmp(item->string, "mmap") != 0) {
             ext_error(ctx, fn, "unknown option \"%.60s\" (known: mmap)", item->string);
             rc = -1;

@@ -120,9 +120,7 @@ emb_model *ext_model_arg(sqlite3_context *ctx, sqlite3_value **argv, int arg, co
     char *err;
     m = ext_model_named(name, len, &err);
     if (!m) {
-        if (err) ext_error(ctx, fn, "%s", err);
-        else sqlite3_result_error_nomem(ctx);
-        sqlite3_free(err);
+        ext_error_take(ctx, fn, err);
         return NULL;
     }
     /* One reference for the caller, one kept with the argument; SQLite may release the kept

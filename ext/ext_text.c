@@ -87,19 +87,14 @@ void sql_contextual_embedding(sqlite3_context *ctx, int argc, sqlite3_value **ar
 
 /* options: {"pooling": "mean" | "cls" | "max", "normalize": true | false} */
 static int parse_options(sqlite3_context *ctx, sqlite3_value *val, emb_embed_options *opt) {
-    const char *fn = "embed", *json;
-    int len;
+    const char *fn = "embed";
     opt->pool = -1;
     opt->normalize = -1;
-    ext_rc r = ext_get_text(ctx, val, fn, "options", &json, &len);
+    cJSON *root;
+    ext_rc r = ext_get_options(ctx, val, fn, "{\"pooling\": \"cls\", \"normalize\": false}", &root);
     if (r != EXT_OK) return r == EXT_ERROR ? -1 : 0;
-    cJSON *root = cJSON_ParseWithLength(json, (size_t)len);
     int rc = 0;
-    if (!cJSON_IsObject(root)) {
-        ext_error(ctx, fn, "options must be a JSON object such as {\"pooling\": \"cls\", \"normalize\": false}");
-        rc = -1;
-    }
-    for (const cJSON *item = root && rc == 0 ? root->child : NULL; item && rc == 0; item = item->next) {
+    for (const cJSON *item = root->child; item && rc == 0; item = item->next) {
         if (strcmp(item->string, "pooling") == 0) {
             emb_pool_mode mode;
             if (cJSON_IsString(item) && emb_pool_mode_parse(item->valuestring, &mode) == 0) {

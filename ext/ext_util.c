@@ -17,6 +17,12 @@ const char *ext_type_name(int t) {
     }
 }
 
+void ext_error_take(sqlite3_context *ctx, const char *fn, char *err) {
+    if (err) ext_error(ctx, fn, "%s", err);
+    else sqlite3_result_error_nomem(ctx);
+    sqlite3_free(err);
+}
+
 void ext_error(sqlite3_context *ctx, const char *fn, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
@@ -167,9 +173,7 @@ ext_rc ext_get_vector(sqlite3_context *ctx, sqlite3_value *val, const char *fn, 
     snprintf(what, sizeof what, "argument %d", arg + 1);
     ext_rc rc = ext_value_vector(val, what, out, &err);
     if (rc == EXT_ERROR) {
-        if (err) ext_error(ctx, fn, "%s", err);
-        else sqlite3_result_error_nomem(ctx);
-        sqlite3_free(err);
+        ext_error_take(ctx, fn, err);
     }
     return rc;
 }
@@ -321,9 +325,46 @@ ext_rc ext_get_input_text(sqlite3_context *ctx, sqlite3_value *val, const char *
     char *err;
     ext_rc r = ext_value_input_text(val, what, out, len, &err);
     if (r == EXT_ERROR) {
-        if (err) ext_error(ctx, fn, "%s", err);
-        else sqlite3_result_error_nomem(ctx);
-        sqlite3_free(err);
+        ext_error_take(ctx, fn, err);
     }
     return r;
+}
+
+int ext_json_object(const char *json, int len, const char *example, cJSON **root, char **err) {
+    *err = NULL;
+    *root = NULL;
+    if (!emb_utf8_valid(json, (size_t)len, NULL) || (int)strlen(json) != len) {
+        *err = sqlite3_mprintf("options must be UTF-8 text without NUL characters");
+        return -1;
+    }
+    /* the length counts the terminating NUL, which cJSON must see right after the object */
+    cJSON *r = cJSON_ParseWithLengthOpts(json, (size_t)len + 1, NULL, 1);
+    if (!cJSON_IsObject(r)) {
+        *err = sqlite3_mprintf("options must be a JSON object such as %s, not '%.60s'", example, json);
+        cJSON_Delete(r);
+        return -1;
+    }
+    for (const cJSON *item = r->child; item; item = item->next)
+        for (const cJSON *prev = r->child; prev != item; prev = prev->next)
+            if (strcmp(prev->string, item->string) == 0) {
+                *err = sqlite3_mprintf("option \"%s\" is given twice", item->string);
+                cJSON_Delete(r);
+                return -1;
+            }
+    *root = r;
+    return 0;
+}
+
+ext_rc ext_get_options(sqlite3_context *ctx, sqlite3_value *val, const char *fn, const char *example,
+                       cJSON **root) {
+    const char *json;
+    int len;
+    char *err;
+    ext_rc r = ext_get_text(ctx, val, fn, "options", &json, &len);
+    if (r != EXT_OK) return r;
+    if (ext_json_object(json, len, example, root, &err)) {
+        ext_error_take(ctx, fn, err);
+        return EXT_ERROR;
+    }
+    return EXT_OK;
 }

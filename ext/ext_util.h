@@ -42,6 +42,9 @@ void ext_vec_free(ext_vec *v);
 void ext_result_vector(sqlite3_context *ctx, const float *v, size_t n);
 /* Like ext_result_vector, but takes ownership of a sqlite3_malloc'd buffer. */
 void ext_result_vector_owned(sqlite3_context *ctx, float *v, size_t n);
+/* Sets "fn: err" on ctx (out of memory when err is NULL) and frees err: for the messages of
+ * the context-free readers (ext_value_vector, ext_value_input_text, ext_json_object). */
+void ext_error_take(sqlite3_context *ctx, const char *fn, char *err);
 /* Sets a formatted error "fn: message" on ctx. */
 void ext_error(sqlite3_context *ctx, const char *fn, const char *fmt, ...);
 /* Sets "fn: message" as a virtual table's error; returns SQLITE_ERROR (SQLITE_NOMEM when the
@@ -65,6 +68,16 @@ ext_rc ext_get_text(sqlite3_context *ctx, sqlite3_value *val, const char *fn, co
 ext_rc ext_value_input_text(sqlite3_value *val, const char *what, const char **out, int *len, char **err);
 ext_rc ext_get_input_text(sqlite3_context *ctx, sqlite3_value *val, const char *fn, const char *what,
                           const char **out, int *len);
+/* The options argument of a function: UTF-8 JSON text (len bytes, NUL-terminated as SQLite
+ * gives it) holding one object whose keys each appear once, into *root (cJSON_Delete it).
+ * Returns 0, or -1 with *err a sqlite3_malloc'd message, "options must be a JSON object such
+ * as <example>..." or "option \"key\" is given twice" (NULL when out of memory). */
+struct cJSON;
+int ext_json_object(const char *json, int len, const char *example, struct cJSON **root, char **err);
+/* A function's options argument read with ext_get_text and ext_json_object (error set on ctx;
+ * EXT_NULL for NULL, the defaults). */
+ext_rc ext_get_options(sqlite3_context *ctx, sqlite3_value *val, const char *fn, const char *example,
+                       struct cJSON **root);
 const char *ext_type_name(int sqlite_type);
 /* A short description of a value for error messages: "text '1'", "a blob of 3 bytes",
  * "the integer 7", "NULL"; sqlite3_malloc'd (NULL when out of memory). */
