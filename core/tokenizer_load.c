@@ -345,7 +345,11 @@ static int special_ids(const cJSON *specials, const char *name, int32_t ids[MAX_
     return 0;
 }
 
-static int parse_template(const cJSON *arr, const cJSON *specials, tmpl_item *items, int *n, char err[EMB_ERR_LEN]) {
+/* A template: items in order; `pair` says which sequences it must hold, each exactly once (the
+ * truncation budget counts every sequence once, so a repeated one would exceed max_len). */
+static int parse_template(const cJSON *arr, const cJSON *specials, int pair, tmpl_item *items, int *n,
+                          char err[EMB_ERR_LEN]) {
+    int seen[3] = {0, 0, 0};
     *n = 0;
     const cJSON *it;
     if (!cJSON_IsArray(arr)) return emb_fail(err, "tokenizer.json: TemplateProcessing without a template");
@@ -363,6 +367,7 @@ static int parse_template(const cJSON *arr, const cJSON *specials, tmpl_item *it
             if (*n >= MAX_TMPL) return emb_fail(err, "tokenizer.json: template too long");
             int kind = strcmp(id->valuestring, "A") == 0 ? 1 : strcmp(id->valuestring, "B") == 0 ? 2 : 0;
             if (!kind) return emb_fail(err, "tokenizer.json: bad template sequence '%.20s'", id->valuestring);
+            seen[kind]++;
             items[(*n)++] = (tmpl_item){kind, -1, (int32_t)type_id};
         } else {
             int32_t ids[MAX_TMPL];
@@ -374,6 +379,9 @@ static int parse_template(const cJSON *arr, const cJSON *specials, tmpl_item *it
             }
         }
     }
+    if (seen[1] != 1 || seen[2] != (pair ? 1 : 0))
+        return emb_fail(err, "tokenizer.json: post_processor's %s template must hold sequence A%s exactly once",
+                        pair ? "pair" : "single", pair ? " and sequence B each" : " (and no B)");
     return 0;
 }
 
@@ -490,8 +498,8 @@ static int parse_json(emb_tokenizer *t, const cJSON *j, char err[EMB_ERR_LEN]) {
         const char *ppt = type_of(pp);
         if (ppt && strcmp(ppt, "TemplateProcessing") == 0) {
             const cJSON *sp = cJSON_GetObjectItemCaseSensitive(pp, "special_tokens");
-            if (parse_template(cJSON_GetObjectItemCaseSensitive(pp, "single"), sp, t->single, &t->n_single, err) ||
-                parse_template(cJSON_GetObjectItemCaseSensitive(pp, "pair"), sp, t->pair, &t->n_pair, err))
+            if (parse_template(cJSON_GetObjectItemCaseSensitive(pp, "single"), sp, 0, t->single, &t->n_single, err) ||
+                parse_template(cJSON_GetObjectItemCaseSensitive(pp, "pair"), sp, 1, t->pair, &t->n_pair, err))
                 return -1;
             int first = -1, last = -1;
             for (int i = 0; i < t->n_single; i++)

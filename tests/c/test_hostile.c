@@ -123,6 +123,12 @@ static void type_id_huge(cJSON *t) {
     cJSON *seq = cJSON_GetObjectItem(cJSON_GetArrayItem(single, 1), "Sequence");
     cJSON_ReplaceItemInObject(seq, "type_id", cJSON_CreateNumber(-1e300));
 }
+/* found by fuzz_tokenizer_json: a sequence twice in the pair template made encodings longer
+ * than max_len */
+static void sequence_twice(cJSON *t) {
+    cJSON *pair = cJSON_GetObjectItem(cJSON_GetObjectItem(t, "post_processor"), "pair");
+    cJSON_AddItemToArray(pair, cJSON_Duplicate(cJSON_GetArrayItem(pair, 1), 1));
+}
 
 /* What replaces the file of a case. */
 typedef enum { FIFO, TEXT, HALF, DIRECTORY, SYMLINK, EDIT } change;
@@ -156,6 +162,8 @@ static const struct {
     {"tokenizer_config.json", EDIT, 0, negative_key, 1, "tokenizer_config.json: added_tokens_decoder id '-1'", 0},
     {"tokenizer.json", EDIT, 0, template_id, 0, "tokenizer.json: the post_processor's special token id 40000 is not in the vocabulary", 0},
     {"tokenizer.json", EDIT, 0, type_id_huge, 0, "tokenizer.json: post_processor type_id", 0},
+    {"tokenizer.json", EDIT, 0, sequence_twice, 0,
+     "tokenizer.json: post_processor's pair template must hold sequence A and sequence B each exactly once", 0},
     {"config.json", EDIT, 0, hidden_huge, 0, "config.json: key 'hidden_size' = 1e+300 is out of range", 0},
     {"config.json", EDIT, 0, hidden_string, 0, "config.json: key 'hidden_size' is not an integer", 0},
     {"config.json", EDIT, 0, positions_huge, 0,
