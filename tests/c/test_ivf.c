@@ -294,6 +294,38 @@ static void test_train_deterministic(void) {
     free(x);
 }
 
+/* Run to convergence, k-means stops at a fixed point: each centroid is the mean of the rows
+ * nearest to it (spherical: their normalised mean of unit rows). */
+static void test_train_converges(void) {
+    const size_t n = 3000, d = 16, lists = 30;
+    float *x = data_clustered(n, d, 12, 21);
+    int32_t *as = malloc(n * sizeof *as);
+    double *mean = malloc(lists * d * sizeof *mean);
+    const emb_metric ms[2] = {EMB_METRIC_COSINE, EMB_METRIC_L2};
+    for (int t = 0; t < 2; t++) {
+        emb_ivf ivf;
+        CHECK(emb_ivf_train(&ivf, x, n, d, ms[t], lists, 300, 5) == 0, "train to convergence");
+        emb_ivf_assign(&ivf, x, n, as);
+        size_t count[30] = {0}, off = 0;
+        memset(mean, 0, lists * d * sizeof *mean);
+        for (size_t i = 0; i < n; i++) {
+            count[as[i]]++;
+            for (size_t k = 0; k < d; k++) mean[(size_t)as[i] * d + k] += x[i * d + k]; /* rows are unit */
+        }
+        for (size_t l = 0; l < lists; l++) {
+            double *ml = mean + l * d, len = 0;
+            for (size_t k = 0; k < d; k++) len += ml[k] * ml[k];
+            double scale = spherical(ms[t]) ? 1 / sqrt(len) : 1.0 / (double)count[l];
+            for (size_t k = 0; k < d; k++) off += !(fabs(ml[k] * scale - ivf.centroids[l * d + k]) < 1e-5);
+        }
+        CHECK(off == 0, "%s: %zu centroid values differ from the mean of their rows", emb_metric_name(ms[t]), off);
+        emb_ivf_free(&ivf);
+    }
+    free(as);
+    free(mean);
+    free(x);
+}
+
 /* lists == n: every row becomes a centroid of its own. */
 static void test_train_lists_equal_n(void) {
     const size_t n = 50, d = 8;
@@ -499,6 +531,7 @@ int main(void) {
     test_groups();
     test_train_recovers();
     test_train_deterministic();
+    test_train_converges();
     test_train_lists_equal_n();
     test_train_duplicates();
     test_train_zero_rows();
