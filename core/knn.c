@@ -92,10 +92,22 @@ static int hit_cmp(const void *pa, const void *pb) {
 }
 
 /* The float32 scores of the rows at positions rows[0 .. m-1] (all rows when rows is NULL),
- * lower nearer: as score_rows, one row at a time. */
+ * lower nearer: as score_rows, over each run of consecutive positions at once (an IVF's rows
+ * are stored by list, so its lists are such runs), single rows one by one. */
 static void score_some(const emb_knn_index *ix, const float *q, const size_t *rows, size_t m, float *score) {
     size_t d = ix->d;
-    for (size_t j = 0; j < m; j++) {
+    for (size_t j = 0; j < m;) {
+        size_t run = 1;
+        while (j + run < m && rows[j + run] == rows[j] + run) run++;
+        if (run >= 4 && ix->metric != EMB_METRIC_L1) {
+            emb_knn_index part = *ix;
+            part.vectors = ix->vectors + rows[j] * d;
+            part.aux = ix->aux ? ix->aux + rows[j] : NULL;
+            part.n = run;
+            score_rows(&part, q, score + j);
+            j += run;
+            continue;
+        }
         const float *v = ix->vectors + rows[j] * d;
         float dot = ix->metric == EMB_METRIC_L1 ? 0.0f : cblas_sdot((blasint)d, v, 1, q, 1);
         switch (ix->metric) {
@@ -104,6 +116,7 @@ static void score_some(const emb_knn_index *ix, const float *q, const size_t *ro
         case EMB_METRIC_DOT: score[j] = -dot; break;
         default: score[j] = (float)emb_vec_l1(v, q, d); break;
         }
+        j++;
     }
 }
 
@@ -167,4 +180,21 @@ int emb_knn_search_rows(const emb_knn_index *ix, const float *q, size_t k, const
 int emb_knn_search(const emb_knn_index *ix, const float *q, size_t k, emb_knn_scratch *scratch,
                    emb_knn_hit *out, size_t *n_out) {
     return emb_knn_search_rows(ix, q, k, NULL, 0, scratch, out, n_out);
+}
+
+size_t emb_knn_rescore(emb_metric m, const float *q, size_t d, const float *vecs, const int64_t *ids, size_t n,
+                       size_t k, emb_knn_hit *out) {
+    emb_knn_hit *all = malloc((n ? n : 1) * sizeof *all);
+    if (!all) return (size_t)-1;
+    for (size_t j = 0; j < n; j++) {
+        all[j].dist = emb_vec_distance(m, vecs + j * d, q, d);
+        if (all[j].dist != all[j].dist) all[j].dist = 1.0; /* as emb_knn_search: a zero row */
+        all[j].id = ids[j];
+        all[j].pos = j;
+    }
+    qsort(all, n, sizeof *all, hit_cmp);
+    size_t got = n < k ? n : k;
+    memcpy(out, all, got * sizeof *out);
+    free(all);
+    return got;
 }

@@ -54,4 +54,11 @@ int emb_knn_search(const emb_knn_index *ix, const float *q, size_t k, emb_knn_sc
 int emb_knn_search_rows(const emb_knn_index *ix, const float *q, size_t k, const size_t *rows, size_t m,
                         emb_knn_scratch *scratch, emb_knn_hit *out, size_t *n_out);
 
+/* The k nearest of n candidates by exact distance (emb_vec_distance; ties by id), given their
+ * float32 vectors (n x d) and ids: the rescoring of a search over compact codes. out has room
+ * for min(k, n) hits, whose pos is the candidate's index (0 .. n-1). Returns how many, or
+ * (size_t)-1 when out of memory. */
+size_t emb_knn_rescore(emb_metric m, const float *q, size_t d, const float *vecs, const int64_t *ids, size_t n,
+                       size_t k, emb_knn_hit *out);
+
 #endif

@@ -30,6 +30,34 @@ int emb_meta_column_reset(emb_meta_column *c, size_t n) {
     return 0;
 }
 
+int emb_meta_column_resize(emb_meta_column *c, size_t n) {
+    if (reserve(c, n)) return -1;
+    if (n > c->n) memset(c->type + c->n, EMB_NULL, n - c->n);
+    c->n = n;
+    return 0;
+}
+
+int emb_meta_column_copy(emb_meta_column *dst, const emb_meta_column *src) {
+    memset(dst, 0, sizeof *dst);
+    if (reserve(dst, src->n ? src->n : 1)) return -1;
+    if (src->arena_n && !(dst->arena = malloc(src->arena_n))) {
+        emb_meta_column_free(dst);
+        return -1;
+    }
+    if (src->n) {
+        memcpy(dst->type, src->type, src->n);
+        memcpy(dst->cell, src->cell, src->n * sizeof *dst->cell);
+    }
+    if (src->arena_n) memcpy(dst->arena, src->arena, src->arena_n);
+    dst->n = src->n;
+    dst->arena_n = dst->arena_cap = src->arena_n;
+    return 0;
+}
+
+size_t emb_meta_column_bytes(const emb_meta_column *c) {
+    return c->cap * (1 + sizeof *c->cell) + c->arena_cap;
+}
+
 int emb_meta_column_set(emb_meta_column *c, size_t i, const emb_value *v) {
     union emb_cell *cell = &c->cell[i];
     if (v->type == EMB_TEXT || v->type == EMB_BLOB) {

@@ -42,6 +42,12 @@ void emb_meta_column_free(emb_meta_column *c);
 int emb_meta_column_push(emb_meta_column *c, const emb_value *v);
 /* Makes the column n NULLs, to be set in any order. Returns 0, or -1 when out of memory. */
 int emb_meta_column_reset(emb_meta_column *c, size_t n);
+/* Makes the column n rows long: rows added are NULL. Returns 0, or -1 when out of memory. */
+int emb_meta_column_resize(emb_meta_column *c, size_t n);
+/* dst (uninitialised) becomes a copy of src. Returns 0, or -1 when out of memory. */
+int emb_meta_column_copy(emb_meta_column *dst, const emb_meta_column *src);
+/* The memory the column holds. */
+size_t emb_meta_column_bytes(const emb_meta_column *c);
 /* Sets row i (< n) once (its bytes are appended to the arena). Returns 0, or -1. */
 int emb_meta_column_set(emb_meta_column *c, size_t i, const emb_value *v);
 /* Removes row pos by moving the last row into its place (pos < n). */

@@ -39,6 +39,8 @@ EXT_SQL_FUNCTION(sql_embed_debug);
 EXT_SQL_FUNCTION(sql_embed_define);
 EXT_SQL_FUNCTION(sql_embed_load);
 EXT_SQL_FUNCTION(sql_embed_unload);
+/* ext_index.c: the bytes of the process-wide copies of embed_index tables */
+EXT_SQL_FUNCTION(sql_embed_index_cache_bytes);
 /* ext_text.c */
 EXT_SQL_FUNCTION(sql_embed_token_ids);
 EXT_SQL_FUNCTION(sql_contextual_embedding);

@@ -7,33 +7,41 @@
  *   SELECT rowid, distance FROM notes_idx WHERE notes_idx MATCH :q AND k = 10;
  *
  * Storage (NAME is the table's name, every identifier quoted when it reaches SQL):
- *   NAME_config  (key PRIMARY KEY, value)   dims, metric, model, fingerprint, chunk_size,
- *                                           count (vectors in chunks), version (bumped by
- *                                           every committed write: other connections'
- *                                           caches compare it)
- *   NAME_rows    (id INTEGER PRIMARY KEY, loc, text)   loc = position in the chunk array
- *                                           (chunk_id * chunk_size + slot); NULL while pending
- *   NAME_chunks  (chunk_id INTEGER PRIMARY KEY, rowids BLOB, vectors BLOB)
- *                                           chunk_size int64 rowids and chunk_size * dims
- *                                           float32 values, preallocated and written in
- *                                           place with incremental blob I/O. Chunks are
- *                                           dense: a delete moves the last vector into the
- *                                           hole, so positions 0 .. count-1 are all in use.
+ *   NAME_config  (key PRIMARY KEY, value)   format (2; 1 for tables of the first release), dims,
+ *                                           metric, storage, rescore, index, model, fingerprint,
+ *                                           chunk_size, count (vectors in chunks), version (bumped
+ *                                           by every committed write), uid (tells indexes apart
+ *                                           in the process-wide registry), ivf_lists, ivf_serial
+ *   NAME_rows    (id INTEGER PRIMARY KEY, loc, text, m0, m1, ...)   loc = position in the chunk
+ *                                           array (chunk_id * chunk_size + slot); NULL while
+ *                                           pending; m<j> the metadata columns
+ *   NAME_chunks  (chunk_id INTEGER PRIMARY KEY, ver, rowids BLOB, vectors BLOB, lists BLOB)
+ *                                           chunk_size int64 rowids, records (float32 vectors,
+ *                                           or the storage's compact codes) and IVF lists + 1,
+ *                                           preallocated and written in place with incremental
+ *                                           blob I/O; ver is a new random number at each write,
+ *                                           so a copy reads again only the chunks that changed.
+ *                                           Chunks are dense: a delete moves the last vector
+ *                                           into the hole, so positions 0 .. count-1 are in use.
  *   NAME_pending (id INTEGER PRIMARY KEY, vector BLOB)  rows inserted but not yet placed in
  *                                           chunks; vector NULL means "embed the row's text".
+ *   NAME_vectors (id INTEGER PRIMARY KEY, vector BLOB)  compact storage: the float32 vectors
+ *                                           that rescore a search's candidates exactly
+ *   NAME_centroids (list INTEGER PRIMARY KEY, centroid BLOB)  the IVF's centroids
  *
  * Inserts go to NAME_pending and are placed in chunks in batches: when the pending rows
  * reach FLUSH_ROWS, before any query of the index, and at xSync (as FTS5 flushes its
  * pending terms). Pending texts are embedded together, so the model sorts them by length
  * and runs full batches. Everything pending is in ordinary tables, so SQLite's journal
  * rolls it back with the rest of the transaction; the in-memory state is only a hint
- * (pending), a flag (dirty) and a cache that any write or rollback drops.
+ * (pending), a flag (dirty) and copies that the chunks' versions bring up to date.
  *
- * Each connection keeps one contiguous copy of the index's vectors (with inverse norms
- * for cosine, squared norms for l2), loaded once and kept while NAME_config's version is
- * unchanged. A query is one sgemv over that array, a top-k selection on the scores, and
- * an exact double-precision rescoring of the candidates (so `distance` equals
- * embed_distance() of the same two vectors): core/knn.c.
+ * The process keeps one copy of each index's chunks in memory, shared by its connections
+ * (ext_index_load.c). A query over float32 records is one sgemv over that array, a top-k
+ * selection and an exact double-precision rescoring of the candidates (so `distance` equals
+ * embed_distance() of the same two vectors; core/knn.c); over compact codes, a scan of the
+ * codes (core/quant.c) whose best k x oversample candidates are rescored exactly from
+ * NAME_vectors; with an IVF (core/ivf.c), over the lists nearest the query only.
  *
  * This file is the module: creating, connecting, destroying and renaming the table, query
  * planning and transactions. ext_index.h lists the other files. */
@@ -91,6 +99,7 @@ static int take_filters(ix_vtab *v, sqlite3_index_info *info, int next) {
 static int ix_best_index(sqlite3_vtab *vt, sqlite3_index_info *info) {
     ix_vtab *v = (ix_vtab *)vt;
     int match = -1, k = -1, limit = -1, offset = -1, rowid = -1, unusable_match = 0, unusable_k = 0;
+    int setting[2] = {-1, -1}; /* oversample, probes */
     int search_terms = 0; /* conditions on k or distance, which only a search has */
     for (int i = 0; i < info->nConstraint; i++) {
         const struct sqlite3_index_constraint *c = &info->aConstraint[i];
@@ -100,6 +109,9 @@ static int ix_best_index(sqlite3_vtab *vt, sqlite3_index_info *info) {
         } else if (c->op == SQLITE_INDEX_CONSTRAINT_EQ && c->iColumn == COL_K) {
             if (!c->usable) unusable_k = 1;
             else if (k < 0) k = i;
+        } else if (c->op == SQLITE_INDEX_CONSTRAINT_EQ && (c->iColumn == COL_OVERSAMPLE || c->iColumn == COL_PROBES)) {
+            if (!c->usable) unusable_k = 1;
+            else if (setting[c->iColumn - COL_OVERSAMPLE] < 0) setting[c->iColumn - COL_OVERSAMPLE] = i;
         } else if (c->op == SQLITE_INDEX_CONSTRAINT_LIMIT && c->usable) {
             limit = i;
         } else if (c->op == SQLITE_INDEX_CONSTRAINT_OFFSET && c->usable) {
@@ -107,7 +119,7 @@ static int ix_best_index(sqlite3_vtab *vt, sqlite3_index_info *info) {
         } else if (c->op == SQLITE_INDEX_CONSTRAINT_EQ && c->iColumn == -1 && c->usable) {
             rowid = i;
         }
-        if (c->iColumn == COL_K || c->iColumn == COL_DISTANCE) search_terms = 1;
+        if (c->iColumn >= COL_DISTANCE && c->iColumn <= COL_PROBES) search_terms = 1;
     }
     int vec_used = (info->colUsed & ((sqlite3_uint64)1 << COL_VECTOR)) != 0;
     if (match < 0 && unusable_match) return SQLITE_CONSTRAINT; /* wait for a plan with the query known */
@@ -144,7 +156,14 @@ static int ix_best_index(sqlite3_vtab *vt, sqlite3_index_info *info) {
         }
         if (info->nOrderBy == 1 && info->aOrderBy[0].iColumn == COL_DISTANCE && !info->aOrderBy[0].desc)
             info->orderByConsumed = 1;
-        int rc = take_filters(v, info, (flags & F_OFFSET) ? 4 : 3);
+        int next = (flags & F_OFFSET) ? 4 : 3;
+        for (int j = 0; j < 2; j++)
+            if (setting[j] >= 0) {
+                flags |= j ? F_PROBES : F_OVERSAMPLE;
+                info->aConstraintUsage[setting[j]].argvIndex = next++;
+                info->aConstraintUsage[setting[j]].omit = 1;
+            }
+        int rc = take_filters(v, info, next);
         if (rc != SQLITE_OK) return rc;
         info->idxNum = flags;
         info->estimatedCost = 1000.0;
@@ -186,9 +205,6 @@ static int ix_sync(sqlite3_vtab *vt) {
     if (rc == SQLITE_OK && v->dirty) {
         sqlite3_stmt *s = ix_stmt(v, STMT_BUMP_VERSION, &rc);
         if (s) rc = ix_run(v, s);
-        sqlite3_int64 ver;
-        if (rc == SQLITE_OK && v->cache && ix_version(v, &ver) == SQLITE_OK) v->cache->version = ver;
-        else if (rc == SQLITE_OK) ix_drop_cache(v);
         if (rc == SQLITE_OK) v->dirty = 0;
     }
     return rc;
@@ -204,13 +220,14 @@ static void end_transaction(ix_vtab *v) {
 
 static int ix_commit(sqlite3_vtab *vt) {
     end_transaction((ix_vtab *)vt);
+    ix_drop_own((ix_vtab *)vt); /* the next search reads the shared copy */
     return SQLITE_OK;
 }
 
 static int ix_rollback(sqlite3_vtab *vt) {
     ix_vtab *v = (ix_vtab *)vt;
     end_transaction(v);
-    ix_drop_cache(v); /* it may hold rows the rollback removed */
+    ix_drop_own(v); /* it may hold rows the rollback removed */
     return SQLITE_OK;
 }
 
@@ -225,7 +242,8 @@ static int ix_rollback_to(sqlite3_vtab *vt, int i) {
     ix_vtab *v = (ix_vtab *)vt;
     v->dirty = 1;
     v->pending = 1; /* rows flushed after the savepoint may be pending again */
-    ix_drop_cache(v);
+    /* the own copy stays: the chunks rolled back have their earlier versions again, so the next
+     * search reads them again */
     return SQLITE_OK;
 }
 
@@ -241,6 +259,12 @@ static int ix_filter(sqlite3_vtab_cursor *cur, int idx_num, const char *idx_str,
                            ":query AND k = 10", v->name);
     if ((rc = ix_flush(v)) != SQLITE_OK) return rc;
     return ix_search_filter(cur, idx_num, idx_str, argv);
+}
+
+void sql_embed_index_cache_bytes(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
+    (void)argc;
+    (void)argv;
+    sqlite3_result_int64(ctx, ix_registry_bytes());
 }
 
 const sqlite3_module ext_index_module = {

@@ -1,14 +1,19 @@
 /* Internal to the embed_index virtual table (ext_index*.c): its state, and the functions its
  * files share, in layers. Each file calls only the files above it in this list:
  *
- *   ext_index_cache.c   the connection's in-memory copy of the vectors (no SQL)
+ *   ext_index_cache.c   the in-memory copies of the vectors and the process-wide registry
+ *                       that shares them between connections (no SQL)
  *   ext_index_options.c the arguments of CREATE VIRTUAL TABLE (no SQL)
  *   ext_index_schema.c  the shadow tables: every SQL statement of the module, the options of
  *                       CREATE VIRTUAL TABLE, creating / connecting / dropping / renaming,
  *                       the configuration (NAME_config), and errors
  *   ext_index_store.c   vectors at positions in NAME_chunks and rows in NAME_rows: placing,
  *                       moving, reading and checking them against each other
+ *   ext_index_load.c    which copy a statement reads: the process's shared one, brought up
+ *                       to date in place or copied, or the connection's own in a transaction
+ *                       that wrote
  *   ext_index_model.c   the index's model: finding it, holding it, embedding texts with it
+ *   ext_index_build.c   the 'build' command: training and storing the IVF lists
  *   ext_index_writer.c  xUpdate: checking rows and keeping them pending until they are placed
  *   ext_index_search.c  the cursors: k-nearest-neighbour searches over the copy, scans and
  *                       rowid lookups; reads only
@@ -21,8 +26,11 @@
 #define EMBED_EXT_INDEX_H
 #include "ext_registry.h"
 #include "ext_util.h"
+#include "ivf.h"
+#include "knn.h"
 #include "meta.h"
-#include "vec_array.h"
+#include "quant.h"
+#include "vec_array.h" /* emb_vectors_alloc */
 #include <stddef.h>
 #include <stdint.h>
 
@@ -32,12 +40,17 @@
 #define MAX_CHUNK_BYTES (64 << 20)
 #define MAX_META 64 /* metadata columns */
 
-/* The declared columns: CREATE TABLE x(vector, text, distance HIDDEN, k HIDDEN, NAME HIDDEN,
- * then the metadata columns in their declared order (COL_META + j). */
-enum { COL_VECTOR, COL_TEXT, COL_DISTANCE, COL_K, COL_TABLE, COL_META };
+/* The declared columns: CREATE TABLE x(vector, text, distance HIDDEN, k HIDDEN, oversample
+ * HIDDEN, probes HIDDEN, NAME HIDDEN, then the metadata columns in their declared order
+ * (COL_META + j). */
+enum { COL_VECTOR, COL_TEXT, COL_DISTANCE, COL_K, COL_OVERSAMPLE, COL_PROBES, COL_TABLE, COL_META };
 /* xBestIndex's idxNum for xFilter: a plan and flags. */
 enum { PLAN_SCAN = 0, PLAN_KNN = 1, PLAN_ROWID = 2, PLAN_MASK = 3 };
-enum { F_K = 4, F_LIMIT = 8, F_OFFSET = 16, F_VECTOR = 32, F_NEED_K = 64, F_NEED_MATCH = 128 };
+enum { F_K = 4, F_LIMIT = 8, F_OFFSET = 16, F_VECTOR = 32, F_NEED_K = 64, F_NEED_MATCH = 128,
+       F_OVERSAMPLE = 256, F_PROBES = 512 };
+/* Storage formats: 1 (the first: f32 chunks without versions), 2 (chunk versions, codes,
+ * NAME_vectors, IVF lists). */
+enum { FORMAT_V1 = 1, FORMAT_V2 = 2 };
 
 /* The module's statements on its shadow tables (ext_index_schema.c holds their SQL). Those
  * before STMT_SHARED_COUNT are prepared once per table and shared (ix_stmt); the others are
@@ -46,7 +59,9 @@ enum {
     STMT_INSERT_ROW, STMT_INSERT_PENDING, STMT_GET_ROW, STMT_DELETE_ROW, STMT_DELETE_PENDING_ROW,
     STMT_GET_PENDING, STMT_SET_LOC, STMT_READ_PENDING, STMT_CLEAR_PENDING, STMT_GET_CONFIG,
     STMT_SET_CONFIG, STMT_BUMP_VERSION, STMT_NEW_CHUNK, STMT_DELETE_CHUNK, STMT_TEXT,
-    STMT_ROW_LOCS, STMT_CHUNK_SPAN, STMT_SHARED_COUNT,
+    STMT_ROW_LOCS, STMT_CHUNK_SPAN, STMT_CHUNK_VERS, STMT_SET_CHUNK_VER, STMT_ROW_META,
+    STMT_GET_VECTOR, STMT_PUT_VECTOR, STMT_DELETE_VECTOR, STMT_GET_CENTROIDS, STMT_CLEAR_CENTROIDS,
+    STMT_PUT_CENTROID, STMT_SHARED_COUNT,
     STMT_SCAN = STMT_SHARED_COUNT, STMT_LOOKUP, STMT_ALL_CONFIG
 };
 
@@ -58,15 +73,32 @@ typedef struct {
     ix_meta_type type;
 } ix_meta;
 
-/* One connection's copy of the index's vectors, shared by the cursors that use it. */
+/* An in-memory copy of the index's chunks: each position's record (a float32 vector, or the
+ * compact code of the index's storage), rowid, per-row value for the scan (aux), IVF list and
+ * metadata. A copy is brought up to date by reading only the chunks whose version (a random
+ * number each write gives the chunk) differs from the one it read. A copy shared through the
+ * registry is never changed while another holder may read it (refs > 1). */
 typedef struct {
-    int refs;
-    sqlite3_int64 version; /* NAME_config's version when it was filled */
-    emb_vec_array a;       /* position i holds the vector at loc i of the chunks */
+    int refs;              /* holders: the registry, a connection's own copy, open cursors */
+    sqlite3_int64 version; /* NAME_config's version it shows; -1 when it may show more or less */
+    emb_storage storage;
+    emb_metric metric;
+    size_t n, cap, d, rec, chunk;
+    unsigned char *records; /* n records of rec bytes */
+    int64_t *ids;
+    float *aux;     /* emb_knn_aux / emb_code_aux per row; NULL when the scan uses none */
+    int32_t *lists; /* IVF list per row, -1 unassigned; NULL unless index = 'ivf' */
+    sqlite3_int64 *chunk_ver; /* the version read for each chunk (0: unknown, read again) */
+    size_t n_chunks;
     emb_meta_column *meta; /* n_meta columns, row i for position i */
     int n_meta;
-    emb_meta_groups groups; /* the partition key's rows by value, made on first use */
-    int grouped;
+    int partition;          /* the partition key's column, or -1 */
+    emb_meta_groups groups; /* the partition key's rows by value (partition >= 0) */
+    int grouped;            /* groups and ivf_groups are made for the rows there are */
+    int ivf_ready;          /* the IVF is built: ivf and ivf_groups are set */
+    sqlite3_int64 ivf_serial; /* NAME_config's ivf_serial of the centroids held */
+    emb_ivf ivf;
+    emb_ivf_groups ivf_groups;
 } ix_cache;
 
 typedef struct {
@@ -81,6 +113,12 @@ typedef struct {
     char fingerprint[17];
     int dims, chunk;
     emb_metric metric;
+    int format;          /* FORMAT_V1 or FORMAT_V2 */
+    emb_storage storage; /* the chunks' records */
+    int rescore;         /* compact storage keeps the float32 vectors in NAME_vectors */
+    int ivf;             /* index = 'ivf' */
+    size_t rec;          /* bytes of a record */
+    char *key;           /* the registry's key (file and uid); NULL: not shared (in memory, format 1) */
     /* the metadata columns, from the CREATE arguments (xCreate and xConnect alike) */
     ix_meta *meta;
     int n_meta;
@@ -93,21 +131,40 @@ typedef struct {
     int dirty;            /* written since the last commit: bump the version at xSync */
     int pending;          /* rows possibly pending (a hint: 0 means certainly none) */
     size_t pending_bytes;
-    ix_cache *cache;
-    emb_knn_scratch scratch; /* a search's scores, kept between searches */
+    ix_cache *own; /* the connection's own copy: unshared indexes, and transactions that wrote */
+    int attached;  /* counted among the users of the registry's entry for key */
+    emb_knn_scratch scratch;   /* a search's scores, kept between searches */
+    emb_code_scratch cscratch; /* the same for a scan of compact codes */
     sqlite3_stmt *stmt[STMT_SHARED_COUNT];
 } ix_vtab;
 
 /* ---------- ext_index_cache.c ---------- */
 
+/* An empty copy for v's index (refs 1). NULL when out of memory. */
+ix_cache *ix_cache_new(const ix_vtab *v);
+/* A copy of c (refs 1), to change while others read c. NULL when out of memory. */
+ix_cache *ix_cache_clone(const ix_cache *c);
+/* Makes room for n rows (the rows kept keep their places). Returns 0, or -1 (out of memory). */
+int ix_cache_resize(ix_cache *c, size_t n);
+/* Recomputes the aux values of rows [from, to). */
+void ix_cache_set_aux(ix_cache *c, size_t from, size_t to);
+size_t ix_cache_bytes(const ix_cache *c);
+void ix_cache_retain(ix_cache *c);
 void ix_cache_release(ix_cache *c);
-void ix_drop_cache(ix_vtab *v);
-/* Keeps the connection's copy in step with its own write of the chunks holding `count`
- * vectors at committed `version`: an append of n vectors, or the removal at loc (the last
- * vector moves there). A copy that does not match exactly is dropped instead. */
-void ix_cache_append(ix_vtab *v, sqlite3_int64 version, sqlite3_int64 count, const int64_t *ids,
-                     const float *vecs, const emb_meta_column *meta, size_t n);
-void ix_cache_remove(ix_vtab *v, sqlite3_int64 version, sqlite3_int64 count, sqlite3_int64 loc);
+/* The process-wide registry: one copy per index (key) shared by every connection. */
+/* The registry's copy for key: *exact when it shows version ver (retained for the caller);
+ * otherwise, when nobody else holds it, it is taken out of the registry for the caller to
+ * bring up to date in place (*owned set), else retained for the caller to clone. NULL: none. */
+ix_cache *ix_registry_take(const char *key, sqlite3_int64 ver, int *exact, int *owned);
+/* Offers c (showing its version) to the registry, which keeps it (retained) unless it holds a
+ * newer version already. */
+void ix_registry_put(const char *key, ix_cache *c);
+/* A connection starts or stops using key's entry; the last one out frees the copy. attach
+ * returns 0, or -1 when out of memory. */
+int ix_registry_attach(const char *key);
+void ix_registry_detach(const char *key);
+/* The bytes held by the registry's copies. */
+sqlite3_int64 ix_registry_bytes(void);
 
 /* ---------- ext_index_options.c ---------- */
 
@@ -117,6 +174,8 @@ typedef struct {
     char *model;
     emb_metric metric;
     int has_metric;
+    emb_storage storage;
+    int has_storage, rescore, has_rescore, ivf, has_index;
     ix_meta *meta;
     int n_meta, partition;
 } ix_options;
@@ -152,6 +211,8 @@ int ix_set_config(ix_vtab *v, const char *key, sqlite3_int64 value);
 int ix_set_config_text(ix_vtab *v, const char *key, const char *value);
 /* NAME_config's version: bumped by every committed write. */
 int ix_version(ix_vtab *v, sqlite3_int64 *ver);
+/* A new random chunk version (never 0). */
+sqlite3_int64 ix_new_chunk_ver(void);
 /* The module methods that make, open and remove the table and its shadow tables. */
 int ix_create(sqlite3 *db, void *aux, int argc, const char *const *argv, sqlite3_vtab **out, char **err);
 int ix_connect(sqlite3 *db, void *aux, int argc, const char *const *argv, sqlite3_vtab **out, char **err);
@@ -172,18 +233,34 @@ int ix_read_vector(ix_vtab *v, sqlite3_value *val, const char *what, ext_vec *ou
 int ix_check_vector(ix_vtab *v, const char *what, ext_vec *out);
 /* Looks a row up: *found, and whether its vector is *pending or at position *loc. */
 int ix_find_row(ix_vtab *v, sqlite3_int64 rowid, int *found, int *pending, sqlite3_int64 *loc);
-/* Writes n vectors with their rowids at the end of the chunks and records their positions;
- * meta (n_meta columns of n rows, NULL without metadata) keeps the copy in step. */
-int ix_place(ix_vtab *v, const int64_t *ids, const float *vecs, const emb_meta_column *meta, size_t n);
+/* Writes n vectors with their rowids at the end of the chunks (as records of the storage,
+ * with NAME_vectors and IVF lists when the index has them) and records their positions. */
+int ix_place(ix_vtab *v, const int64_t *ids, const float *vecs, size_t n);
 /* A column of a statement's row as core's emb_value (pointing at the statement's bytes). */
 emb_value ix_column_value(sqlite3_stmt *s, int col);
 /* Removes the vector at loc, moving the last one into the hole (the chunks stay dense). */
 int ix_unplace(ix_vtab *v, sqlite3_int64 rowid, sqlite3_int64 loc);
-/* The vector at loc, into out (dims floats). */
-int ix_read_vector_at(ix_vtab *v, sqlite3_int64 rowid, sqlite3_int64 loc, float *out);
-/* Reads every placed vector into c->a (initialised for `count`) and the rows' metadata into
- * c->meta, after checking that NAME_rows and NAME_chunks agree. */
-int ix_read_all(ix_vtab *v, ix_cache *c, sqlite3_int64 count);
+/* The float32 vector of the row at loc, into out (dims floats): the chunk's vector, the copy
+ * in NAME_vectors, or without it the decoded code (*exact 0). exact may be NULL. */
+int ix_read_vector_at(ix_vtab *v, sqlite3_int64 rowid, sqlite3_int64 loc, float *out, int *exact);
+/* Writes the first `rows` slots of a chunk anew (records, rowids, IVF lists + 1) and the rows'
+ * positions. */
+int ix_write_chunk(ix_vtab *v, sqlite3_int64 chunk, const unsigned char *recs, const int64_t *ids,
+                   const int32_t *list1, size_t rows);
+/* Brings copy c up to date with the chunks (count vectors): reads the chunks whose version
+ * changed, and their rows' metadata, checking NAME_rows and NAME_chunks against each other;
+ * remakes the partition and IVF groups. */
+int ix_refresh(ix_vtab *v, ix_cache *c, sqlite3_int64 count);
+/* The IVF centroids stored by the last build into ivf (initialised) and their serial; *lists 0
+ * when none was built. */
+int ix_read_centroids(ix_vtab *v, emb_ivf *ivf, sqlite3_int64 *serial, size_t *lists);
+
+/* ---------- ext_index_load.c ---------- */
+
+/* A copy showing the index as the statement sees it, retained for the caller. */
+int ix_snapshot(ix_vtab *v, ix_cache **out);
+/* The connection's own copy is given up (rollback, commit, disconnect). */
+void ix_drop_own(ix_vtab *v);
 
 /* ---------- ext_index_model.c ---------- */
 
@@ -199,12 +276,19 @@ int ix_embed_texts(ix_vtab *v, const char *const *texts, const size_t *lens, siz
  * fingerprint. */
 int ix_use_model(ix_vtab *v, const char *name);
 
+/* ---------- ext_index_build.c ---------- */
+
+/* INSERT INTO t(t[, text]) VALUES ('build'[, '{"lists": N, "iterations": N, "sample": N}']). */
+int ix_build(ix_vtab *v, sqlite3_value *options);
+
 /* ---------- ext_index_writer.c ---------- */
 
 /* Places every pending row in the chunks, embedding pending texts in one call. */
 int ix_flush(ix_vtab *v);
 /* xUpdate. */
 int ix_update(sqlite3_vtab *vt, int argc, sqlite3_value **argv, sqlite3_int64 *rowid_out);
+
+
 
 /* ---------- ext_index_search.c: the cursor methods, reads only ---------- */
 

@@ -65,10 +65,12 @@ static char *vec0_hint(const char *arg) {
                            arg, dims, *m ? ", metric = '" : "", m, *m ? "'" : "");
 }
 
-static const char *const option_keys[] = {"model", "dims", "metric", "chunk_size"};
+#define KNOWN_OPTIONS "model, dims, metric, storage, rescore, index, chunk_size"
 /* Names a metadata column cannot have: the table's own columns, the rowid, the options. */
-static const char *const reserved_names[] = {"vector", "text", "distance", "k", "rowid", "oid", "_rowid_",
-                                             "model", "dims", "metric", "chunk_size"};
+static const char *const reserved_names[] = {"vector", "text", "distance", "k", "oversample", "probes", "rowid",
+                                             "oid", "_rowid_", "model", "dims", "metric", "chunk_size", "storage",
+                                             "rescore", "index"};
+#define N_COLUMN_NAMES 9
 static const char *const meta_types[] = {"integer", "real", "text", "blob"};
 
 /* `name type [partition key]`: a metadata column (name a plain or "quoted" identifier). */
@@ -89,8 +91,8 @@ static int parse_column(const char *a, ix_options *o, char **err) {
             name_end++;
         name = name_end > p ? dequote(p, (size_t)(name_end - p)) : NULL;
         if (name_end == p) {
-            *err = sqlite3_mprintf(FN ": argument '%s' is neither key = value (options: model, dims, metric, "
-                                      "chunk_size) nor a metadata column `name type` (types: integer, real, "
+            *err = sqlite3_mprintf(FN ": argument '%s' is neither key = value (options: " KNOWN_OPTIONS
+                                      ") nor a metadata column `name type` (types: integer, real, "
                                       "text, blob)", a);
             return SQLITE_ERROR;
         }
@@ -110,7 +112,7 @@ static int parse_column(const char *a, ix_options *o, char **err) {
     for (size_t i = 0; i < sizeof reserved_names / sizeof *reserved_names && !*err; i++)
         if (!sqlite3_stricmp(name, reserved_names[i]))
             *err = sqlite3_mprintf(FN ": a metadata column cannot be named '%s', the name of %s", name,
-                                   i < 7 ? "a column of the table" : "an option (write key = value)");
+                                   i < N_COLUMN_NAMES ? "a column of the table" : "an option (write key = value)");
     for (int j = 0; j < o->n_meta && !*err; j++)
         if (!sqlite3_stricmp(name, o->meta[j].name))
             *err = sqlite3_mprintf(FN ": metadata column '%s' is declared twice", name);
@@ -170,12 +172,34 @@ static int parse_option(const char *a, ix_options *o, char **err) {
                                    MAX_CHUNK_ROWS, val);
             rc = SQLITE_ERROR;
         }
+    } else if (!sqlite3_stricmp(key, "storage") && !o->has_storage) {
+        o->has_storage = 1;
+        if (emb_storage_parse(val, &o->storage)) {
+            *err = sqlite3_mprintf(FN ": unknown storage '%s' (use f32, f16, int8 or bit)", val);
+            rc = SQLITE_ERROR;
+        }
+    } else if (!sqlite3_stricmp(key, "rescore") && !o->has_rescore) {
+        o->has_rescore = 1;
+        if (!sqlite3_stricmp(val, "true") || !strcmp(val, "1")) o->rescore = 1;
+        else if (!sqlite3_stricmp(val, "false") || !strcmp(val, "0")) o->rescore = 0;
+        else {
+            *err = sqlite3_mprintf(FN ": rescore must be true or false, not '%s'", val);
+            rc = SQLITE_ERROR;
+        }
+    } else if (!sqlite3_stricmp(key, "index") && !o->has_index) {
+        o->has_index = 1;
+        if (!sqlite3_stricmp(val, "ivf")) o->ivf = 1;
+        else if (!sqlite3_stricmp(val, "flat")) o->ivf = 0;
+        else {
+            *err = sqlite3_mprintf(FN ": unknown index '%s' (use flat, the exact scan, or ivf, the "
+                                      "approximate inverted-file index)", val);
+            rc = SQLITE_ERROR;
+        }
     } else if (!sqlite3_stricmp(key, "distance_metric")) {
         *err = sqlite3_mprintf(FN ": distance_metric is sqlite-vec's name; write metric = '%s'", val);
         rc = SQLITE_ERROR;
     } else {
-        *err = sqlite3_mprintf(FN ": unknown or repeated option '%s' (known: %s, %s, %s, %s)", key,
-                               option_keys[0], option_keys[1], option_keys[2], option_keys[3]);
+        *err = sqlite3_mprintf(FN ": unknown or repeated option '%s' (known: " KNOWN_OPTIONS ")", key);
         rc = SQLITE_ERROR;
     }
     sqlite3_free(key);
@@ -189,6 +213,8 @@ int ix_parse_options(int argc, const char *const *argv, ix_options *o, char **er
     o->chunk = DEFAULT_CHUNK;
     o->metric = EMB_METRIC_COSINE;
     o->partition = -1;
+    o->storage = EMB_STORAGE_F32;
+    o->rescore = 1;
     int rc = SQLITE_OK;
     for (int i = 3; i < argc && rc == SQLITE_OK; i++) rc = parse_option(argv[i], o, err);
     for (int j = 0; rc == SQLITE_OK && j < o->n_meta; j++)
@@ -224,6 +250,11 @@ int ix_check_options(ix_options *o, emb_model **mod, char **err) {
     if (rc == SQLITE_OK && !o->dims) {
         *err = sqlite3_mprintf(FN ": say which vectors it holds: embed_index(model = 'name') or "
                                   "embed_index(dims = N), optionally with metric = 'cosine' | 'l2' | 'dot' | 'l1'");
+        rc = SQLITE_ERROR;
+    }
+    if (rc == SQLITE_OK && o->has_rescore && o->storage == EMB_STORAGE_F32 && !o->rescore) {
+        *err = sqlite3_mprintf(FN ": rescore = false needs compact storage (storage = 'f16', 'int8' or "
+                                  "'bit'): f32 storage is exact already");
         rc = SQLITE_ERROR;
     }
     if (rc == SQLITE_OK && (size_t)o->chunk * (size_t)o->dims * sizeof(float) > MAX_CHUNK_BYTES) {

@@ -52,28 +52,53 @@ static const char *const stmt_sql[] = {
     [STMT_GET_CONFIG] = "SELECT value FROM \"%w\".\"%w_config\" WHERE key = ?1",
     [STMT_SET_CONFIG] = "INSERT OR REPLACE INTO \"%w\".\"%w_config\"(key, value) VALUES (?1, ?2)",
     [STMT_BUMP_VERSION] = "UPDATE \"%w\".\"%w_config\" SET value = value + 1 WHERE key = 'version'",
-    [STMT_NEW_CHUNK] = "INSERT INTO \"%w\".\"%w_chunks\"(chunk_id, rowids, vectors)"
-                       " VALUES (?1, zeroblob(?2), zeroblob(?3))",
+    [STMT_NEW_CHUNK] = "INSERT INTO \"%w\".\"%w_chunks\"(chunk_id, ver, rowids, vectors, lists)"
+                       " VALUES (?1, ?4, zeroblob(?2), zeroblob(?3), zeroblob(?5))",
     [STMT_DELETE_CHUNK] = "DELETE FROM \"%w\".\"%w_chunks\" WHERE chunk_id = ?1",
     [STMT_TEXT] = "SELECT text FROM \"%w\".\"%w_rows\" WHERE id = ?1",
     [STMT_ROW_LOCS] = "SELECT id, loc%s FROM \"%w\".\"%w_rows\" WHERE loc IS NOT NULL",
     [STMT_CHUNK_SPAN] = "SELECT count(*), min(chunk_id), max(chunk_id) FROM \"%w\".\"%w_chunks\"",
+    [STMT_CHUNK_VERS] = "SELECT chunk_id, ver FROM \"%w\".\"%w_chunks\" ORDER BY chunk_id",
+    [STMT_SET_CHUNK_VER] = "UPDATE \"%w\".\"%w_chunks\" SET ver = ?2 WHERE chunk_id = ?1",
+    [STMT_ROW_META] = "SELECT loc%s FROM \"%w\".\"%w_rows\" WHERE id = ?1",
+    [STMT_GET_VECTOR] = "SELECT vector FROM \"%w\".\"%w_vectors\" WHERE id = ?1",
+    [STMT_PUT_VECTOR] = "INSERT OR REPLACE INTO \"%w\".\"%w_vectors\"(id, vector) VALUES (?1, ?2)",
+    [STMT_DELETE_VECTOR] = "DELETE FROM \"%w\".\"%w_vectors\" WHERE id = ?1",
+    [STMT_GET_CENTROIDS] = "SELECT list, centroid FROM \"%w\".\"%w_centroids\" ORDER BY list",
+    [STMT_CLEAR_CENTROIDS] = "DELETE FROM \"%w\".\"%w_centroids\"",
+    [STMT_PUT_CENTROID] = "INSERT INTO \"%w\".\"%w_centroids\"(list, centroid) VALUES (?1, ?2)",
     [STMT_SCAN] = "SELECT id, loc, text%s FROM \"%w\".\"%w_rows\" ORDER BY id",
     [STMT_LOOKUP] = "SELECT id, loc, text%s FROM \"%w\".\"%w_rows\" WHERE id = ?1",
     [STMT_ALL_CONFIG] = "SELECT key, value FROM \"%w\".\"%w_config\"",
 };
 
+/* Format 1 (the first tables made) differs in its chunks: no version, no lists. */
+static const char *const stmt_sql_v1[] = {
+    [STMT_NEW_CHUNK] = "INSERT INTO \"%w\".\"%w_chunks\"(chunk_id, rowids, vectors)"
+                       " VALUES (?1, zeroblob(?2), zeroblob(?3))",
+    [STMT_CHUNK_VERS] = "SELECT chunk_id, NULL FROM \"%w\".\"%w_chunks\" ORDER BY chunk_id",
+};
+
 /* The shadow tables and the configuration xCreate writes: schema, name, ... as in stmt_sql;
- * NAME_rows has a column m<j> for each metadata column, with its declared type. */
+ * NAME_rows has a column m<j> for each metadata column, with its declared type. A chunk's
+ * ver (before its blobs, so that reading it reads no blob page) changes with every write to
+ * the chunk; lists holds each slot's IVF list + 1 (0: none yet). NAME_vectors keeps the
+ * float32 vectors of compact storage for rescoring. */
 static const char create_sql[] =
     "CREATE TABLE \"%w\".\"%w_config\"(key TEXT PRIMARY KEY, value) WITHOUT ROWID;"
     "CREATE TABLE \"%w\".\"%w_rows\"(id INTEGER PRIMARY KEY, loc INTEGER, text TEXT%s);"
-    "CREATE TABLE \"%w\".\"%w_chunks\"(chunk_id INTEGER PRIMARY KEY, rowids BLOB, vectors BLOB);"
+    "CREATE TABLE \"%w\".\"%w_chunks\"(chunk_id INTEGER PRIMARY KEY, ver INTEGER, rowids BLOB,"
+    " vectors BLOB, lists BLOB);"
     "CREATE TABLE \"%w\".\"%w_pending\"(id INTEGER PRIMARY KEY, vector BLOB);"
-    "INSERT INTO \"%w\".\"%w_config\"(key, value) VALUES ('format', 1), ('dims', %d),"
+    "CREATE TABLE \"%w\".\"%w_vectors\"(id INTEGER PRIMARY KEY, vector BLOB);"
+    "CREATE TABLE \"%w\".\"%w_centroids\"(list INTEGER PRIMARY KEY, centroid BLOB);"
+    "INSERT INTO \"%w\".\"%w_config\"(key, value) VALUES ('format', 2), ('dims', %d),"
     " ('metric', %Q), ('model', %Q), ('fingerprint', %Q), ('model_path', %Q),"
-    " ('chunk_size', %d), ('count', 0), ('version', 0);";
-static const char *const shadow_names[] = {"config", "rows", "chunks", "pending"};
+    " ('chunk_size', %d), ('count', 0), ('version', 0), ('storage', %Q), ('rescore', %d),"
+    " ('index', %Q), ('uid', %lld), ('ivf_lists', 0), ('ivf_serial', 0);";
+static const char *const shadow_names[] = {"config", "rows", "chunks", "pending", "vectors", "centroids"};
+#define N_SHADOW_V1 4
+#define N_SHADOW 6
 /* Run once per shadow table: schema, name, suffix (and for renames the new name, suffix). */
 static const char drop_sql[] = "DROP TABLE IF EXISTS \"%w\".\"%w_%s\"";
 static const char rename_sql[] = "ALTER TABLE \"%w\".\"%w_%s\" RENAME TO \"%w_%s\"";
@@ -86,6 +111,11 @@ static char *statement_sql(ix_vtab *v, int id) {
     case STMT_ROW_LOCS:
     case STMT_SCAN:
     case STMT_LOOKUP: return sqlite3_mprintf(stmt_sql[id], m, v->schema, v->name);
+    case STMT_ROW_META: return sqlite3_mprintf(stmt_sql[id], m, v->schema, v->name);
+    case STMT_NEW_CHUNK:
+    case STMT_CHUNK_VERS:
+        if (v->format == FORMAT_V1) return sqlite3_mprintf(stmt_sql_v1[id], v->schema, v->name);
+        return sqlite3_mprintf(stmt_sql[id], v->schema, v->name);
     default: return sqlite3_mprintf(stmt_sql[id], v->schema, v->name);
     }
 }
@@ -187,8 +217,8 @@ int ix_config(ix_vtab *v) {
             ix_error(v, "cannot read shadow table \"%s_config\": %s", v->name, sqlite3_errmsg(v->db));
         return rc;
     }
-    sqlite3_int64 dims = 0, chunk = 0;
-    char *metric = NULL;
+    sqlite3_int64 dims = 0, chunk = 0, format = -1, rescore = 1, uid = 0;
+    char *metric = NULL, *storage = NULL, *index = NULL;
     while (rc == SQLITE_OK && sqlite3_step(s) == SQLITE_ROW) {
         const char *key = (const char *)sqlite3_column_text(s, 0);
         int integer = sqlite3_column_type(s, 1) == SQLITE_INTEGER;
@@ -196,6 +226,11 @@ int ix_config(ix_vtab *v) {
         if (!strcmp(key, "dims")) dims = integer ? sqlite3_column_int64(s, 1) : -1;
         else if (!strcmp(key, "chunk_size")) chunk = integer ? sqlite3_column_int64(s, 1) : -1;
         else if (!strcmp(key, "metric")) rc = config_text(s, &metric);
+        else if (!strcmp(key, "format")) format = integer ? sqlite3_column_int64(s, 1) : -1;
+        else if (!strcmp(key, "storage")) rc = config_text(s, &storage);
+        else if (!strcmp(key, "index")) rc = config_text(s, &index);
+        else if (!strcmp(key, "rescore")) rescore = integer ? sqlite3_column_int64(s, 1) : -1;
+        else if (!strcmp(key, "uid")) uid = integer ? sqlite3_column_int64(s, 1) : 0;
         else if (!strcmp(key, "model")) rc = config_text(s, &v->model);
         else if (!strcmp(key, "fingerprint") && sqlite3_column_type(s, 1) == SQLITE_TEXT)
             snprintf(v->fingerprint, sizeof v->fingerprint, "%s", sqlite3_column_text(s, 1));
@@ -210,13 +245,46 @@ int ix_config(ix_vtab *v) {
                                          "%d bytes of vectors per chunk", MAX_CHUNK_ROWS, MAX_CHUNK_BYTES);
         else if (!metric || emb_metric_parse(metric, &v->metric))
             rc = ix_corrupt(v, "config", "metric must be cosine, l2, dot or l1");
+        else if (format != FORMAT_V1 && format != FORMAT_V2)
+            rc = ix_corrupt(v, "config", "format must be 1 or 2 (a later version of sqlite-embed may "
+                                         "have made this index)");
+        else if (format == FORMAT_V2 && (!storage || emb_storage_parse(storage, &v->storage)))
+            rc = ix_corrupt(v, "config", "storage must be f32, f16, int8 or bit");
+        else if (format == FORMAT_V2 && (!index || (strcmp(index, "flat") && strcmp(index, "ivf"))))
+            rc = ix_corrupt(v, "config", "index must be flat or ivf");
+        else if (rescore != 0 && rescore != 1)
+            rc = ix_corrupt(v, "config", "rescore must be 0 or 1");
+        else if (format == FORMAT_V2 && !uid)
+            rc = ix_corrupt(v, "config", "uid is missing");
     }
+    v->ivf = index && !strcmp(index, "ivf");
     sqlite3_free(metric);
+    sqlite3_free(storage);
+    sqlite3_free(index);
     if (rc != SQLITE_OK) return rc;
+    v->format = (int)format;
+    if (format == FORMAT_V1) v->storage = EMB_STORAGE_F32;
+    v->rescore = v->storage != EMB_STORAGE_F32 && rescore;
     v->dims = (int)dims;
     v->chunk = (int)chunk;
+    v->rec = emb_code_bytes(v->storage, (size_t)dims);
+    /* the process-wide copy is shared by the connections to the same file (not a temporary or
+     * in-memory database), told apart from another index there, or an earlier one of the same
+     * name, by the uid drawn when it was made */
+    const char *file = sqlite3_db_filename(v->db, v->schema);
+    if (format == FORMAT_V2 && file && *file) {
+        if (!(v->key = sqlite3_mprintf("%s|%lld", file, uid))) return SQLITE_NOMEM;
+        if (ix_registry_attach(v->key)) return SQLITE_NOMEM;
+        v->attached = 1;
+    }
     v->configured = 1;
     return SQLITE_OK;
+}
+
+sqlite3_int64 ix_new_chunk_ver(void) {
+    sqlite3_int64 x = 0;
+    while (!x) sqlite3_randomness(sizeof x, &x);
+    return x;
 }
 
 /* ---------- creating, connecting, dropping, renaming ---------- */
@@ -225,15 +293,16 @@ static const char *const type_sql[] = {"INTEGER", "REAL", "TEXT", "BLOB"};
 
 /* Declares the table's columns: its own, then the metadata columns with their types. */
 static int declare(sqlite3 *db, const char *name, const ix_options *o, char **err) {
-    static const char *const cols[] = {"vector", "text", "distance", "k"};
-    for (int i = 0; i < 4; i++)
+    static const char *const cols[] = {"vector", "text", "distance", "k", "oversample", "probes"};
+    for (int i = 0; i < 6; i++)
         if (sqlite3_stricmp(name, cols[i]) == 0) {
             *err = sqlite3_mprintf(FN ": a table cannot be named '%s', the name of one of its "
                                       "columns", name);
             return SQLITE_ERROR;
         }
     sqlite3_str *sql = sqlite3_str_new(NULL);
-    sqlite3_str_appendf(sql, "CREATE TABLE x(vector BLOB, text TEXT, distance HIDDEN, k HIDDEN, \"%w\" HIDDEN",
+    sqlite3_str_appendf(sql, "CREATE TABLE x(vector BLOB, text TEXT, distance HIDDEN, k HIDDEN, oversample HIDDEN, "
+                             "probes HIDDEN, \"%w\" HIDDEN",
                         name);
     for (int j = 0; j < o->n_meta; j++)
         sqlite3_str_appendf(sql, ", \"%w\" %s", o->meta[j].name, type_sql[o->meta[j].type]);
@@ -249,8 +318,11 @@ static int declare(sqlite3 *db, const char *name, const ix_options *o, char **er
 static void vtab_free(ix_vtab *v) {
     if (!v) return;
     finalize_statements(v);
-    ix_drop_cache(v);
+    ix_drop_own(v);
+    if (v->attached) ix_registry_detach(v->key);
+    sqlite3_free(v->key);
     emb_knn_scratch_free(&v->scratch);
+    emb_code_scratch_free(&v->cscratch);
     emb_model_release(v->held);
     for (int j = 0; j < v->n_meta; j++) sqlite3_free(v->meta[j].name);
     sqlite3_free(v->meta);
@@ -316,9 +388,12 @@ int ix_create(sqlite3 *db, void *aux, int argc, const char *const *argv, sqlite3
     if (rc == SQLITE_OK) rc = vtab_open(db, schema, name, &o, &v, err);
     if (rc == SQLITE_OK) {
         const emb_model_info *info = mod ? emb_model_get_info(mod) : NULL;
+        sqlite3_int64 uid = ix_new_chunk_ver();
         char *sql = sqlite3_mprintf(create_sql, schema, name, schema, name, rows_cols, schema, name, schema,
-                                    name, schema, name, o.dims, emb_metric_name(o.metric), o.model,
-                                    info ? info->fingerprint : NULL, info ? info->path : NULL, o.chunk);
+                                    name, schema, name, schema, name, schema, name, o.dims,
+                                    emb_metric_name(o.metric), o.model, info ? info->fingerprint : NULL,
+                                    info ? info->path : NULL, o.chunk, emb_storage_name(o.storage),
+                                    o.storage != EMB_STORAGE_F32 && o.rescore, o.ivf ? "ivf" : "flat", uid);
         if (!sql) rc = SQLITE_NOMEM;
         else if ((rc = sqlite3_exec(db, sql, NULL, NULL, NULL)) != SQLITE_OK)
             *err = sqlite3_mprintf(FN ": cannot create the shadow tables of \"%s\": %s", name, sqlite3_errmsg(db));
@@ -356,7 +431,9 @@ int ix_disconnect(sqlite3_vtab *vt) {
 static int each_shadow_table(ix_vtab *v, const char *fmt, const char *to) {
     int rc = SQLITE_OK;
     finalize_statements(v);
-    for (int i = 0; i < 4 && rc == SQLITE_OK; i++) {
+    /* format 1 has the first four; a table of an older format may not have been read yet */
+    int n = v->format == FORMAT_V1 ? N_SHADOW_V1 : N_SHADOW;
+    for (int i = 0; i < n && rc == SQLITE_OK; i++) {
         char *sql = sqlite3_mprintf(fmt, v->schema, v->name, shadow_names[i], to, shadow_names[i]);
         rc = sql ? sqlite3_exec(v->db, sql, NULL, NULL, NULL) : SQLITE_NOMEM;
         sqlite3_free(sql);
@@ -374,7 +451,9 @@ int ix_destroy(sqlite3_vtab *vt) {
 
 int ix_rename(sqlite3_vtab *vt, const char *to) {
     ix_vtab *v = (ix_vtab *)vt;
-    int rc = each_shadow_table(v, rename_sql, to);
+    int rc = ix_config(v); /* which shadow tables there are */
+    if (rc != SQLITE_OK) return rc;
+    rc = each_shadow_table(v, rename_sql, to);
     if (rc != SQLITE_OK) return ix_sql_error(v, rc);
     char *name = sqlite3_mprintf("%s", to);
     if (!name) return SQLITE_NOMEM;
@@ -384,7 +463,7 @@ int ix_rename(sqlite3_vtab *vt, const char *to) {
 }
 
 int ix_shadow_name(const char *suffix) {
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < N_SHADOW; i++)
         if (sqlite3_stricmp(suffix, shadow_names[i]) == 0) return 1;
     return 0;
 }

@@ -1,8 +1,9 @@
 /* embed_index's cursors: a k-nearest-neighbour search (MATCH with k or LIMIT), a scan in
- * rowid order, or a rowid lookup. A search runs over the connection's copy of the vectors
- * (filled here from the chunks when missing or out of date), which the cursor holds a
- * reference to while it reads the results. Reads only: pending rows are placed before
- * xFilter gets here (ext_index.c). */
+ * rowid order, or a rowid lookup. A search runs over a copy of the chunks (ext_index_load.c),
+ * which the cursor holds while it reads the results: an exact scan of float32 vectors, or a
+ * scan of compact codes whose best k x oversample candidates are rescored exactly from the
+ * float32 vectors in NAME_vectors; with an IVF, over the rows of the `probes` lists nearest
+ * the query only. Reads only: pending rows are placed before xFilter gets here (ext_index.c). */
 #include "ext_index.h"
 #include "utf8.h"
 #include <math.h>
@@ -19,7 +20,8 @@ typedef struct {
     /* scan and rowid lookup */
     sqlite3_stmt *stmt;
     int eof;
-    float *one; /* a vector read without the cache */
+    float *one;  /* a vector read without the copy */
+    float *vecs; /* a search of compact codes: the hits' float32 vectors, in their order */
     ix_cache *cache;
 } ix_cursor;
 
@@ -40,6 +42,8 @@ static void cursor_reset(ix_cursor *c) {
     c->stmt = NULL;
     sqlite3_free(c->one);
     c->one = NULL;
+    sqlite3_free(c->vecs);
+    c->vecs = NULL;
     ix_cache_release(c->cache);
     c->cache = NULL;
     c->eof = 1;
@@ -95,32 +99,6 @@ static int query_vector(ix_vtab *v, sqlite3_value *val, ext_vec *q) {
     }
     q->v = q->buf = f;
     q->n = (size_t)v->dims;
-    return SQLITE_OK;
-}
-
-/* Makes v->cache a copy of the chunks as they are now, unless it is one already. */
-static int fill_cache(ix_vtab *v) {
-    sqlite3_int64 ver, count;
-    int rc = ix_version(v, &ver);
-    if (rc != SQLITE_OK) return rc;
-    if (v->cache && v->cache->version == ver) return SQLITE_OK;
-    ix_drop_cache(v);
-    /* every number read from the shadow tables is checked before it sizes anything */
-    if ((rc = ix_count(v, &count)) != SQLITE_OK) return rc;
-    ix_cache *c = sqlite3_malloc(sizeof *c);
-    if (!c) return SQLITE_NOMEM;
-    memset(c, 0, sizeof *c);
-    c->refs = 1;
-    c->version = ver;
-    if (emb_vec_array_init(&c->a, (size_t)v->dims, v->metric, (size_t)count)) {
-        sqlite3_free(c);
-        return SQLITE_NOMEM;
-    }
-    if ((rc = ix_read_all(v, c, count)) != SQLITE_OK) {
-        ix_cache_release(c);
-        return rc;
-    }
-    v->cache = c;
     return SQLITE_OK;
 }
 
@@ -231,12 +209,8 @@ static int filter_rows(ix_vtab *v, ix_cache *c, const filter_set *f, size_t **ro
         if (f->pred[i].col >= 0 && f->pred[i].col == v->partition &&
             (f->pred[i].op == EMB_OP_EQ || f->pred[i].op == EMB_OP_IN))
             part = &f->pred[i];
-    size_t n = c->a.n, *cand = NULL, nc = 0;
-    if (part) {
-        if (!c->grouped) {
-            if (emb_meta_groups_build(&c->groups, &c->meta[v->partition])) return SQLITE_NOMEM;
-            c->grouped = 1;
-        }
+    size_t n = c->n, *cand = NULL, nc = 0;
+    if (part) { /* the copy's groups are made with its rows (ix_refresh) */
         const emb_value *vals = part->op == EMB_OP_IN ? part->list : &part->value;
         size_t nv = part->op == EMB_OP_IN ? part->n_list : 1, total = 0;
         size_t *span = sqlite3_malloc64(2 * (nv ? nv : 1) * sizeof *span); /* each value's first, count */
@@ -263,24 +237,123 @@ static int filter_rows(ix_vtab *v, ix_cache *c, const filter_set *f, size_t **ro
         sqlite3_free(cand);
         return SQLITE_NOMEM;
     }
-    *m = emb_meta_filter(c->meta, c->a.ids, n, f->pred, (size_t)f->n, part ? cand : NULL, nc, *rows);
+    *m = emb_meta_filter(c->meta, c->ids, n, f->pred, (size_t)f->n, part ? cand : NULL, nc, *rows);
     sqlite3_free(cand);
     return SQLITE_OK;
 }
 
+/* A per-query setting (oversample, probes): a positive integer. */
+static int positive_setting(ix_vtab *v, const char *name, sqlite3_value *x, sqlite3_int64 *out) {
+    int t = sqlite3_value_type(x);
+    double d = sqlite3_value_double(x);
+    if (t == SQLITE_INTEGER) *out = sqlite3_value_int64(x);
+    else if (t == SQLITE_FLOAT && d == floor(d) && fabs(d) < 9e15) *out = (sqlite3_int64)d;
+    else return ix_error(v, "%s must be a positive integer, not %s", name, ext_type_name(t));
+    if (*out <= 0) return ix_error(v, "%s must be a positive integer, not %lld", name, *out);
+    return SQLITE_OK;
+}
+
+/* How many candidates of a scan of compact codes are rescored, per result: enough for
+ * recall@10 >= 0.99 on the README's benchmark data (bench/search.sh). */
+static size_t default_oversample(emb_storage s) {
+    return s == EMB_STORAGE_BIT ? 16 : s == EMB_STORAGE_INT8 ? 4 : 2;
+}
+
+/* The k nearest among the m rows at positions rows (NULL: every row) into c->hits / c->n:
+ * exact over float32 records; over compact codes, the best k x oversample by the codes, then
+ * those rescored exactly. */
+static int search_rows(ix_cursor *c, ix_vtab *v, const float *q, size_t k, const size_t *rows, size_t m,
+                       size_t oversample) {
+    ix_cache *s = c->cache;
+    size_t d = s->d, room = k < m ? k : m, nh = 0;
+    c->n = 0;
+    sqlite3_free(c->hits);
+    if (!(c->hits = sqlite3_malloc64((room ? room : 1) * sizeof *c->hits))) return SQLITE_NOMEM;
+    if (!room) return SQLITE_OK;
+    if (s->storage == EMB_STORAGE_F32) {
+        emb_knn_index ix = {(const float *)s->records, s->aux, s->ids, s->n, d, s->metric};
+        if (emb_knn_search_rows(&ix, q, room, rows, m, &v->scratch, c->hits, &nh)) return SQLITE_NOMEM;
+        c->n = nh;
+        return SQLITE_OK;
+    }
+    size_t keep = room > m / oversample ? m : room * oversample;
+    size_t *cand = sqlite3_malloc64(keep * sizeof *cand);
+    float *vecs = sqlite3_malloc64(keep * d * sizeof *vecs);
+    int64_t *ids = sqlite3_malloc64(keep * sizeof *ids);
+    emb_code_query cq;
+    int rc = cand && vecs && ids ? SQLITE_OK : SQLITE_NOMEM;
+    if (rc == SQLITE_OK && emb_code_query_init(&cq, s->storage, s->metric, q, d)) rc = SQLITE_NOMEM;
+    size_t nc = 0;
+    if (rc == SQLITE_OK) {
+        nc = emb_code_candidates(&cq, s->records, s->aux, rows, rows ? m : s->n, keep, 0, &v->cscratch, cand);
+        emb_code_query_free(&cq);
+        if (nc == (size_t)-1) rc = SQLITE_NOMEM;
+    }
+    /* the candidates' float32 vectors: kept in NAME_vectors, or without them the codes decoded */
+    for (size_t j = 0; rc == SQLITE_OK && j < nc; j++) {
+        ids[j] = s->ids[cand[j]];
+        if (v->rescore) rc = ix_read_vector_at(v, ids[j], (sqlite3_int64)cand[j], vecs + j * d, NULL);
+        else emb_decode(s->storage, s->records + cand[j] * s->rec, d, vecs + j * d);
+    }
+    if (rc == SQLITE_OK) {
+        nh = emb_knn_rescore(s->metric, q, d, vecs, ids, nc, room, c->hits);
+        if (nh == (size_t)-1) nh = 0, rc = SQLITE_NOMEM;
+        else if (!(c->vecs = sqlite3_malloc64((nh ? nh : 1) * d * sizeof *c->vecs))) rc = SQLITE_NOMEM;
+        for (size_t j = 0; rc == SQLITE_OK && j < nh; j++) {
+            memcpy(c->vecs + j * d, vecs + c->hits[j].pos * d, d * sizeof *vecs);
+            c->hits[j].pos = cand[c->hits[j].pos];
+        }
+        c->n = rc == SQLITE_OK ? nh : 0;
+    }
+    sqlite3_free(cand);
+    sqlite3_free(vecs);
+    sqlite3_free(ids);
+    return rc;
+}
+
+/* The positions in both sorted lists a (na) and b (nb), into a; returns how many. */
+static size_t intersect(size_t *a, size_t na, const size_t *b, size_t nb) {
+    size_t i = 0, j = 0, n = 0;
+    while (i < na && j < nb) {
+        if (a[i] < b[j]) i++;
+        else if (a[i] > b[j]) j++;
+        else a[n++] = a[i++], j++;
+    }
+    return n;
+}
+
+/* A search through the IVF: the rows of the `probes` lists nearest the query (and rows not
+ * yet in a list), among those the filters pass (rows, m; NULL: all). *done 0 when the search
+ * should scan the filtered rows instead: a filter so selective that its rows are fewer than
+ * the lists hold, or lists that held fewer than k of its rows. */
+static int search_ivf(ix_cursor *c, ix_vtab *v, const float *q, size_t k, const size_t *rows, size_t m,
+                      size_t oversample, sqlite3_int64 probes, int *done) {
+    ix_cache *s = c->cache;
+    size_t lists = s->ivf.lists;
+    size_t p = probes ? ((size_t)probes < lists ? (size_t)probes : lists) : emb_ivf_default_probes(lists);
+    *done = 0;
+    if (rows && m <= s->n / lists * p) return SQLITE_OK;
+    int32_t *pl = sqlite3_malloc64(p * sizeof *pl);
+    if (!pl) return SQLITE_NOMEM;
+    size_t np = emb_ivf_probe(&s->ivf, q, p, pl), *cand = NULL;
+    size_t nc = emb_ivf_groups_collect(&s->ivf_groups, pl, np, &cand);
+    sqlite3_free(pl);
+    if (nc == (size_t)-1) return SQLITE_NOMEM;
+    if (rows) nc = intersect(cand, nc, rows, m);
+    int rc = search_rows(c, v, q, k, cand, nc, oversample);
+    free(cand);
+    *done = rc != SQLITE_OK || c->n >= (k < m ? k : m) || np == lists;
+    return rc;
+}
+
 static int filter_knn(ix_cursor *c, ix_vtab *v, int flags, const char *idx_str, sqlite3_value **argv) {
-    sqlite3_int64 k;
+    sqlite3_int64 k, oversample = 0, probes = 0;
     if (flags & F_NEED_K)
         return ix_error(v, "a search of \"%s\" needs k: WHERE \"%s\" MATCH :query AND k = 10 "
                            "(LIMIT 10 works too from SQLite 3.41)", v->name, v->name);
+    int at = (flags & F_OFFSET) ? 3 : 2, rc = SQLITE_OK;
     if (flags & F_K) {
-        sqlite3_value *kv = argv[1];
-        int t = sqlite3_value_type(kv);
-        double kd = sqlite3_value_double(kv);
-        if (t == SQLITE_INTEGER) k = sqlite3_value_int64(kv);
-        else if (t == SQLITE_FLOAT && kd == floor(kd) && fabs(kd) < 9e15) k = (sqlite3_int64)kd;
-        else return ix_error(v, "k must be a positive integer, not %s", ext_type_name(t));
-        if (k <= 0) return ix_error(v, "k must be a positive integer, not %lld", k);
+        if ((rc = positive_setting(v, "k", argv[1], &k)) != SQLITE_OK) return rc;
     } else {
         k = sqlite3_value_int64(argv[1]);
         if (k < 0) k = (sqlite3_int64)1 << 62; /* LIMIT -1: no limit */
@@ -289,32 +362,32 @@ static int filter_knn(ix_cursor *c, ix_vtab *v, int flags, const char *idx_str, 
             if (off > 0) k = k > ((sqlite3_int64)1 << 62) - off ? (sqlite3_int64)1 << 62 : k + off;
         }
     }
+    if ((flags & F_OVERSAMPLE) && (rc = positive_setting(v, "oversample", argv[at++], &oversample)) != SQLITE_OK)
+        return rc;
+    if ((flags & F_PROBES) && (rc = positive_setting(v, "probes", argv[at++], &probes)) != SQLITE_OK) return rc;
     c->k = k;
     ext_vec q;
-    int rc = query_vector(v, argv[0], &q);
-    if (rc == SQLITE_OK) rc = fill_cache(v);
+    rc = query_vector(v, argv[0], &q);
+    if (rc == SQLITE_OK) rc = ix_snapshot(v, &c->cache);
     if (rc != SQLITE_OK) {
         ext_vec_free(&q);
         return rc;
     }
-    c->cache = v->cache;
-    c->cache->refs++;
-    emb_knn_index ix = emb_vec_array_index(&c->cache->a);
     filter_set f;
-    size_t *rows = NULL, m = ix.n;
-    rc = read_filters(v, idx_str, argv + ((flags & F_OFFSET) ? 3 : 2), &f);
+    size_t *rows = NULL, m = c->cache->n;
+    rc = read_filters(v, idx_str, argv + at, &f);
     if (rc == SQLITE_OK && f.n) rc = filter_rows(v, c->cache, &f, &rows, &m);
-    size_t room = (size_t)k < m ? (size_t)k : m, n = 0;
-    if (rc == SQLITE_OK && room &&
-        (!(c->hits = sqlite3_malloc64(room * sizeof *c->hits)) ||
-         emb_knn_search_rows(&ix, q.v, room, rows, m, &v->scratch, c->hits, &n)))
-        rc = SQLITE_NOMEM;
+    size_t over = oversample ? (size_t)oversample : default_oversample(c->cache->storage);
+    if (over > (size_t)1 << 20) over = (size_t)1 << 20;
+    int done = 0;
+    if (rc == SQLITE_OK && c->cache->ivf_ready)
+        rc = search_ivf(c, v, q.v, (size_t)k, rows, m, over, probes, &done);
+    if (rc == SQLITE_OK && !done) rc = search_rows(c, v, q.v, (size_t)k, rows, m, over);
     filters_free(&f);
     sqlite3_free(rows);
     ext_vec_free(&q);
     if (rc != SQLITE_OK) return rc;
-    c->n = n;
-    c->eof = n == 0;
+    c->eof = c->n == 0;
     return SQLITE_OK;
 }
 
@@ -332,10 +405,9 @@ int ix_search_filter(sqlite3_vtab_cursor *cur, int idx_num, const char *idx_str,
     c->plan = idx_num & PLAN_MASK;
     if (c->plan == PLAN_KNN) return filter_knn(c, v, idx_num, idx_str, argv);
     int rc = SQLITE_OK;
-    if ((idx_num & F_VECTOR) && c->plan == PLAN_SCAN && (rc = fill_cache(v)) == SQLITE_OK) {
-        c->cache = v->cache;
-        c->cache->refs++;
-    }
+    /* a scan reading every float32 vector reads them from a copy, not chunk by chunk */
+    if ((idx_num & F_VECTOR) && c->plan == PLAN_SCAN && v->storage == EMB_STORAGE_F32)
+        rc = ix_snapshot(v, &c->cache);
     if (rc == SQLITE_OK) rc = ix_prepare(v, c->plan == PLAN_ROWID ? STMT_LOOKUP : STMT_SCAN, &c->stmt);
     if (rc != SQLITE_OK) return rc;
     if (c->plan == PLAN_ROWID) {
@@ -371,15 +443,12 @@ static const float *scan_vector(ix_cursor *c, ix_vtab *v, int *rc) {
     *rc = SQLITE_OK;
     if (sqlite3_column_type(c->stmt, 1) != SQLITE_INTEGER) return NULL; /* pending: no vector yet */
     sqlite3_int64 loc = sqlite3_column_int64(c->stmt, 1);
-    if (c->cache) return loc >= 0 && (size_t)loc < c->cache->a.n ? c->cache->a.vecs + loc * v->dims : NULL;
-    sqlite3_int64 ver;
-    if (v->cache && ix_version(v, &ver) == SQLITE_OK && ver == v->cache->version && !v->pending)
-        return loc >= 0 && (size_t)loc < v->cache->a.n ? v->cache->a.vecs + loc * v->dims : NULL;
+    if (c->cache) return loc >= 0 && (size_t)loc < c->cache->n ? (const float *)c->cache->records + loc * v->dims : NULL;
     if (!c->one && !(c->one = sqlite3_malloc64((size_t)v->dims * sizeof(float)))) {
         *rc = SQLITE_NOMEM;
         return NULL;
     }
-    *rc = ix_read_vector_at(v, sqlite3_column_int64(c->stmt, 0), loc, c->one);
+    *rc = ix_read_vector_at(v, sqlite3_column_int64(c->stmt, 0), loc, c->one, NULL);
     return *rc == SQLITE_OK ? c->one : NULL;
 }
 
@@ -391,8 +460,9 @@ int ix_column(sqlite3_vtab_cursor *cur, sqlite3_context *ctx, int col) {
     case COL_VECTOR: {
         if (sqlite3_vtab_nochange(ctx)) return SQLITE_OK; /* an UPDATE that leaves it alone */
         int rc = SQLITE_OK;
-        const float *f = knn_row ? c->cache->a.vecs + c->hits[c->at].pos * (size_t)v->dims
-                                 : scan_vector(c, v, &rc);
+        const float *f = !knn_row ? scan_vector(c, v, &rc)
+                         : c->vecs ? c->vecs + c->at * (size_t)v->dims
+                                   : (const float *)c->cache->records + c->hits[c->at].pos * (size_t)v->dims;
         if (rc != SQLITE_OK) return rc;
         if (f) ext_result_vector(ctx, f, (size_t)v->dims);
         return SQLITE_OK;
@@ -415,6 +485,8 @@ int ix_column(sqlite3_vtab_cursor *cur, sqlite3_context *ctx, int col) {
     case COL_K:
         if (knn_row) sqlite3_result_int64(ctx, c->k);
         return SQLITE_OK;
+    case COL_OVERSAMPLE:
+    case COL_PROBES:
     case COL_TABLE:
         return SQLITE_OK;
     default: /* a metadata column: from the copy for a search's rows, from NAME_rows otherwise */

@@ -19,8 +19,6 @@ typedef struct {
     float *vecs;
     char **texts;
     size_t *lens, *text_row;
-    emb_meta_column *meta; /* n_meta columns of the rows' metadata, for the copy */
-    int n_meta;
 } pending_batch;
 
 static void batch_free(pending_batch *b) {
@@ -30,8 +28,6 @@ static void batch_free(pending_batch *b) {
     sqlite3_free(b->texts);
     sqlite3_free(b->lens);
     sqlite3_free(b->text_row);
-    for (int j = 0; j < b->n_meta; j++) emb_meta_column_free(&b->meta[j]);
-    sqlite3_free(b->meta);
 }
 
 /* Room for one more row. */
@@ -73,10 +69,6 @@ static int batch_add(ix_vtab *v, pending_batch *b, sqlite3_stmt *s) {
         return ix_corrupt(v, "pending", "rowid %lld has neither a vector of %lld bytes nor a text to "
                                         "embed", (long long)b->ids[b->n], (long long)(d * sizeof(float)));
     }
-    for (int j = 0; j < b->n_meta; j++) {
-        emb_value x = ix_column_value(s, 3 + j);
-        if (emb_meta_column_push(&b->meta[j], &x)) return SQLITE_NOMEM;
-    }
     b->n++;
     return SQLITE_OK;
 }
@@ -101,17 +93,12 @@ int ix_flush(ix_vtab *v) {
     sqlite3_stmt *s = ix_stmt(v, STMT_READ_PENDING, &rc);
     if (!s) return rc;
     pending_batch b = {.d = (size_t)v->dims};
-    if (v->n_meta) {
-        if (!(b.meta = sqlite3_malloc64((size_t)v->n_meta * sizeof *b.meta))) return SQLITE_NOMEM;
-        memset(b.meta, 0, (size_t)v->n_meta * sizeof *b.meta);
-        b.n_meta = v->n_meta;
-    }
     int step = SQLITE_DONE;
     while (rc == SQLITE_OK && (step = sqlite3_step(s)) == SQLITE_ROW) rc = batch_add(v, &b, s);
     sqlite3_reset(s);
     if (rc == SQLITE_OK && step != SQLITE_DONE) rc = ix_sql_error(v, step);
     if (rc == SQLITE_OK) rc = batch_embed(v, &b);
-    if (rc == SQLITE_OK && b.n) rc = ix_place(v, b.ids, b.vecs, b.meta, b.n);
+    if (rc == SQLITE_OK && b.n) rc = ix_place(v, b.ids, b.vecs, b.n);
     if (rc == SQLITE_OK && b.n) {
         sqlite3_stmt *c = ix_stmt(v, STMT_CLEAR_PENDING, &rc);
         if (c) rc = ix_run(v, c);
@@ -188,7 +175,7 @@ static int stored_vector(ix_vtab *v, sqlite3_int64 rowid, float **out) {
     float *f = sqlite3_malloc64(bytes);
     if (!f) return SQLITE_NOMEM;
     if (!pending) {
-        rc = ix_read_vector_at(v, rowid, loc, f);
+        rc = ix_read_vector_at(v, rowid, loc, f, NULL);
     } else {
         sqlite3_stmt *s = ix_stmt(v, STMT_GET_PENDING, &rc);
         if (s) {
@@ -248,12 +235,18 @@ static int row_text(ix_vtab *v, sqlite3_value *text, const char **out, int *len)
     return SQLITE_OK;
 }
 
-/* INSERT INTO t(t, text) VALUES ('command', argument): the one command is 'model'. */
+/* INSERT INTO t(t, text) VALUES ('command', argument): 'model' and 'build'. */
 static int run_command(ix_vtab *v, sqlite3_value *cmd, sqlite3_value *arg) {
     const char *c = (const char *)sqlite3_value_text(cmd);
     if (c && strcmp(c, "model") == 0) return ix_use_model(v, (const char *)sqlite3_value_text(arg));
+    if (c && strcmp(c, "build") == 0) {
+        int rc = ix_flush(v); /* the rows inserted so far are built into the lists */
+        if (rc == SQLITE_OK) v->dirty = 1;
+        return rc == SQLITE_OK ? ix_build(v, arg) : rc;
+    }
     return ix_error(v, "unknown command '%s' (known: INSERT INTO \"%s\"(\"%s\", text) VALUES ('model', "
-                       "'name') to use another loaded model of the same fingerprint)",
+                       "'name') to use another loaded model of the same fingerprint, and ('build', "
+                       "'{\"lists\": N}') to build the IVF of an index made with index = 'ivf')",
                     c ? c : "", v->name, v->name);
 }
 
@@ -280,13 +273,13 @@ static int update_row(ix_vtab *v, int argc, sqlite3_value **argv, sqlite3_int64 
     int is_update = sqlite3_value_type(old) != SQLITE_NULL;
     if (!is_update && sqlite3_value_type(argv[2 + COL_TABLE]) != SQLITE_NULL)
         return run_command(v, argv[2 + COL_TABLE], text);
-    static const char *const hidden[] = {"distance", "k"};
+    static const char *const hidden[] = {"distance", "k", "oversample", "probes"};
     for (int i = COL_DISTANCE; i <= COL_TABLE; i++)
         if (sqlite3_value_type(argv[2 + i]) != SQLITE_NULL)
             return ix_error(v, "column %s%s%s cannot be written: it is the %s of a search",
                             i == COL_TABLE ? "\"" : "", i == COL_TABLE ? v->name : hidden[i - COL_DISTANCE],
                             i == COL_TABLE ? "\"" : "",
-                            i == COL_DISTANCE ? "result" : i == COL_K ? "size" : "query");
+                            i == COL_DISTANCE ? "result" : i == COL_TABLE ? "query" : "setting");
     const char *txt;
     int txt_len, rc = row_text(v, text, &txt, &txt_len);
     if (rc != SQLITE_OK) return rc;

@@ -174,6 +174,60 @@ static void array_case(void) {
     free(big);
 }
 
+/* A search among some rows only (runs of consecutive positions, as an IVF's lists are stored,
+ * and scattered single rows) against the brute force over those rows, for every metric. */
+static void subset_case(void) {
+    size_t n = 3000, d = 21, k = 12;
+    float *vecs = malloc(n * d * sizeof *vecs), q[21], *aux = malloc(n * sizeof *aux);
+    int64_t *ids = malloc(n * sizeof *ids);
+    size_t *rows = malloc(n * sizeof *rows), m = 0;
+    for (size_t i = 0; i < n * d; i++) vecs[i] = (float)uniform();
+    for (size_t i = 0; i < n; i++) ids[i] = (int64_t)(n - i);
+    /* runs of 20 and of 3, and every 97th row alone: fewer than n / 8 rows, which are scored
+     * one by one or run by run rather than by one pass over all */
+    for (size_t i = 0; i < n; i++)
+        if (i % 200 < 20 || (i % 200 >= 100 && i % 200 < 103) || i % 97 == 0) rows[m++] = i;
+    for (int metric = 0; metric < 4; metric++) {
+        for (size_t i = 0; i < d; i++) q[i] = (float)uniform();
+        for (size_t i = 0; i < n; i++) aux[i] = emb_knn_aux((emb_metric)metric, vecs + i * d, d);
+        emb_knn_index ix = {vecs, emb_knn_needs_aux((emb_metric)metric) ? aux : NULL, ids, n, d, (emb_metric)metric};
+        ref_hit *ref = malloc(m * sizeof *ref);
+        for (size_t j = 0; j < m; j++) {
+            ref[j].dist = brute_distance(ix.metric, vecs + rows[j] * d, q, d);
+            ref[j].id = ids[rows[j]];
+        }
+        qsort(ref, m, sizeof *ref, ref_cmp);
+        emb_knn_hit hits[12];
+        size_t got = 0;
+        CHECK(m < n / 8, "the subset is small: %zu rows", m);
+        CHECK(emb_knn_search_rows(&ix, q, k, rows, m, NULL, hits, &got) == 0 && got == k, "subset: %zu hits", got);
+        for (size_t j = 0; j < got; j++)
+            CHECK(hits[j].id == ref[j].id && near(hits[j].dist, ref[j].dist), "subset metric %d hit %zu: id %lld "
+                  "dist %.12g, want id %lld dist %.12g", metric, j, (long long)hits[j].id, hits[j].dist,
+                  (long long)ref[j].id, ref[j].dist);
+        /* rescoring candidates given with their vectors: the k nearest by exact distance */
+        emb_knn_hit rs[12];
+        float *cv = malloc(m * d * sizeof *cv);
+        int64_t *cid = malloc(m * sizeof *cid);
+        for (size_t j = 0; j < m; j++) {
+            memcpy(cv + j * d, vecs + rows[j] * d, d * sizeof *cv);
+            cid[j] = ids[rows[j]];
+        }
+        size_t nr = emb_knn_rescore(ix.metric, q, d, cv, cid, m, k, rs);
+        CHECK(nr == k, "rescore: %zu", nr);
+        for (size_t j = 0; j < nr && j < k; j++)
+            CHECK(rs[j].id == ref[j].id && near(rs[j].dist, ref[j].dist) && cid[rs[j].pos] == rs[j].id,
+                  "rescore metric %d hit %zu", metric, j);
+        free(cv);
+        free(cid);
+        free(ref);
+    }
+    free(vecs);
+    free(aux);
+    free(ids);
+    free(rows);
+}
+
 int main(void) {
     emb_knn_scratch scratch = {0};
     /* n not a multiple of the 65536-row sgemv block nor of any SIMD width; d odd */
@@ -186,5 +240,6 @@ int main(void) {
     CHECK(scratch.score == NULL && scratch.cap == 0, "scratch freed");
     tie_case();
     array_case();
+    subset_case();
     return check_report();
 }
