@@ -70,7 +70,10 @@ static int grow(ix_cache *c, size_t cap) {
 
 int ix_cache_resize(ix_cache *c, size_t n) {
     if (!c->records || n > c->cap) {
-        size_t cap = c->cap + c->cap / 2 > n ? c->cap + c->cap / 2 : n;
+        /* room to spare (a sixteenth and a chunk), so that the rows other connections append
+         * are read into place rather than into a new array */
+        size_t cap = n + n / 16 + c->chunk;
+        if (c->cap + c->cap / 4 > cap) cap = c->cap + c->cap / 4;
         if (grow(c, cap)) return -1;
     }
     size_t chunks = (n + c->chunk - 1) / c->chunk;
@@ -114,7 +117,7 @@ ix_cache *ix_cache_clone(const ix_cache *src) {
     c->chunk_ver = malloc((src->n_chunks ? src->n_chunks : 1) * sizeof *c->chunk_ver);
     int failed = (src->lists && !c->lists) || (c->n_meta && !c->meta) || !c->chunk_ver;
     for (int j = 0; j < c->n_meta && !failed; j++) failed = emb_meta_column_copy(&c->meta[j], &src->meta[j]);
-    if (!failed) failed = grow(c, src->n);
+    if (!failed) failed = grow(c, src->cap > src->n ? src->cap : src->n);
     if (failed) {
         cache_free(c);
         return NULL;

@@ -318,7 +318,7 @@ static int declare(sqlite3 *db, const char *name, const ix_options *o, char **er
 static void vtab_free(ix_vtab *v) {
     if (!v) return;
     finalize_statements(v);
-    ix_drop_own(v);
+    ix_cache_release(v->own);
     if (v->attached) ix_registry_detach(v->key);
     sqlite3_free(v->key);
     emb_knn_scratch_free(&v->scratch);
