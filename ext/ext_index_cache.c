@@ -41,7 +41,8 @@ ix_cache *ix_cache_new(const ix_vtab *v) {
         free(c);
         return NULL;
     }
-    if (ix_cache_resize(c, 0) || (v->ivf && !(c->lists = malloc(sizeof *c->lists)))) {
+    /* lists first: the arrays grow together, each to the room of the others */
+    if ((v->ivf && !(c->lists = malloc(sizeof *c->lists))) || ix_cache_resize(c, 0)) {
         cache_free(c);
         return NULL;
     }
