@@ -406,3 +406,47 @@ def bad_options_and_settings_are_clear_errors():
     con.execute("CREATE VIRTUAL TABLE flat USING embed_index(dims = 4)")
     assert_error(con, "INSERT INTO flat(flat) VALUES ('build')", "has no IVF to build")
     assert_error(con, "SELECT embed_index_cache_bytes(1)", "expects embed_index_cache_bytes()")
+
+
+@test
+def threads_search_one_shared_copy_while_another_writes():
+    """Each thread has its own connection to one file; the searches share the process's copy
+    while a writer appends rows and commits. Rows are never changed, so every (rowid, distance)
+    returned must be that row's exact distance, whatever the version the search saw."""
+    import threading
+    rng = random.Random(21)
+    rows = {i + 1: v for i, v in enumerate(clustered(rng, 3000, 16))}
+    extra_rows = {5000 + i: v for i, v in enumerate(clustered(rng, 300, 16))}
+    queries = [near(rng, v) for v in list(rows.values())[:40]]
+    every = dict(rows)
+    every.update(extra_rows)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "t.db")
+        for storage in ("f32", "int8"):
+            w = connect(path)
+            w.execute("PRAGMA journal_mode = WAL")
+            make(w, storage, rows, name="ix_" + storage, extra=", index = 'ivf'")
+            w.execute("INSERT INTO ix_%s(ix_%s, text) VALUES ('build', '{\"lists\": 20}')" % (storage, storage))
+            errors = []
+
+            def reader(seed):
+                con = connect(path)
+                con.execute("PRAGMA busy_timeout = 10000")
+                try:
+                    for q in queries[seed::4] * 5:
+                        got = search(con, q, 10, name="ix_" + storage)
+                        assert len(got) == 10, got
+                        assert_exact(got, every, q, what="thread %d" % seed)
+                except Exception as e:  # reported by the main thread
+                    errors.append(repr(e))
+                con.close()
+
+            threads = [threading.Thread(target=reader, args=(i,)) for i in range(4)]
+            for t in threads:
+                t.start()
+            for r, v in extra_rows.items():
+                w.execute("INSERT INTO ix_%s(rowid, vector) VALUES (?, ?)" % storage, (r, blob(v)))
+            for t in threads:
+                t.join()
+            w.close()
+            assert not errors, errors[:3]
