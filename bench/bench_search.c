@@ -23,7 +23,8 @@
  * Environment: BENCH_N (100000), BENCH_QUERIES (50), BENCH_DATA (clustered|uniform|both; both),
  * BENCH_ENGINES (comma list of f32,f16,int8,bit,ivf,ivf-int8,sqlite-vector,vec0; all; f32 is
  * always run: it is the baseline), BENCH_ROUNDS (2), BENCH_QNOISE (0.05), BENCH_PROBES (probes
- * of the three IVF rows; "4,16,64"), BENCH_SLOW_QUERIES (queries for the full scans of the peers,
+ * of the three IVF rows; "4,16,64"), BENCH_OVERSAMPLE (extra int8 and bit rows at these
+ * oversample settings, up to 4; none), BENCH_SLOW_QUERIES (queries for the full scans of the peers,
  * vec0 and vector_full_scan: the first of the QUERIES; default QUERIES, 20 above 300,000 rows), BENCH_SQLITE_VECTOR and BENCH_VEC0 (the
  * extensions' paths). */
 #include <math.h>
@@ -307,6 +308,19 @@ static int define_engines(engine *e) {
     ne = add_engine(e, ne, "embed f16", "f16", EMBED_KNN, 0, cache);
     ne = add_engine(e, ne, "embed int8 rescored", "int8", EMBED_KNN, 0, cache);
     ne = add_engine(e, ne, "embed bit rescored", "bit", EMBED_KNN, 0, cache);
+    /* optional rows: the compact scans with other oversample settings */
+    static char os_label[2][4][40], os_sql[2][4][256];
+    const char *o = env_str("BENCH_OVERSAMPLE", "");
+    for (int i = 0; i < 4 && *o; i++) {
+        long os = strtol(o, (char **)&o, 10);
+        if (*o == ',') o++;
+        for (int b = 0; b < 2; b++) {
+            const char *key = b ? "bit" : "int8";
+            snprintf(os_label[b][i], sizeof os_label[b][i], "embed %s oversample=%ld", key, os);
+            snprintf(os_sql[b][i], sizeof os_sql[b][i], EMBED_KNN " AND oversample = %ld", os);
+            ne = add_engine(e, ne, os_label[b][i], key, os_sql[b][i], 0, cache);
+        }
+    }
     ne = add_engine(e, ne, "embed ivf (default)", "ivf", EMBED_KNN, 0, cache);
     const char *p = env_str("BENCH_PROBES", "4,16,64");
     for (int i = 0; i < 3 && *p; i++) {
@@ -347,7 +361,8 @@ static void store_open(store *s, const char *dir, const char *embed_so, const fl
     }
     if (sqlite3_open(s->path, &s->db) != SQLITE_OK) die("cannot open", s->path);
     sqlite3_enable_load_extension(s->db, 1);
-    if (sqlite3_load_extension(s->db, so, NULL, &msg) != SQLITE_OK) {
+    /* embed.so's entry point by name: a copy of it may be called anything */
+    if (sqlite3_load_extension(s->db, so, s->ext == EXT_EMBED ? "sqlite3_embed_init" : NULL, &msg) != SQLITE_OK) {
         snprintf(s->err, sizeof s->err, "loading %s: %s", so, msg ? msg : "?");
         sqlite3_free(msg);
         goto fail;
@@ -536,8 +551,10 @@ static void print_table(engine *e, int ne, store *st) {
         for (int r = 0; r < x->rounds; r++)
             snprintf(rounds + strlen(rounds), sizeof rounds - strlen(rounds), "%s%.2f", r ? " / " : "",
                      x->round_median[r]);
-        printf("%-28s %9.2f %9.2f %9.4f %9.2f %9.1f %9.1f %8s %8s %8.1f %9.2g  %s (%d queries)%s%s\n", x->label, med,
-               p90, x->answers ? (double)x->hits / x->answers : 0, base > 0 ? base / med : 0, x->first_ms,
+        char ratio[16] = "-";
+        if (base > 0) snprintf(ratio, sizeof ratio, "%.2f", base / med);
+        printf("%-28s %9.2f %9.2f %9.4f %9s %9.1f %9.1f %8s %8s %8.1f %9.2g  %s (%d queries)%s%s\n", x->label, med,
+               p90, x->answers ? (double)x->hits / x->answers : 0, ratio, x->first_ms,
                st[x->store].insert_s, build, cache, x->rss_mb, x->max_dist_err, rounds, x->nq,
                x->err[0] ? "  error: " : "", x->err);
     }
@@ -568,7 +585,7 @@ static void run_dataset(int clustered, const char *embed_so, const char *dir) {
     printf("  exact ground truth (double precision) in %.1f s\n", now() - t0);
     fflush(stdout);
 
-    engine e[16];
+    engine e[32];
     int ne = define_engines(e);
     for (int s = 0; s < NSTORES; s++) {
         int used = 0;
