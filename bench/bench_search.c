@@ -12,11 +12,13 @@
  *
  * Every engine has its own database file in DB_DIR (deleted afterwards), filled in one
  * transaction of bound float32 BLOBs, read through a 2 GB mmap (PRAGMA mmap_size). "Warm" means:
- * one untimed query per engine before timing (it fills embed_index's process-wide cache, pulls
- * the scanned file pages into the page cache for vec0 and vector_full_scan), and for
- * vector_quantize_scan the quantized codes loaded by vector_quantize_preload. Then ROUNDS rounds,
- * forward and reverse engine order alternately, each running the QUERIES queries on every
- * engine; an engine's median and p90 come from its fastest round (the machine is shared:
+ * one untimed query per engine before timing (it fills embed_index's process-wide cache, maps
+ * the scanned pages for vec0 and vector_full_scan), for vector_quantize_scan the quantized codes
+ * loaded by vector_quantize_preload, and before each engine's round its database file read once
+ * (in the OS page cache: the float32 rows that a rescoring engine reads come from there). Then
+ * ROUNDS rounds, forward and reverse engine order alternately, each running QUERIES queries of
+ * its own (new rows to rescore, not ones SQLite's page cache kept from the round before) on
+ * every engine; an engine's median and p90 come from its fastest round (the machine is shared:
  * interference only adds time), the recall@10 from all its answers.
  *
  * Usage (from the repository root): bench_search EMBED_SO DB_DIR
@@ -24,9 +26,9 @@
  * BENCH_ENGINES (comma list of f32,f16,int8,bit,ivf,ivf-int8,sqlite-vector,vec0; all; f32 is
  * always run: it is the baseline), BENCH_ROUNDS (2), BENCH_QNOISE (0.05), BENCH_PROBES (probes
  * of the three IVF rows; "4,16,64"), BENCH_OVERSAMPLE (extra int8 and bit rows at these
- * oversample settings, up to 4; none), BENCH_SLOW_QUERIES (queries for the full scans of the peers,
- * vec0 and vector_full_scan: the first of the QUERIES; default QUERIES, 20 above 300,000 rows), BENCH_SQLITE_VECTOR and BENCH_VEC0 (the
- * extensions' paths). */
+ * oversample settings, up to 4; none), BENCH_SLOW_QUERIES (queries per round for the peers' full
+ * scans, vec0 and vector_full_scan: the round's first; default QUERIES, 20 above 300,000 rows),
+ * BENCH_SQLITE_VECTOR and BENCH_VEC0 (the extensions' paths). */
 #include <math.h>
 #include <sqlite3.h>
 #include <stdint.h>
@@ -499,18 +501,28 @@ static double median_of(const double *v, int n, double frac) {
     return r;
 }
 
-/* One round of one engine: its queries, timed one by one; recall and distance error counted. */
-static void engine_round(engine *e, sqlite3 *db, int round, const float *queries, const float *data,
+/* Reads a file once so that its pages are in the OS page cache. */
+static void preread(const char *path) {
+    static char buf[1 << 20];
+    FILE *f = fopen(path, "rb");
+    if (!f) return;
+    while (fread(buf, 1, sizeof buf, f) == sizeof buf) {
+    }
+    fclose(f);
+}
+
+/* One round of one engine: its queries (from first), timed one by one; recall and distance error
+ * counted. */
+static void engine_round(engine *e, sqlite3 *db, int round, int first, const float *queries, const float *data,
                          const int64_t *truth, int n) {
     int64_t ids[K];
     double dist[K], *ms = e->ms + (size_t)round * e->nq;
-    for (int q = 0; q < e->nq && !e->err[0]; q++) {
+    for (int q = first; q < first + e->nq && !e->err[0]; q++) {
         const float *qv = queries + (size_t)q * D;
         double t0 = now();
         int got = run_query(e, db, qv, ids, dist);
-        ms[q] = (now() - t0) * 1e3;
+        ms[q - first] = (now() - t0) * 1e3;
         if (got < 0) return;
-        if (round > 0) continue;
         e->answers += K;
         for (int i = 0; i < got && i < K; i++) {
             for (int t = 0; t < K; t++) e->hits += ids[i] == truth[q * K + t];
@@ -575,13 +587,16 @@ static void run_dataset(int clustered, const char *embed_so, const char *dir) {
     else
         printf("    uniform on the sphere; queries drawn independently the same way\n");
     print_load("before");
-    float *data = xmalloc(sizeof(float) * (size_t)n * D), *queries = xmalloc(sizeof(float) * (size_t)nq * D);
-    int64_t *truth = xmalloc(sizeof(int64_t) * (size_t)nq * K);
+    /* query 0 warms, round r runs queries 1 + r * nq ..: the rows a rescoring engine reads in one
+     * round are not already in SQLite's page cache from the round before */
+    int nt = 1 + rounds * nq;
+    float *data = xmalloc(sizeof(float) * (size_t)n * D), *queries = xmalloc(sizeof(float) * (size_t)nt * D);
+    int64_t *truth = xmalloc(sizeof(int64_t) * (size_t)nt * K);
     double t0 = now();
-    make_data(clustered, n, nq, qnoise, data, queries);
+    make_data(clustered, n, nt, qnoise, data, queries);
     printf("  data generated in %.1f s\n", now() - t0);
     t0 = now();
-    ground_truth(data, n, queries, nq, truth);
+    ground_truth(data, n, queries, nt, truth);
     printf("  exact ground truth (double precision) in %.1f s\n", now() - t0);
     fflush(stdout);
 
@@ -603,9 +618,12 @@ static void run_dataset(int clustered, const char *embed_so, const char *dir) {
     }
     for (int r = 0; r < rounds; r++) {
         print_load(r ? "between rounds" : "before round 1");
-        for (int j = 0; j < ne; j++) {
+        for (int j = 0, last = -1; j < ne; j++) {
             int i = r % 2 ? ne - 1 - j : j;
-            if (!e[i].err[0]) engine_round(&e[i], stores[e[i].store].db, r, queries, data, truth, n);
+            if (e[i].err[0]) continue;
+            if (e[i].store != last) preread(stores[e[i].store].path);
+            last = e[i].store;
+            engine_round(&e[i], stores[e[i].store].db, r, 1 + r * nq, queries, data, truth, n);
         }
     }
     print_load("after");
@@ -613,7 +631,8 @@ static void run_dataset(int clustered, const char *embed_so, const char *dir) {
     if (stores[0].db) total = cache_bytes(stores[0].db);
     print_table(e, ne, stores);
     printf("warm: embed_index = %s; sqlite-vector quantize_scan = vector_quantize_preload, then one query;\n"
-           "      vec0 and vector_full_scan = one query through the 2 GB mmap (pages in the OS page cache)\n",
+           "      vec0 and vector_full_scan = one query through the 2 GB mmap; every engine: its database file\n"
+           "      read once before its round (OS page cache); each round has queries of its own\n",
            e[0].warm);
     if (total >= 0) printf("embed_index_cache_bytes() with every embed engine warm: %.1f MB\n", total / 1e6);
     printf("f32/this = our f32 exact median / this median (> 1: faster); medians and p90 from each engine's\n"
