@@ -10,7 +10,7 @@ import subprocess
 import sys
 import tempfile
 
-from harness import test, connect, one, blob, floats, f32, assert_error, ROOT, EXT
+from harness import test, connect, one, blob, floats, f32, assert_error, ROOT, EXT, FIXTURES
 
 STORAGES = ["f32", "f16", "int8", "bit"]
 VEC = os.path.join(ROOT, ".deps", "node_modules", "sqlite-vec-linux-x64", "vec0")
@@ -177,6 +177,26 @@ def sqlite_vec_int8_and_bit_vectors_are_converted_exactly():
     con.execute("INSERT INTO i8(rowid, vector) VALUES (1, vec_int8('[1, -2, 127, -128]'))")
     assert floats(one(con, "SELECT vector FROM i8 WHERE rowid = 1")) == [1, -2, 127, -128]
     assert one(con, "SELECT distance FROM i8 WHERE i8 MATCH vec_int8('[1, -2, 127, -128]') AND k = 1") == 0.0
+
+
+@test
+def texts_embedded_into_compact_storage_are_searched_by_text():
+    con = connect()
+    con.execute("SELECT embed_load('minilm', ?)", (os.path.join(FIXTURES, "models", "minilm-tiny-st"),))
+    texts = ["the bus is late", "buy milk and eggs", "train delayed by twenty minutes", "a cat on the mat",
+             "the weather is sunny", "invoice overdue", "meeting moved to friday", "bus stop closed"]
+    for storage in ("int8", "bit"):
+        con.execute("CREATE VIRTUAL TABLE t_%s USING embed_index(model = 'minilm', storage = '%s', index = 'ivf')"
+                    % (storage, storage))
+        con.executemany("INSERT INTO t_%s(rowid, text) VALUES (?, ?)" % storage, enumerate(texts, 1))
+        con.execute("INSERT INTO t_%s(t_%s, text) VALUES ('build', '{\"lists\": 2}')" % (storage, storage))
+        got = con.execute("SELECT rowid, distance, text FROM t_%s WHERE t_%s MATCH 'is the bus late?' AND k = 8 "
+                          "AND oversample = 8 AND probes = 2" % (storage, storage)).fetchall()
+        want = sorted((one(con, "SELECT embed_distance(embed('minilm', ?), embed('minilm', 'is the bus late?'))", t), i)
+                      for i, t in enumerate(texts, 1))
+        assert [r for r, _, _ in got] == [i for _, i in want], storage
+        for (r, dist, text), (wd, _) in zip(got, want):
+            assert abs(dist - wd) < 1e-9 and text == texts[r - 1], (storage, r, dist, wd)
 
 
 # ---------- every write shows in the next search ----------
