@@ -470,3 +470,32 @@ def threads_search_one_shared_copy_while_another_writes():
                 t.join()
             w.close()
             assert not errors, errors[:3]
+
+
+@test
+def damaged_shadow_tables_of_compact_and_ivf_indexes_are_errors_naming_them():
+    rows, queries = data(n=200, d=8)
+    q = queries[0]
+    cases = [
+        ("UPDATE ix_vectors SET vector = x'00' WHERE id = (SELECT id FROM ix_rows WHERE loc = 0)", "ix_vectors"),
+        ("DELETE FROM ix_vectors", "ix_vectors"),
+        ("DELETE FROM ix_centroids WHERE list = 1", "ix_centroids"),
+        ("UPDATE ix_centroids SET centroid = x'0000' WHERE list = 0", "ix_centroids"),
+        ("UPDATE ix_config SET value = 99999999 WHERE key = 'ivf_lists'", "ix_config"),
+        ("UPDATE ix_config SET value = 'int4' WHERE key = 'storage'", "ix_config"),
+        ("UPDATE ix_config SET value = 3 WHERE key = 'format'", "ix_config"),
+        ("UPDATE ix_chunks SET lists = x'00' WHERE chunk_id = 0", "ix_chunks"),
+        ("UPDATE ix_chunks SET vectors = x'00' WHERE chunk_id = 1", "ix_chunks"),
+    ]
+    for sql, table in cases:
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "t.db")
+            con = connect(path)
+            make(con, "int8", rows, extra=", index = 'ivf'")
+            con.execute("INSERT INTO ix(ix, text) VALUES ('build', '{\"lists\": 4}')")
+            con.close()
+            con = connect(path)  # a new process-wide copy: the damage is read
+            con.execute(sql)
+            assert_error(con, "SELECT rowid FROM ix WHERE ix MATCH ? AND k = 100 AND oversample = 100",
+                         'shadow table "%s" is damaged' % table, args=(blob(q),))
+            con.close()
