@@ -168,8 +168,10 @@ int ix_build(ix_vtab *v, sqlite3_value *options) {
     build_options o;
     int rc = read_options(v, options, &o);
     ix_cache *c = NULL;
+    /* the shared copy, unless this transaction wrote already: the build reads it only */
     if (rc == SQLITE_OK) rc = ix_snapshot(v, &c);
     if (rc != SQLITE_OK) return rc;
+    v->dirty = 1;
     size_t n = c->n, lists = o.lists ? (size_t)o.lists : emb_ivf_default_lists(n);
     emb_ivf ivf;
     memset(&ivf, 0, sizeof ivf);

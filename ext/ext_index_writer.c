@@ -241,7 +241,6 @@ static int run_command(ix_vtab *v, sqlite3_value *cmd, sqlite3_value *arg) {
     if (c && strcmp(c, "model") == 0) return ix_use_model(v, (const char *)sqlite3_value_text(arg));
     if (c && strcmp(c, "build") == 0) {
         int rc = ix_flush(v); /* the rows inserted so far are built into the lists */
-        if (rc == SQLITE_OK) v->dirty = 1;
         return rc == SQLITE_OK ? ix_build(v, arg) : rc;
     }
     return ix_error(v, "unknown command '%s' (known: INSERT INTO \"%s\"(\"%s\", text) VALUES ('model', "
