@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tok_nstr.h"
+#include "tok_pipeline.h"
 #include "unicode_hf.h"
 #include "utf8.h"
 
@@ -43,11 +45,6 @@ typedef struct {
 } wchar;
 
 typedef struct {
-    emb_token *tok;
-    size_t n, cap;
-} toklist;
-
-typedef struct {
     toklist seq[2];
     char *wb; /* normalized word, UTF-8 */
     size_t wlen, wcap;
@@ -59,6 +56,7 @@ typedef struct {
     size_t cap;   /* early exit: stop after the word that brings the count to cap (0: never) */
     int stop;
     int oom;
+    void *pipe; /* the Unigram / BPE pipeline's memory */
 } scratch;
 
 void emb_encoding_init(emb_encoding *enc) { memset(enc, 0, sizeof *enc); }
@@ -71,6 +69,7 @@ void emb_encoding_free(emb_encoding *enc) {
         free(sc->seq[1].tok);
         free(sc->wb);
         free(sc->wc);
+        tok_pipe_scratch_free(sc->pipe);
         free(sc);
     }
     free(enc->tok);
@@ -83,29 +82,6 @@ static inline void push_tok(scratch *sc, toklist *l, int32_t id, int32_t s, int3
         return;
     }
     l->tok[l->n++] = (emb_token){id, 0, s, e, word, seq};
-}
-
-static inline int put_utf8(char *p, uint32_t c) {
-    if (c < 0x80) {
-        p[0] = (char)c;
-        return 1;
-    }
-    if (c < 0x800) {
-        p[0] = (char)(0xC0 | (c >> 6));
-        p[1] = (char)(0x80 | (c & 0x3F));
-        return 2;
-    }
-    if (c < 0x10000) {
-        p[0] = (char)(0xE0 | (c >> 12));
-        p[1] = (char)(0x80 | ((c >> 6) & 0x3F));
-        p[2] = (char)(0x80 | (c & 0x3F));
-        return 3;
-    }
-    p[0] = (char)(0xF0 | (c >> 18));
-    p[1] = (char)(0x80 | ((c >> 12) & 0x3F));
-    p[2] = (char)(0x80 | ((c >> 6) & 0x3F));
-    p[3] = (char)(0x80 | (c & 0x3F));
-    return 4;
 }
 
 /* Appends one normalized character (bytes b[0..n)) with original span [s,e) to the word. */
@@ -127,7 +103,7 @@ static inline void add_bytes(const emb_tokenizer *t, scratch *sc, const char *b,
 
 static inline void add_cp(const emb_tokenizer *t, scratch *sc, uint32_t c, int32_t s, int32_t e) {
     char b[4];
-    int n = put_utf8(b, c);
+    int n = tok_put_utf8(b, c);
     add_bytes(t, sc, b, n, s, e);
 }
 
@@ -209,18 +185,6 @@ static void feed_cp(const emb_tokenizer *t, scratch *sc, toklist *l, int32_t seq
     if (isolate) flush_word(t, sc, l, seq);
 }
 
-/* Length of the longest added token at p (0 if none), its id in *id. */
-static size_t match_added(const emb_tokenizer *t, const char *p, size_t rem, int32_t *id) {
-    size_t best = 0;
-    for (size_t k = 0; k < t->n_added; k++) {
-        const added_tok *a = &t->added[k];
-        if (a->len > best && a->len <= rem && memcmp(p, a->s, a->len) == 0) {
-            best = a->len;
-            *id = a->id;
-        }
-    }
-    return best;
-}
 
 /* Tokenizes one (valid UTF-8) sequence into sc->seq[seq]; stops after the word that brings the
  * count to cap (cap 0: no limit), as HF 0.23's early exit does. */
@@ -236,9 +200,10 @@ static void tokenize_seq(const emb_tokenizer *t, scratch *sc, const char *text, 
     while (i < len && !sc->stop && !sc->oom) {
         unsigned b = u[i];
         if (t->added_first[b]) {
-            int32_t id;
-            size_t m = match_added(t, text + i, len - i, &id);
+            size_t k;
+            size_t m = tok_match_added(t, text + i, len - i, &k);
             if (m) {
+                int32_t id = t->added[k].id;
                 flush_word(t, sc, l, seq);
                 if (sc->stop) break;
                 push_tok(sc, l, id, (int32_t)i, (int32_t)(i + m), sc->word++, seq);
@@ -329,9 +294,14 @@ int emb_tokenize(const emb_tokenizer *t, const char *text, size_t len, const cha
     sc->oom = 0;
     size_t budget = max_len ? max_len - nspec : 0;
     size_t cap = max_len ? (pair ? max_len : (budget ? budget : 1)) : 0;
-    tokenize_seq(t, sc, text ? text : "", len, 0, cap);
     sc->seq[1].n = 0;
-    if (pair) tokenize_seq(t, sc, text_b, len_b, 1, cap);
+    if (t->kind == TOK_WORDPIECE) {
+        tokenize_seq(t, sc, text ? text : "", len, 0, cap);
+        if (pair) tokenize_seq(t, sc, text_b, len_b, 1, cap);
+    } else if (tok_pipe_seq(t, &sc->pipe, text ? text : "", len, 0, cap, &sc->seq[0]) ||
+               (pair && tok_pipe_seq(t, &sc->pipe, text_b, len_b, 1, cap, &sc->seq[1]))) {
+        sc->oom = 1;
+    }
     if (sc->oom) return emb_fail(err, "out of memory");
     size_t n1 = sc->seq[0].n, n2 = sc->seq[1].n;
     if (max_len && n1 + n2 > budget) {

@@ -1,11 +1,14 @@
-/* BERT-family WordPiece tokenizer, equal to Hugging Face tokenizers (0.23) for
- * BertNormalizer + BertPreTokenizer + WordPiece + TemplateProcessing/BertProcessing.
- *
- * Pipeline per sequence: added (special) tokens matched literally in the raw text; clean_text;
- * CJK padding; strip accents (NFD, drop Mn) then lowercase; split on whitespace and punctuation;
- * greedy longest-match WordPiece with the continuation prefix; [UNK] for unsplittable words or
- * words over max_input_chars_per_word characters. Then the post-processor's template
- * ([CLS] A [SEP] / [CLS] A [SEP] B [SEP] with type ids) and optional truncation.
+/* Tokenizers equal to Hugging Face tokenizers (0.23), read from tokenizer.json (or vocab.txt):
+ *   WordPiece: BertNormalizer + BertPreTokenizer + WordPiece (tokenizer.c). Added (special) tokens
+ *     matched literally in the raw text; clean_text; CJK padding; strip accents (NFD, drop Mn) then
+ *     lowercase; split on whitespace and punctuation; greedy longest-match WordPiece with the
+ *     continuation prefix; [UNK] for unsplittable words or words over max_input_chars_per_word.
+ *   Unigram (SentencePiece, XLM-R layout) and byte-level BPE (RoBERTa / GPT-2): a pipeline driven
+ *     by the file (tok_pipeline.c): added tokens with lstrip / rstrip, normalizers (Precompiled
+ *     charsmap, Strip, Replace), Metaspace or ByteLevel pre-tokenizer, Viterbi or merges by rank,
+ *     RobertaProcessing's trim_offsets.
+ * Then the post-processor's template ([CLS] A [SEP] [B [SEP]], <s> A </s> [</s> B </s>], with type
+ * ids) and optional truncation. Offsets are UTF-8 byte spans of the original text, as HF gives them.
  *
  * A loaded emb_tokenizer is immutable and may be shared by threads; each thread uses its own
  * emb_encoding (which keeps its working memory between calls). */
@@ -56,7 +59,7 @@ int emb_tokenizer_lowercase(const emb_tokenizer *t);
 int emb_tokenizer_strip_accents(const emb_tokenizer *t);   /* effective value */
 int emb_tokenizer_chinese_chars(const emb_tokenizer *t);
 int emb_tokenizer_clean_text(const emb_tokenizer *t);
-int32_t emb_tokenizer_unk_id(const emb_tokenizer *t);       /* -1 when the model has none */
+int32_t emb_tokenizer_unk_id(const emb_tokenizer *t);       /* -1 when the model has none (byte-level BPE) */
 int32_t emb_tokenizer_cls_id(const emb_tokenizer *t);
 int32_t emb_tokenizer_sep_id(const emb_tokenizer *t);
 int32_t emb_tokenizer_pad_id(const emb_tokenizer *t);

@@ -13,7 +13,16 @@ typedef struct {
     char *s;
     size_t len;
     int32_t id;
+    uint8_t lstrip, rstrip; /* absorb the whitespace before / after a match (Unigram and BPE only) */
 } added_tok;
+
+enum { TOK_WORDPIECE = 0, TOK_UNIGRAM = 1, TOK_BPE = 2 };
+typedef struct tok_pipe tok_pipe; /* tok_pipeline.c: the Unigram / BPE pipeline */
+
+typedef struct {
+    emb_token *tok;
+    size_t n, cap;
+} toklist;
 
 typedef struct {
     int kind; /* 0 special token, 1 sequence A, 2 sequence B */
@@ -24,6 +33,8 @@ typedef struct {
 enum { A_WORD = 0, A_REMOVED = 1, A_WS = 2, A_PUNCT = 3 };
 
 struct emb_tokenizer {
+    int kind;       /* TOK_* */
+    tok_pipe *pipe; /* Unigram and BPE: normalizers, pre-tokenizer, model */
     emb_vocab *vocab; /* every token */
     emb_vocab *cont;  /* tokens that start with the prefix, keyed without it */
     size_t max_tok, max_cont;
@@ -44,5 +55,9 @@ struct emb_tokenizer {
     uint8_t ascii_act[128];
     char ascii_low[128];
 };
+
+/* Length of the longest added token at p (0 if none), its index in t->added in *k
+ * (tok_pipeline.c; WordPiece uses it too). */
+size_t tok_match_added(const emb_tokenizer *t, const char *p, size_t rem, size_t *k);
 
 #endif

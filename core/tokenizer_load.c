@@ -14,6 +14,7 @@
 
 #include "emb_json.h"
 #include "file.h"
+#include "tok_pipeline.h"
 #include "unicode_hf.h"
 
 #define MAX_TYPE_ID 255                 /* token type ids of a template */
@@ -42,6 +43,7 @@ void emb_tokenizer_free(emb_tokenizer *t) {
     if (!t) return;
     emb_vocab_free(t->vocab);
     emb_vocab_free(t->cont);
+    tok_pipe_free(t->pipe);
     for (size_t i = 0; i < t->n_added; i++) free(t->added[i].s);
     free(t->added);
     free(t);
@@ -51,11 +53,14 @@ static int add_vocab(emb_tokenizer *t, const char *s, size_t len, int32_t id) {
     return emb_vocab_add(t->vocab, s, len, id);
 }
 
-static int add_added(emb_tokenizer *t, const char *s, size_t len, int32_t id, char err[EMB_ERR_LEN]) {
+static int add_added(emb_tokenizer *t, const char *s, size_t len, int32_t id, int lstrip, int rstrip,
+                     char err[EMB_ERR_LEN]) {
     if (len == 0) return 0;
     for (size_t i = 0; i < t->n_added; i++)
         if (t->added[i].len == len && memcmp(t->added[i].s, s, len) == 0) {
             t->added[i].id = id;
+            t->added[i].lstrip = (uint8_t)lstrip;
+            t->added[i].rstrip = (uint8_t)rstrip;
             return 0;
         }
     added_tok *na = realloc(t->added, (t->n_added + 1) * sizeof *na);
@@ -65,7 +70,7 @@ static int add_added(emb_tokenizer *t, const char *s, size_t len, int32_t id, ch
     if (!c) return emb_fail(err, "out of memory");
     memcpy(c, s, len);
     c[len] = 0;
-    t->added[t->n_added++] = (added_tok){c, len, id};
+    t->added[t->n_added++] = (added_tok){c, len, id, (uint8_t)lstrip, (uint8_t)rstrip};
     return 0;
 }
 
@@ -117,7 +122,8 @@ static int finish(emb_tokenizer *t, const char *src, char err[EMB_ERR_LEN]) {
             if (len - t->prefix_len > t->max_cont) t->max_cont = len - t->prefix_len;
         }
     }
-    if (t->unk_id < 0) return emb_fail(err, "%s: the unknown token is not in the vocabulary", src);
+    /* a byte-level BPE needs none: every byte is a token */
+    if (t->unk_id < 0 && t->kind != TOK_BPE) return emb_fail(err, "%s: the unknown token is not in the vocabulary", src);
     if (t->n_added) qsort(t->added, t->n_added, sizeof *t->added, cmp_added);
     memset(t->added_first, 0, sizeof t->added_first);
     for (size_t i = 0; i < t->n_added; i++) t->added_first[(unsigned char)t->added[i].s[0]] = 1;
@@ -141,6 +147,11 @@ static int finish(emb_tokenizer *t, const char *src, char err[EMB_ERR_LEN]) {
     if (!st) return emb_fail(err, "out of memory");
     XXH3_64bits_reset(st);
     XXH3_64bits_update(st, "sqlite-embed wordpiece 1", 24);
+    if (t->pipe) { /* Unigram / BPE (WordPiece fingerprints stay as they were) */
+        put_u64(st, (uint64_t)t->kind);
+        put_u64(st, tok_pipe_fingerprint(t->pipe));
+        for (size_t i = 0; i < t->n_added; i++) put_u64(st, (uint64_t)(t->added[i].lstrip * 2 + t->added[i].rstrip));
+    }
     put_u64(st, (uint64_t)t->lowercase);
     put_u64(st, (uint64_t)t->strip);
     put_u64(st, (uint64_t)t->chinese);
@@ -210,13 +221,17 @@ static int json_bool(const cJSON *o, const char *key, int dflt) {
     return dflt;
 }
 
-static int check_added_flags(const cJSON *a, const char *what, const char *content, char err[EMB_ERR_LEN]) {
+/* WordPiece: no flags; Unigram / BPE (t->pipe): lstrip and rstrip, and normalized=true when
+ * there is no normalizer (the raw text is then the normalized text). */
+static int check_added_flags(const emb_tokenizer *t, const cJSON *a, const char *what, const char *content,
+                             char err[EMB_ERR_LEN]) {
     static const char *keys[] = {"lstrip", "rstrip", "single_word"};
-    for (int i = 0; i < 3; i++)
+    for (int i = t->pipe ? 2 : 0; i < 3; i++)
         if (json_bool(a, keys[i], 0))
             return emb_fail(err, "%s: added token '%.40s' with %s=true is not supported", what, content, keys[i]);
-    if (json_bool(a, "normalized", 0))
-        return emb_fail(err, "%s: added token '%.40s' with normalized=true is not supported", what, content);
+    if (json_bool(a, "normalized", 0) && !(t->pipe && !tok_pipe_has_normalizer(t->pipe)))
+        return emb_fail(err, "%s: added token '%.40s' with normalized=true is not supported%s", what, content,
+                        t->pipe ? " with a normalizer" : "");
     return 0;
 }
 
@@ -302,7 +317,7 @@ static int load_vocab_txt(emb_tokenizer *t, const char *vocab_path, const cJSON 
     if (t->cls_id < 0 || t->sep_id < 0) return emb_fail(err, "%s: no [CLS]/[SEP] token in the vocabulary", vocab_path);
     for (int k = 0; k < 5; k++) {
         int32_t kid = lookup_cstr(t, names[k]);
-        if (kid >= 0 && add_added(t, names[k], strlen(names[k]), kid, err)) return -1;
+        if (kid >= 0 && add_added(t, names[k], strlen(names[k]), kid, 0, 0, err)) return -1;
     }
     const cJSON *atd = cfg ? cJSON_GetObjectItemCaseSensitive(cfg, "added_tokens_decoder") : NULL;
     /* ids are bounded by the entries present: the lines of vocab.txt and these tokens */
@@ -316,11 +331,11 @@ static int load_vocab_txt(emb_tokenizer *t, const char *vocab_path, const cJSON 
             return emb_fail(err, "tokenizer_config.json: added_tokens_decoder id '%.20s' is not a number from 0 to %lld "
                             "(ids are bounded by the %lld entries present)", a->string, (long long)bound - 1,
                             (long long)bound);
-        if (check_added_flags(a, "tokenizer_config.json", c->valuestring, err)) return -1;
+        if (check_added_flags(t, a, "tokenizer_config.json", c->valuestring, err)) return -1;
         if (emb_vocab_token(t->vocab, aid, NULL) == NULL &&
             add_vocab(t, c->valuestring, strlen(c->valuestring), aid))
             return emb_fail(err, "out of memory");
-        if (add_added(t, c->valuestring, strlen(c->valuestring), aid, err)) return -1;
+        if (add_added(t, c->valuestring, strlen(c->valuestring), aid, 0, 0, err)) return -1;
     }
     default_template(t);
     return 0;
@@ -408,26 +423,10 @@ static int bad_id(const char *what, const char *tok, const cJSON *id, int64_t bo
                     "%lld entries present)", what, shown, tok, (long long)bound - 1, (long long)bound);
 }
 
-/* The settings of a tokenizer.json (j, an object) into t. */
-static int parse_json(emb_tokenizer *t, const cJSON *j, char err[EMB_ERR_LEN]) {
-    const cJSON *model = cJSON_GetObjectItemCaseSensitive(j, "model");
-    if (!cJSON_IsObject(model)) return emb_fail(err, "tokenizer.json: no model");
-    const char *mt = type_of(model);
-    const cJSON *vocab = cJSON_GetObjectItemCaseSensitive(model, "vocab");
-    if (!mt) { /* older files omit the type: recognise it by its fields */
-        if (cJSON_GetObjectItemCaseSensitive(model, "merges")) mt = "BPE";
-        else if (cJSON_IsArray(vocab)) mt = "Unigram";
-        else if (cJSON_GetObjectItemCaseSensitive(model, "continuing_subword_prefix") ||
-                 cJSON_GetObjectItemCaseSensitive(model, "max_input_chars_per_word"))
-            mt = "WordPiece";
-        else mt = "WordLevel";
-    }
-    if (strcmp(mt, "WordPiece") != 0)
-        return emb_fail(err, "tokenizer.json: model type '%.40s' is not supported (only WordPiece)", mt);
+/* The WordPiece model, BertNormalizer and BertPreTokenizer of a tokenizer.json. */
+static int parse_wordpiece(emb_tokenizer *t, const cJSON *j, const cJSON *model, const cJSON *vocab, int64_t bound,
+                           char err[EMB_ERR_LEN]) {
     if (!cJSON_IsObject(vocab)) return emb_fail(err, "tokenizer.json: WordPiece model without a vocab object");
-    const cJSON *added = cJSON_GetObjectItemCaseSensitive(j, "added_tokens");
-    /* ids are bounded by the entries present, checked before anything is sized by them */
-    int64_t bound = (int64_t)cJSON_GetArraySize(vocab) + cJSON_GetArraySize(added);
     const cJSON *e;
     cJSON_ArrayForEach(e, vocab) {
         int64_t id;
@@ -471,6 +470,32 @@ static int parse_json(emb_tokenizer *t, const cJSON *j, char err[EMB_ERR_LEN]) {
         return emb_fail(err, "tokenizer.json: pre_tokenizer type '%.40s' is not supported (only BertPreTokenizer)",
                         ptt ? ptt : "null");
 
+    return 0;
+}
+
+/* The settings of a tokenizer.json (j, an object) into t. */
+static int parse_json(emb_tokenizer *t, const cJSON *j, char err[EMB_ERR_LEN]) {
+    const cJSON *model = cJSON_GetObjectItemCaseSensitive(j, "model");
+    if (!cJSON_IsObject(model)) return emb_fail(err, "tokenizer.json: no model");
+    const char *mt = type_of(model);
+    const cJSON *vocab = cJSON_GetObjectItemCaseSensitive(model, "vocab");
+    if (!mt) { /* older files omit the type: recognise it by its fields */
+        if (cJSON_GetObjectItemCaseSensitive(model, "merges")) mt = "BPE";
+        else if (cJSON_IsArray(vocab)) mt = "Unigram";
+        else if (cJSON_GetObjectItemCaseSensitive(model, "continuing_subword_prefix") ||
+                 cJSON_GetObjectItemCaseSensitive(model, "max_input_chars_per_word"))
+            mt = "WordPiece";
+        else mt = "WordLevel";
+    }
+    if (strcmp(mt, "WordPiece") != 0 && strcmp(mt, "Unigram") != 0 && strcmp(mt, "BPE") != 0)
+        return emb_fail(err, "tokenizer.json: model type '%.40s' is not supported (only WordPiece, Unigram and BPE)", mt);
+    const cJSON *added = cJSON_GetObjectItemCaseSensitive(j, "added_tokens");
+    /* ids are bounded by the entries present, checked before anything is sized by them */
+    int64_t bound = (int64_t)cJSON_GetArraySize(vocab) + cJSON_GetArraySize(added);
+    if (strcmp(mt, "WordPiece") == 0 ? parse_wordpiece(t, j, model, vocab, bound, err)
+                                     : tok_pipe_parse(t, j, mt, bound, err))
+        return -1;
+
     const cJSON *a;
     cJSON_ArrayForEach(a, added) {
         const cJSON *c = cJSON_GetObjectItemCaseSensitive(a, "content");
@@ -478,15 +503,17 @@ static int parse_json(emb_tokenizer *t, const cJSON *j, char err[EMB_ERR_LEN]) {
         int64_t aid;
         if (!cJSON_IsString(c)) return emb_fail(err, "tokenizer.json: an added token has no content string");
         if (emb_json_int(id, 0, bound - 1, &aid)) return bad_id("added_tokens", c->valuestring, id, bound, err);
-        if (check_added_flags(a, "tokenizer.json", c->valuestring, err)) return -1;
+        if (check_added_flags(t, a, "tokenizer.json", c->valuestring, err)) return -1;
         if (!emb_vocab_token(t->vocab, (int32_t)aid, NULL) &&
             add_vocab(t, c->valuestring, strlen(c->valuestring), (int32_t)aid))
             return emb_fail(err, "out of memory");
-        if (add_added(t, c->valuestring, strlen(c->valuestring), (int32_t)aid, err)) return -1;
+        if (add_added(t, c->valuestring, strlen(c->valuestring), (int32_t)aid, json_bool(a, "lstrip", 0),
+                      json_bool(a, "rstrip", 0), err))
+            return -1;
     }
 
-    t->cls_id = lookup_cstr(t, "[CLS]");
-    t->sep_id = lookup_cstr(t, "[SEP]");
+    t->cls_id = lookup_cstr(t, t->pipe ? "<s>" : "[CLS]");
+    t->sep_id = lookup_cstr(t, t->pipe ? "</s>" : "[SEP]");
     const cJSON *pp = cJSON_GetObjectItemCaseSensitive(j, "post_processor");
     if (!pp || cJSON_IsNull(pp)) {
         t->n_single = 1;
@@ -514,12 +541,21 @@ static int parse_json(emb_tokenizer *t, const cJSON *j, char err[EMB_ERR_LEN]) {
         } else if (ppt && strcmp(ppt, "BertProcessing") == 0) {
             if (processing_id(pp, "sep", &t->sep_id, err) || processing_id(pp, "cls", &t->cls_id, err)) return -1;
             default_template(t);
+        } else if (ppt && strcmp(ppt, "RobertaProcessing") == 0 && t->pipe) {
+            /* <s> A </s> and <s> A </s> </s> B </s>, every type id 0 */
+            if (processing_id(pp, "sep", &t->sep_id, err) || processing_id(pp, "cls", &t->cls_id, err)) return -1;
+            default_template(t);
+            t->pair[3] = (tmpl_item){0, t->sep_id, 0};
+            t->pair[4] = (tmpl_item){2, -1, 0};
+            t->pair[5] = (tmpl_item){0, t->sep_id, 0};
+            t->n_pair = 6;
+            tok_pipe_set_trim(t->pipe, json_bool(pp, "trim_offsets", 1), json_bool(pp, "add_prefix_space", 1));
         } else {
             return emb_fail(err, "tokenizer.json: post_processor type '%.40s' is not supported "
-                            "(only TemplateProcessing and BertProcessing)", ppt ? ppt : "?");
+                            "(only TemplateProcessing, BertProcessing and, for BPE and Unigram, RobertaProcessing)", ppt ? ppt : "?");
         }
     }
-    t->pad_id = lookup_cstr(t, "[PAD]");
+    t->pad_id = lookup_cstr(t, t->pipe ? "<pad>" : "[PAD]");
     const cJSON *pad = cJSON_GetObjectItemCaseSensitive(j, "padding");
     const cJSON *pid = pad ? cJSON_GetObjectItemCaseSensitive(pad, "pad_id") : NULL;
     int64_t v;
@@ -527,7 +563,7 @@ static int parse_json(emb_tokenizer *t, const cJSON *j, char err[EMB_ERR_LEN]) {
         if (emb_json_int(pid, 0, INT32_MAX - 1, &v)) return emb_fail(err, "tokenizer.json: padding pad_id is not an id");
         t->pad_id = (int32_t)v;
     }
-    t->mask_id = lookup_cstr(t, "[MASK]");
+    t->mask_id = lookup_cstr(t, t->pipe ? "<mask>" : "[MASK]");
     return 0;
 }
 

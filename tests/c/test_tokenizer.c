@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "token_files.h"
 #include "tokenizer.h"
 #include "unicode_hf.h"
 #include "vocab.h"
@@ -17,46 +18,6 @@ static const char *VOCABS[] = {"bert-base-uncased", "bert-base-cased", "bert-bas
                                "bert-base-chinese"};
 #define NVOCAB 4
 #define MAX_DETAIL 5
-
-static char *slurp(const char *path, size_t *len) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *b = malloc((size_t)n + 1);
-    if (b && fread(b, 1, (size_t)n, f) != (size_t)n) {
-        free(b);
-        b = NULL;
-    }
-    fclose(f);
-    if (b) b[n] = 0;
-    if (len) *len = (size_t)n;
-    return b;
-}
-
-/* all lines of a JSONL file, parsed */
-static cJSON **read_jsonl(const char *path, size_t *n) {
-    size_t len;
-    char *buf = slurp(path, &len);
-    *n = 0;
-    if (!buf) return NULL;
-    size_t cap = 4096;
-    cJSON **v = malloc(cap * sizeof *v);
-    char *p = buf;
-    while (*p) {
-        char *nl = strchr(p, '\n');
-        if (nl) *nl = 0;
-        if (*p) {
-            if (*n == cap) v = realloc(v, (cap *= 2) * sizeof *v);
-            v[(*n)++] = cJSON_Parse(p);
-        }
-        if (!nl) break;
-        p = nl + 1;
-    }
-    free(buf);
-    return v;
-}
 
 static double now(void) {
     struct timespec ts;
@@ -77,11 +38,6 @@ static void copy_file(const char *from, const char *to) {
     char *b = slurp(from, &len);
     if (b) write_file(to, b, len);
     free(b);
-}
-
-static const char *str_of(const cJSON *o, const char *k) {
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
-    return cJSON_IsString(v) ? v->valuestring : NULL;
 }
 
 /* Compares our encoding with a golden record; on mismatch writes a description into why. */
@@ -112,20 +68,6 @@ static int same_as_golden(const emb_tokenizer *t, const emb_encoding *e, const c
             return 0;
         }
     }
-    return 1;
-}
-
-static int same_ids(const emb_encoding *e, const cJSON *ids, char *why, size_t wn) {
-    size_t n = (size_t)cJSON_GetArraySize(ids);
-    if (n != e->n) {
-        snprintf(why, wn, "length %zu, expected %zu", e->n, n);
-        return 0;
-    }
-    for (size_t i = 0; i < n; i++)
-        if (e->tok[i].id != cJSON_GetArrayItem(ids, (int)i)->valueint) {
-            snprintf(why, wn, "token %zu: id %d, expected %d", i, e->tok[i].id, cJSON_GetArrayItem(ids, (int)i)->valueint);
-            return 0;
-        }
     return 1;
 }
 
@@ -485,9 +427,10 @@ static void test_load_errors(void) {
     static const struct {
         const char *json, *expect;
     } cases[] = {
-        {"{\"model\": {\"type\": \"BPE\", \"vocab\": {}, \"merges\": []}}", "model type 'BPE' is not supported (only WordPiece)"},
-        {"{\"model\": {\"type\": \"Unigram\", \"vocab\": []}}", "model type 'Unigram' is not supported"},
-        {"{\"model\": {\"vocab\": {\"a\": 0}, \"merges\": []}}", "model type 'BPE' is not supported"},
+        {"{\"model\": {\"type\": \"WordLevel\", \"vocab\": {}}}",
+         "model type 'WordLevel' is not supported (only WordPiece, Unigram and BPE)"},
+        {"{\"model\": {\"type\": \"Unigram\", \"vocab\": []}}", "pre_tokenizer type 'null' is not supported with a Unigram model"},
+        {"{\"model\": {\"vocab\": {\"a\": 0}, \"merges\": []}}", "pre_tokenizer type 'null' is not supported with a BPE model"},
         {"{\"normalizer\": {\"type\": \"NFKC\"}, \"pre_tokenizer\": {\"type\": \"BertPreTokenizer\"}, \"model\": "
          "{\"type\": \"WordPiece\", \"vocab\": {\"[UNK]\": 0}}}",
          "normalizer type 'NFKC' is not supported"},

@@ -1,0 +1,257 @@
+/* Normalized strings with per-byte original spans (see tok_nstr.h). */
+#include "tok_nstr.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "emb_common.h"
+
+int tok_is_ws(uint32_t c) {
+    return (c >= 9 && c <= 13) || c == 0x20 || c == 0x85 || c == 0xA0 || c == 0x1680 || (c >= 0x2000 && c <= 0x200A) ||
+           c == 0x2028 || c == 0x2029 || c == 0x202F || c == 0x205F || c == 0x3000;
+}
+
+int tok_put_utf8(char *p, uint32_t c) {
+    if (c < 0x80) {
+        p[0] = (char)c;
+        return 1;
+    }
+    if (c < 0x800) {
+        p[0] = (char)(0xC0 | (c >> 6));
+        p[1] = (char)(0x80 | (c & 0x3F));
+        return 2;
+    }
+    if (c < 0x10000) {
+        p[0] = (char)(0xE0 | (c >> 12));
+        p[1] = (char)(0x80 | ((c >> 6) & 0x3F));
+        p[2] = (char)(0x80 | (c & 0x3F));
+        return 3;
+    }
+    p[0] = (char)(0xF0 | (c >> 18));
+    p[1] = (char)(0x80 | ((c >> 12) & 0x3F));
+    p[2] = (char)(0x80 | ((c >> 6) & 0x3F));
+    p[3] = (char)(0x80 | (c & 0x3F));
+    return 4;
+}
+
+uint32_t tok_get_utf8(const unsigned char *p, int *n) {
+    unsigned b = p[0];
+    if (b < 0x80) {
+        *n = 1;
+        return b;
+    }
+    if (b < 0xE0) {
+        *n = 2;
+        return ((b & 0x1Fu) << 6) | (p[1] & 0x3Fu);
+    }
+    if (b < 0xF0) {
+        *n = 3;
+        return ((b & 0x0Fu) << 12) | ((p[1] & 0x3Fu) << 6) | (p[2] & 0x3Fu);
+    }
+    *n = 4;
+    return ((b & 0x07u) << 18) | ((p[1] & 0x3Fu) << 12) | ((p[2] & 0x3Fu) << 6) | (p[3] & 0x3Fu);
+}
+
+void nstr_free(nstr *s) {
+    free(s->b);
+    free(s->al);
+    memset(s, 0, sizeof *s);
+}
+
+static int reserve(nstr *s, size_t need) {
+    if (need <= s->cap) return 0;
+    size_t cap = s->cap;
+    if (emb_grow((void **)&s->b, &cap, need, 1)) {
+        s->oom = 1;
+        return -1;
+    }
+    size_t cap2 = s->cap;
+    if (emb_grow((void **)&s->al, &cap2, need, sizeof *s->al)) {
+        s->oom = 1;
+        return -1;
+    }
+    s->cap = cap < cap2 ? cap : cap2;
+    return 0;
+}
+
+/* appends character c (UTF-8) with span al */
+static inline void push_cp(nstr *s, uint32_t c, int32_t st, int32_t en) {
+    if (s->n + 4 > s->cap && reserve(s, s->n + 4)) return;
+    int k = tok_put_utf8(s->b + s->n, c);
+    for (int i = 0; i < k; i++) {
+        s->al[s->n + i][0] = st;
+        s->al[s->n + i][1] = en;
+    }
+    s->n += (size_t)k;
+}
+
+void nstr_from_raw(nstr *s, const char *t, size_t len, int32_t base) {
+    s->n = 0;
+    s->oom = 0;
+    if (reserve(s, len + 1)) return;
+    memcpy(s->b, t, len);
+    size_t i = 0;
+    while (i < len) {
+        int k;
+        tok_get_utf8((const unsigned char *)t + i, &k);
+        for (int j = 0; j < k; j++) {
+            s->al[i + (size_t)j][0] = base + (int32_t)i;
+            s->al[i + (size_t)j][1] = base + (int32_t)i + k;
+        }
+        i += (size_t)k;
+    }
+    s->n = len;
+}
+
+void nstr_copy_range(nstr *dst, const nstr *src, size_t a, size_t b) {
+    dst->n = 0;
+    dst->oom = src->oom;
+    if (reserve(dst, b - a + 1)) return;
+    memcpy(dst->b, src->b + a, b - a);
+    memcpy(dst->al, src->al + a, (b - a) * sizeof *src->al);
+    dst->n = b - a;
+}
+
+void tlist_push(tlist *l, uint32_t c, int32_t change) {
+    if (l->n == l->cap && emb_grow((void **)&l->t, &l->cap, l->n + 1, sizeof *l->t)) {
+        l->oom = 1;
+        return;
+    }
+    l->t[l->n++] = (tchar){c, change};
+}
+
+void tlist_free(tlist *l) {
+    free(l->t);
+    memset(l, 0, sizeof *l);
+}
+
+/* HF transform_range over the whole string with initial_offset 0: a replacing character takes
+ * the span of the original character at the current offset, an inserted one the span of the
+ * byte before it; removed characters are skipped. */
+void nstr_transform(nstr *dst, const nstr *src, const tlist *l) {
+    dst->n = 0;
+    dst->oom = src->oom || l->oom;
+    size_t off = 0;
+    for (size_t k = 0; k < l->n; k++) {
+        int32_t ch = l->t[k].change;
+        int32_t st = 0, en = 0;
+        if (ch > 0) {
+            if (off >= 1 && off - 1 < src->n) {
+                st = src->al[off - 1][0];
+                en = src->al[off - 1][1];
+            }
+        } else if (off < src->n) {
+            st = src->al[off][0];
+            en = src->al[off][1];
+        }
+        if (ch <= 0) {
+            int64_t take = 1 + (ch < 0 ? -(int64_t)ch : 0);
+            for (int64_t r = 0; r < take && off < src->n; r++) {
+                int nb;
+                tok_get_utf8((const unsigned char *)src->b + off, &nb);
+                off += (size_t)nb;
+            }
+        }
+        push_cp(dst, l->t[k].c, st, en);
+    }
+}
+
+void nstr_strip(nstr *dst, const nstr *src, int left, int right) {
+    size_t a = 0, b = src->n;
+    if (left)
+        while (a < b) {
+            int k;
+            uint32_t c = tok_get_utf8((const unsigned char *)src->b + a, &k);
+            if (!tok_is_ws(c)) break;
+            a += (size_t)k;
+        }
+    if (right)
+        while (b > a) {
+            size_t p = b - 1;
+            while (p > a && ((unsigned char)src->b[p] & 0xC0) == 0x80) p--;
+            int k;
+            uint32_t c = tok_get_utf8((const unsigned char *)src->b + p, &k);
+            if (!tok_is_ws(c)) break;
+            b = p;
+        }
+    nstr_copy_range(dst, src, a, b);
+}
+
+void nstr_replace_run(nstr *dst, const nstr *src, uint32_t c, size_t min_run, int single, const char *r, size_t rlen) {
+    dst->n = 0;
+    dst->oom = src->oom;
+    if (reserve(dst, src->n + 1)) return;
+    size_t i = 0;
+    while (i < src->n) {
+        int k;
+        uint32_t x = tok_get_utf8((const unsigned char *)src->b + i, &k);
+        if (x != c) {
+            if (dst->n + 4 > dst->cap && reserve(dst, dst->n + 4)) return;
+            for (int j = 0; j < k; j++) {
+                dst->b[dst->n] = src->b[i + (size_t)j];
+                memcpy(dst->al[dst->n], src->al[i + (size_t)j], sizeof *dst->al);
+                dst->n++;
+            }
+            i += (size_t)k;
+            continue;
+        }
+        size_t e = i, cnt = 0;
+        while (e < src->n) {
+            int kk;
+            if (tok_get_utf8((const unsigned char *)src->b + e, &kk) != c) break;
+            e += (size_t)kk;
+            cnt++;
+            if (single) break;
+        }
+        if (cnt < min_run) { /* too short: kept as it is */
+            while (i < e) {
+                if (dst->n + 1 > dst->cap && reserve(dst, dst->n + 1)) return;
+                dst->b[dst->n] = src->b[i];
+                memcpy(dst->al[dst->n], src->al[i], sizeof *dst->al);
+                dst->n++;
+                i++;
+            }
+            continue;
+        }
+        /* inserted characters share the span of the match's last byte */
+        int32_t st = src->al[e - 1][0], en = src->al[e - 1][1];
+        if (dst->n + rlen > dst->cap && reserve(dst, dst->n + rlen)) return;
+        for (size_t j = 0; j < rlen; j++) {
+            dst->b[dst->n] = r[j];
+            dst->al[dst->n][0] = st;
+            dst->al[dst->n][1] = en;
+            dst->n++;
+        }
+        i = e;
+    }
+}
+
+void nstr_prepend(nstr *dst, const nstr *src, const char *r, size_t rlen) {
+    dst->n = 0;
+    dst->oom = src->oom;
+    if (src->n == 0 || reserve(dst, src->n + rlen + 1)) return;
+    /* the first character of r replaces the first character (its span); the rest of r and
+     * that character are inserted after it and share the span too */
+    memcpy(dst->b, r, rlen);
+    memcpy(dst->b + rlen, src->b, src->n);
+    for (size_t j = 0; j < rlen; j++) memcpy(dst->al[j], src->al[0], sizeof *dst->al);
+    memcpy(dst->al + rlen, src->al, src->n * sizeof *src->al);
+    dst->n = src->n + rlen;
+    int k;
+    tok_get_utf8((const unsigned char *)src->b, &k);
+    for (int j = 0; j < k; j++) memcpy(dst->al[rlen + (size_t)j], src->al[k - 1], sizeof *dst->al);
+}
+
+void nstr_span(const nstr *s, size_t a, size_t b, int32_t *start, int32_t *end) {
+    if (a >= b || b > s->n) {
+        *start = *end = a < s->n ? s->al[a][0] : 0;
+        return;
+    }
+    int32_t st = s->al[a][0], en = s->al[a][1];
+    for (size_t i = a + 1; i < b; i++) {
+        if (s->al[i][0] < st) st = s->al[i][0];
+        if (s->al[i][1] > en) en = s->al[i][1];
+    }
+    *start = st;
+    *end = en;
+}

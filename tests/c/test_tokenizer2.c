@@ -1,0 +1,230 @@
+/* Unigram (XLM-R layout) and byte-level BPE (roberta-base) tokenizers against Hugging Face
+ * tokenizers 0.23.2 (tests/fixtures/tokenizers2), known values, and hostile tokenizer.json files.
+ * Run from the repository root: build/tests/test_tokenizer2 */
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "token_files.h"
+#include "tokenizer.h"
+
+static const char *NAMES[] = {"xlmr-style-ml8k", "xlmr-style-spmtest", "roberta-base"};
+#define NNAMES 3
+#define MAX_DETAIL 5
+
+static int item_int(const cJSON *arr, int i) { return cJSON_GetArrayItem(arr, i)->valueint; }
+
+/* ids, tokens, offsets, type ids and special-tokens mask of a golden record. An unknown
+ * token's golden string is the text HF could not segment: it must be absent from the vocabulary. */
+static int same_as_golden(const emb_tokenizer *t, const emb_encoding *e, const cJSON *g, char *why, size_t wn) {
+    const cJSON *ids = cJSON_GetObjectItemCaseSensitive(g, "ids"), *toks = cJSON_GetObjectItemCaseSensitive(g, "tokens");
+    const cJSON *offs = cJSON_GetObjectItemCaseSensitive(g, "offsets"), *tys = cJSON_GetObjectItemCaseSensitive(g, "type_ids");
+    const cJSON *msk = cJSON_GetObjectItemCaseSensitive(g, "special_tokens_mask");
+    size_t n = (size_t)cJSON_GetArraySize(ids);
+    if (n != e->n) {
+        snprintf(why, wn, "length %zu, expected %zu", e->n, n);
+        return 0;
+    }
+    for (size_t i = 0; i < n; i++) {
+        int id = item_int(ids, (int)i), ty = item_int(tys, (int)i), mk = item_int(msk, (int)i);
+        const char *tok = cJSON_GetArrayItem(toks, (int)i)->valuestring;
+        const cJSON *o = cJSON_GetArrayItem(offs, (int)i);
+        int s = item_int(o, 0), en = item_int(o, 1);
+        const emb_token *k = &e->tok[i];
+        int ks = k->start < 0 ? 0 : k->start, ke = k->end < 0 ? 0 : k->end;
+        size_t tl;
+        const char *ts = emb_tokenizer_token(t, k->id, &tl);
+        int tok_ok = ts && strlen(tok) == tl && memcmp(ts, tok, tl) == 0;
+        if (!tok_ok && k->id == emb_tokenizer_unk_id(t)) tok_ok = emb_tokenizer_lookup(t, tok, strlen(tok)) < 0;
+        if (k->id != id || !tok_ok || ks != s || ke != en || k->type_id != ty || (k->seq < 0) != mk) {
+            snprintf(why, wn, "token %zu: got id %d '%.*s' [%d,%d) type %d special %d, expected id %d '%s' [%d,%d) type %d special %d",
+                     i, k->id, ts ? (int)tl : 0, ts ? ts : "", ks, ke, k->type_id, k->seq < 0, id, tok, s, en, ty, mk);
+            return 0;
+        }
+    }
+    return 1;
+}
+
+static emb_tokenizer *load(const char *name) {
+    char path[512], err[EMB_ERR_LEN];
+    snprintf(path, sizeof path, FIXTURES "/tokenizers2/vocab/%s", name);
+    emb_tokenizer *t = NULL;
+    int rc = emb_tokenizer_load(path, &t, err);
+    CHECK(rc == 0, "load %s: %s", path, err);
+    return t;
+}
+
+static void test_golden(cJSON **cases, size_t ncases) {
+    char err[EMB_ERR_LEN], path[512], why[1024];
+    for (int v = 0; v < NNAMES; v++) {
+        emb_tokenizer *t = load(NAMES[v]);
+        if (!t) continue;
+        snprintf(path, sizeof path, FIXTURES "/tokenizers2/public/%s.jsonl", NAMES[v]);
+        size_t ng;
+        cJSON **gold = read_jsonl(path, &ng);
+        CHECK(gold && ng == ncases, "%s: %zu records for %zu cases", path, ng, ncases);
+        if (!gold || ng != ncases) {
+            emb_tokenizer_free(t);
+            continue;
+        }
+        emb_encoding e;
+        emb_encoding_init(&e);
+        int shown = 0, bad = 0, bad16 = 0;
+        for (size_t i = 0; i < ncases; i++) {
+            const char *text = str_of(cases[i], "text"), *tb = str_of(cases[i], "text_b");
+            int rc = emb_tokenize(t, text, strlen(text), tb, tb ? strlen(tb) : 0, 0, &e, err);
+            int ok = rc == 0 && same_as_golden(t, &e, gold[i], why, sizeof why);
+            if (rc) snprintf(why, sizeof why, "error: %s", err);
+            CHECK(ok, "%s line %zu (%s): %s", NAMES[v], i + 1, str_of(cases[i], "cat"), why);
+            bad += !ok;
+            if (!ok && shown++ < MAX_DETAIL) fprintf(stderr, "  text: %s%s%s\n", text, tb ? " | text_b: " : "", tb ? tb : "");
+            rc = emb_tokenize(t, text, strlen(text), tb, tb ? strlen(tb) : 0, 16, &e, err);
+            ok = rc == 0 && same_ids(&e, cJSON_GetObjectItemCaseSensitive(gold[i], "ids_trunc16"), why, sizeof why);
+            if (rc) snprintf(why, sizeof why, "error: %s", err);
+            CHECK(ok, "%s line %zu (%s) max_len 16: %s", NAMES[v], i + 1, str_of(cases[i], "cat"), why);
+            bad16 += !ok;
+            if (!ok && shown++ < MAX_DETAIL) fprintf(stderr, "  text: %s%s%s\n", text, tb ? " | text_b: " : "", tb ? tb : "");
+        }
+        printf("%s: %zu of %zu records equal, %zu of %zu truncated to 16\n", NAMES[v], ncases - (size_t)bad, ncases,
+               ncases - (size_t)bad16, ncases);
+        emb_encoding_free(&e);
+        for (size_t i = 0; i < ng; i++) cJSON_Delete(gold[i]);
+        free(gold);
+        emb_tokenizer_free(t);
+    }
+}
+
+/* ids of one text, as a string "0 31414 232 2" */
+static void ids_of(const emb_tokenizer *t, const char *text, const char *text_b, char *out, size_t on) {
+    char err[EMB_ERR_LEN];
+    emb_encoding e;
+    emb_encoding_init(&e);
+    out[0] = 0;
+    if (emb_tokenize(t, text, strlen(text), text_b, text_b ? strlen(text_b) : 0, 0, &e, err)) {
+        snprintf(out, on, "error: %.200s", err);
+    } else {
+        size_t o = 0;
+        for (size_t i = 0; i < e.n && o + 12 < on; i++) o += (size_t)snprintf(out + o, on - o, i ? " %d" : "%d", e.tok[i].id);
+    }
+    emb_encoding_free(&e);
+}
+
+static void test_known(void) {
+    char got[256];
+    emb_tokenizer *rb = load("roberta-base");
+    if (rb) {
+        ids_of(rb, "Hello world", NULL, got, sizeof got); /* the issue's reproducer */
+        CHECK(strcmp(got, "0 31414 232 2") == 0, "roberta-base 'Hello world': %s", got);
+        /* the span of <mask> (lstrip) starts after the space it absorbs: trim_offsets */
+        char err[EMB_ERR_LEN];
+        emb_encoding e;
+        emb_encoding_init(&e);
+        int rc = emb_tokenize(rb, "a <mask> b", 10, NULL, 0, 0, &e, err);
+        CHECK(rc == 0 && e.n == 5 && e.tok[2].id == 50264 && e.tok[2].start == 2 && e.tok[2].end == 8,
+              "roberta-base 'a <mask> b': <mask> at [%d,%d)", e.n > 2 ? e.tok[2].start : -1, e.n > 2 ? e.tok[2].end : -1);
+        CHECK(emb_tokenizer_unk_id(rb) == -1 && emb_tokenizer_pad_id(rb) == 1 && emb_tokenizer_mask_id(rb) == 50264 &&
+                  emb_tokenizer_cls_id(rb) == 0 && emb_tokenizer_sep_id(rb) == 2 && emb_tokenizer_num_special(rb, 1) == 4,
+              "roberta-base special ids");
+        emb_encoding_free(&e);
+        emb_tokenizer_free(rb);
+    }
+    emb_tokenizer *x = load("xlmr-style-ml8k");
+    if (x) {
+        char err[EMB_ERR_LEN];
+        emb_encoding e;
+        emb_encoding_init(&e);
+        int rc = emb_tokenize(x, "a <mask> b", 10, NULL, 0, 0, &e, err);
+        int m = -1;
+        for (size_t i = 0; rc == 0 && i < e.n; i++)
+            if (e.tok[i].id == emb_tokenizer_mask_id(x)) m = (int)i;
+        CHECK(m >= 0 && e.tok[m].start == 1 && e.tok[m].end == 8, "xlmr-style 'a <mask> b': <mask> at [%d,%d)",
+              m >= 0 ? e.tok[m].start : -1, m >= 0 ? e.tok[m].end : -1);
+        CHECK(emb_tokenizer_unk_id(x) == 3 && emb_tokenizer_pad_id(x) == 1 && emb_tokenizer_cls_id(x) == 0 &&
+                  emb_tokenizer_sep_id(x) == 2 && emb_tokenizer_num_special(x, 1) == 4,
+              "xlmr-style special ids");
+        ids_of(x, "", NULL, got, sizeof got);
+        CHECK(strcmp(got, "0 2") == 0, "xlmr-style empty text: %s", got);
+        emb_encoding_free(&e);
+        emb_tokenizer_free(x);
+    }
+}
+
+/* a tokenizer.json text with one substring replaced */
+static char *patched(const char *name, const char *from, const char *to) {
+    char path[512];
+    snprintf(path, sizeof path, FIXTURES "/tokenizers2/vocab/%s/tokenizer.json", name);
+    size_t len;
+    char *s = slurp(path, &len);
+    if (!s) return NULL;
+    char *p = strstr(s, from);
+    if (!p) {
+        free(s);
+        return NULL;
+    }
+    size_t fl = strlen(from), tl = strlen(to);
+    char *o = malloc(len - fl + tl + 1);
+    memcpy(o, s, (size_t)(p - s));
+    memcpy(o + (p - s), to, tl);
+    memcpy(o + (p - s) + tl, p + fl, len - (size_t)(p - s) - fl + 1);
+    free(s);
+    return o;
+}
+
+static void expect_error(const char *name, const char *from, const char *to, const char *want) {
+    char *j = patched(name, from, to);
+    CHECK(j != NULL, "%s: no '%s' to patch", name, from);
+    if (!j) return;
+    emb_tokenizer *t = NULL;
+    char err[EMB_ERR_LEN] = "";
+    int rc = emb_tokenizer_from_json(j, strlen(j), &t, err);
+    CHECK(rc != 0 && t == NULL && strstr(err, want), "%s with '%.30s' -> '%.30s': rc %d, error '%s' (want '%s')", name,
+          from, to, rc, err, want);
+    emb_tokenizer_free(t);
+    free(j);
+}
+
+static void test_hostile(void) {
+    const char *x = "xlmr-style-spmtest", *r = "roberta-base";
+    const char *cm = "\"precompiled_charsmap\":\"";
+    expect_error(x, cm, "\"precompiled_charsmap\":\"!!", "not valid base64");
+    expect_error(x, cm, "\"precompiled_charsmap\":\"AAAAAA\",\"x\":\"", "truncated");
+    /* a trie size of 0xffffffff bytes in an 8-byte blob */
+    expect_error(x, cm, "\"precompiled_charsmap\":\"/////wAAAAA=\",\"x\":\"", "truncated");
+    /* replacements that are not UTF-8 (0xff) */
+    expect_error(x, cm, "\"precompiled_charsmap\":\"BAAAAAAAAAD/\",\"x\":\"", "not valid UTF-8");
+    expect_error(x, "[\"<s>\",0.0]", "[\"<s>\",1e999]", "finite score");
+    expect_error(x, "[\"<s>\",0.0]", "[\"<s>\",\"x\"]", "finite score");
+    expect_error(x, "\"unk_id\":3", "\"unk_id\":99999", "out of range");
+    expect_error(x, "\"unk_id\":3", "\"unk_id\":-1", "out of range");
+    expect_error(x, "\"unk_id\":3", "\"unk_id\":1.5", "out of range");
+    expect_error(x, "\"Regex\":\" {2,}\"", "\"Regex\":\"a|b\"", "not supported");
+    expect_error(x, "\"type\":\"Metaspace\"", "\"type\":\"Whitespace\"", "not supported");
+    expect_error(x, "\"type\":\"Unigram\"", "\"type\":\"WordLevel\"", "not supported");
+    expect_error(x, "\"type\":\"Precompiled\"", "\"type\":\"NFKC\"", "not supported");
+    expect_error(r, "\"Ġ t\"", "\"Ġ zzzq\"", "not in the vocabulary");
+    expect_error(r, "\"Ġ t\"", "\"Ġt\"", "not two tokens");
+    expect_error(r, "\"Ġ t\"", "7", "neither");
+    expect_error(r, "\"<s>\":0,\"<pad>\"", "\"<s>\":9999999,\"<pad>\"", "out of range");
+    expect_error(r, "\"<s>\":0,\"<pad>\"", "\"<s>\":-4,\"<pad>\"", "out of range");
+    expect_error(r, "\"<s>\":0,\"<pad>\"", "\"<s>\":1e300,\"<pad>\"", "out of range");
+    expect_error(r, "\"sep\":[\"</s>\",2]", "\"sep\":[\"</s>\",99999999]", "not in the vocabulary");
+    expect_error(r, "\"type\":\"ByteLevel\",\"add_prefix_space\":false,\"trim_offsets\":true}",
+                 "\"type\":\"Metaspace\",\"replacement\":\"x\"}", "not supported");
+    expect_error(r, "\"single_word\":false,\"lstrip\":true", "\"single_word\":true,\"lstrip\":true", "single_word");
+    expect_error(r, "\"normalizer\":null", "\"normalizer\":{\"type\":\"Strip\"}", "normalized=true");
+    expect_error(r, "\"Ġ\":", "\"Ġx\":", "byte 0x20");
+}
+
+int main(void) {
+    size_t ncases;
+    cJSON **cases = read_jsonl(FIXTURES "/tokenizers/public/cases.jsonl", &ncases);
+    CHECK(cases && ncases == 2004, "cases.jsonl: %zu cases", ncases);
+    if (cases) test_golden(cases, ncases);
+    test_known();
+    test_hostile();
+    for (size_t i = 0; i < ncases; i++) cJSON_Delete(cases[i]);
+    free(cases);
+    return check_report();
+}
