@@ -1,6 +1,11 @@
-/* The encoder's forward pass (embeddings, then BERT / DistilBERT layers on cblas_sgemm with the
- * element-wise work on the helper threads of workers.c), its rows and its pooler. */
+/* The encoder's forward pass (embeddings, then the layers on cblas_sgemm with the element-wise
+ * work on the helper threads of workers.c), its rows and its pooler. One pass serves every
+ * architecture; what varies is read from the config: positions added to the input (a table,
+ * RoBERTa's from an offset) or applied in attention (rotary, ALiBi), full or sliding-window
+ * attention, plain or gated feed-forward, post-norm (BERT) or pre-norm with a final norm
+ * (ModernBERT). Absent biases are the encoder's zeros, so they cost no branch. */
 #include "encoder_internal.h"
+#include "relpos.h"
 #include "workers.h"
 #include <cblas.h>
 #include <math.h>
@@ -13,6 +18,14 @@ struct emb_workspace {
     size_t arena_n;
     float *scores;              /* one T*T block per worker */
     size_t scores_n;
+    float *xn;                  /* pre-norm: the normed copy of the hidden states a layer reads */
+    size_t xn_n;
+    float *rope;                /* rotary tables of rope_T positions: global base, then local base */
+    size_t rope_n;
+    int rope_T, rope_rot;
+    double rope_theta[2];
+    int32_t *pos_ids;           /* RoBERTa: each token's row of the position table */
+    size_t pos_n;
     emb_workers *workers;       /* helper threads, or NULL */
 };
 
@@ -21,9 +34,10 @@ const float *emb_encoder_word_row(const emb_encoder *e, int32_t id) {
     return e->word + (size_t)id * e->cfg.dims.hidden;
 }
 const float *emb_encoder_position_row(const emb_encoder *e, int32_t pos) {
-    if (pos < 0 || pos >= e->cfg.dims.max_positions) return NULL;
-    return e->pos + (size_t)pos * e->cfg.dims.hidden;
+    if (!e->pos || pos < 0 || pos >= emb_encoder_max_tokens(e)) return NULL;
+    return e->pos + (size_t)(pos + e->cfg.pos_offset) * e->cfg.dims.hidden;
 }
+int emb_encoder_max_tokens(const emb_encoder *e) { return e->cfg.dims.max_positions - e->cfg.pos_offset; }
 const float *emb_encoder_type_row(const emb_encoder *e, int32_t type) {
     if (!e->type || type < 0 || type >= e->cfg.dims.type_vocab) return NULL;
     return e->type + (size_t)type * e->cfg.dims.hidden;
@@ -113,7 +127,10 @@ static inline void ln_inplace(float *x, const float *g, const float *b, int H, f
 
 EMB_CLONES
 static void embed_ln_row(float *dst, const float *w, const float *p, const float *ty, const float *g, const float *b, int H, float eps) {
-    if (ty) {
+    if (!p) { /* positions applied in attention */
+#pragma omp simd
+        for (int i = 0; i < H; i++) dst[i] = ty ? w[i] + ty[i] : w[i];
+    } else if (ty) {
 #pragma omp simd
         for (int i = 0; i < H; i++) dst[i] = (w[i] + ty[i]) + p[i];
     } else {
@@ -173,6 +190,44 @@ static void gelu_rows(float *Y, size_t rows, int n) {
     }
 }
 
+/* Gated feed-forward: each row holds [a | b] (2n wide); its first n become act(a) * b. */
+EMB_CLONES
+static void glu_rows(float *Y, size_t rows, int n, emb_activation act) {
+    for (size_t r = 0; r < rows; r++) {
+        float *y = Y + r * 2 * (size_t)n;
+        if (act == EMB_ACT_GELU) {
+#pragma omp simd
+            for (int i = 0; i < n; i++) {
+                double x = (double)y[i];
+                y[i] = (float)(0.5 * x * (1.0 + emb_erf(x * 0.70710678118654752440))) * y[n + i];
+            }
+        } else if (act == EMB_ACT_SILU) {
+#pragma omp simd
+            for (int i = 0; i < n; i++) y[i] = y[i] / (1.0f + emb_expf(-y[i])) * y[n + i];
+        } else {
+#pragma omp simd
+            for (int i = 0; i < n; i++) y[i] = (y[i] > 0 ? y[i] : 0.0f) * y[n + i];
+        }
+    }
+}
+
+/* x = x + bias (the residual stream of a pre-norm layer); then, with g, dst = LayerNorm(x). */
+EMB_CLONES
+static void bias_norm_to(float *X, float *dst, const float *bias, const float *g, const float *b, size_t rows, int H,
+                         float eps) {
+    for (size_t r = 0; r < rows; r++) {
+        float *x = X + r * H;
+        if (bias) {
+#pragma omp simd
+            for (int i = 0; i < H; i++) x[i] += bias[i];
+        }
+        if (!g) continue;
+        float *d = dst + r * H;
+        if (d != x) memcpy(d, x, (size_t)H * sizeof(float));
+        ln_inplace(d, g, b, H, eps);
+    }
+}
+
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC pop_options
 #endif
@@ -185,9 +240,14 @@ void emb_workspace_free(emb_workspace *w) {
     emb_workers_free(w->workers);
     free(w->arena);
     free(w->scores);
+    free(w->xn);
+    free(w->rope);
+    free(w->pos_ids);
     free(w);
 }
-size_t emb_workspace_bytes(const emb_workspace *w) { return (w->arena_n + w->scores_n) * sizeof(float); }
+size_t emb_workspace_bytes(const emb_workspace *w) {
+    return (w->arena_n + w->scores_n + w->xn_n + w->rope_n) * sizeof(float) + w->pos_n * sizeof(int32_t);
+}
 
 /* Grows by at least half again, so that batches of slowly increasing size (length-sorted
  * input) do not reallocate, and fault in fresh pages, at every call. */
@@ -210,13 +270,25 @@ static int grow(float **p, size_t *cap, size_t n) {
 static void linear_acc(const float *A, const float *W, float *C, int M, int N, int K) {
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, N, K, 1.0f, A, K, W, K, 1.0f, C, N);
 }
+/* the same with row strides: A's lda, C's ldc */
+static void linear_acc_ld(const float *A, int lda, const float *W, float *C, int ldc, int M, int N, int K) {
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, N, K, 1.0f, A, lda, W, K, 1.0f, C, ldc);
+}
 
 double emb_encoder_flops(const emb_encoder *e, int B, int T, const int32_t *lens, int n_layers) {
-    double H = e->cfg.dims.hidden, FF = e->cfg.dims.intermediate, BT = (double)B * T;
-    double proj = 2.0 * BT * (4 * H * H + 2 * H * FF);
-    double att = 0;
-    for (int b = 0; b < B; b++) att += 2.0 * 2.0 * T * (double)(lens ? lens[b] : T) * H;
-    return n_layers * (proj + att);
+    const emb_encoder_config *c = &e->cfg;
+    double H = c->dims.hidden, FF = c->dims.intermediate, BT = (double)B * T;
+    double proj = 2.0 * BT * (4 * H * H + (c->gated ? 3 : 2) * H * FF), total = 0;
+    for (int l = 0; l < n_layers; l++) {
+        double att = 0;
+        for (int b = 0; b < B; b++) {
+            double keys = lens ? lens[b] : T;
+            if (emb_encoder_config_layer_is_local(c, l) && keys > 2.0 * c->half_window + 1) keys = 2.0 * c->half_window + 1;
+            att += 2.0 * 2.0 * T * keys * H;
+        }
+        total += proj + att;
+    }
+    return total;
 }
 
 #define PAR_MIN_ELEMS ((size_t)16384)
@@ -228,10 +300,17 @@ typedef struct {
     const emb_layer_weights *next;        /* layer whose Q/K/V biases the row tasks preload, or NULL */
     int B, T, H, NH, dh, FF;
     size_t BT;
-    const int32_t *ids, *type_ids, *lens;
-    float *X, *q, *k, *v, *inter, *scores;
+    const int32_t *ids, *type_ids, *lens, *pos_ids;
+    float *X, *q, *k, *v, *inter, *scores, *xn;
     float scale, eps;
     int split, rows_per_task, ffn_rows;
+    int FFin;                             /* width of the feed-forward's inner rows (2 FF when gated) */
+    const float *rope;                    /* this layer's rotary table, or NULL */
+    int rot;
+    int half_window;                      /* this layer's window (-1: full attention) */
+    const float *slopes;                  /* ALiBi, or NULL */
+    const float *res_bias;                /* pre-norm: the bias the residual stream still lacks, or NULL */
+    const float *norm_g, *norm_b;         /* pre-norm: the norm the row task applies into xn (NULL: none) */
 } fwd_ctx;
 
 /* Q, K, V rows [r0, r0+n) start as the next layer's biases */
@@ -250,38 +329,96 @@ static void task_embed(void *cv, int t, int worker) {
     size_t r0 = (size_t)t * c->rows_per_task, r1 = r0 + (size_t)c->rows_per_task;
     if (r1 > c->BT) r1 = c->BT;
     for (size_t r = r0; r < r1; r++) {
-        int pos = (int)(r % (size_t)c->T);
+        int pos = c->pos_ids ? c->pos_ids[r] : (int)(r % (size_t)c->T);
         const float *wr = e->word + (size_t)c->ids[r] * c->H;
-        const float *p = e->pos + (size_t)pos * c->H;
+        const float *p = e->pos ? e->pos + (size_t)pos * c->H : NULL;
         const float *ty = e->type ? e->type + (size_t)(c->type_ids ? c->type_ids[r] : 0) * c->H : NULL;
         embed_ln_row(c->X + r * c->H, wr, p, ty, e->ln_g, e->ln_b, c->H, e->cfg.ln_eps);
     }
     preload_qkv(c, r0, r1 - r0);
 }
 
-/* One (sequence, head): scores, softmax over the real keys, context into the query slice. */
+/* The context of query rows whose window holds no real key (padding far past the text in a
+ * sliding-window layer): transformers' mask makes every score equal there, so the softmax is
+ * uniform over all T keys and the context the mean of the head's values. */
+static void mean_context(float *out, const float *vb, int T, int H, int dh) {
+    for (int d = 0; d < dh; d++) out[d] = 0;
+    for (int j = 0; j < T; j++)
+        for (int d = 0; d < dh; d++) out[d] += vb[(size_t)j * H + d];
+    for (int d = 0; d < dh; d++) out[d] /= (float)T;
+}
+
+/* Scores of rows [r0, r0+m) against keys [k0, k0+nk) (row stride nk): ALiBi's bias, then the
+ * softmax over each row's keys (its window's only, the rest 0). Returns how many rows have an
+ * empty window. */
+static int scores_softmax(const fwd_ctx *c, int h, float *Sr, int r0, int m, int k0, int nk) {
+    if (c->slopes) {
+        float slope = c->slopes[h];
+        for (int i = 0; i < m; i++)
+            for (int j = 0; j < nk; j++) Sr[(size_t)i * nk + j] -= slope * (float)abs(r0 + i - (k0 + j));
+    }
+    if (c->half_window < 0) {
+        softmax_rows(Sr, m, nk);
+        return 0;
+    }
+    int empty = 0, w = c->half_window;
+    for (int i = 0; i < m; i++) {
+        float *row = Sr + (size_t)i * nk;
+        int q = r0 + i, lo = q - w - k0, hi = q + w + 1 - k0;
+        if (lo < 0) lo = 0;
+        if (hi > nk) hi = nk;
+        if (lo >= hi) { empty++; lo = hi = 0; }
+        for (int j = 0; j < lo; j++) row[j] = 0;
+        for (int j = hi; j < nk; j++) row[j] = 0;
+        if (hi > lo) softmax_rows(row + lo, 1, hi - lo);
+    }
+    return empty;
+}
+
+/* One (sequence, head): rotary positions on its queries and keys, scores, softmax over the real
+ * keys (those of the query's window in a sliding-window layer), context into the query slice. */
 static void task_attention(void *cv, int t, int worker) {
     fwd_ctx *c = cv;
     int b = t / c->NH, h = t % c->NH, T = c->T, H = c->H, dh = c->dh, len = c->lens[b];
     size_t off = (size_t)b * T * H + (size_t)h * dh;
     float *qb = c->q + off, *kb = c->k + off, *vb = c->v + off;
     float *S = c->scores + (size_t)worker * T * T;
+    if (c->rope) {
+        for (int i = 0; i < T; i++) emb_rope_rotate(qb + (size_t)i * H, c->rope + (size_t)i * c->rot, c->rot);
+        for (int i = 0; i < len; i++) emb_rope_rotate(kb + (size_t)i * H, c->rope + (size_t)i * c->rot, c->rot);
+    }
     /* With several OpenBLAS threads, products are issued in row blocks of at most
      * ATT_BLOCK_MNK multiply-adds, which OpenBLAS keeps on the calling thread: splitting
      * such small products over its pool costs more in synchronisation than it saves,
      * and here the heads already run in parallel. */
-    int rb = T;
+    int rb = T, w = c->half_window;
     if (c->split) {
         rb = (int)(ATT_BLOCK_MNK / ((double)len * dh));
         if (rb < 8) rb = 8;
     }
+    if (w >= 0 && rb > (w < 16 ? 16 : w)) rb = w < 16 ? 16 : w; /* a window's block sees a band of keys */
     for (int r0 = 0; r0 < T; r0 += rb) {
         int m = T - r0 < rb ? T - r0 : rb;
-        float *Sr = S + (size_t)r0 * len, *qr = qb + (size_t)r0 * H;
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, len, dh, c->scale, qr, H, kb, H, 0.0f, Sr, len);
-        softmax_rows(Sr, m, len);
-        /* the context overwrites these query rows of this head (no longer needed) */
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, dh, len, 1.0f, Sr, len, vb, H, 0.0f, qr, H);
+        int k0 = 0, k1 = len;
+        if (w >= 0) {
+            k0 = r0 - w > 0 ? r0 - w : 0;
+            k1 = r0 + m + w < len ? r0 + m + w : len;
+            if (k1 < k0) k1 = k0;
+        }
+        int nk = k1 - k0, empty = m;
+        float *qr = qb + (size_t)r0 * H;
+        if (nk > 0) {
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, nk, dh, c->scale, qr, H, kb + (size_t)k0 * H, H,
+                        0.0f, S, nk);
+            empty = scores_softmax(c, h, S, r0, m, k0, nk);
+            /* the context overwrites these query rows of this head (no longer needed) */
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, dh, nk, 1.0f, S, nk, vb + (size_t)k0 * H, H,
+                        0.0f, qr, H);
+        }
+        for (int i = 0; empty > 0 && i < m; i++) {
+            int q = r0 + i;
+            if (nk == 0 || q - w >= len) { mean_context(qr + (size_t)i * H, vb, T, H, dh); empty--; }
+        }
     }
 }
 
@@ -296,14 +433,35 @@ static void task_ln1(void *cv, int t, int worker) {
     row_range(c, t, c->rows_per_task, &r0, &n);
     bias_ln(c->X + r0 * c->H, c->w->bo, c->w->ln1_g, c->w->ln1_b, n, c->H, c->eps);
     /* the FFN's inner rows start as its bias (Q/K/V, which share the arena, are consumed) */
-    fill_bias(c->inter + r0 * c->FF, c->w->b1, n, c->FF);
+    fill_bias(c->inter + r0 * c->FFin, c->w->b1, n, c->FFin);
 }
 static void task_gelu(void *cv, int t, int worker) {
     (void)worker;
     fwd_ctx *c = cv;
     size_t r0, n;
     row_range(c, t, c->ffn_rows, &r0, &n);
-    gelu_rows(c->inter + r0 * c->FF, n, c->FF);
+    if (c->FFin != c->FF) glu_rows(c->inter + r0 * c->FFin, n, c->FF, c->e->cfg.act);
+    else gelu_rows(c->inter + r0 * c->FF, n, c->FF);
+}
+/* Pre-norm, before attention: the residual stream gets the previous layer's last bias, xn its
+ * attention norm; Q, K, V start as this layer's biases. */
+static void task_pn_attn_in(void *cv, int t, int worker) {
+    (void)worker;
+    fwd_ctx *c = cv;
+    size_t r0, n;
+    row_range(c, t, c->rows_per_task, &r0, &n);
+    bias_norm_to(c->X + r0 * c->H, c->xn + r0 * c->H, c->res_bias, c->norm_g, c->norm_b, n, c->H, c->eps);
+    if (c->next) preload_qkv(c, r0, n);
+}
+/* Pre-norm, before the MLP: the stream gets the attention output's bias, xn the MLP norm; the
+ * inner rows start as their bias. */
+static void task_pn_mlp_in(void *cv, int t, int worker) {
+    (void)worker;
+    fwd_ctx *c = cv;
+    size_t r0, n;
+    row_range(c, t, c->rows_per_task, &r0, &n);
+    bias_norm_to(c->X + r0 * c->H, c->xn + r0 * c->H, c->res_bias, c->w->ln2_g, c->w->ln2_b, n, c->H, c->eps);
+    fill_bias(c->inter + r0 * c->FFin, c->w->b1, n, c->FFin);
 }
 static void task_ln2(void *cv, int t, int worker) {
     (void)worker;
@@ -314,14 +472,132 @@ static void task_ln2(void *cv, int t, int worker) {
     preload_qkv(c, r0, n);
 }
 
+/* RoBERTa's position ids, as transformers' create_position_ids_from_input_ids: padding_idx plus
+ * the count of non-padding tokens so far, padding_idx for padding tokens (and for the rows past
+ * each sequence's length, which the caller pads). */
+static void roberta_positions(const emb_encoder_config *c, int B, int T, const int32_t *ids, const int32_t *lens,
+                              int32_t *out) {
+    for (int b = 0; b < B; b++) {
+        int n = 0;
+        for (int t = 0; t < T; t++) {
+            size_t r = (size_t)b * T + t;
+            int real = t < lens[b] && ids[r] != c->pad_token_id;
+            n += real;
+            out[r] = real ? c->pad_token_id + n : c->pad_token_id;
+        }
+    }
+}
+
+/* The rotary tables of positions 0..T-1 for both bases, kept while T does not grow. */
+static int rope_tables(const emb_encoder_config *c, emb_workspace *ws, int T) {
+    int rot = c->rope_dims;
+    if (ws->rope && ws->rope_T >= T && ws->rope_rot == rot && ws->rope_theta[0] == c->rope_theta &&
+        ws->rope_theta[1] == c->rope_theta_local)
+        return 0;
+    if (grow(&ws->rope, &ws->rope_n, 2 * (size_t)T * rot)) return -1;
+    emb_rope_table(c->rope_theta, rot, T, ws->rope);
+    emb_rope_table(c->rope_theta_local, rot, T, ws->rope + (size_t)T * rot);
+    ws->rope_T = T;
+    ws->rope_rot = rot;
+    ws->rope_theta[0] = c->rope_theta;
+    ws->rope_theta[1] = c->rope_theta_local;
+    return 0;
+}
+
+/* Layer l's attention settings: its rotary table and its window. */
+static void layer_attention(fwd_ctx *fc, const emb_encoder_config *c, const emb_workspace *ws, int l) {
+    int local = emb_encoder_config_layer_is_local(c, l);
+    fc->half_window = local ? c->half_window : -1;
+    if (c->pos_kind == EMB_POS_ROTARY) fc->rope = ws->rope + (local ? (size_t)ws->rope_T * c->rope_dims : 0);
+}
+
+/* The feed-forward's first product: into inter (FFin wide), one product when its halves lie
+ * side by side in one tensor, two otherwise. */
+static void ffn_in(const fwd_ctx *fc, const emb_layer_weights *w, const float *A) {
+    int BT = (int)fc->BT, FF = fc->FF, H = fc->H;
+    if (fc->FFin == FF || w->w1b == w->w1 + (size_t)FF * H) {
+        linear_acc_ld(A, H, w->w1, fc->inter, fc->FFin, BT, fc->FFin, H);
+    } else {
+        linear_acc_ld(A, H, w->w1, fc->inter, fc->FFin, BT, FF, H);
+        linear_acc_ld(A, H, w->w1b, fc->inter + FF, fc->FFin, BT, FF, H);
+    }
+}
+
+/* Where the row tasks and the attention tasks run (helper threads or the caller alone), in how
+ * many tasks. */
+typedef struct {
+    emb_workers *rows, *att;
+    int row_tasks, ffn_tasks;
+} plan;
+
+/* Q, K, V from A (onto the biases the row tasks preloaded), attention, and its output projection
+ * added onto the residual stream X. */
+static void attention_block(fwd_ctx *fc, const emb_workspace *ws, const plan *pl, int l, const float *A) {
+    const emb_layer_weights *w = fc->w;
+    int BT = (int)fc->BT, H = fc->H;
+    linear_acc(A, w->wq, fc->q, BT, H, H);
+    linear_acc(A, w->wk, fc->k, BT, H, H);
+    linear_acc(A, w->wv, fc->v, BT, H, H);
+    layer_attention(fc, &fc->e->cfg, ws, l);
+    emb_workers_run(pl->att, fc->B * fc->NH, task_attention, fc);
+    linear_acc(fc->q, w->wo, fc->X, BT, H, H);
+}
+
+/* BERT's layers: LayerNorm after attention and after the feed-forward, each with its residual. */
+static void layers_post_norm(fwd_ctx *fc, const emb_workspace *ws, const plan *pl, int n_layers) {
+    const emb_encoder *e = fc->e;
+    for (int l = 0; l < n_layers; l++) {
+        const emb_layer_weights *w = &e->L[l];
+        fc->w = w;
+        fc->next = l + 1 < n_layers ? &e->L[l + 1] : NULL;
+        /* every product accumulates onto what its output already holds: the bias
+         * (preloaded by the row tasks) or the residual */
+        attention_block(fc, ws, pl, l, fc->X);
+        emb_workers_run(pl->rows, pl->row_tasks, task_ln1, fc);
+        ffn_in(fc, w, fc->X);
+        emb_workers_run(pl->rows, pl->ffn_tasks, task_gelu, fc);
+        linear_acc_ld(fc->inter, fc->FFin, w->w2, fc->X, fc->H, (int)fc->BT, fc->H, fc->FF);
+        emb_workers_run(pl->rows, pl->row_tasks, task_ln2, fc);
+    }
+}
+
+/* ModernBERT's layers: a norm before attention (none in layer 0) and before the MLP, whose
+ * outputs are added to the un-normed stream; the final norm once all layers have run. */
+static void layers_pre_norm(fwd_ctx *fc, const emb_workspace *ws, const plan *pl, int n_layers) {
+    const emb_encoder *e = fc->e;
+    for (int l = 0; l < n_layers; l++) {
+        const emb_layer_weights *w = &e->L[l];
+        fc->w = w;
+        fc->next = w;
+        fc->res_bias = l > 0 && e->L[l - 1].b2 != e->zeros ? e->L[l - 1].b2 : NULL;
+        fc->norm_g = w->ln1_g;
+        fc->norm_b = w->ln1_b;
+        emb_workers_run(pl->rows, pl->row_tasks, task_pn_attn_in, fc);
+        attention_block(fc, ws, pl, l, w->ln1_g ? fc->xn : fc->X);
+        fc->res_bias = w->bo != e->zeros ? w->bo : NULL;
+        emb_workers_run(pl->rows, pl->row_tasks, task_pn_mlp_in, fc);
+        ffn_in(fc, w, fc->xn);
+        emb_workers_run(pl->rows, pl->ffn_tasks, task_gelu, fc);
+        linear_acc_ld(fc->inter, fc->FFin, w->w2, fc->X, fc->H, (int)fc->BT, fc->H, fc->FF);
+    }
+    /* the last layer's output bias, then the final norm, in place */
+    fc->next = NULL;
+    fc->res_bias = n_layers > 0 && e->L[n_layers - 1].b2 != e->zeros ? e->L[n_layers - 1].b2 : NULL;
+    fc->norm_g = n_layers == e->cfg.dims.layers ? e->final_g : NULL;
+    fc->norm_b = e->final_b;
+    fc->xn = fc->X;
+    if (fc->res_bias || fc->norm_g) emb_workers_run(pl->rows, pl->row_tasks, task_pn_attn_in, fc);
+}
+
 int emb_encoder_forward(const emb_encoder *e, emb_workspace *ws, int B, int T, const int32_t *ids,
                         const int32_t *type_ids, const int32_t *lens, int n_layers, float *out,
                         char err[EMB_ERR_LEN]) {
     const emb_encoder_config *c = &e->cfg;
     const int H = c->dims.hidden, FF = c->dims.intermediate, NH = c->dims.heads, dh = H / NH;
+    const int FFin = c->gated ? 2 * FF : FF;
     if (B < 1 || T < 1) return emb_fail(err, "batch %d x %d tokens: both must be at least 1", B, T);
-    if (T > c->dims.max_positions)
-        return emb_fail(err, "%d tokens exceed the model's maximum of %d positions", T, c->dims.max_positions);
+    if (T > emb_encoder_max_tokens(e))
+        return emb_fail(err, "%d tokens exceed the model's maximum of %d positions", T, emb_encoder_max_tokens(e));
     if (n_layers < 0 || n_layers > c->dims.layers)
         return emb_fail(err, "layer %d out of range (the model has %d layers; 0 is the embedding output)", n_layers,
                         c->dims.layers);
@@ -347,49 +623,48 @@ int emb_encoder_forward(const emb_encoder *e, emb_workspace *ws, int B, int T, c
     }
     if (want_workers && !ws->workers) ws->workers = emb_workers_new(nthr - 1); /* NULL: run on the caller alone */
     int n_workers = emb_workers_helpers(ws->workers) + 1;
-    size_t need = BT * (size_t)(3 * H > FF ? 3 * H : FF); /* q, k, v; later the FFN's inner activations */
-    if (grow(&ws->arena, &ws->arena_n, need) || grow(&ws->scores, &ws->scores_n, (size_t)n_workers * T * T))
+    size_t need = BT * (size_t)(3 * H > FFin ? 3 * H : FFin); /* q, k, v; later the FFN's inner activations */
+    if (grow(&ws->arena, &ws->arena_n, need) || grow(&ws->scores, &ws->scores_n, (size_t)n_workers * T * T) ||
+        (c->pre_norm && grow(&ws->xn, &ws->xn_n, BT * H)) || (c->pos_kind == EMB_POS_ROTARY && rope_tables(c, ws, T)))
         return emb_fail(err, "out of memory for a batch of %d x %d tokens", B, T);
+    if (c->pos_offset) {
+        if (ws->pos_n < BT) {
+            int32_t *p = realloc(ws->pos_ids, BT * sizeof *p);
+            if (!p) return emb_fail(err, "out of memory for a batch of %d x %d tokens", B, T);
+            ws->pos_ids = p;
+            ws->pos_n = BT;
+        }
+        roberta_positions(c, B, T, ids, lens, ws->pos_ids);
+    }
     fwd_ctx fc;
     memset(&fc, 0, sizeof fc);
     fc.e = e;
-    fc.B = B; fc.T = T; fc.H = H; fc.NH = NH; fc.dh = dh; fc.FF = FF; fc.BT = BT;
+    fc.B = B; fc.T = T; fc.H = H; fc.NH = NH; fc.dh = dh; fc.FF = FF; fc.FFin = FFin; fc.BT = BT;
     fc.ids = ids; fc.type_ids = type_ids; fc.lens = lens;
+    fc.pos_ids = c->pos_offset ? ws->pos_ids : NULL;
     fc.X = out;
     fc.q = ws->arena; fc.k = fc.q + BT * H; fc.v = fc.k + BT * H;
     fc.inter = ws->arena;
+    fc.xn = ws->xn;
     fc.scores = ws->scores;
     fc.scale = (float)(1.0 / sqrt((double)dh));
     fc.eps = c->ln_eps;
     fc.split = nthr > 1; /* keep every attention product on its calling thread */
-    emb_workers *par_rows = (size_t)BT * H >= PAR_MIN_ELEMS ? ws->workers : NULL;
-    emb_workers *par_att = (double)B * NH * T * T * dh >= PAR_MIN_ATT_MNK ? ws->workers : NULL;
+    fc.half_window = -1;
+    fc.rot = c->rope_dims;
+    fc.slopes = e->alibi_slopes;
     fc.rows_per_task = (int)(PAR_MIN_ELEMS / 2 / (size_t)H);
     if (fc.rows_per_task < 4) fc.rows_per_task = 4;
     int row_tasks = (int)((BT + (size_t)fc.rows_per_task - 1) / (size_t)fc.rows_per_task);
-    int ffn_rows = (int)(PAR_MIN_ELEMS / 2 / (size_t)FF);
+    int ffn_rows = (int)(PAR_MIN_ELEMS / 2 / (size_t)FFin);
     if (ffn_rows < 4) ffn_rows = 4;
     int ffn_tasks = (int)((BT + (size_t)ffn_rows - 1) / (size_t)ffn_rows);
     fc.ffn_rows = ffn_rows;
-    float *X = out;
-    fc.next = n_layers > 0 ? &e->L[0] : NULL;
-    emb_workers_run(par_rows, row_tasks, task_embed, &fc);
-    for (int l = 0; l < n_layers; l++) {
-        const emb_layer_weights *w = &e->L[l];
-        fc.w = w;
-        fc.next = l + 1 < n_layers ? &e->L[l + 1] : NULL;
-        /* every product accumulates onto what its output already holds: the bias
-         * (preloaded by the row tasks) or the residual */
-        linear_acc(X, w->wq, fc.q, (int)BT, H, H);
-        linear_acc(X, w->wk, fc.k, (int)BT, H, H);
-        linear_acc(X, w->wv, fc.v, (int)BT, H, H);
-        emb_workers_run(par_att, B * NH, task_attention, &fc);
-        linear_acc(fc.q, w->wo, X, (int)BT, H, H);
-        emb_workers_run(par_rows, row_tasks, task_ln1, &fc);
-        linear_acc(X, w->w1, fc.inter, (int)BT, FF, H);
-        emb_workers_run(par_rows, ffn_tasks, task_gelu, &fc);
-        linear_acc(fc.inter, w->w2, X, (int)BT, H, FF);
-        emb_workers_run(par_rows, row_tasks, task_ln2, &fc);
-    }
+    plan pl = {(size_t)BT * H >= PAR_MIN_ELEMS ? ws->workers : NULL,
+               (double)B * NH * T * T * dh >= PAR_MIN_ATT_MNK ? ws->workers : NULL, row_tasks, ffn_tasks};
+    fc.next = n_layers > 0 && !c->pre_norm ? &e->L[0] : NULL;
+    emb_workers_run(pl.rows, row_tasks, task_embed, &fc);
+    if (c->pre_norm) layers_pre_norm(&fc, ws, &pl, n_layers);
+    else layers_post_norm(&fc, ws, &pl, n_layers);
     return 0;
 }

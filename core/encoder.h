@@ -1,6 +1,7 @@
-/* BERT / DistilBERT encoder: loads a Hugging Face checkpoint folder (config.json plus
+/* Transformer encoder: loads a Hugging Face checkpoint folder (config.json plus
  * model.safetensors or a sharded model.safetensors.index.json) and runs the forward pass
- * exactly as transformers' BertModel / DistilBertModel do, on cblas_sgemm.
+ * exactly as transformers' BertModel, DistilBertModel, RobertaModel / XLMRobertaModel and
+ * ModernBertModel, nomic-ai's NomicBertModel and jinaai's JinaBertModel (v2) do, on cblas_sgemm.
  *
  * An emb_encoder is immutable after load and may be shared by threads; each thread
  * brings its own emb_workspace (scratch buffers that grow as needed and are reused). */
@@ -17,8 +18,8 @@ typedef struct emb_encoder emb_encoder;
 typedef struct {
     const char *weight_type;     /* "F32" | "F16" | "BF16" ("mixed" if the tensors differ) */
     size_t weight_bytes;         /* bytes of the tensors used, as float32 in memory */
-    const char *tensor_prefix;   /* "", "bert.", "distilbert." */
-    int has_pooler;              /* BERT pooler.dense present */
+    const char *tensor_prefix;   /* "", or a task-head save's "bert.", "distilbert.", "roberta.", "model." */
+    int has_pooler;              /* pooler.dense present (BERT, RoBERTa, JinaBERT) */
     int n_files;                 /* safetensors files read (shards) */
     size_t converted_bytes;      /* bytes copied/converted at load (F16/BF16, misaligned F32) */
     size_t mapped_bytes;         /* bytes of F32 tensors used in place from a file mapping */
@@ -37,7 +38,12 @@ const emb_encoder_info *emb_encoder_get_info(const emb_encoder *);
 const emb_encoder_config *emb_encoder_get_config(const emb_encoder *);
 
 const float *emb_encoder_word_row(const emb_encoder *, int32_t id);      /* NULL if out of range */
-const float *emb_encoder_position_row(const emb_encoder *, int32_t pos); /* the model's own table */
+/* The row of the model's own position table that the token at position pos receives (RoBERTa:
+ * row pad_token_id + 1 + pos); NULL out of range and for rotary and ALiBi models, which add no
+ * position vector to the input. */
+const float *emb_encoder_position_row(const emb_encoder *, int32_t pos);
+/* The most tokens one sequence may have: the position table's rows (less RoBERTa's offset). */
+int emb_encoder_max_tokens(const emb_encoder *);
 const float *emb_encoder_type_row(const emb_encoder *, int32_t type);    /* NULL for distilbert */
 
 /* XXH3_64 over the config numbers and the weights actually used (as float32 values,
@@ -61,7 +67,8 @@ size_t emb_workspace_bytes(const emb_workspace *);  /* currently allocated */
  * all 0; ignored by distilbert), lens[b] in 1..T real tokens, the rest padding, masked out
  * of attention as HF's attention_mask does (padded rows are still computed, as HF does).
  * Runs the embeddings then n_layers encoder layers (0 = embedding LayerNorm output =
- * HF hidden_states[0]; dims.layers = last_hidden_state). out: B*T*hidden floats.
+ * HF hidden_states[0]; dims.layers = last_hidden_state, which for ModernBERT is final_norm of
+ * HF hidden_states[L]). out: B*T*hidden floats.
  * Returns 0, or nonzero with a message in err. */
 int emb_encoder_forward(const emb_encoder *, emb_workspace *, int B, int T, const int32_t *ids,
                         const int32_t *type_ids, const int32_t *lens, int n_layers, float *out,

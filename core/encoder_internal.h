@@ -6,10 +6,15 @@
 #include "safetensors.h"
 #include <xxhash.h>
 
-/* One layer's weights as float32 (in place in a file's memory, or converted at load). */
+/* One layer's weights as float32 (in place in a file's memory, or converted at load). A bias
+ * the architecture does not have points at the encoder's zeros, so the forward pass has one
+ * shape. Post-norm (BERT): ln1 after attention, ln2 after the feed-forward. Pre-norm
+ * (ModernBERT): ln1 before attention (NULL: none, as in its layer 0), ln2 before the MLP.
+ * Gated feed-forward: w1 gives the activated half, w1b the multiplied half ([I, H] each;
+ * w1b == w1 + I*H when one fused [2I, H] tensor holds both), b1 is 2I wide, w2 is [H, I]. */
 typedef struct {
     const float *wq, *bq, *wk, *bk, *wv, *bv, *wo, *bo, *ln1_g, *ln1_b;
-    const float *w1, *b1, *w2, *b2, *ln2_g, *ln2_b;
+    const float *w1, *w1b, *b1, *w2, *b2, *ln2_g, *ln2_b;
 } emb_layer_weights;
 
 struct emb_encoder {
@@ -23,6 +28,9 @@ struct emb_encoder {
     void **owned;
     int nowned, capowned;
     const float *word, *pos, *type, *ln_g, *ln_b, *pool_w, *pool_b;
+    const float *final_g, *final_b; /* pre-norm models: the norm after the last layer */
+    const float *zeros;         /* max(3H, 2I) zeros: the biases an architecture does not have */
+    float *alibi_slopes;        /* ALiBi: one per head */
     emb_layer_weights *L;
     int first_dtype, mixed;
     XXH3_state_t *hash;

@@ -5,6 +5,7 @@
 #include "emb_json.h"
 #include "file.h"
 #include "half.h"
+#include "relpos.h"
 #include <cjson/cJSON.h>
 #include <math.h>
 #include <stdio.h>
@@ -195,23 +196,38 @@ static int build_sinusoidal(emb_encoder *e, char err[EMB_ERR_LEN]) {
     return 0;
 }
 
+/* The word-embedding tensor's name (without prefix) and the prefix a task-head checkpoint of
+ * the architecture puts before the model's own tensors (whose head tensors are then ignored). */
+static const char *word_tensor(emb_arch a) {
+    return a == EMB_ARCH_MODERNBERT ? "embeddings.tok_embeddings.weight" : "embeddings.word_embeddings.weight";
+}
+static const char *head_prefix(emb_arch a) {
+    switch (a) {
+    case EMB_ARCH_DISTILBERT: return "distilbert.";
+    case EMB_ARCH_ROBERTA: return "roberta.";
+    case EMB_ARCH_MODERNBERT: return "model.";
+    default: return "bert.";
+    }
+}
+
 /* The prefix under which the word embeddings exist: "", or the architecture's ("bert."). */
 static int find_prefix(emb_encoder *e, char err[EMB_ERR_LEN]) {
-    const char *cands[2] = {"", e->cfg.arch == EMB_ARCH_BERT ? "bert." : "distilbert."};
+    const char *word = word_tensor(e->cfg.arch);
+    const char *cands[2] = {"", head_prefix(e->cfg.arch)};
     for (int i = 0; i < 2; i++) {
-        char name[64];
-        snprintf(name, sizeof name, "%sembeddings.word_embeddings.weight", cands[i]);
+        char name[96];
+        snprintf(name, sizeof name, "%s%s", cands[i], word);
         if (find_any(e, name, NULL)) {
             snprintf(e->prefix, sizeof e->prefix, "%s", cands[i]);
             e->info.tensor_prefix = cands[i]; /* a string literal: valid after free */
             return 0;
         }
     }
-    return emb_fail(err, "%s: missing tensor 'embeddings.word_embeddings.weight' (also looked for "
-                    "'%sembeddings.word_embeddings.weight')", e->src_label, cands[1]);
+    return emb_fail(err, "%s: missing tensor '%s' (also looked for '%s%s')", e->src_label, word, cands[1], word);
 }
 
-/* The fingerprint starts with the config's numbers. */
+/* The fingerprint starts with the config's numbers (BERT's and DistilBERT's as they always were,
+ * so that their fingerprints stay what applications stored; the newer settings after them). */
 static void hash_config(emb_encoder *e) {
     const emb_encoder_config *c = &e->cfg;
     int64_t nums[] = {c->arch, c->dims.hidden, c->dims.layers, c->dims.heads, c->dims.intermediate,
@@ -221,23 +237,83 @@ static void hash_config(emb_encoder *e) {
     uint64_t eb;
     memcpy(&eb, &eps, 8);
     hash_u64(e->hash, eb);
+    if (c->arch == EMB_ARCH_BERT || c->arch == EMB_ARCH_DISTILBERT) return;
+    int64_t more[] = {c->pad_token_id, c->pos_kind, c->pos_offset, c->gated, c->pre_norm, c->rope_dims,
+                      c->half_window, c->global_every};
+    for (size_t i = 0; i < sizeof more / sizeof more[0]; i++) hash_u64(e->hash, (uint64_t)more[i]);
+    double th[2] = {c->rope_theta, c->rope_theta_local};
+    for (int i = 0; i < 2; i++) {
+        memcpy(&eb, &th[i], 8);
+        hash_u64(e->hash, eb);
+    }
+}
+
+/* The bias prefix+suffix of n values where the architecture has it, else the zeros. */
+static int get_bias(emb_encoder *e, const char *suffix, int64_t n, int present, const float **out,
+                    char err[EMB_ERR_LEN]) {
+    if (!present) {
+        *out = e->zeros;
+        return 0;
+    }
+    return get_tensor(e, suffix, n, -1, 0, out, err);
+}
+
+/* get_tensor / get_bias with the layer number put into the name's format. */
+static int layer_tensor(emb_encoder *e, const char *fmt, int l, int64_t d0, int64_t d1, const float **out,
+                        char err[EMB_ERR_LEN]) {
+    char name[128];
+    snprintf(name, sizeof name, fmt, l);
+    return get_tensor(e, name, d0, d1, 0, out, err);
+}
+static int layer_bias(emb_encoder *e, const char *fmt, int l, int64_t n, int present, const float **out,
+                      char err[EMB_ERR_LEN]) {
+    char name[128];
+    snprintf(name, sizeof name, fmt, l);
+    return get_bias(e, name, n, present, out, err);
+}
+
+/* The zeros that stand for absent biases, and ALiBi's slopes. */
+static int make_constants(emb_encoder *e, char err[EMB_ERR_LEN]) {
+    const emb_encoder_config *c = &e->cfg;
+    size_t n = 3 * (size_t)c->dims.hidden;
+    if (2 * (size_t)c->dims.intermediate > n) n = 2 * (size_t)c->dims.intermediate;
+    float *z = calloc(n, sizeof(float));
+    if (!z || own(e, z)) { free(z); return emb_fail(err, "out of memory"); }
+    e->zeros = z;
+    if (c->pos_kind != EMB_POS_ALIBI) return 0;
+    e->alibi_slopes = malloc((size_t)c->dims.heads * sizeof(float));
+    if (!e->alibi_slopes || own(e, e->alibi_slopes)) {
+        free(e->alibi_slopes);
+        e->alibi_slopes = NULL;
+        return emb_fail(err, "out of memory");
+    }
+    emb_alibi_slopes(c->dims.heads, e->alibi_slopes);
+    return 0;
 }
 
 static int load_embeddings(emb_encoder *e, char err[EMB_ERR_LEN]) {
     const emb_encoder_config *c = &e->cfg;
-    int H = c->dims.hidden, bert = c->arch == EMB_ARCH_BERT;
-    if (get_tensor(e, "embeddings.word_embeddings.weight", c->dims.vocab_size, H, 0, &e->word, err) ||
-        get_tensor(e, "embeddings.position_embeddings.weight", c->dims.max_positions, H, !bert && c->sinusoidal,
-                   &e->pos, err))
+    int H = c->dims.hidden;
+    if (get_tensor(e, word_tensor(c->arch), c->dims.vocab_size, H, 0, &e->word, err)) return -1;
+    if (c->pos_kind == EMB_POS_LEARNED || c->pos_kind == EMB_POS_SINUSOIDAL) {
+        if (get_tensor(e, "embeddings.position_embeddings.weight", c->dims.max_positions, H,
+                       c->pos_kind == EMB_POS_SINUSOIDAL, &e->pos, err))
+            return -1;
+        if (!e->pos && build_sinusoidal(e, err)) return -1; /* as transformers builds it */
+    }
+    if (c->dims.type_vocab > 0 &&
+        get_tensor(e, "embeddings.token_type_embeddings.weight", c->dims.type_vocab, H, 0, &e->type, err))
         return -1;
-    if (!e->pos && build_sinusoidal(e, err)) return -1; /* as transformers builds it */
-    if (bert && get_tensor(e, "embeddings.token_type_embeddings.weight", c->dims.type_vocab, H, 0, &e->type, err))
-        return -1;
-    return get_tensor(e, "embeddings.LayerNorm.weight", H, -1, 0, &e->ln_g, err) ||
-           get_tensor(e, "embeddings.LayerNorm.bias", H, -1, 0, &e->ln_b, err);
+    const char *ln = c->arch == EMB_ARCH_NOMIC_BERT ? "emb_ln" : c->arch == EMB_ARCH_MODERNBERT ? "embeddings.norm"
+                                                                                                : "embeddings.LayerNorm";
+    char g[48], b[48];
+    snprintf(g, sizeof g, "%s.weight", ln);
+    snprintf(b, sizeof b, "%s.bias", ln);
+    return get_tensor(e, g, H, -1, 0, &e->ln_g, err) || get_bias(e, b, H, c->norm_bias, &e->ln_b, err);
 }
 
-static int load_layer(emb_encoder *e, int l, char err[EMB_ERR_LEN]) {
+/* BERT's and DistilBERT's layers: sixteen tensors each; RoBERTa's are BERT's. */
+static int load_layer_classic(emb_encoder *e, int l, char err[EMB_ERR_LEN]) {
     static const char *const fmt_bert[16] = {
         "encoder.layer.%d.attention.self.query.weight", "encoder.layer.%d.attention.self.query.bias",
         "encoder.layer.%d.attention.self.key.weight", "encoder.layer.%d.attention.self.key.bias",
@@ -262,11 +338,115 @@ static int load_layer(emb_encoder *e, int l, char err[EMB_ERR_LEN]) {
                              &w->ln1_g, &w->ln1_b, &w->w1, &w->b1, &w->w2, &w->b2, &w->ln2_g, &w->ln2_b};
     const int64_t shp[16][2] = {{H, H}, {H, -1}, {H, H}, {H, -1}, {H, H}, {H, -1}, {H, H}, {H, -1},
                                 {H, -1}, {H, -1}, {FF, H}, {FF, -1}, {H, FF}, {H, -1}, {H, -1}, {H, -1}};
-    for (int k = 0; k < 16; k++) {
-        char name[96];
-        snprintf(name, sizeof name, e->cfg.arch == EMB_ARCH_BERT ? fmt_bert[k] : fmt_distil[k], l);
-        if (get_tensor(e, name, shp[k][0], shp[k][1], 0, dst[k], err)) return -1;
+    /* JinaBERT v2 with a gated feed-forward has BERT's attention and its own MLP tensors */
+    int n = e->cfg.gated ? 10 : 16;
+    for (int k = 0; k < n; k++)
+        if (layer_tensor(e, e->cfg.arch == EMB_ARCH_DISTILBERT ? fmt_distil[k] : fmt_bert[k], l, shp[k][0], shp[k][1],
+                         dst[k], err))
+            return -1;
+    if (!e->cfg.gated) return 0;
+    const float *gl;
+    if (layer_tensor(e, "encoder.layer.%d.mlp.gated_layers.weight", l, 2 * FF, H, &gl, err) ||
+        layer_tensor(e, "encoder.layer.%d.mlp.wo.weight", l, H, FF, &w->w2, err) ||
+        layer_tensor(e, "encoder.layer.%d.mlp.wo.bias", l, H, -1, &w->b2, err) ||
+        layer_tensor(e, "encoder.layer.%d.mlp.layernorm.weight", l, H, -1, &w->ln2_g, err) ||
+        layer_tensor(e, "encoder.layer.%d.mlp.layernorm.bias", l, H, -1, &w->ln2_b, err))
+        return -1;
+    w->w1 = gl; /* gelu(g[:I]) * g[I:] */
+    w->w1b = gl + FF * H;
+    w->b1 = e->zeros;
+    return 0;
+}
+
+/* Q, K, V as the three row blocks of a fused Wqkv [3H, H] and its bias (or the zeros). */
+static void split_qkv(const emb_encoder *e, emb_layer_weights *w, const float *qkv, const float *qkv_b) {
+    const size_t H = (size_t)e->cfg.dims.hidden;
+    int has_b = qkv_b != e->zeros;
+    w->wq = qkv, w->wk = qkv + H * H, w->wv = qkv + 2 * H * H;
+    w->bq = qkv_b, w->bk = qkv_b + (has_b ? H : 0), w->bv = qkv_b + (has_b ? 2 * H : 0);
+}
+
+/* NomicBERT: fused Wqkv, out_proj, norm1, fc11 / fc12 / fc2, norm2; biases as config.json says. */
+static int load_layer_nomic(emb_encoder *e, int l, char err[EMB_ERR_LEN]) {
+    const emb_encoder_config *c = &e->cfg;
+    const int64_t H = c->dims.hidden, FF = c->dims.intermediate;
+    emb_layer_weights *w = &e->L[l];
+    const float *qkv, *qkv_b;
+    if (layer_tensor(e, "encoder.layers.%d.attn.Wqkv.weight", l, 3 * H, H, &qkv, err) ||
+        layer_bias(e, "encoder.layers.%d.attn.Wqkv.bias", l, 3 * H, c->qkv_bias, &qkv_b, err) ||
+        layer_tensor(e, "encoder.layers.%d.attn.out_proj.weight", l, H, H, &w->wo, err) ||
+        layer_bias(e, "encoder.layers.%d.attn.out_proj.bias", l, H, c->out_bias, &w->bo, err) ||
+        layer_tensor(e, "encoder.layers.%d.norm1.weight", l, H, -1, &w->ln1_g, err) ||
+        layer_bias(e, "encoder.layers.%d.norm1.bias", l, H, c->norm_bias, &w->ln1_b, err) ||
+        layer_tensor(e, "encoder.layers.%d.mlp.fc12.weight", l, FF, H, &w->w1, err) ||
+        layer_tensor(e, "encoder.layers.%d.mlp.fc11.weight", l, FF, H, &w->w1b, err) ||
+        layer_tensor(e, "encoder.layers.%d.mlp.fc2.weight", l, H, FF, &w->w2, err) ||
+        layer_bias(e, "encoder.layers.%d.mlp.fc2.bias", l, H, c->ffn_out_bias, &w->b2, err) ||
+        layer_tensor(e, "encoder.layers.%d.norm2.weight", l, H, -1, &w->ln2_g, err) ||
+        layer_bias(e, "encoder.layers.%d.norm2.bias", l, H, c->norm_bias, &w->ln2_b, err))
+        return -1;
+    split_qkv(e, w, qkv, qkv_b);
+    w->b1 = e->zeros;
+    if (!c->ffn_in_bias) return 0;
+    /* the two halves' biases side by side, in the order of the halves: [fc12 | fc11] */
+    const float *b12, *b11;
+    float *b = malloc((size_t)(2 * FF) * sizeof(float));
+    if (!b || own(e, b)) { free(b); return emb_fail(err, "out of memory"); }
+    if (layer_tensor(e, "encoder.layers.%d.mlp.fc12.bias", l, FF, -1, &b12, err) ||
+        layer_tensor(e, "encoder.layers.%d.mlp.fc11.bias", l, FF, -1, &b11, err))
+        return -1;
+    memcpy(b, b12, (size_t)FF * sizeof(float));
+    memcpy(b + FF, b11, (size_t)FF * sizeof(float));
+    w->b1 = b;
+    return 0;
+}
+
+/* ModernBERT: attn_norm (none in layer 0), fused Wqkv, Wo, mlp_norm, Wi = [input | gate], Wo. */
+static int load_layer_modernbert(emb_encoder *e, int l, char err[EMB_ERR_LEN]) {
+    const emb_encoder_config *c = &e->cfg;
+    const int64_t H = c->dims.hidden, FF = c->dims.intermediate;
+    emb_layer_weights *w = &e->L[l];
+    const float *qkv, *qkv_b, *wi;
+    if (l > 0 && (layer_tensor(e, "layers.%d.attn_norm.weight", l, H, -1, &w->ln1_g, err) ||
+                  layer_bias(e, "layers.%d.attn_norm.bias", l, H, c->norm_bias, &w->ln1_b, err)))
+        return -1;
+    if (layer_tensor(e, "layers.%d.attn.Wqkv.weight", l, 3 * H, H, &qkv, err) ||
+        layer_bias(e, "layers.%d.attn.Wqkv.bias", l, 3 * H, c->qkv_bias, &qkv_b, err) ||
+        layer_tensor(e, "layers.%d.attn.Wo.weight", l, H, H, &w->wo, err) ||
+        layer_bias(e, "layers.%d.attn.Wo.bias", l, H, c->out_bias, &w->bo, err) ||
+        layer_tensor(e, "layers.%d.mlp_norm.weight", l, H, -1, &w->ln2_g, err) ||
+        layer_bias(e, "layers.%d.mlp_norm.bias", l, H, c->norm_bias, &w->ln2_b, err) ||
+        layer_tensor(e, "layers.%d.mlp.Wi.weight", l, 2 * FF, H, &wi, err) ||
+        layer_bias(e, "layers.%d.mlp.Wi.bias", l, 2 * FF, c->ffn_in_bias, &w->b1, err) ||
+        layer_tensor(e, "layers.%d.mlp.Wo.weight", l, H, FF, &w->w2, err) ||
+        layer_bias(e, "layers.%d.mlp.Wo.bias", l, H, c->ffn_out_bias, &w->b2, err))
+        return -1;
+    split_qkv(e, w, qkv, qkv_b);
+    w->w1 = wi; /* act(input) * gate */
+    w->w1b = wi + FF * H;
+    return 0;
+}
+
+static int load_layer(emb_encoder *e, int l, char err[EMB_ERR_LEN]) {
+    switch (e->cfg.arch) {
+    case EMB_ARCH_NOMIC_BERT: return load_layer_nomic(e, l, err);
+    case EMB_ARCH_MODERNBERT: return load_layer_modernbert(e, l, err);
+    default: return load_layer_classic(e, l, err);
     }
+}
+
+/* BERT's pooler (also in RoBERTa and JinaBERT checkpoints) where present; ModernBERT's final norm. */
+static int load_head(emb_encoder *e, char err[EMB_ERR_LEN]) {
+    const emb_encoder_config *c = &e->cfg;
+    const int H = c->dims.hidden;
+    if (c->pre_norm)
+        return get_tensor(e, "final_norm.weight", H, -1, 0, &e->final_g, err) ||
+               get_bias(e, "final_norm.bias", H, c->norm_bias, &e->final_b, err);
+    if (c->arch == EMB_ARCH_DISTILBERT || c->arch == EMB_ARCH_NOMIC_BERT) return 0;
+    if (get_tensor(e, "pooler.dense.weight", H, H, 1, &e->pool_w, err) ||
+        get_tensor(e, "pooler.dense.bias", H, -1, 1, &e->pool_b, err))
+        return -1;
+    if (!e->pool_w || !e->pool_b) e->pool_w = e->pool_b = NULL;
     return 0;
 }
 
@@ -279,18 +459,13 @@ static int load(emb_encoder *e, const char *dir, int use_mmap, char err[EMB_ERR_
     if (emb_encoder_config_load(dir, &e->cfg, err) || open_weights(e, dir, use_mmap, err) || find_prefix(e, err))
         return -1;
     hash_config(e);
-    if (load_embeddings(e, err)) return -1;
+    if (make_constants(e, err) || load_embeddings(e, err)) return -1;
     const emb_model_dims *d = &e->cfg.dims;
     e->L = calloc((size_t)d->layers, sizeof *e->L);
     if (!e->L) return emb_fail(err, "out of memory");
     for (int l = 0; l < d->layers; l++)
         if (load_layer(e, l, err)) return -1;
-    if (e->cfg.arch == EMB_ARCH_BERT) {
-        if (get_tensor(e, "pooler.dense.weight", d->hidden, d->hidden, 1, &e->pool_w, err) ||
-            get_tensor(e, "pooler.dense.bias", d->hidden, -1, 1, &e->pool_b, err))
-            return -1;
-        if (!e->pool_w || !e->pool_b) e->pool_w = e->pool_b = NULL;
-    }
+    if (load_head(e, err)) return -1;
     e->fingerprint = XXH3_64bits_digest(e->hash);
     XXH3_freeState(e->hash);
     e->hash = NULL;

@@ -104,7 +104,7 @@ static int token_limit(const emb_model *m) {
     if (m->sbert.present && m->sbert.max_seq_length > 0) limit = m->sbert.max_seq_length;
     else if (emb_tokenizer_model_max_length(m->tok) > 0) limit = emb_tokenizer_model_max_length(m->tok);
     if (m->enc) {
-        int maxpos = emb_encoder_get_config(m->enc)->dims.max_positions;
+        int maxpos = emb_encoder_max_tokens(m->enc); /* RoBERTa: the table less its offset */
         if (limit == 0 || limit > maxpos) limit = maxpos;
     }
     return limit > INT_MAX ? INT_MAX : (int)limit;
@@ -155,7 +155,7 @@ static int load_folder(emb_model *m, const char *dir, const emb_load_options *op
                             m->sbert.pooling_dim, c->dims.hidden);
         info->architecture = c->arch_name;
         info->dims = &c->dims;
-        info->position_kind = c->sinusoidal ? "sinusoidal" : "learned";
+        info->position_kind = emb_pos_kind_name(c->pos_kind);
         info->weight_type = e->weight_type;
         info->bytes = (int64_t)e->weight_bytes;
         info->mapped = e->mapped_bytes > 0;
