@@ -185,6 +185,13 @@ def texts_embedded_into_compact_storage_are_searched_by_text():
     con.execute("SELECT embed_load('minilm', ?)", (os.path.join(FIXTURES, "models", "minilm-tiny-st"),))
     texts = ["the bus is late", "buy milk and eggs", "train delayed by twenty minutes", "a cat on the mat",
              "the weather is sunny", "invoice overdue", "meeting moved to friday", "bus stop closed"]
+    try:
+        search_texts_by_text(con, texts)
+    finally:  # the model registry is the process's: the later suites load their own 'minilm'
+        con.execute("SELECT embed_unload('minilm')")
+
+
+def search_texts_by_text(con, texts):
     for storage in ("int8", "bit"):
         con.execute("CREATE VIRTUAL TABLE t_%s USING embed_index(model = 'minilm', storage = '%s', index = 'ivf')"
                     % (storage, storage))
