@@ -78,7 +78,7 @@ valgrind: all
 	@EMBED_DEPS=build bash scripts/deps.sh valgrind
 	valgrind --quiet --error-exitcode=9 --leak-check=full --show-possibly-lost=no --errors-for-leak-kinds=definite \
 	  sqlite3 :memory: '.load ./embed' '.read tests/sql/leak_check.sql' \
-	  '.read tests/sql/leak_check_index.sql' '.read tests/sql/leak_check_hybrid.sql' >/dev/null 2>build/valgrind.log; \
+	  '.read tests/sql/leak_check_index.sql' '.read tests/sql/leak_check_hybrid.sql' '.read tests/sql/leak_check_quant.sql' >/dev/null 2>build/valgrind.log; \
 	  rc=$$?; cat build/valgrind.log; [ $$rc -ne 9 ] && echo "valgrind: clean"
 
 # Long forms of the crash-kill and concurrency tests (make test runs short ones).

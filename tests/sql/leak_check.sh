@@ -7,7 +7,7 @@ ext=${1:?extension path}
 cd "$(dirname "$0")/../.."
 out=$(LD_PRELOAD="$(gcc -print-file-name=libasan.so):$(gcc -print-file-name=libubsan.so)" \
       ASAN_OPTIONS=detect_leaks=1 sqlite3 :memory: ".load ${ext%.so}" ".read tests/sql/leak_check.sql" ".read tests/sql/leak_check_index.sql" \
-      ".read tests/sql/leak_check_hybrid.sql" 2>&1)
+      ".read tests/sql/leak_check_hybrid.sql" ".read tests/sql/leak_check_quant.sql" 2>&1)
 rc=$?
 # The shell exits non-zero after the expected SQL errors; only sanitizer reports count.
 if [ $rc -lt 2 ] && ! grep -q "ERROR: LeakSanitizer\|ERROR: AddressSanitizer\|runtime error" <<<"$out"; then
