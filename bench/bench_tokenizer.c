@@ -171,8 +171,10 @@ int main(int argc, char **argv) {
     wr |= write_jsonl(&mixed, path);
     if (wr) fprintf(stderr, "warning: could not write the corpora to %s\n", outdir);
 
+    /* WordPiece (tokenizers/vocab), then Unigram and byte-level BPE (tokenizers2/vocab) */
     static const char *vocabs[] = {"bert-base-uncased", "bert-base-cased", "bert-base-multilingual-cased",
-                                   "bert-base-chinese"};
+                                   "bert-base-chinese", "xlmr-style-ml8k", "roberta-base"};
+    static const char *vocab_dirs[] = {"tokenizers", "tokenizers", "tokenizers", "tokenizers", "tokenizers2", "tokenizers2"};
     const corpus *corpora[2] = {&english, &mixed};
     static const char *cnames[2] = {"english", "mixed"};
     printf("sqlite-embed tokenizer, one thread: english %.2f MB in %zu docs, mixed %.2f MB in %zu docs\n",
@@ -181,7 +183,7 @@ int main(int argc, char **argv) {
     emb_encoding enc;
     emb_encoding_init(&enc);
     for (size_t v = 0; v < sizeof vocabs / sizeof *vocabs; v++) {
-        snprintf(path, sizeof path, "%s/tokenizers/vocab/%s", fx, vocabs[v]);
+        snprintf(path, sizeof path, "%s/%s/vocab/%s", fx, vocab_dirs[v], vocabs[v]);
         if (emb_tokenizer_load(path, &t, err)) {
             fprintf(stderr, "%s\n", err);
             return 1;

@@ -18,7 +18,9 @@ try {
 }
 const fx = process.argv[2] || 'tests/fixtures';
 const outdir = process.argv[3] || 'bench/out';
-const vocabs = ['bert-base-uncased', 'bert-base-cased', 'bert-base-multilingual-cased', 'bert-base-chinese'];
+const vocabs = ['bert-base-uncased', 'bert-base-cased', 'bert-base-multilingual-cased', 'bert-base-chinese',
+  'xlmr-style-ml8k', 'roberta-base'];
+const vocabDir = (v) => (v.startsWith('xlmr') || v.startsWith('roberta') ? 'tokenizers2' : 'tokenizers'); // Unigram, BPE
 const corpora = ['english', 'mixed'];
 
 function load(name) {
@@ -33,7 +35,7 @@ function load(name) {
   console.log(`Hugging Face tokenizers ${require(path.join(__dirname, 'node_modules', 'tokenizers', 'package.json')).version} (npm), one thread`);
   console.log('vocabulary                     corpus   mode          MB/s     tokens/s');
   for (const v of vocabs) {
-    const tok = Tokenizer.fromFile(path.join(fx, 'tokenizers', 'vocab', v, 'tokenizer.json'));
+    const tok = Tokenizer.fromFile(path.join(fx, vocabDir(v), 'vocab', v, 'tokenizer.json'));
     for (const c of corpora) {
       const { docs, bytes } = data[c];
       await tok.encode('warm up');

@@ -80,6 +80,11 @@ int sp_charsmap_load(sp_charsmap *m, const char *b64, char err[EMB_ERR_LEN]) {
         sp_charsmap_free(m);
         return emb_fail(err, "precompiled_charsmap: its replacements are not valid UTF-8 (byte %zu)", bad);
     }
+    for (int c = 0; c < 128; c++) {
+        char k = (char)c;
+        size_t rl;
+        m->ascii_mapped[c] = c == 0 || sp_charsmap_lookup(m, &k, 1, &rl) != NULL;
+    }
     return 0;
 }
 
@@ -137,12 +142,16 @@ static void replace_part(tlist *l, size_t old_chars, const char *r, size_t rlen)
     }
 }
 
-void sp_precompiled(const sp_charsmap *m, const nstr *src, nstr *dst, tlist *l) {
+int sp_precompiled(const sp_charsmap *m, const nstr *src, nstr *dst, tlist *l) {
+    const unsigned char *u = (const unsigned char *)src->b;
+    /* ASCII text whose characters the map leaves alone (a grapheme of its own unless CR LF) */
+    size_t i = 0;
+    while (i < src->n && u[i] < 0x80 && !m->ascii_mapped[u[i]] && u[i] != '\r') i++;
+    if (i == src->n) return 0;
+    i = 0;
     l->n = 0;
     l->oom = 0;
     int modified = 0;
-    const unsigned char *u = (const unsigned char *)src->b;
-    size_t i = 0;
     while (i < src->n) {
         /* one extended grapheme cluster [i, e) */
         int k;
@@ -172,9 +181,7 @@ void sp_precompiled(const sp_charsmap *m, const nstr *src, nstr *dst, tlist *l) 
         }
         i = e;
     }
-    if (!modified) {
-        nstr_copy_range(dst, src, 0, src->n);
-        return;
-    }
+    if (!modified) return 0;
     nstr_transform(dst, src, l);
+    return 1;
 }

@@ -15,6 +15,7 @@ typedef struct {
     size_t n_units;
     char *pool; /* replacements, NUL-terminated, valid UTF-8 */
     size_t pool_len;
+    uint8_t ascii_mapped[128]; /* the one-byte key c has a replacement */
 } sp_charsmap;
 
 /* Decodes the base64 text b64 into m. 0 ok; else err says what is wrong. */
@@ -24,6 +25,7 @@ void sp_charsmap_free(sp_charsmap *m);
  * crate's transform); NULL when none. */
 const char *sp_charsmap_lookup(const sp_charsmap *m, const char *s, size_t len, size_t *out_len);
 /* HF's Precompiled normalizer: graphemes shorter than 6 bytes looked up whole, else (or when
- * absent) character by character; dst = src with the replacements and HF's span moves. */
-void sp_precompiled(const sp_charsmap *m, const nstr *src, nstr *dst, tlist *scratch);
+ * absent) character by character; dst = src with the replacements and HF's span moves.
+ * 0 (dst untouched) when nothing in src is replaced. */
+int sp_precompiled(const sp_charsmap *m, const nstr *src, nstr *dst, tlist *scratch);
 #endif

@@ -29,6 +29,13 @@ static const bpe_merge *find_merge(const tok_bpe *m, int32_t a, int32_t b) {
     }
 }
 
+static inline int32_t pair_rank(const tok_bpe *m, int32_t a, int32_t b, int32_t *out) {
+    const bpe_merge *g = find_merge(m, a, b);
+    if (!g) return INT32_MAX;
+    *out = g->out;
+    return g->rank;
+}
+
 void tok_bpe_free(tok_bpe *m) {
     free(m->m);
     memset(m, 0, sizeof *m);
@@ -37,6 +44,8 @@ void tok_bpe_free(tok_bpe *m) {
 void bpe_scratch_free(bpe_scratch *s) {
     free(s->id);
     free(s->end);
+    free(s->rank);
+    free(s->out);
     memset(s, 0, sizeof *s);
 }
 
@@ -109,10 +118,13 @@ int tok_bpe_encode(const tok_bpe *m, const emb_vocab *vocab, bpe_scratch *sc, co
                    piece_list *out) {
     if (len == 0) return 0;
     if (len > sc->cap) {
-        size_t c1 = sc->cap, c2 = sc->cap;
-        if (emb_grow((void **)&sc->id, &c1, len, sizeof *sc->id) || emb_grow((void **)&sc->end, &c2, len, sizeof *sc->end))
+        size_t c1 = sc->cap, c2 = sc->cap, c3 = sc->cap, c4 = sc->cap;
+        if (emb_grow((void **)&sc->id, &c1, len, sizeof *sc->id) || emb_grow((void **)&sc->end, &c2, len, sizeof *sc->end) ||
+            emb_grow((void **)&sc->rank, &c3, len, sizeof *sc->rank) || emb_grow((void **)&sc->out, &c4, len, sizeof *sc->out))
             return -1;
         sc->cap = c1 < c2 ? c1 : c2;
+        if (c3 < sc->cap) sc->cap = c3;
+        if (c4 < sc->cap) sc->cap = c4;
     }
     const unsigned char *u = (const unsigned char *)s;
     if (m->ignore_merges) {
@@ -127,23 +139,27 @@ int tok_bpe_encode(const tok_bpe *m, const emb_vocab *vocab, bpe_scratch *sc, co
         sc->id[i] = m->byte_id[u[i]];
         sc->end[i] = (uint32_t)i + 1;
     }
-    for (;;) { /* the lowest-ranked adjacent pair, leftmost on ties */
-        int32_t best = INT32_MAX, out_id = -1;
+    /* rank[i]: the rank of the merge of symbols i and i + 1 (INT32_MAX: none) */
+    for (size_t i = 0; i + 1 < n; i++) sc->rank[i] = pair_rank(m, sc->id[i], sc->id[i + 1], &sc->out[i]);
+    while (n > 1) { /* the lowest-ranked adjacent pair, leftmost on ties */
+        int32_t best = INT32_MAX;
         size_t at = 0;
-        for (size_t i = 0; i + 1 < n; i++) {
-            const bpe_merge *g = find_merge(m, sc->id[i], sc->id[i + 1]);
-            if (g && g->rank < best) {
-                best = g->rank;
-                out_id = g->out;
+        for (size_t i = 0; i + 1 < n; i++)
+            if (sc->rank[i] < best) {
+                best = sc->rank[i];
                 at = i;
             }
-        }
-        if (out_id < 0) break;
-        sc->id[at] = out_id;
+        if (best == INT32_MAX) break;
+        sc->id[at] = sc->out[at];
         sc->end[at] = sc->end[at + 1];
-        memmove(sc->id + at + 1, sc->id + at + 2, (n - at - 2) * sizeof *sc->id);
-        memmove(sc->end + at + 1, sc->end + at + 2, (n - at - 2) * sizeof *sc->end);
+        size_t tail = n - at - 2;
+        memmove(sc->id + at + 1, sc->id + at + 2, tail * sizeof *sc->id);
+        memmove(sc->end + at + 1, sc->end + at + 2, tail * sizeof *sc->end);
+        memmove(sc->rank + at + 1, sc->rank + at + 2, tail * sizeof *sc->rank);
+        memmove(sc->out + at + 1, sc->out + at + 2, tail * sizeof *sc->out);
         n--;
+        if (at > 0) sc->rank[at - 1] = pair_rank(m, sc->id[at - 1], sc->id[at], &sc->out[at - 1]);
+        if (at + 1 < n) sc->rank[at] = pair_rank(m, sc->id[at], sc->id[at + 1], &sc->out[at]);
     }
     uint32_t a = 0;
     for (size_t i = 0; i < n; i++) {

@@ -26,6 +26,7 @@ typedef struct {
 typedef struct {
     int32_t *id;
     uint32_t *end; /* byte end of each symbol in the pre-token */
+    int32_t *rank, *out; /* the merge of each symbol with the next: its rank and token */
     size_t cap;
 } bpe_scratch;
 

@@ -6,52 +6,6 @@
 
 #include "emb_common.h"
 
-int tok_is_ws(uint32_t c) {
-    return (c >= 9 && c <= 13) || c == 0x20 || c == 0x85 || c == 0xA0 || c == 0x1680 || (c >= 0x2000 && c <= 0x200A) ||
-           c == 0x2028 || c == 0x2029 || c == 0x202F || c == 0x205F || c == 0x3000;
-}
-
-int tok_put_utf8(char *p, uint32_t c) {
-    if (c < 0x80) {
-        p[0] = (char)c;
-        return 1;
-    }
-    if (c < 0x800) {
-        p[0] = (char)(0xC0 | (c >> 6));
-        p[1] = (char)(0x80 | (c & 0x3F));
-        return 2;
-    }
-    if (c < 0x10000) {
-        p[0] = (char)(0xE0 | (c >> 12));
-        p[1] = (char)(0x80 | ((c >> 6) & 0x3F));
-        p[2] = (char)(0x80 | (c & 0x3F));
-        return 3;
-    }
-    p[0] = (char)(0xF0 | (c >> 18));
-    p[1] = (char)(0x80 | ((c >> 12) & 0x3F));
-    p[2] = (char)(0x80 | ((c >> 6) & 0x3F));
-    p[3] = (char)(0x80 | (c & 0x3F));
-    return 4;
-}
-
-uint32_t tok_get_utf8(const unsigned char *p, int *n) {
-    unsigned b = p[0];
-    if (b < 0x80) {
-        *n = 1;
-        return b;
-    }
-    if (b < 0xE0) {
-        *n = 2;
-        return ((b & 0x1Fu) << 6) | (p[1] & 0x3Fu);
-    }
-    if (b < 0xF0) {
-        *n = 3;
-        return ((b & 0x0Fu) << 12) | ((p[1] & 0x3Fu) << 6) | (p[2] & 0x3Fu);
-    }
-    *n = 4;
-    return ((b & 0x07u) << 18) | ((p[1] & 0x3Fu) << 12) | ((p[2] & 0x3Fu) << 6) | (p[3] & 0x3Fu);
-}
-
 void nstr_free(nstr *s) {
     free(s->b);
     free(s->al);
@@ -103,15 +57,6 @@ void nstr_from_raw(nstr *s, const char *t, size_t len, int32_t base) {
     s->n = len;
 }
 
-void nstr_copy_range(nstr *dst, const nstr *src, size_t a, size_t b) {
-    dst->n = 0;
-    dst->oom = src->oom;
-    if (reserve(dst, b - a + 1)) return;
-    memcpy(dst->b, src->b + a, b - a);
-    memcpy(dst->al, src->al + a, (b - a) * sizeof *src->al);
-    dst->n = b - a;
-}
-
 void tlist_push(tlist *l, uint32_t c, int32_t change) {
     if (l->n == l->cap && emb_grow((void **)&l->t, &l->cap, l->n + 1, sizeof *l->t)) {
         l->oom = 1;
@@ -156,25 +101,68 @@ void nstr_transform(nstr *dst, const nstr *src, const tlist *l) {
     }
 }
 
-void nstr_strip(nstr *dst, const nstr *src, int left, int right) {
-    size_t a = 0, b = src->n;
+void nstr_strip(nstr *s, int left, int right) {
+    size_t a = 0, b = s->n;
     if (left)
         while (a < b) {
             int k;
-            uint32_t c = tok_get_utf8((const unsigned char *)src->b + a, &k);
+            uint32_t c = tok_get_utf8((const unsigned char *)s->b + a, &k);
             if (!tok_is_ws(c)) break;
             a += (size_t)k;
         }
     if (right)
         while (b > a) {
             size_t p = b - 1;
-            while (p > a && ((unsigned char)src->b[p] & 0xC0) == 0x80) p--;
+            while (p > a && ((unsigned char)s->b[p] & 0xC0) == 0x80) p--;
             int k;
-            uint32_t c = tok_get_utf8((const unsigned char *)src->b + p, &k);
+            uint32_t c = tok_get_utf8((const unsigned char *)s->b + p, &k);
             if (!tok_is_ws(c)) break;
             b = p;
         }
-    nstr_copy_range(dst, src, a, b);
+    if (a) {
+        memmove(s->b, s->b + a, b - a);
+        memmove(s->al, s->al + a, (b - a) * sizeof *s->al);
+    }
+    s->n = b - a;
+}
+
+int nstr_has_run(const nstr *src, uint32_t c, size_t min_run) {
+    char u[4];
+    int k = tok_put_utf8(u, c);
+    size_t run = 0;
+    for (size_t i = 0; i + (size_t)k <= src->n;) {
+        if (memcmp(src->b + i, u, (size_t)k) == 0) {
+            if (++run >= min_run) return 1;
+            i += (size_t)k;
+        } else {
+            run = 0;
+            i++;
+        }
+    }
+    return 0;
+}
+
+void nstr_metaspace(nstr *dst, const nstr *src, const char *r, size_t rlen, int prepend) {
+    dst->n = 0;
+    dst->oom = src->oom;
+    if (reserve(dst, src->n * rlen + rlen + 1)) return;
+    if (prepend && src->n && src->b[0] != ' ' && !(src->n >= rlen && memcmp(src->b, r, rlen) == 0)) {
+        /* the prepended string shares the first character's span (HF prepend) */
+        for (size_t j = 0; j < rlen; j++) memcpy(dst->al[j], src->al[0], sizeof *dst->al);
+        memcpy(dst->b, r, rlen);
+        dst->n = rlen;
+    }
+    for (size_t i = 0; i < src->n; i++) {
+        if (src->b[i] == ' ') { /* the replacement takes the space's span */
+            for (size_t j = 0; j < rlen; j++) memcpy(dst->al[dst->n + j], src->al[i], sizeof *dst->al);
+            memcpy(dst->b + dst->n, r, rlen);
+            dst->n += rlen;
+        } else {
+            dst->b[dst->n] = src->b[i];
+            memcpy(dst->al[dst->n], src->al[i], sizeof *dst->al);
+            dst->n++;
+        }
+    }
 }
 
 void nstr_replace_run(nstr *dst, const nstr *src, uint32_t c, size_t min_run, int single, const char *r, size_t rlen) {

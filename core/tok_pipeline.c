@@ -13,8 +13,10 @@
 
 #include "sp_charsmap.h"
 #include "tok_bpe.h"
+#include "tok_cache.h"
 #include "tok_nstr.h"
 #include "tok_unigram.h"
+#include "utf8.h"
 
 #define MAX_NORM 8
 
@@ -54,7 +56,11 @@ typedef struct {
     piece_list pl;
     unigram_scratch us;
     bpe_scratch bs;
+    tok_cache *cache; /* made once the encoding has seen CACHE_AFTER bytes: short one-off calls skip it */
+    size_t seen;
 } pipe_scratch;
+
+#define CACHE_AFTER 4096
 
 void tok_pipe_free(tok_pipe *p) {
     if (!p) return;
@@ -84,6 +90,7 @@ void tok_pipe_scratch_free(void *s) {
     free(sc->pl.t);
     unigram_scratch_free(&sc->us);
     bpe_scratch_free(&sc->bs);
+    tok_cache_free(sc->cache);
     free(sc);
 }
 
@@ -100,10 +107,17 @@ static int jbool(const cJSON *o, const char *k, int dflt) {
     return cJSON_IsBool(v) ? cJSON_IsTrue(v) : dflt;
 }
 
+/* cJSON does not check the UTF-8 of strings: every string the pipeline matches or inserts is */
+static int bad_utf8(const char *s, const char *what, char err[EMB_ERR_LEN]) {
+    size_t bad;
+    if (emb_utf8_valid(s, strlen(s), &bad)) return 0;
+    return emb_fail(err, "tokenizer.json: %s is not valid UTF-8 (byte %zu)", what, bad);
+}
+
 /* exactly one UTF-8 character at s (NUL-terminated); its code point, else -1 */
 static int64_t one_char(const char *s, size_t *len) {
     size_t n = strlen(s);
-    if (n == 0) return -1;
+    if (n == 0 || !emb_utf8_valid(s, n, NULL)) return -1;
     int k;
     uint32_t c = tok_get_utf8((const unsigned char *)s, &k);
     if ((size_t)k != n) return -1;
@@ -117,6 +131,7 @@ static int parse_replace(norm_step *st, const cJSON *n, char err[EMB_ERR_LEN]) {
     const cJSON *pat = cJSON_GetObjectItemCaseSensitive(n, "pattern");
     const cJSON *content = cJSON_GetObjectItemCaseSensitive(n, "content");
     if (!cJSON_IsString(content)) return emb_fail(err, "tokenizer.json: Replace normalizer without a content string");
+    if (bad_utf8(content->valuestring, "a Replace content", err)) return -1;
     const cJSON *ps = cJSON_GetObjectItemCaseSensitive(pat, "String");
     const cJSON *pr = cJSON_GetObjectItemCaseSensitive(pat, "Regex");
     int64_t c = -1;
@@ -128,6 +143,7 @@ static int parse_replace(norm_step *st, const cJSON *n, char err[EMB_ERR_LEN]) {
             return emb_fail(err, "tokenizer.json: Replace pattern '%.40s' is not supported (only one character)", ps->valuestring);
     } else if (cJSON_IsString(pr)) {
         const char *r = pr->valuestring;
+        if (bad_utf8(r, "a Replace regex", err)) return -1;
         const char *q = r;
         if (*q == '\\' && q[1]) q++;
         int k;
@@ -280,6 +296,10 @@ static int parse_unigram(emb_tokenizer *t, tok_pipe *p, const cJSON *model, int6
             free(score);
             return emb_fail(err, "tokenizer.json: Unigram vocab entry %d is not [piece, finite score]", id);
         }
+        if (bad_utf8(s->valuestring, "a Unigram piece", err)) {
+            free(score);
+            return -1;
+        }
         score[id] = serde_json_f64(sc->valuedouble);
         if (emb_vocab_add(t->vocab, s->valuestring, strlen(s->valuestring), id)) {
             free(score);
@@ -319,6 +339,7 @@ static int parse_bpe(emb_tokenizer *t, tok_pipe *p, const cJSON *model, int64_t 
             e->valuedouble != (double)(int64_t)e->valuedouble)
             return emb_fail(err, "tokenizer.json: model.vocab id of '%.40s' is out of range 0 to %lld (ids are bounded "
                             "by the %lld entries present)", e->string ? e->string : "", (long long)bound - 1, (long long)bound);
+        if (bad_utf8(e->string, "a BPE vocab token", err)) return -1;
         if (emb_vocab_add(t->vocab, e->string, strlen(e->string), (int32_t)e->valuedouble)) return emb_fail(err, "out of memory");
     }
     static const char *unsupported[] = {"dropout", "continuing_subword_prefix", "end_of_word_suffix"};
@@ -402,19 +423,19 @@ static void swap_n(nstr *a, nstr *b) {
 static void normalize(const tok_pipe *p, pipe_scratch *sc, int at_start) {
     for (int i = 0; i < p->n_norm; i++) {
         const norm_step *st = &p->norm[i];
-        if (st->kind == N_PRECOMPILED) sp_precompiled(&st->cm, &sc->a, &sc->b, &sc->tl);
-        else if (st->kind == N_STRIP) nstr_strip(&sc->b, &sc->a, st->left, st->right);
-        else nstr_replace_run(&sc->b, &sc->a, st->rc, st->min_run, st->single, st->rs, st->rlen);
-        swap_n(&sc->a, &sc->b);
-    }
-    if (p->pre == P_METASPACE) {
-        nstr_replace_run(&sc->b, &sc->a, ' ', 1, 1, p->repl, p->repl_len);
-        swap_n(&sc->a, &sc->b);
-        int want = p->prepend == PREPEND_ALWAYS || (p->prepend == PREPEND_FIRST && at_start);
-        if (want && sc->a.n && !(sc->a.n >= p->repl_len && memcmp(sc->a.b, p->repl, p->repl_len) == 0)) {
-            nstr_prepend(&sc->b, &sc->a, p->repl, p->repl_len);
+        if (st->kind == N_PRECOMPILED) {
+            if (sp_precompiled(&st->cm, &sc->a, &sc->b, &sc->tl)) swap_n(&sc->a, &sc->b);
+        } else if (st->kind == N_STRIP) {
+            nstr_strip(&sc->a, st->left, st->right);
+        } else if (nstr_has_run(&sc->a, st->rc, st->min_run)) {
+            nstr_replace_run(&sc->b, &sc->a, st->rc, st->min_run, st->single, st->rs, st->rlen);
             swap_n(&sc->a, &sc->b);
         }
+    }
+    if (p->pre == P_METASPACE) {
+        int want = p->prepend == PREPEND_ALWAYS || (p->prepend == PREPEND_FIRST && at_start);
+        nstr_metaspace(&sc->b, &sc->a, p->repl, p->repl_len, want);
+        swap_n(&sc->a, &sc->b);
     } else if (p->prefix_space && sc->a.n && sc->a.b[0] != ' ') {
         nstr_prepend(&sc->b, &sc->a, " ", 1);
         swap_n(&sc->a, &sc->b);
@@ -449,9 +470,15 @@ static int segment(const emb_tokenizer *t, pipe_scratch *sc, const char *text, s
     while (i < n->n && !rs->stop) {
         size_t e = next_pre(p, n, i);
         sc->pl.n = 0;
-        int rc = t->kind == TOK_UNIGRAM ? tok_unigram_encode(&p->ug, t->vocab, &sc->us, n->b + i, e - i, &sc->pl)
+        uint64_t h;
+        int rc = sc->cache ? tok_cache_get(sc->cache, n->b + i, e - i, &h, &sc->pl) : 0;
+        if (rc < 0) return -1;
+        if (rc == 0) {
+            rc = t->kind == TOK_UNIGRAM ? tok_unigram_encode(&p->ug, t->vocab, &sc->us, n->b + i, e - i, &sc->pl)
                                         : tok_bpe_encode(&p->bpe, t->vocab, &sc->bs, n->b + i, e - i, &sc->pl);
-        if (rc) return -1;
+            if (rc) return -1;
+            if (sc->cache) tok_cache_put(sc->cache, n->b + i, e - i, h, sc->pl.t, sc->pl.n);
+        }
         int32_t word = rs->word++;
         for (size_t k = 0; k < sc->pl.n; k++) {
             int32_t s, en;
@@ -519,14 +546,26 @@ static void trim_offsets(const emb_tokenizer *t, toklist *l, const char *text) {
         if (!s) continue;
         space_counts(s, len, &lead, &trail);
         if (lead == 0 && trail == 0) continue;
+        /* HF adds the counts of characters to byte offsets; moving by whole characters of the
+         * text is the same for 'Ġ' (one byte) and keeps offsets on character boundaries where
+         * an added token absorbed multi-byte whitespace (HF would cut into it) */
         if (lead) {
             if ((i == 0 || k->start == 0) && p->trim_prefix && lead == 1) lead = 0;
-            int64_t ns = (int64_t)k->start + (int64_t)lead;
-            k->start = (int32_t)(ns < k->end ? ns : k->end);
+            int32_t st = k->start;
+            for (size_t q = 0; q < lead && st < k->end; q++) {
+                int n;
+                tok_get_utf8((const unsigned char *)text + st, &n);
+                st += n;
+            }
+            k->start = st < k->end ? st : k->end;
         }
-        if (trail && (size_t)k->end >= trail) {
-            int64_t ne = (int64_t)k->end - (int64_t)trail;
-            k->end = (int32_t)(ne > k->start ? ne : k->start);
+        if (trail) {
+            int32_t en = k->end;
+            for (size_t q = 0; q < trail && en > k->start; q++) {
+                en--;
+                while (en > k->start && ((unsigned char)text[en] & 0xC0) == 0x80) en--;
+            }
+            k->end = en;
         }
     }
 }
@@ -539,6 +578,9 @@ int tok_pipe_seq(const emb_tokenizer *t, void **scratch, const char *text, size_
         if (!sc) return -1;
         *scratch = sc;
     }
+    sc->seen += len;
+    if (!sc->cache && sc->seen > CACHE_AFTER && !(sc->cache = tok_cache_new())) return -1;
+    if (sc->cache) tok_cache_bind(sc->cache, t, t->fp);
     out->n = 0;
     run_state rs = {0, 0, cap, 0};
     size_t pos = 0, i = 0;

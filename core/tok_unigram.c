@@ -1,5 +1,5 @@
-/* Unigram Viterbi (see tok_unigram.h). Pieces are found by extending a prefix one byte at a time
- * in a hash set of every prefix of every piece, stopping at the first prefix no piece has. */
+/* Unigram Viterbi (see tok_unigram.h). Pieces are found by walking a byte trie of every piece
+ * (children kept sorted, found by binary search; the root's by a table). */
 #include "tok_unigram.h"
 
 #include <math.h>
@@ -14,7 +14,9 @@ int piece_push(piece_list *l, uint32_t a, uint32_t b, int32_t id) {
 }
 
 void tok_unigram_free(tok_unigram *m) {
-    emb_vocab_free(m->prefix);
+    free(m->node);
+    free(m->label);
+    free(m->kid);
     free(m->score);
     memset(m, 0, sizeof *m);
 }
@@ -26,12 +28,67 @@ void unigram_scratch_free(unigram_scratch *s) {
     memset(s, 0, sizeof *s);
 }
 
+#define MAX_PIECE 1024
+
+typedef struct {
+    const char *s;
+    uint32_t len;
+    int32_t id;
+} piece_ref;
+
+static int cmp_piece(const void *x, const void *y) {
+    const piece_ref *a = x, *b = y;
+    size_t n = a->len < b->len ? a->len : b->len;
+    int c = memcmp(a->s, b->s, n);
+    return c ? c : (a->len > b->len) - (a->len < b->len);
+}
+
+static int64_t new_node(tok_unigram *m) {
+    if (m->n_node == m->cap_node && emb_grow((void **)&m->node, &m->cap_node, m->n_node + 1, sizeof *m->node)) return -1;
+    m->node[m->n_node] = (trie_node){-1, 0, 0};
+    return (int64_t)m->n_node++;
+}
+
+/* the subtree of node for the sorted pieces p[lo, hi), which share their first depth bytes */
+static int build(tok_unigram *m, const piece_ref *p, size_t lo, size_t hi, uint32_t depth, uint32_t node) {
+    if (lo < hi && p[lo].len == depth) m->node[node].id = p[lo++].id;
+    uint32_t groups = 0;
+    for (size_t i = lo; i < hi; i++)
+        if (i == lo || p[i].s[depth] != p[i - 1].s[depth]) groups++;
+    size_t first = m->n_edge;
+    if (first + groups > m->cap_edge) {
+        size_t c1 = m->cap_edge, c2 = m->cap_edge;
+        if (emb_grow((void **)&m->label, &c1, first + groups, 1) || emb_grow((void **)&m->kid, &c2, first + groups, sizeof *m->kid))
+            return -1;
+        m->cap_edge = c1 < c2 ? c1 : c2;
+    }
+    m->n_edge += groups;
+    m->node[node].first = (uint32_t)first;
+    m->node[node].nkids = groups;
+    size_t g = 0;
+    for (size_t i = lo; i < hi;) {
+        size_t j = i + 1;
+        while (j < hi && p[j].s[depth] == p[i].s[depth]) j++;
+        int64_t kid = new_node(m);
+        if (kid < 0) return -1;
+        m->label[first + g] = (uint8_t)p[i].s[depth];
+        m->kid[first + g] = (uint32_t)kid;
+        g++;
+        if (build(m, p, i, j, depth + 1, (uint32_t)kid)) return -1;
+        i = j;
+    }
+    return 0;
+}
+
 int tok_unigram_build(tok_unigram *m, const emb_vocab *vocab, const double *score, int32_t n, int32_t unk_id,
                       char err[EMB_ERR_LEN]) {
     memset(m, 0, sizeof *m);
-    m->prefix = emb_vocab_new();
     m->score = malloc((size_t)(n ? n : 1) * sizeof *m->score);
-    if (!m->prefix || !m->score) return emb_fail(err, "out of memory");
+    piece_ref *p = malloc((size_t)(n ? n : 1) * sizeof *p);
+    if (!m->score || !p || new_node(m) < 0) {
+        free(p);
+        return emb_fail(err, "out of memory");
+    }
     memcpy(m->score, score, (size_t)n * sizeof *score);
     m->n = n;
     m->unk_id = unk_id;
@@ -39,23 +96,40 @@ int tok_unigram_build(tok_unigram *m, const emb_vocab *vocab, const double *scor
     for (int32_t i = 0; i < n; i++)
         if (score[i] < mn) mn = score[i];
     m->unk_score = mn - 10.0;
-    /* pieces first (a later duplicate keeps the later id, as HF's token_to_ids), then prefixes */
+    /* every piece once, with the id a lookup finds (a later duplicate wins, as HF's token_to_ids) */
+    size_t np = 0;
     for (int32_t id = 0; id < n; id++) {
         size_t len;
         const char *s = emb_vocab_token(vocab, id, &len);
-        if (!s || emb_vocab_find(vocab, s, len) != id || len == 0) continue;
+        if (!s || len == 0 || emb_vocab_find(vocab, s, len) != id) continue;
+        if (len > MAX_PIECE) { /* SentencePiece's own limit is 16 characters; the trie is built by recursion */
+            free(p);
+            return emb_fail(err, "Unigram piece %d is longer than %d bytes", id, MAX_PIECE);
+        }
         if (len > m->max_len) m->max_len = len;
-        if (emb_vocab_add(m->prefix, s, len, id)) return emb_fail(err, "out of memory");
+        p[np++] = (piece_ref){s, (uint32_t)len, id};
     }
-    for (int32_t id = 0; id < n; id++) {
-        size_t len;
-        const char *s = emb_vocab_token(vocab, id, &len);
-        if (!s || emb_vocab_find(vocab, s, len) != id) continue;
-        for (size_t k = 1; k < len; k++)
-            if (emb_vocab_find(m->prefix, s, k) < 0 && emb_vocab_add(m->prefix, s, k, n))
-                return emb_fail(err, "out of memory");
-    }
+    qsort(p, np, sizeof *p, cmp_piece);
+    int rc = build(m, p, 0, np, 0, 0);
+    free(p);
+    if (rc) return emb_fail(err, "out of memory");
+    const trie_node *r = &m->node[0];
+    for (uint32_t k = 0; k < r->nkids; k++) m->root_kid[m->label[r->first + k]] = m->kid[r->first + k];
     return 0;
+}
+
+/* the child of node under byte c, 0 if none */
+static inline uint32_t child(const tok_unigram *m, uint32_t node, unsigned char c) {
+    if (node == 0) return m->root_kid[c];
+    const trie_node *t = &m->node[node];
+    const uint8_t *lab = m->label + t->first;
+    uint32_t lo = 0, hi = t->nkids;
+    while (lo < hi) {
+        uint32_t mid = (lo + hi) / 2;
+        if (lab[mid] < c) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo < t->nkids && lab[lo] == c ? m->kid[t->first + lo] : 0;
 }
 
 static inline size_t char_len(unsigned char b) { return b < 0x80 ? 1 : b < 0xE0 ? 2 : b < 0xF0 ? 3 : 4; }
@@ -78,11 +152,12 @@ int tok_unigram_encode(const tok_unigram *m, const emb_vocab *vocab, unigram_scr
         double base = sc->best[st];
         size_t mb = char_len((unsigned char)s[st]);
         int single = 0;
-        size_t lim = len - st < m->max_len ? len - st : m->max_len;
-        for (size_t k = 1; k <= lim; k++) {
-            int32_t id = emb_vocab_find(m->prefix, s + st, k);
-            if (id < 0) break;
-            if (id == m->n) continue; /* a prefix, not a piece */
+        uint32_t node = 0;
+        for (size_t k = 1; st + k <= len; k++) {
+            node = child(m, node, (unsigned char)s[st + k - 1]);
+            if (!node) break;
+            int32_t id = m->node[node].id;
+            if (id < 0) continue; /* a prefix, not a piece */
             size_t e = st + k;
             double cand = m->score[id] + base;
             if (sc->from[e] < 0 || cand > sc->best[e]) {

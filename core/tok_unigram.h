@@ -10,7 +10,17 @@
 #include "vocab.h"
 
 typedef struct {
-    emb_vocab *prefix; /* every prefix of every piece: the piece's id, or n for a bare prefix */
+    int32_t id;     /* the piece ending here, -1 none */
+    uint32_t first; /* its children: labels / kids [first, first + nkids), labels ascending */
+    uint32_t nkids;
+} trie_node;
+
+typedef struct {
+    trie_node *node; /* node 0 is the root */
+    uint8_t *label;
+    uint32_t *kid;
+    size_t n_node, n_edge, cap_node, cap_edge;
+    uint32_t root_kid[256]; /* 0: none */
     double *score;     /* by id */
     int32_t n;
     int32_t unk_id;

@@ -127,6 +127,15 @@ static void test_known(void) {
         CHECK(emb_tokenizer_unk_id(rb) == -1 && emb_tokenizer_pad_id(rb) == 1 && emb_tokenizer_mask_id(rb) == 50264 &&
                   emb_tokenizer_cls_id(rb) == 0 && emb_tokenizer_sep_id(rb) == 2 && emb_tokenizer_num_special(rb, 1) == 4,
               "roberta-base special ids");
+        /* lstrip over two spaces: HF's trim moves the start by the 2 absorbed characters */
+        rc = emb_tokenize(rb, "a  <mask>", 9, NULL, 0, 0, &e, err);
+        CHECK(rc == 0 && e.n == 4 && e.tok[2].id == 50264 && e.tok[2].start == 3 && e.tok[2].end == 9,
+              "roberta-base 'a  <mask>': <mask> at [%d,%d)", e.n > 2 ? e.tok[2].start : -1, e.n > 2 ? e.tok[2].end : -1);
+        /* chosen behaviour: absorbed U+0085 (2 bytes) is skipped as a whole character, where HF adds
+         * the character count to the byte offset and cuts into it ([4,11)); found by fuzz_tokenizer2 */
+        rc = emb_tokenize(rb, "<s>\xc2\x85<mask>", 11, NULL, 0, 0, &e, err);
+        CHECK(rc == 0 && e.n == 4 && e.tok[2].id == 50264 && e.tok[2].start == 5 && e.tok[2].end == 11,
+              "roberta-base '<s>\\u0085<mask>': <mask> at [%d,%d)", e.n > 2 ? e.tok[2].start : -1, e.n > 2 ? e.tok[2].end : -1);
         emb_encoding_free(&e);
         emb_tokenizer_free(rb);
     }
@@ -195,6 +204,10 @@ static void test_hostile(void) {
     /* replacements that are not UTF-8 (0xff) */
     expect_error(x, cm, "\"precompiled_charsmap\":\"BAAAAAAAAAD/\",\"x\":\"", "not valid UTF-8");
     expect_error(x, "[\"<s>\",0.0]", "[\"<s>\",1e999]", "finite score");
+    /* cJSON keeps raw bytes: strings the pipeline matches or inserts must be UTF-8 (found by fuzz_tokenizer_json) */
+    expect_error(x, "\"content\":\"\xe2\x96\x81\"}", "\"content\":\"\x80\"}", "Replace content is not valid UTF-8");
+    expect_error(x, "[\"<s>\",0.0]", "[\"<s>\xff\",0.0]", "Unigram piece is not valid UTF-8");
+    expect_error(r, "\"<s>\":0,\"<pad>\"", "\"<s>\xc3\":0,\"<pad>\"", "BPE vocab token is not valid UTF-8");
     expect_error(x, "[\"<s>\",0.0]", "[\"<s>\",\"x\"]", "finite score");
     expect_error(x, "\"unk_id\":3", "\"unk_id\":99999", "out of range");
     expect_error(x, "\"unk_id\":3", "\"unk_id\":-1", "out of range");
@@ -217,6 +230,50 @@ static void test_hostile(void) {
     expect_error(r, "\"Ġ\":", "\"Ġx\":", "byte 0x20");
 }
 
+/* "ids [s,e) ..." of one text */
+static void spans_of(const emb_tokenizer *t, const char *text, char *out, size_t on) {
+    char err[EMB_ERR_LEN];
+    emb_encoding e;
+    emb_encoding_init(&e);
+    out[0] = 0;
+    if (emb_tokenize(t, text, strlen(text), NULL, 0, 0, &e, err)) {
+        snprintf(out, on, "error: %.200s", err);
+    } else {
+        size_t o = 0;
+        for (size_t i = 0; i < e.n && o + 40 < on; i++)
+            o += (size_t)snprintf(out + o, on - o, "%s%d [%d,%d)", i ? " " : "", e.tok[i].id, e.tok[i].start, e.tok[i].end);
+    }
+    emb_encoding_free(&e);
+}
+
+/* A hand-built tokenizer (the fuzz seed unigram_precompiled): a charsmap with the one key "A" ->
+ * "a" (units written by hand: root offset 1, unit 64 = label 'A' with a leaf, unit 65 = pool 0),
+ * vocab <unk> 0, "▁a" -1, "B" -2, "▁" -3, "a" -4, <mask> (lstrip); no post-processor. Expected
+ * values worked out by hand from the Viterbi scores. */
+static void test_tiny_unigram(void) {
+    size_t len;
+    char *j = slurp("tests/fuzz/corpus/fuzz_tokenizer_json/unigram_precompiled", &len);
+    CHECK(j != NULL, "tiny unigram seed missing");
+    if (!j) return;
+    emb_tokenizer *t = NULL;
+    char err[EMB_ERR_LEN], got[512];
+    int rc = emb_tokenizer_from_json(j, len, &t, err);
+    free(j);
+    CHECK(rc == 0, "tiny unigram: %s", err);
+    if (rc) return;
+    spans_of(t, "AB", got, sizeof got); /* "▁aB": ▁a + B (-3) beats ▁ + a + B (-9) */
+    CHECK(strcmp(got, "1 [0,1) 2 [1,2)") == 0, "tiny 'AB': %s", got);
+    spans_of(t, "xA", got, sizeof got); /* x is unknown (score -4 - 10) */
+    CHECK(strcmp(got, "3 [0,1) 0 [0,1) 4 [1,2)") == 0, "tiny 'xA': %s", got);
+    spans_of(t, "a <mask> b", got, sizeof got); /* <mask> absorbs the space before it */
+    CHECK(strcmp(got, "1 [0,1) 5 [1,8) 3 [8,9) 0 [9,10)") == 0, "tiny 'a <mask> b': %s", got);
+    spans_of(t, "AB   ", got, sizeof got); /* Strip(right) drops the trailing spaces */
+    CHECK(strcmp(got, "1 [0,1) 2 [1,2)") == 0, "tiny 'AB   ': %s", got);
+    spans_of(t, "A  B", got, sizeof got); /* Replace: "  " -> one ▁ with the second space's span */
+    CHECK(strcmp(got, "1 [0,1) 3 [2,3) 2 [3,4)") == 0, "tiny 'A  B': %s", got);
+    emb_tokenizer_free(t);
+}
+
 int main(void) {
     size_t ncases;
     cJSON **cases = read_jsonl(FIXTURES "/tokenizers/public/cases.jsonl", &ncases);
@@ -224,6 +281,7 @@ int main(void) {
     if (cases) test_golden(cases, ncases);
     test_known();
     test_hostile();
+    test_tiny_unigram();
     for (size_t i = 0; i < ncases; i++) cJSON_Delete(cases[i]);
     free(cases);
     return check_report();

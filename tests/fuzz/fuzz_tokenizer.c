@@ -1,7 +1,9 @@
-/* libFuzzer harness over the WordPiece tokenizer: arbitrary bytes (invalid UTF-8 included), as a
- * single text or split into a pair, with and without truncation, through bert-base-uncased and
- * bert-base-cased. Checks the invariants of every encoding: ids in the vocabulary, offsets on
- * UTF-8 boundaries inside their own text and non-decreasing, word indices non-decreasing,
+/* libFuzzer harness over the tokenizers: arbitrary bytes (invalid UTF-8 included), as a single
+ * text or split into a pair, with and without truncation, through bert-base-uncased and
+ * bert-base-cased (WordPiece), xlmr-style-ml8k (Unigram) and roberta-base (byte-level BPE).
+ * Checks the invariants of every encoding: ids in the vocabulary, offsets on UTF-8 boundaries
+ * inside their own text (WordPiece: non-empty and non-decreasing; a bare 'Ġ' of BPE has an empty
+ * span), word indices non-decreasing, type ids (WordPiece: the sequence; XLM-R and RoBERTa: 0),
  * length within max_len, and that the error for invalid UTF-8 says so.
  * Run from the repository root (fixtures are loaded by relative path) or set EMB_FIXTURES. */
 #include <stdint.h>
@@ -11,7 +13,8 @@
 
 #include "tokenizer.h"
 
-static emb_tokenizer *tok[2];
+#define NTOK 4
+static emb_tokenizer *tok[NTOK];
 static emb_encoding enc;
 
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
@@ -19,10 +22,11 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
     (void)argv;
     const char *fx = getenv("EMB_FIXTURES");
     if (!fx) fx = "tests/fixtures";
-    static const char *names[2] = {"bert-base-uncased", "bert-base-cased"};
-    for (int i = 0; i < 2; i++) {
+    static const char *names[NTOK] = {"tokenizers/vocab/bert-base-uncased", "tokenizers/vocab/bert-base-cased",
+                                      "tokenizers2/vocab/xlmr-style-ml8k", "tokenizers2/vocab/roberta-base"};
+    for (int i = 0; i < NTOK; i++) {
         char path[1024], err[EMB_ERR_LEN];
-        snprintf(path, sizeof path, "%s/tokenizers/vocab/%s", fx, names[i]);
+        snprintf(path, sizeof path, "%s/%s", fx, names[i]);
         if (emb_tokenizer_load(path, &tok[i], err)) {
             fprintf(stderr, "fuzz_tokenizer: %s\n", err);
             abort();
@@ -36,8 +40,8 @@ static int is_boundary(const uint8_t *s, size_t len, int32_t off) {
     return off >= 0 && (size_t)off <= len && ((size_t)off == len || (s[off] & 0xC0) != 0x80);
 }
 
-static void check(const emb_tokenizer *t, const uint8_t *a, size_t la, const uint8_t *b, size_t lb, size_t max_len,
-                  int pair) {
+static void check(const emb_tokenizer *t, int wordpiece, const uint8_t *a, size_t la, const uint8_t *b, size_t lb,
+                  size_t max_len, int pair) {
     char err[EMB_ERR_LEN];
     err[0] = 0;
     int rc = emb_tokenize(t, (const char *)a, la, pair ? (const char *)b : NULL, lb, max_len, &enc, err);
@@ -58,13 +62,16 @@ static void check(const emb_tokenizer *t, const uint8_t *a, size_t la, const uin
         if (k->seq > 1 || (k->seq == 1 && !pair)) __builtin_trap();
         const uint8_t *s = k->seq ? b : a;
         size_t l = k->seq ? lb : la;
-        if (!is_boundary(s, l, k->start) || !is_boundary(s, l, k->end) || k->start >= k->end) __builtin_trap();
-        /* pieces of one decomposed character share its span, so starts may repeat */
-        if (k->start < last_end[k->seq] && !(k->word == last_word[k->seq])) __builtin_trap();
+        if (!is_boundary(s, l, k->start) || !is_boundary(s, l, k->end) || k->start > k->end) __builtin_trap();
         if (k->word < last_word[k->seq]) __builtin_trap();
+        if (wordpiece) {
+            if (k->start == k->end) __builtin_trap();
+            /* pieces of one decomposed character share its span, so starts may repeat */
+            if (k->start < last_end[k->seq] && !(k->word == last_word[k->seq])) __builtin_trap();
+        }
         last_end[k->seq] = k->end;
         last_word[k->seq] = k->word;
-        if (k->type_id != k->seq) __builtin_trap();
+        if (k->type_id != (wordpiece ? k->seq : 0)) __builtin_trap();
     }
 }
 
@@ -73,13 +80,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     uint8_t mode = data[0];
     data++;
     size--;
-    const emb_tokenizer *t = tok[mode & 1];
+    int which = (mode & 1) | (mode >> 7) << 1; /* the top bit picks Unigram / BPE */
+    const emb_tokenizer *t = tok[which];
     static const size_t lens[8] = {0, 0, 2, 3, 5, 16, 17, 64};
     size_t max_len = lens[(mode >> 1) & 7];
     int pair = (mode >> 4) & 1;
-    size_t split = size ? (size_t)((mode >> 5) * size / 7) : 0;
+    size_t split = size ? (size_t)(((mode >> 5) & 3) * size / 3) : 0;
     if (split > size) split = size;
-    if (pair) check(t, data, split, data + split, size - split, max_len, 1);
-    else check(t, data, size, NULL, 0, max_len, 0);
+    if (pair) check(t, which < 2, data, split, data + split, size - split, max_len, 1);
+    else check(t, which < 2, data, size, NULL, 0, max_len, 0);
     return 0;
 }
