@@ -359,12 +359,38 @@ static int parse_bpe(emb_tokenizer *t, tok_pipe *p, const cJSON *model, int64_t 
     return 0;
 }
 
+/* normalizer and pre_tokenizer hold strings and booleans only, so their printed JSON does not
+ * depend on the locale (numbers would: cJSON prints them with printf) */
 static void hash_json(XXH3_state_t *st, const cJSON *j) {
     char *s = j ? cJSON_PrintUnformatted(j) : NULL;
     uint64_t n = s ? strlen(s) : 0;
     XXH3_64bits_update(st, &n, sizeof n);
     if (s) XXH3_64bits_update(st, s, n);
     free(s);
+}
+
+/* the model beyond its vocabulary (hashed by the loader): Unigram scores as bits, BPE merges */
+static void hash_model(XXH3_state_t *st, const tok_pipe *p, const cJSON *model, int kind) {
+    if (kind == TOK_UNIGRAM) {
+        for (int32_t i = 0; i < p->ug.n; i++) {
+            uint64_t b;
+            memcpy(&b, &p->ug.score[i], sizeof b);
+            XXH3_64bits_update(st, &b, sizeof b);
+        }
+        return;
+    }
+    const cJSON *e;
+    cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(model, "merges")) {
+        const cJSON *x = cJSON_IsString(e) ? e : NULL;
+        for (int side = 0; side < (x ? 1 : 2); side++) {
+            const char *v = x ? x->valuestring : cJSON_GetArrayItem(e, side)->valuestring;
+            uint64_t n = strlen(v);
+            XXH3_64bits_update(st, &n, sizeof n);
+            XXH3_64bits_update(st, v, n);
+        }
+    }
+    uint64_t im = (uint64_t)p->bpe.ignore_merges;
+    XXH3_64bits_update(st, &im, sizeof im);
 }
 
 int tok_pipe_parse(emb_tokenizer *t, const cJSON *j, const char *kind, int64_t bound, char err[EMB_ERR_LEN]) {
@@ -386,7 +412,7 @@ int tok_pipe_parse(emb_tokenizer *t, const cJSON *j, const char *kind, int64_t b
     XXH3_64bits_update(st, kind, strlen(kind));
     hash_json(st, norm);
     hash_json(st, pre);
-    hash_json(st, model);
+    hash_model(st, p, model, t->kind);
     p->fp = XXH3_64bits_digest(st);
     XXH3_freeState(st);
     return 0;

@@ -274,6 +274,27 @@ static void test_tiny_unigram(void) {
     emb_tokenizer_free(t);
 }
 
+/* The fingerprint covers what changes an encoding: a score, a merge; the same file gives the same one. */
+static void test_fingerprint(void) {
+    static const struct {
+        const char *name, *from, *to;
+    } cases[] = {{"xlmr-style-spmtest", "[\"<s>\",0.0]", "[\"<s>\",0.5]"}, {"roberta-base", "\"Ġ t\",\"Ġ a\"", "\"Ġ a\",\"Ġ t\""}};
+    for (int i = 0; i < 2; i++) {
+        char err[EMB_ERR_LEN];
+        char *same = patched(cases[i].name, cases[i].from, cases[i].from), *other = patched(cases[i].name, cases[i].from, cases[i].to);
+        emb_tokenizer *a = NULL, *b = NULL, *c = load(cases[i].name);
+        int rc = same && other ? emb_tokenizer_from_json(same, strlen(same), &a, err) | emb_tokenizer_from_json(other, strlen(other), &b, err) : -1;
+        CHECK(rc == 0 && c && emb_tokenizer_fingerprint(a) == emb_tokenizer_fingerprint(c) &&
+                  emb_tokenizer_fingerprint(a) != emb_tokenizer_fingerprint(b),
+              "%s: fingerprint of the same file equal, of a changed %s different", cases[i].name, i ? "merge order" : "score");
+        emb_tokenizer_free(a);
+        emb_tokenizer_free(b);
+        emb_tokenizer_free(c);
+        free(same);
+        free(other);
+    }
+}
+
 int main(void) {
     size_t ncases;
     cJSON **cases = read_jsonl(FIXTURES "/tokenizers/public/cases.jsonl", &ncases);
@@ -282,6 +303,7 @@ int main(void) {
     test_known();
     test_hostile();
     test_tiny_unigram();
+    test_fingerprint();
     for (size_t i = 0; i < ncases; i++) cJSON_Delete(cases[i]);
     free(cases);
     return check_report();
