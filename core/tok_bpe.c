@@ -19,7 +19,9 @@ uint32_t bpe_byte_char(unsigned b) {
     return 0x100 + k;
 }
 
-static inline size_t slot_of(uint64_t key, size_t mask) { return (size_t)XXH3_64bits(&key, sizeof key) & mask; }
+static inline size_t slot_of(uint64_t key, size_t mask) { /* Fibonacci hashing: the high bits mix best */
+    return (size_t)((key * 0x9E3779B97F4A7C15ull) >> 20) & mask;
+}
 
 static const bpe_merge *find_merge(const tok_bpe *m, int32_t a, int32_t b) {
     uint64_t key = (uint64_t)(uint32_t)a << 32 | (uint32_t)b;

@@ -561,16 +561,16 @@ static void trim_offsets(const emb_tokenizer *t, toklist *l, const char *text) {
     const tok_pipe *p = t->pipe;
     for (size_t i = 0; i < l->n; i++) {
         emb_token *k = &l->tok[i];
-        size_t len, lead, trail;
-        const char *s = emb_vocab_token(t->vocab, k->id, &len);
-        /* an added token's string is the matched text, absorbed whitespace included */
-        if (k->word < 0) {
-            s = text + k->start;
-            len = (size_t)(k->end - k->start);
+        size_t lead = 0, trail = 0;
+        if (k->word < 0) { /* an added token's string is the matched text, absorbed whitespace included */
             k->word = -k->word - 2;
+            space_counts(text + k->start, (size_t)(k->end - k->start), &lead, &trail);
+        } else { /* a byte-level token's 'Ġ' are the spaces of its text: no other whitespace maps to
+                  * a whitespace character (e.g. '\n' is 'Ċ') */
+            while (k->start + (int32_t)lead < k->end && text[k->start + (int32_t)lead] == ' ') lead++;
+            if ((int32_t)lead < k->end - k->start)
+                while (text[k->end - 1 - (int32_t)trail] == ' ') trail++;
         }
-        if (!s) continue;
-        space_counts(s, len, &lead, &trail);
         if (lead == 0 && trail == 0) continue;
         /* HF adds the counts of characters to byte offsets; moving by whole characters of the
          * text is the same for 'Ġ' (one byte) and keeps offsets on character boundaries where

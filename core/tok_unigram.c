@@ -17,6 +17,7 @@ void tok_unigram_free(tok_unigram *m) {
     free(m->node);
     free(m->label);
     free(m->kid);
+    free(m->direct);
     free(m->score);
     memset(m, 0, sizeof *m);
 }
@@ -29,6 +30,7 @@ void unigram_scratch_free(unigram_scratch *s) {
 }
 
 #define MAX_PIECE 1024
+#define DIRECT_MIN 12 /* children from which a node gets a table instead of a binary search */
 
 typedef struct {
     const char *s;
@@ -45,7 +47,7 @@ static int cmp_piece(const void *x, const void *y) {
 
 static int64_t new_node(tok_unigram *m) {
     if (m->n_node == m->cap_node && emb_grow((void **)&m->node, &m->cap_node, m->n_node + 1, sizeof *m->node)) return -1;
-    m->node[m->n_node] = (trie_node){-1, 0, 0};
+    m->node[m->n_node] = (trie_node){-1, 0, 0, -1};
     return (int64_t)m->n_node++;
 }
 
@@ -113,15 +115,24 @@ int tok_unigram_build(tok_unigram *m, const emb_vocab *vocab, const double *scor
     int rc = build(m, p, 0, np, 0, 0);
     free(p);
     if (rc) return emb_fail(err, "out of memory");
-    const trie_node *r = &m->node[0];
-    for (uint32_t k = 0; k < r->nkids; k++) m->root_kid[m->label[r->first + k]] = m->kid[r->first + k];
+    /* a table of 256 for every node with many children (the root, the node after '▁'...) */
+    size_t nd = 0;
+    for (size_t i = 0; i < m->n_node; i++) nd += i == 0 || m->node[i].nkids >= DIRECT_MIN;
+    m->direct = calloc(nd * 256, sizeof *m->direct);
+    if (!m->direct) return emb_fail(err, "out of memory");
+    for (size_t i = 0; i < m->n_node; i++) {
+        trie_node *t = &m->node[i];
+        if (i && t->nkids < DIRECT_MIN) continue;
+        t->direct = (int32_t)m->n_direct++;
+        for (uint32_t k = 0; k < t->nkids; k++) m->direct[(size_t)t->direct * 256 + m->label[t->first + k]] = m->kid[t->first + k];
+    }
     return 0;
 }
 
 /* the child of node under byte c, 0 if none */
 static inline uint32_t child(const tok_unigram *m, uint32_t node, unsigned char c) {
-    if (node == 0) return m->root_kid[c];
     const trie_node *t = &m->node[node];
+    if (t->direct >= 0) return m->direct[(size_t)t->direct * 256 + c];
     const uint8_t *lab = m->label + t->first;
     uint32_t lo = 0, hi = t->nkids;
     while (lo < hi) {

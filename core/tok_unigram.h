@@ -13,6 +13,7 @@ typedef struct {
     int32_t id;     /* the piece ending here, -1 none */
     uint32_t first; /* its children: labels / kids [first, first + nkids), labels ascending */
     uint32_t nkids;
+    int32_t direct; /* nodes with many children: their table in direct[256 * k], else -1 */
 } trie_node;
 
 typedef struct {
@@ -20,7 +21,8 @@ typedef struct {
     uint8_t *label;
     uint32_t *kid;
     size_t n_node, n_edge, cap_node, cap_edge;
-    uint32_t root_kid[256]; /* 0: none */
+    uint32_t *direct; /* 256 children (0: none) per node with many children */
+    size_t n_direct;
     double *score;     /* by id */
     int32_t n;
     int32_t unk_id;
