@@ -10,12 +10,13 @@
 #define KEY_MAX 40
 #define TOK_MAX 10
 
+/* hash, lengths and key first: a miss reads one cache line */
 typedef struct {
     uint64_t h;
     uint8_t klen, ntok; /* ntok 0: empty */
+    char key[KEY_MAX];
     uint8_t a[TOK_MAX], b[TOK_MAX];
     int32_t id[TOK_MAX];
-    char key[KEY_MAX];
 } entry;
 
 struct tok_cache {
