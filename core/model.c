@@ -289,6 +289,14 @@ const float *emb_model_position_row(const emb_model *m, int32_t pos) {
     return m->enc ? emb_encoder_position_row(m->enc, pos) : NULL;
 }
 
+int emb_model_rotary(const emb_model *m, int *rot_dims, double *theta) {
+    const emb_encoder_config *c = m->enc ? emb_encoder_get_config(m->enc) : NULL;
+    if (!c || c->pos_kind != EMB_POS_ROTARY) return -1;
+    *rot_dims = c->rope_dims;
+    *theta = c->rope_theta;
+    return 0;
+}
+
 /* Runs the encoder over sequences seq[0..B) of the flat token arrays (ids and types, with
  * starts[] and lens[] per sequence), padded to the longest of them. The hidden states land
  * in r->hidden, B x *T x hidden. */

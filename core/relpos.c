@@ -11,16 +11,17 @@ void emb_alibi_slopes(int n_heads, float *out) {
     for (int j = 0; p + j < n_heads; j++) out[p + j] = (float)pow2_slope(2 * p, 2 * j);
 }
 
-void emb_rope_table(double theta, int rot, int n_pos, float *out) {
+void emb_rope_angles(double theta, int rot, double pos, float *out) {
     int half = rot / 2;
     for (int i = 0; i < half; i++) {
-        double w = pow(theta, -2.0 * i / rot);
-        for (int p = 0; p < n_pos; p++) {
-            double a = p * w;
-            out[(long)p * rot + i] = (float)cos(a);
-            out[(long)p * rot + half + i] = (float)sin(a);
-        }
+        double a = pos * pow(theta, -2.0 * i / rot);
+        out[i] = (float)cos(a);
+        out[half + i] = (float)sin(a);
     }
+}
+
+void emb_rope_table(double theta, int rot, int n_pos, float *out) {
+    for (int p = 0; p < n_pos; p++) emb_rope_angles(theta, rot, p, out + (long)p * rot);
 }
 
 void emb_rope_rotate(float *x, const float *row, int rot) {

@@ -11,6 +11,12 @@
  * largest power of two below n followed by every other slope of twice that power. */
 void emb_alibi_slopes(int n_heads, float *out);
 
+/* One row of that table: the angles of position pos (any real) for rot rotated dimensions (rot
+ * even) and base theta, cos(pos * w_i) for i < rot/2 then sin(pos * w_i), w_i = theta^(-2i/rot),
+ * in double. These are the angles of the sinusoidal formula with dim = rot: PE(pos, 2i) is the
+ * sine and PE(pos, 2i+1) the cosine of the same pos * w_i. out: rot floats. */
+void emb_rope_angles(double theta, int rot, double pos, float *out);
+
 /* The rotary table of positions 0..n_pos-1 for rot rotated dimensions (rot even) and base theta:
  * row p holds cos(p * w_i) for i < rot/2, then sin(p * w_i), w_i = theta^(-2i/rot), angles in
  * double. out: n_pos * rot floats. */

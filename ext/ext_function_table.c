@@ -52,6 +52,8 @@ static const ext_function functions[] = {
      "position_encoding(pos, dim) or position_encoding(model, pos)"},
     {"position_encoding", 3, EMBED_PURE | OUT, SCALAR(sql_position_encoding),
      "position_encoding(pos, dim, base)"},
+    {"embed_rotate", 2, VEC | OUT, SCALAR(sql_embed_rotate), "embed_rotate(v, pos)"},
+    {"embed_rotate", 3, VEC | OUT, SCALAR(sql_embed_rotate), "embed_rotate(v, pos, base)"},
     {"embed_token_ids", 2, REGISTRY | OUT, SCALAR(sql_embed_token_ids), "embed_token_ids(model, text)"},
     {"embed_token_ids", 3, REGISTRY | OUT, SCALAR(sql_embed_token_ids),
      "embed_token_ids(model, text, text_b)"},

@@ -32,6 +32,7 @@ void sql_embed_sum_final(sqlite3_context *ctx);
 void sql_embed_mean_final(sqlite3_context *ctx);
 /* ext_position.c */
 EXT_SQL_FUNCTION(sql_position_encoding);
+EXT_SQL_FUNCTION(sql_embed_rotate);
 /* ext_info.c */
 EXT_SQL_FUNCTION(sql_embed_version);
 EXT_SQL_FUNCTION(sql_embed_debug);

@@ -64,6 +64,9 @@ const char *emb_model_token_text(const emb_model *m, int32_t id, size_t *len);
 /* Rows of the model's tables; NULL when out of range or the model has no vectors. */
 const float *emb_model_token_row(const emb_model *m, int32_t id);
 const float *emb_model_position_row(const emb_model *m, int32_t pos);
+/* A rotary model's rotation: 0 with the dimensions rotated per head and the base of its global
+ * layers (ModernBERT's sliding-window layers use another); -1 for any other model. */
+int emb_model_rotary(const emb_model *m, int *rot_dims, double *theta);
 
 /* Hidden states of an encoded input after n_layers layers (0: the input embedding; for a
  * defined model, the only level: token row + position row). out: enc->n x hidden. */

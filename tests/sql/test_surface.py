@@ -21,6 +21,7 @@ EXPECTED = {
     ("embed_distance", 3): DETERMINISTIC | INNOCUOUS, ("embed_dot", 2): DETERMINISTIC | INNOCUOUS,
     ("embed_json", 1): DETERMINISTIC | INNOCUOUS, ("embed_load", 2): DIRECTONLY, ("embed_load", 3): DIRECTONLY,
     ("embed_mean", 1): DETERMINISTIC | INNOCUOUS, ("embed_normalize", 1): DETERMINISTIC | INNOCUOUS,
+    ("embed_rotate", 2): DETERMINISTIC | INNOCUOUS, ("embed_rotate", 3): DETERMINISTIC | INNOCUOUS,
     ("embed_scale", 2): DETERMINISTIC | INNOCUOUS, ("embed_sub", 2): DETERMINISTIC | INNOCUOUS,
     ("embed_sum", 1): DETERMINISTIC | INNOCUOUS, ("embed_token_ids", 2): INNOCUOUS,
     ("embed_token_ids", 3): INNOCUOUS, ("embed_unload", 1): DIRECTONLY,
