@@ -6,7 +6,7 @@
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
-#define SLOTS 8192 /* HF keeps 10,000 words */
+#define SLOTS 16384 /* HF keeps 10,000 words */
 #define KEY_MAX 40
 #define TOK_MAX 10
 
