@@ -12,26 +12,12 @@
 #include "../tests/c/ivf_data.h"
 #include "ivf.h"
 #include "knn.h"
+#include "bench_clock.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, size_t n) {
-    qsort(v, n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 static void *xmalloc(size_t bytes) {
     void *p = malloc(bytes ? bytes : 1);
@@ -89,30 +75,30 @@ static void run(const char *kind, size_t n, size_t d, size_t nq) {
     const size_t k = 10, centres = 1000;
     int clustered = strcmp(kind, "uniform") != 0;
     printf("== %s n %zu d %zu (%s), %zu queries\n", kind, n, d, clustered ? "1000 centres" : "sphere", nq);
-    double t0 = now();
+    double t0 = bench_now();
     float *x = clustered ? data_clustered(n, d, centres, 1) : data_uniform(n, d, 1);
     float *q = x ? data_queries(x, n, d, nq, 2) : NULL;
     if (!q) {
         fprintf(stderr, "bench_ivf: out of memory\n");
         exit(1);
     }
-    printf("data generated in %.1f s\n", now() - t0);
+    printf("data generated in %.1f s\n", bench_now() - t0);
 
     /* build: sample, train, assign all, group */
     size_t lists = emb_ivf_default_lists(n), train_n = lists * EMB_IVF_SAMPLE_PER_LIST;
     if (train_n > n) train_n = n;
-    double tb = now();
+    double tb = bench_now();
     float *sample = sample_rows(x, n, d, train_n, 3);
-    double ts = now();
+    double ts = bench_now();
     emb_ivf ivf;
     if (emb_ivf_train(&ivf, sample, train_n, d, EMB_METRIC_COSINE, lists, EMB_IVF_ITERATIONS, 4)) exit(1);
-    double tt = now();
+    double tt = bench_now();
     int32_t *as = xmalloc(n * sizeof *as);
     if (emb_ivf_assign(&ivf, x, n, as)) exit(1);
-    double ta = now();
+    double ta = bench_now();
     emb_ivf_groups g;
     if (emb_ivf_groups_build(&g, as, n, lists)) exit(1);
-    double tg = now();
+    double tg = bench_now();
     free(sample);
     size_t biggest = 0, empty = 0;
     for (size_t l = 0; l < lists; l++) {
@@ -137,11 +123,11 @@ static void run(const char *kind, size_t n, size_t d, size_t nq) {
     double *lat_collect = xmalloc(nq * sizeof *lat);
     size_t got;
     for (size_t j = 0; j < nq; j++) {
-        double a = now();
+        double a = bench_now();
         if (emb_knn_search(&ix, q + j * d, k, &scratch, truth + j * k, &got)) exit(1);
-        lat[j] = now() - a;
+        lat[j] = bench_now() - a;
     }
-    double exact_ms = 1e3 * median(lat, nq);
+    double exact_ms = 1e3 * bench_median(lat, nq);
     printf("exact search: %.2f ms median\n", exact_ms);
     printf("RESULT %s_%zu_exact_ms %.2f\n", kind, n, exact_ms);
 
@@ -159,35 +145,35 @@ static void run(const char *kind, size_t n, size_t d, size_t nq) {
     for (int s = 0; s < 3; s++) {
         size_t probes = settings[s], found = 0, scanned = 0;
         for (size_t j = 0; j < nq; j++) {
-            double a = now();
+            double a = bench_now();
             size_t *rows = NULL;
             size_t np = emb_ivf_probe(&ivf, q + j * d, probes, pl);
-            double b1 = now();
+            double b1 = bench_now();
             size_t m = emb_ivf_groups_collect(&g, pl, np, &rows);
-            double b2 = now();
+            double b2 = bench_now();
             lat_probe[j] = b1 - a;
             lat_collect[j] = b2 - b1;
             if (m == (size_t)-1 || emb_knn_search_rows(&ix, q + j * d, k, rows, m, &scratch, hits, &got)) exit(1);
-            lat[j] = now() - a;
+            lat[j] = bench_now() - a;
             free(rows);
             scanned += m;
             for (size_t a2 = 0; a2 < got; a2++)
                 for (size_t b = 0; b < k; b++) found += hits[a2].pos == truth[j * k + b].pos;
             emb_knn_hit same[10];
-            a = now();
+            a = bench_now();
             np = emb_ivf_probe(&ivf, q + j * d, probes, pl);
             size_t got2 = search_by_list(&g, xs, auxs, d, q + j * d, pl, np, k, &scratch, all, same);
-            lat_by_list[j] = now() - a;
+            lat_by_list[j] = bench_now() - a;
             if (got2 != got) exit(1);
             for (size_t a2 = 0; a2 < got; a2++)
                 if (same[a2].pos != hits[a2].pos) exit(1); /* the same rows scored, the same answer */
         }
-        double ms = 1e3 * median(lat, nq), recall = (double)found / (double)(nq * k);
+        double ms = 1e3 * bench_median(lat, nq), recall = (double)found / (double)(nq * k);
         printf("ivf probes %3zu%s: recall@10 %.3f, %.3f ms median (%.1fx faster than exact; probe %.3f ms, collect "
                "%.3f ms), rows scored %.2f%%\n",
-               probes, probes == base ? " (default)" : "", recall, ms, exact_ms / ms, 1e3 * median(lat_probe, nq),
-               1e3 * median(lat_collect, nq), 100.0 * (double)scanned / (double)(nq * n));
-        double ms_by_list = 1e3 * median(lat_by_list, nq);
+               probes, probes == base ? " (default)" : "", recall, ms, exact_ms / ms, 1e3 * bench_median(lat_probe, nq),
+               1e3 * bench_median(lat_collect, nq), 100.0 * (double)scanned / (double)(nq * n));
+        double ms_by_list = 1e3 * bench_median(lat_by_list, nq);
         printf("    rows stored by list: %.3f ms median (%.1fx faster than exact)\n", ms_by_list,
                exact_ms / ms_by_list);
         printf("RESULT %s_%zu_probes%zu_recall %.3f\nRESULT %s_%zu_probes%zu_ms %.3f\n", kind, n, probes, recall, kind,

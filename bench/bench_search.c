@@ -35,6 +35,7 @@
 #include <math.h>
 #include <sqlite3.h>
 #include <stdint.h>
+#include "bench_clock.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,12 +47,6 @@
 #define K 10
 #define CENTRES 1000
 #define SIGMA 0.35
-
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 static long env_long(const char *name, long def) {
     const char *v = getenv(name);
@@ -381,7 +376,7 @@ static void store_open(store *s, const char *dir, const char *embed_so, const fl
         exec(s->db, s->schema, s->err, sizeof s->err))
         goto fail;
     sqlite3_stmt *ins = NULL;
-    double t0 = now();
+    double t0 = bench_now();
     if (exec(s->db, "BEGIN", s->err, sizeof s->err)) goto fail;
     if (sqlite3_prepare_v2(s->db, s->insert, -1, &ins, NULL) != SQLITE_OK) {
         snprintf(s->err, sizeof s->err, "%s", sqlite3_errmsg(s->db));
@@ -399,8 +394,8 @@ static void store_open(store *s, const char *dir, const char *embed_so, const fl
     }
     sqlite3_finalize(ins);
     if (exec(s->db, "COMMIT", s->err, sizeof s->err)) goto fail;
-    s->insert_s = now() - t0;
-    t0 = now();
+    s->insert_s = bench_now() - t0;
+    t0 = bench_now();
     if (s->build == BUILD_IVF) {
         const char *opt = env_str("BENCH_IVF_OPTIONS", NULL);
         char sql[512];
@@ -421,7 +416,7 @@ static void store_open(store *s, const char *dir, const char *embed_so, const fl
         rss_kb(&a1, &f1);
         s->preload_rss_mb = (a1 - a0) / 1e3;
     }
-    s->build_s = s->build == BUILD_NONE ? -1 : now() - t0;
+    s->build_s = s->build == BUILD_NONE ? -1 : bench_now() - t0;
     printf("  %-14s inserted %d rows in %.1f s", s->key, n, s->insert_s);
     if (s->build != BUILD_NONE) printf(", %s %.1f s", s->build == BUILD_IVF ? "IVF build" : "quantize+preload", s->build_s);
     printf("\n");
@@ -476,9 +471,9 @@ static void engine_warm(engine *e, store *s, const float *q0) {
     }
     long a0, f0, a1, f1;
     rss_kb(&a0, &f0);
-    double t0 = now();
+    double t0 = bench_now();
     if (run_query(e, s->db, q0, ids, dist) < 0) return;
-    e->first_ms = (now() - t0) * 1e3;
+    e->first_ms = (bench_now() - t0) * 1e3;
     rss_kb(&a1, &f1);
     e->rss_mb = (a1 - a0) / 1e3;
     if (s->build == BUILD_SV_QUANTIZE && !e->slow) { /* its memory is the preload's */
@@ -487,15 +482,10 @@ static void engine_warm(engine *e, store *s, const float *q0) {
     }
 }
 
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 static double median_of(const double *v, int n, double frac) {
     double *c = xmalloc(sizeof(double) * (size_t)n);
     memcpy(c, v, sizeof(double) * (size_t)n);
-    qsort(c, (size_t)n, sizeof *c, cmp_double);
+    qsort(c, (size_t)n, sizeof *c, bench_cmp_double);
     double r;
     if (frac == 0.5)
         r = n % 2 ? c[n / 2] : 0.5 * (c[n / 2 - 1] + c[n / 2]);
@@ -546,9 +536,9 @@ static void engine_round(engine *e, sqlite3 *db, int round, int first, const flo
     double dist[K], *ms = e->ms + (size_t)round * e->nq;
     for (int q = first; q < first + e->nq && !e->err[0]; q++) {
         const float *qv = queries + (size_t)q * D;
-        double t0 = now();
+        double t0 = bench_now();
         int got = run_query(e, db, qv, ids, dist);
-        ms[q - first] = (now() - t0) * 1e3;
+        ms[q - first] = (bench_now() - t0) * 1e3;
         if (got < 0) return;
         e->answers += K;
         for (int i = 0; i < got && i < K; i++) {
@@ -619,12 +609,12 @@ static void run_dataset(int clustered, const char *embed_so, const char *dir) {
     int nt = 1 + rounds * nq;
     float *data = xmalloc(sizeof(float) * (size_t)n * D), *queries = xmalloc(sizeof(float) * (size_t)nt * D);
     int64_t *truth = xmalloc(sizeof(int64_t) * (size_t)nt * K);
-    double t0 = now();
+    double t0 = bench_now();
     make_data(clustered, n, nt, qnoise, data, queries);
-    printf("  data generated in %.1f s\n", now() - t0);
-    t0 = now();
+    printf("  data generated in %.1f s\n", bench_now() - t0);
+    t0 = bench_now();
     ground_truth(data, n, queries, nt, truth);
-    printf("  exact ground truth (double precision) in %.1f s\n", now() - t0);
+    printf("  exact ground truth (double precision) in %.1f s\n", bench_now() - t0);
     fflush(stdout);
 
     engine e[32];

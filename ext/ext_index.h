@@ -135,6 +135,8 @@ typedef struct {
     int attached;  /* counted among the users of the registry's entry for key */
     emb_knn_scratch scratch;   /* a search's scores, kept between searches */
     emb_code_scratch cscratch; /* the same for a scan of compact codes */
+    emb_ivf placing;           /* the centroids that place new rows, of NAME_config's ivf_serial */
+    sqlite3_int64 placing_serial;
     sqlite3_stmt *stmt[STMT_SHARED_COUNT];
 } ix_vtab;
 

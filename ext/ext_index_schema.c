@@ -323,6 +323,7 @@ static void vtab_free(ix_vtab *v) {
     sqlite3_free(v->key);
     emb_knn_scratch_free(&v->scratch);
     emb_code_scratch_free(&v->cscratch);
+    emb_ivf_free(&v->placing);
     emb_model_release(v->held);
     for (int j = 0; j < v->n_meta; j++) sqlite3_free(v->meta[j].name);
     sqlite3_free(v->meta);

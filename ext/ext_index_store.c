@@ -226,18 +226,23 @@ int ix_read_centroids(ix_vtab *v, emb_ivf *ivf, sqlite3_int64 *serial, size_t *l
     return rc;
 }
 
-/* The stored list + 1 of each of n vectors (0 until the IVF is built). */
+/* The stored list + 1 of each of n vectors (0 until the IVF is built). The centroids are read
+ * once per build (ivf_serial), not at every flush. */
 static int assign_lists(ix_vtab *v, const float *vecs, size_t n, int32_t *list1) {
-    emb_ivf ivf = {0};
     sqlite3_int64 serial;
-    size_t lists;
     memset(list1, 0, n * sizeof *list1);
-    int rc = ix_read_centroids(v, &ivf, &serial, &lists);
-    if (rc == SQLITE_OK && lists) {
-        if (emb_ivf_assign(&ivf, vecs, n, list1)) rc = SQLITE_NOMEM;
+    int rc = ix_get_config(v, "ivf_serial", &serial);
+    if (rc == SQLITE_OK && (serial != v->placing_serial || !v->placing.lists)) {
+        size_t lists;
+        emb_ivf_free(&v->placing);
+        memset(&v->placing, 0, sizeof v->placing);
+        v->placing_serial = 0;
+        if ((rc = ix_read_centroids(v, &v->placing, &v->placing_serial, &lists)) != SQLITE_OK) return rc;
+    }
+    if (rc == SQLITE_OK && v->placing.lists) {
+        if (emb_ivf_assign(&v->placing, vecs, n, list1)) rc = SQLITE_NOMEM;
         for (size_t i = 0; rc == SQLITE_OK && i < n; i++) list1[i]++;
     }
-    emb_ivf_free(&ivf);
     return rc;
 }
 

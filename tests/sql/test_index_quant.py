@@ -334,7 +334,7 @@ def in_memory_databases_are_not_shared():
     a, b = connect(), connect()
     make(a, "f32", rows)
     make(b, "f32", {1: rows[1]})
-    assert search(b, queries[0], 5) == [(1, search(b, queries[0], 1)[0][1])]
+    assert [r for r, _ in search(b, queries[0], 5)] == [1]  # b's own index only, not a's rows
     assert len(search(a, queries[0], 5)) == 5
 
 
@@ -426,7 +426,7 @@ def bad_options_and_settings_are_clear_errors():
     assert_error(con, q + "probes = -1", "embed_index: probes must be a positive integer, not -1")
     assert_error(con, q + "probes = 'x'", "probes must be a positive integer, not text")
     assert_error(con, "SELECT rowid FROM ix WHERE ix MATCH '[1, 2, 3]' AND k = 1", "has 3 dimensions")
-    assert_error(con, "SELECT rowid FROM ix WHERE ix MATCH x'0000' AND k = 1", "")
+    assert_error(con, "SELECT rowid FROM ix WHERE ix MATCH x'0000' AND k = 1", "the query is a blob of 2 bytes")
     assert_error(con, "SELECT rowid FROM ix WHERE probes = 2", "need")
     assert_error(con, "INSERT INTO ix(rowid, vector, oversample) VALUES (9, '[1, 2, 3, 4]', 3)",
                  "column oversample cannot be written")
