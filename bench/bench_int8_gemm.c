@@ -1,0 +1,314 @@
+/* int8 products (core/int8_gemm) against OpenBLAS sgemm on the linear layers' shapes of MiniLM-L6
+ * (K, N: 384 x 1152 fused QKV, 384 x 384, 384 x 1536, 1536 x 384) and bert-base (768 x 2304,
+ * 768 x 768, 768 x 3072, 3072 x 768), M = 16, 128, 4096 tokens, 1 and 2 threads, measured in
+ * the same run: GOPS (2 M N K per second) and int8 / sgemm. "int8" includes quantizing the
+ * activations (every call does); "kern" is the product alone. Then the relative error
+ * ||C_int8 - C_f32|| / ||C_f32|| on random weights and on the golden model's weights.
+ *
+ *   bench_int8_gemm [--quick]      REPS runs (default 7), median; --quick: M = 16 and 128 only
+ *   EMBED_INT8_PATH=avx2 ...       another kernel set
+ *
+ * With oneDNN (Debian's libdnnl-dev; not a dependency of the project), its u8 x s8 matmul with
+ * a runtime source zero point and per-channel output scales on the same shapes:
+ *   cc -O2 -DBENCH_DNNL -Icore -Iinclude/sqlite-embed $(pkg-config --cflags openblas) \
+ *      bench/bench_int8_gemm.c bench/random_model.c -o /tmp/bench_int8 BUILD/libembedcore.a \
+ *      $(pkg-config --libs openblas) -ldnnl -lgomp -lutf8proc -lcjson -lxxhash -lpthread -lm -lsqlite3
+ * Prints a table and "RESULT key value" lines. */
+#include "bench_clock.h"
+#include "int8_gemm.h"
+#include "safetensors.h"
+#include <cblas.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#ifdef BENCH_DNNL
+#include <dnnl.h>
+void omp_set_num_threads(int n);
+#endif
+
+/* libc's 48-bit generator, seeded in main: the same values every run */
+static float uniform(void) { return (float)(2.0 * drand48() - 1.0); }
+static float gaussian(void) {
+    float u = (uniform() + 1) / 2, v = (uniform() + 1) / 2;
+    return sqrtf(-2 * logf(u > 1e-30f ? u : 1e-30f)) * cosf(6.2831853f * v);
+}
+
+static int reps = 7;
+
+/* Median seconds of fn(ctx): reps runs after one warm-up, more runs for short calls. */
+typedef void (*run_fn)(void *ctx);
+static double time_it(run_fn fn, void *ctx) {
+    fn(ctx);
+    double t0 = bench_now();
+    fn(ctx);
+    double once = bench_now() - t0;
+    int inner = once < 2e-3 ? (int)(2e-3 / (once + 1e-7)) + 1 : 1;
+    double t[64];
+    int n = reps < 64 ? reps : 64;
+    for (int r = 0; r < n; r++) {
+        double s = bench_now();
+        for (int i = 0; i < inner; i++) fn(ctx);
+        t[r] = (bench_now() - s) / inner;
+    }
+    return bench_median(t, (size_t)n);
+}
+
+typedef struct {
+    int M, N, K;
+    float *A, *W, *C;
+    emb_i8w *w;
+    emb_i8_act act;
+    emb_workers *workers;
+#ifdef BENCH_DNNL
+    dnnl_engine_t eng;
+    dnnl_stream_t st;
+    dnnl_primitive_t mm;
+    dnnl_memory_t src, wei, dst, zp;
+#endif
+} job;
+
+static void run_sgemm(void *p) {
+    job *j = p;
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, j->M, j->N, j->K, 1.0f, j->A, j->K, j->W, j->K, 1.0f, j->C,
+                j->N);
+}
+static void run_int8(void *p) {
+    job *j = p;
+    if (emb_i8_gemm(j->A, j->K, j->M, j->w, NULL, 1.0f, j->C, j->N, &j->act, j->workers)) abort();
+}
+static void run_kernel(void *p) {
+    job *j = p;
+    emb_i8_gemm_q(&j->act, j->w, NULL, 1.0f, j->C, j->N, j->workers);
+}
+
+#ifdef BENCH_DNNL
+#define DN(call)                                                                            \
+    do {                                                                                    \
+        dnnl_status_t s_ = (call);                                                          \
+        if (s_ != dnnl_success) { fprintf(stderr, "%s: status %d\n", #call, (int)s_); exit(1); } \
+    } while (0)
+
+/* u8 [M][K] x s8 weights (oneDNN's own layout, reordered once from [N][K]) -> f32 [M][N],
+ * per-channel output scales, a runtime source zero point. */
+static void dnnl_setup(job *j) {
+    DN(dnnl_engine_create(&j->eng, dnnl_cpu, 0));
+    DN(dnnl_stream_create(&j->st, j->eng, dnnl_stream_default_flags));
+    dnnl_memory_desc_t a_md, b_any, b_user, c_md, zp_md;
+    dnnl_dims_t ad = {j->M, j->K}, bd = {j->K, j->N}, cd = {j->M, j->N}, zd = {1};
+    DN(dnnl_memory_desc_init_by_tag(&a_md, 2, ad, dnnl_u8, dnnl_ab));
+    DN(dnnl_memory_desc_init_by_tag(&b_any, 2, bd, dnnl_s8, dnnl_format_tag_any));
+    DN(dnnl_memory_desc_init_by_tag(&b_user, 2, bd, dnnl_s8, dnnl_ba)); /* [N][K] */
+    DN(dnnl_memory_desc_init_by_tag(&c_md, 2, cd, dnnl_f32, dnnl_ab));
+    DN(dnnl_memory_desc_init_by_tag(&zp_md, 1, zd, dnnl_s32, dnnl_a));
+    dnnl_matmul_desc_t md;
+    DN(dnnl_matmul_desc_init(&md, &a_md, &b_any, NULL, &c_md));
+    dnnl_primitive_attr_t attr;
+    DN(dnnl_primitive_attr_create(&attr));
+    float *scales = malloc((size_t)j->N * sizeof *scales);
+    for (int n = 0; n < j->N; n++) scales[n] = emb_i8w_scale(j->w, n) * 0.01f;
+    DN(dnnl_primitive_attr_set_output_scales(attr, j->N, 1 << 1, scales));
+    const int32_t rt = DNNL_RUNTIME_S32_VAL;
+    DN(dnnl_primitive_attr_set_zero_points(attr, DNNL_ARG_SRC, 1, 0, &rt));
+    dnnl_primitive_desc_t pd;
+    DN(dnnl_primitive_desc_create(&pd, &md, attr, j->eng, NULL));
+    const dnnl_memory_desc_t *b_md = dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
+    DN(dnnl_primitive_create(&j->mm, pd));
+    /* activations: some codes; weights: the packed codes, reordered into oneDNN's layout */
+    DN(dnnl_memory_create(&j->src, &a_md, j->eng, DNNL_MEMORY_ALLOCATE));
+    DN(dnnl_memory_create(&j->dst, &c_md, j->eng, DNNL_MEMORY_ALLOCATE));
+    DN(dnnl_memory_create(&j->zp, &zp_md, j->eng, DNNL_MEMORY_ALLOCATE));
+    DN(dnnl_memory_create(&j->wei, b_md, j->eng, DNNL_MEMORY_ALLOCATE));
+    void *h;
+    DN(dnnl_memory_get_data_handle(j->src, &h));
+    for (size_t i = 0; i < (size_t)j->M * j->K; i++) ((uint8_t *)h)[i] = (uint8_t)(i * 7919 % 251);
+    DN(dnnl_memory_get_data_handle(j->zp, &h));
+    *(int32_t *)h = 117;
+    dnnl_memory_t wu;
+    DN(dnnl_memory_create(&wu, &b_user, j->eng, DNNL_MEMORY_ALLOCATE));
+    DN(dnnl_memory_get_data_handle(wu, &h));
+    for (int n = 0; n < j->N; n++)
+        for (int k = 0; k < j->K; k++) ((int8_t *)h)[(size_t)n * j->K + k] = emb_i8w_code(j->w, n, k);
+    dnnl_primitive_desc_t rpd;
+    dnnl_primitive_t r;
+    DN(dnnl_reorder_primitive_desc_create(&rpd, &b_user, j->eng, b_md, j->eng, NULL));
+    DN(dnnl_primitive_create(&r, rpd));
+    dnnl_exec_arg_t ra[2] = {{DNNL_ARG_FROM, wu}, {DNNL_ARG_TO, j->wei}};
+    DN(dnnl_primitive_execute(r, j->st, 2, ra));
+    DN(dnnl_stream_wait(j->st));
+    dnnl_primitive_destroy(r);
+    dnnl_primitive_desc_destroy(rpd);
+    dnnl_memory_destroy(wu);
+    dnnl_primitive_desc_destroy(pd);
+    dnnl_primitive_attr_destroy(attr);
+    free(scales);
+}
+
+static void run_dnnl(void *p) {
+    job *j = p;
+    dnnl_exec_arg_t args[4] = {{DNNL_ARG_SRC, j->src},
+                               {DNNL_ARG_WEIGHTS, j->wei},
+                               {DNNL_ARG_DST, j->dst},
+                               {DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC, j->zp}};
+    DN(dnnl_primitive_execute(j->mm, j->st, 4, args));
+    DN(dnnl_stream_wait(j->st));
+}
+
+static void dnnl_teardown(job *j) {
+    dnnl_primitive_destroy(j->mm);
+    dnnl_memory_destroy(j->src);
+    dnnl_memory_destroy(j->wei);
+    dnnl_memory_destroy(j->dst);
+    dnnl_memory_destroy(j->zp);
+    dnnl_stream_destroy(j->st);
+    dnnl_engine_destroy(j->eng);
+}
+#endif
+
+typedef struct { const char *model; int K, N; } layer;
+static const layer layers[] = {
+    {"minilm", 384, 1152}, {"minilm", 384, 384}, {"minilm", 384, 1536}, {"minilm", 1536, 384},
+    {"bert-base", 768, 2304}, {"bert-base", 768, 768}, {"bert-base", 768, 3072}, {"bert-base", 3072, 768},
+};
+
+static void speed(int quick) {
+    static const int Ms[] = {16, 128, 4096};
+    emb_workers *helpers = emb_workers_new(1);
+    printf("kernel set: %s\n", emb_i8_path_name(emb_i8_path_default()));
+    printf("%-9s %5s %5s %5s %3s | %8s %8s %8s | %6s %6s | %9s %9s", "model", "M", "K", "N", "thr", "sgemm", "int8",
+           "kern", "i8/sg", "kn/sg", "sg us", "i8 us");
+#ifdef BENCH_DNNL
+    printf(" | %8s %6s %9s", "onednn", "dn/sg", "dn us");
+#endif
+    printf("\n");
+    double ratio_sum[2][3] = {{0}}; /* [threads-1][M index] */
+    int ratio_n[2][3] = {{0}};
+    for (size_t mi = 0; mi < sizeof Ms / sizeof Ms[0]; mi++) {
+        if (quick && Ms[mi] > 128) continue;
+        for (size_t li = 0; li < sizeof layers / sizeof layers[0]; li++) {
+            job j;
+            memset(&j, 0, sizeof j);
+            j.M = Ms[mi];
+            j.K = layers[li].K;
+            j.N = layers[li].N;
+            j.A = malloc((size_t)j.M * j.K * sizeof(float));
+            j.W = malloc((size_t)j.N * j.K * sizeof(float));
+            j.C = calloc((size_t)j.M * j.N, sizeof(float));
+            for (size_t i = 0; i < (size_t)j.M * j.K; i++) j.A[i] = gaussian();
+            for (size_t i = 0; i < (size_t)j.N * j.K; i++) j.W[i] = 0.02f * gaussian();
+            char err[EMB_ERR_LEN];
+            j.w = emb_i8w_pack(j.W, j.N, j.K, j.K, err);
+            if (!j.w) { fprintf(stderr, "%s\n", err); exit(1); }
+#ifdef BENCH_DNNL
+            dnnl_setup(&j);
+#endif
+            for (int thr = 1; thr <= 2; thr++) {
+                openblas_set_num_threads(thr);
+                j.workers = thr == 2 ? helpers : NULL;
+                double ops = 2.0 * j.M * j.N * j.K;
+                double ts = time_it(run_sgemm, &j), ti = time_it(run_int8, &j), tk = time_it(run_kernel, &j);
+                printf("%-9s %5d %5d %5d %3d | %8.1f %8.1f %8.1f | %6.2f %6.2f | %9.1f %9.1f", layers[li].model, j.M,
+                       j.K, j.N, thr, ops / ts * 1e-9, ops / ti * 1e-9, ops / tk * 1e-9, ts / ti, ts / tk, ts * 1e6,
+                       ti * 1e6);
+#ifdef BENCH_DNNL
+                omp_set_num_threads(thr);
+                double td = time_it(run_dnnl, &j);
+                printf(" | %8.1f %6.2f %9.1f", ops / td * 1e-9, ts / td, td * 1e6);
+                printf("\nRESULT onednn_vs_sgemm_%s_M%d_K%d_N%d_t%d %.3f", layers[li].model, j.M, j.K, j.N, thr, ts / td);
+#endif
+                printf("\nRESULT int8_vs_sgemm_%s_M%d_K%d_N%d_t%d %.3f\n", layers[li].model, j.M, j.K, j.N, thr,
+                       ts / ti);
+                ratio_sum[thr - 1][mi] += log(ts / ti);
+                ratio_n[thr - 1][mi]++;
+            }
+#ifdef BENCH_DNNL
+            dnnl_teardown(&j);
+#endif
+            emb_i8w_free(j.w);
+            emb_i8_act_free(&j.act);
+            free(j.A), free(j.W), free(j.C);
+        }
+    }
+    for (int t = 0; t < 2; t++)
+        for (size_t mi = 0; mi < 3; mi++)
+            if (ratio_n[t][mi])
+                printf("RESULT int8_vs_sgemm_geomean_M%d_t%d %.3f\n", Ms[mi], t + 1, exp(ratio_sum[t][mi] / ratio_n[t][mi]));
+    openblas_set_num_threads(1);
+    emb_workers_free(helpers);
+}
+
+/* ||C8 - C32|| / ||C32|| of A (M x K) times W (N x K). */
+static double rel_error(const float *A, const float *W, int M, int N, int K) {
+    float *c32 = calloc((size_t)M * N, sizeof *c32), *c8 = calloc((size_t)M * N, sizeof *c8);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, N, K, 1.0f, A, K, W, K, 0.0f, c32, N);
+    char err[EMB_ERR_LEN];
+    emb_i8w *w = emb_i8w_pack(W, N, K, K, err);
+    emb_i8_act act = EMB_I8_ACT_INIT;
+    if (!w || emb_i8_gemm(A, K, M, w, NULL, 0.0f, c8, N, &act, NULL)) abort();
+    double num = 0, den = 0;
+    for (size_t i = 0; i < (size_t)M * N; i++) {
+        num += ((double)c8[i] - c32[i]) * ((double)c8[i] - c32[i]);
+        den += (double)c32[i] * c32[i];
+    }
+    emb_i8w_free(w);
+    emb_i8_act_free(&act);
+    free(c32), free(c8);
+    return sqrt(num / den);
+}
+
+static float gelu(float x) { return 0.5f * x * (1.0f + erff(x * 0.70710678f)); }
+
+/* Activations like a layer's inputs: LayerNorm outputs (unit Gaussian) or GELU outputs. */
+static float *activations(int M, int K, int after_gelu) {
+    float *A = malloc((size_t)M * K * sizeof *A);
+    for (size_t i = 0; i < (size_t)M * K; i++) A[i] = after_gelu ? gelu(2 * gaussian()) : gaussian();
+    return A;
+}
+
+static void accuracy(void) {
+    printf("\nrelative error ||C_int8 - C_f32|| / ||C_f32||, M = 128\n");
+    for (size_t li = 0; li < sizeof layers / sizeof layers[0]; li++) {
+        int M = 128, K = layers[li].K, N = layers[li].N, gelu_in = K > N;
+        float *W = malloc((size_t)N * K * sizeof *W), *A = activations(M, K, gelu_in);
+        for (size_t i = 0; i < (size_t)N * K; i++) W[i] = 0.02f * gaussian();
+        double e = rel_error(A, W, M, N, K);
+        printf("  random %-9s K %4d N %4d (%s input): %.4f\n", layers[li].model, K, N, gelu_in ? "GELU" : "Gaussian", e);
+        printf("RESULT rel_error_random_%s_K%d_N%d %.5f\n", layers[li].model, K, N, e);
+        free(W), free(A);
+    }
+    /* the golden MiniLM-style model's linear weights */
+    static const char *names[] = {"attention.self.query", "attention.self.key", "attention.self.value",
+                                  "attention.output.dense", "intermediate.dense", "output.dense"};
+    emb_safetensors *sf;
+    char err[EMB_ERR_LEN];
+    if (emb_safetensors_open("tests/fixtures/models/minilm-tiny-st/model.safetensors", 1, &sf, err)) {
+        printf("  golden weights: %s (run from the repository root)\n", err);
+        return;
+    }
+    for (int l = 0; l < 2; l++)
+        for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+            char name[128];
+            snprintf(name, sizeof name, "encoder.layer.%d.%s.weight", l, names[i]);
+            const emb_safetensors_tensor *t = emb_safetensors_find(sf, name);
+            if (!t || t->dtype != EMB_DT_F32 || t->ndim != 2) continue;
+            int N = (int)t->shape[0], K = (int)t->shape[1], M = 128;
+            float *W = malloc((size_t)N * K * sizeof *W), *A = activations(M, K, i == 5);
+            memcpy(W, t->data, (size_t)N * K * sizeof *W);
+            double e = rel_error(A, W, M, N, K);
+            printf("  golden minilm-tiny-st %s (%d x %d): %.4f\n", name, N, K, e);
+            printf("RESULT rel_error_golden_l%d_%s %.5f\n", l, names[i], e);
+            free(W), free(A);
+        }
+    emb_safetensors_close(sf);
+}
+
+int main(int argc, char **argv) {
+    srand48(12345);
+    int quick = argc > 1 && !strcmp(argv[1], "--quick");
+    const char *r = getenv("REPS");
+    if (r && atoi(r) > 0) reps = atoi(r);
+    speed(quick);
+    accuracy();
+    return 0;
+}
