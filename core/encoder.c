@@ -5,6 +5,8 @@
  * attention, plain or gated feed-forward, post-norm (BERT) or pre-norm with a final norm
  * (ModernBERT). Absent biases are the encoder's zeros, so they cost no branch. */
 #include "encoder_internal.h"
+#include "encoder_attention.h"
+#include "encoder_kernels.h"
 #include "relpos.h"
 #include "workers.h"
 #include <cblas.h>
@@ -54,41 +56,7 @@ int emb_encoder_pooler(const emb_encoder *e, const float *cls, float *out) {
 
 /* ------------------------------------------------------------------ kernels */
 
-
-/* Element-wise kernels. GCC builds them for AVX-512, AVX2 and baseline x86-64 and picks one
- * at load time (ifunc); without -ftrapping-math the clamps and selects below if-convert, so
- * the loops vectorize on every target. */
-#ifdef __clang__ /* "omp simd" is a hint; clang warns where it cannot follow it (e.g. at -O0/-O1) */
-#pragma clang diagnostic ignored "-Wpass-failed"
-#endif
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC push_options
-#pragma GCC optimize("no-trapping-math")
-#endif
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && !defined(__SANITIZE_ADDRESS__) && !defined(EMB_NO_CLONES)
-#define EMB_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
-#else
-#define EMB_CLONES
-#endif
-
-/* exp for x <= 88 (Cephes polynomial, ~1 ulp; clamped below at -87 where the result is < 2e-38) */
-static inline float emb_expf(float x) {
-    x = x < -87.0f ? -87.0f : x;
-    x = x > 88.0f ? 88.0f : x;
-    float n = (x * 1.44269504088896341f + 12582912.0f) - 12582912.0f; /* round to nearest */
-    float r = x - n * 0.693359375f;
-    r = r - n * -2.12194440e-4f;
-    float p = 1.9875691500E-4f;
-    p = p * r + 1.3981999507E-3f;
-    p = p * r + 8.3334519073E-3f;
-    p = p * r + 4.1665795894E-2f;
-    p = p * r + 1.6666665459E-1f;
-    p = p * r + 5.0000001201E-1f;
-    float y = p * (r * r) + r + 1.0f;
-    union { int32_t i; float f; } u;
-    u.i = ((int32_t)n + 127) << 23;
-    return y * u.f;
-}
+EMB_KERNELS_BEGIN
 
 /* erf as a rational function, evaluated in double: |error| < 7e-8 */
 static inline double emb_erf(double x) {
@@ -148,22 +116,6 @@ static void fill_bias(float *C, const float *bias, size_t rows, int n) {
         float *x = C + r * (size_t)n;
 #pragma omp simd
         for (int i = 0; i < n; i++) x[i] = bias[i];
-    }
-}
-
-EMB_CLONES
-static void softmax_rows(float *S, int rows, int n) {
-    for (int r = 0; r < rows; r++) {
-        float *s = S + (size_t)r * n;
-        float mx = s[0];
-#pragma omp simd reduction(max : mx)
-        for (int i = 0; i < n; i++) mx = s[i] > mx ? s[i] : mx;
-        float sum = 0;
-#pragma omp simd reduction(+ : sum)
-        for (int i = 0; i < n; i++) { float y = emb_expf(s[i] - mx); s[i] = y; sum += y; }
-        float inv = 1.0f / sum;
-#pragma omp simd
-        for (int i = 0; i < n; i++) s[i] *= inv;
     }
 }
 
@@ -228,9 +180,7 @@ static void bias_norm_to(float *X, float *dst, const float *bias, const float *g
     }
 }
 
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC pop_options
-#endif
+EMB_KERNELS_END
 
 /* ------------------------------------------------------------------ forward */
 
@@ -261,10 +211,6 @@ static int grow(float **p, size_t *cap, size_t n) {
     *cap = n;
     return 0;
 }
-
-/* OpenBLAS (interface/gemm.c) keeps a product on the calling thread when
- * M*N*K <= 65536 * GEMM_MULTITHREAD_THRESHOLD (4 by default). */
-#define ATT_BLOCK_MNK 262144.0
 
 /* C[M,N] += A[M,K] * W[N,K]^T  (W as stored by PyTorch Linear: [out, in]) */
 static void linear_acc(const float *A, const float *W, float *C, int M, int N, int K) {
@@ -301,14 +247,13 @@ typedef struct {
     int B, T, H, NH, dh, FF;
     size_t BT;
     const int32_t *ids, *type_ids, *lens, *pos_ids;
-    float *X, *q, *k, *v, *inter, *scores, *xn;
-    float scale, eps;
-    int split, rows_per_task, ffn_rows;
+    float *X, *q, *k, *v, *inter, *xn;
+    float eps;
+    int rows_per_task, ffn_rows;
     int FFin;                             /* width of the feed-forward's inner rows (2 FF when gated) */
-    const float *rope;                    /* this layer's rotary table, or NULL */
-    int rot;
-    int half_window;                      /* this layer's window (-1: full attention) */
-    const float *slopes;                  /* ALiBi, or NULL */
+    emb_attention_job att;                /* this layer's attention: rotary table, window, capture */
+    const emb_attention_span *span;       /* the layers whose weights are captured into probs, or NULL */
+    float *probs;
     const float *res_bias;                /* pre-norm: the bias the residual stream still lacks, or NULL */
     const float *norm_g, *norm_b;         /* pre-norm: the norm the row task applies into xn (NULL: none) */
 } fwd_ctx;
@@ -336,90 +281,6 @@ static void task_embed(void *cv, int t, int worker) {
         embed_ln_row(c->X + r * c->H, wr, p, ty, e->ln_g, e->ln_b, c->H, e->cfg.ln_eps);
     }
     preload_qkv(c, r0, r1 - r0);
-}
-
-/* The context of query rows whose window holds no real key (padding far past the text in a
- * sliding-window layer): transformers' mask makes every score equal there, so the softmax is
- * uniform over all T keys and the context the mean of the head's values. */
-static void mean_context(float *out, const float *vb, int T, int H, int dh) {
-    for (int d = 0; d < dh; d++) out[d] = 0;
-    for (int j = 0; j < T; j++)
-        for (int d = 0; d < dh; d++) out[d] += vb[(size_t)j * H + d];
-    for (int d = 0; d < dh; d++) out[d] /= (float)T;
-}
-
-/* Scores of rows [r0, r0+m) against keys [k0, k0+nk) (row stride nk): ALiBi's bias, then the
- * softmax over each row's keys (its window's only, the rest 0). Returns how many rows have an
- * empty window. */
-static int scores_softmax(const fwd_ctx *c, int h, float *Sr, int r0, int m, int k0, int nk) {
-    if (c->slopes) {
-        float slope = c->slopes[h];
-        for (int i = 0; i < m; i++)
-            for (int j = 0; j < nk; j++) Sr[(size_t)i * nk + j] -= slope * (float)abs(r0 + i - (k0 + j));
-    }
-    if (c->half_window < 0) {
-        softmax_rows(Sr, m, nk);
-        return 0;
-    }
-    int empty = 0, w = c->half_window;
-    for (int i = 0; i < m; i++) {
-        float *row = Sr + (size_t)i * nk;
-        int q = r0 + i, lo = q - w - k0, hi = q + w + 1 - k0;
-        if (lo < 0) lo = 0;
-        if (hi > nk) hi = nk;
-        if (lo >= hi) { empty++; lo = hi = 0; }
-        for (int j = 0; j < lo; j++) row[j] = 0;
-        for (int j = hi; j < nk; j++) row[j] = 0;
-        if (hi > lo) softmax_rows(row + lo, 1, hi - lo);
-    }
-    return empty;
-}
-
-/* One (sequence, head): rotary positions on its queries and keys, scores, softmax over the real
- * keys (those of the query's window in a sliding-window layer), context into the query slice. */
-static void task_attention(void *cv, int t, int worker) {
-    fwd_ctx *c = cv;
-    int b = t / c->NH, h = t % c->NH, T = c->T, H = c->H, dh = c->dh, len = c->lens[b];
-    size_t off = (size_t)b * T * H + (size_t)h * dh;
-    float *qb = c->q + off, *kb = c->k + off, *vb = c->v + off;
-    float *S = c->scores + (size_t)worker * T * T;
-    if (c->rope) {
-        for (int i = 0; i < T; i++) emb_rope_rotate(qb + (size_t)i * H, c->rope + (size_t)i * c->rot, c->rot);
-        for (int i = 0; i < len; i++) emb_rope_rotate(kb + (size_t)i * H, c->rope + (size_t)i * c->rot, c->rot);
-    }
-    /* With several OpenBLAS threads, products are issued in row blocks of at most
-     * ATT_BLOCK_MNK multiply-adds, which OpenBLAS keeps on the calling thread: splitting
-     * such small products over its pool costs more in synchronisation than it saves,
-     * and here the heads already run in parallel. */
-    int rb = T, w = c->half_window;
-    if (c->split) {
-        rb = (int)(ATT_BLOCK_MNK / ((double)len * dh));
-        if (rb < 8) rb = 8;
-    }
-    if (w >= 0 && rb > (w < 16 ? 16 : w)) rb = w < 16 ? 16 : w; /* a window's block sees a band of keys */
-    for (int r0 = 0; r0 < T; r0 += rb) {
-        int m = T - r0 < rb ? T - r0 : rb;
-        int k0 = 0, k1 = len;
-        if (w >= 0) {
-            k0 = r0 - w > 0 ? r0 - w : 0;
-            k1 = r0 + m + w < len ? r0 + m + w : len;
-            if (k1 < k0) k1 = k0;
-        }
-        int nk = k1 - k0, empty = m;
-        float *qr = qb + (size_t)r0 * H;
-        if (nk > 0) {
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, nk, dh, c->scale, qr, H, kb + (size_t)k0 * H, H,
-                        0.0f, S, nk);
-            empty = scores_softmax(c, h, S, r0, m, k0, nk);
-            /* the context overwrites these query rows of this head (no longer needed) */
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, dh, nk, 1.0f, S, nk, vb + (size_t)k0 * H, H,
-                        0.0f, qr, H);
-        }
-        for (int i = 0; empty > 0 && i < m; i++) {
-            int q = r0 + i;
-            if (nk == 0 || q - w >= len) { mean_context(qr + (size_t)i * H, vb, T, H, dh); empty--; }
-        }
-    }
 }
 
 static void row_range(const fwd_ctx *c, int t, int per, size_t *r0, size_t *n) {
@@ -507,8 +368,8 @@ static int rope_tables(const emb_encoder_config *c, emb_workspace *ws, int T) {
 /* Layer l's attention settings: its rotary table and its window. */
 static void layer_attention(fwd_ctx *fc, const emb_encoder_config *c, const emb_workspace *ws, int l) {
     int local = emb_encoder_config_layer_is_local(c, l);
-    fc->half_window = local ? c->half_window : -1;
-    if (c->pos_kind == EMB_POS_ROTARY) fc->rope = ws->rope + (local ? (size_t)ws->rope_T * c->rope_dims : 0);
+    fc->att.half_window = local ? c->half_window : -1;
+    if (c->pos_kind == EMB_POS_ROTARY) fc->att.rope = ws->rope + (local ? (size_t)ws->rope_T * c->rope_dims : 0);
 }
 
 /* The feed-forward's first product: into inter (FFin wide), one product when its halves lie
@@ -539,7 +400,11 @@ static void attention_block(fwd_ctx *fc, const emb_workspace *ws, const plan *pl
     linear_acc(A, w->wk, fc->k, BT, H, H);
     linear_acc(A, w->wv, fc->v, BT, H, H);
     layer_attention(fc, &fc->e->cfg, ws, l);
-    emb_workers_run(pl->att, fc->B * fc->NH, task_attention, fc);
+    const emb_attention_span *s = fc->span;
+    fc->att.capture = s && l + 1 >= s->first_layer && l + 1 <= s->last_layer
+                          ? fc->probs + (size_t)(l + 1 - s->first_layer) * fc->att.capture_nh * fc->T * fc->T
+                          : NULL;
+    emb_workers_run(pl->att, fc->B * fc->NH, emb_attention_task, &fc->att);
     linear_acc(fc->q, w->wo, fc->X, BT, H, H);
 }
 
@@ -592,6 +457,12 @@ static void layers_pre_norm(fwd_ctx *fc, const emb_workspace *ws, const plan *pl
 int emb_encoder_forward(const emb_encoder *e, emb_workspace *ws, int B, int T, const int32_t *ids,
                         const int32_t *type_ids, const int32_t *lens, int n_layers, float *out,
                         char err[EMB_ERR_LEN]) {
+    return emb_encoder_forward_capture(e, ws, B, T, ids, type_ids, lens, n_layers, out, NULL, NULL, err);
+}
+
+int emb_encoder_forward_capture(const emb_encoder *e, emb_workspace *ws, int B, int T, const int32_t *ids,
+                                const int32_t *type_ids, const int32_t *lens, int n_layers, float *out,
+                                const emb_attention_span *span, float *probs, char err[EMB_ERR_LEN]) {
     const emb_encoder_config *c = &e->cfg;
     const int H = c->dims.hidden, FF = c->dims.intermediate, NH = c->dims.heads, dh = H / NH;
     const int FFin = c->gated ? 2 * FF : FF;
@@ -646,13 +517,15 @@ int emb_encoder_forward(const emb_encoder *e, emb_workspace *ws, int B, int T, c
     fc.q = ws->arena; fc.k = fc.q + BT * H; fc.v = fc.k + BT * H;
     fc.inter = ws->arena;
     fc.xn = ws->xn;
-    fc.scores = ws->scores;
-    fc.scale = (float)(1.0 / sqrt((double)dh));
     fc.eps = c->ln_eps;
-    fc.split = nthr > 1; /* keep every attention product on its calling thread */
-    fc.half_window = -1;
-    fc.rot = c->rope_dims;
-    fc.slopes = e->alibi_slopes;
+    fc.att = (emb_attention_job){.NH = NH, .T = T, .H = H, .dh = dh, .lens = lens, .q = fc.q, .k = fc.k, .v = fc.v,
+                                 .scores = ws->scores, .scale = (float)(1.0 / sqrt((double)dh)),
+                                 .split = nthr > 1, /* keep every attention product on its calling thread */
+                                 .half_window = -1, .rot = c->rope_dims, .slopes = e->alibi_slopes,
+                                 .capture_h0 = span ? span->first_head : 0,
+                                 .capture_nh = span ? span->last_head - span->first_head + 1 : 0};
+    fc.span = span;
+    fc.probs = probs;
     fc.rows_per_task = (int)(PAR_MIN_ELEMS / 2 / (size_t)H);
     if (fc.rows_per_task < 4) fc.rows_per_task = 4;
     int row_tasks = (int)((BT + (size_t)fc.rows_per_task - 1) / (size_t)fc.rows_per_task);

@@ -74,6 +74,31 @@ int emb_encoder_forward(const emb_encoder *, emb_workspace *, int B, int T, cons
                         const int32_t *type_ids, const int32_t *lens, int n_layers, float *out,
                         char err[EMB_ERR_LEN]);
 
+/* Which softmax weights of attention emb_encoder_attention returns: layers first_layer ..
+ * last_layer, counted as n_layers counts them (layer l turns hidden state l - 1 into l: 1 is
+ * the first layer, which reads the embedding output), and heads first_head .. last_head (from 0). */
+typedef struct {
+    int first_layer, last_layer, first_head, last_head;
+} emb_attention_span;
+
+/* The attention weights of one sequence of T tokens (ids and type_ids as emb_encoder_forward
+ * takes them, for B = 1), taken from the forward pass itself after rotary positions, ALiBi's
+ * bias, the sliding window and the softmax: probs[((l - first_layer) * nh + (h - first_head))
+ * * T * T + i * T + j] is the weight of key j in the context of query i (nh = the span's
+ * heads); every row sums to 1, and keys outside a query's window have weight 0. Runs the
+ * layers up to last_layer. Returns 0, or nonzero with a message in err. */
+int emb_encoder_attention(const emb_encoder *, emb_workspace *, int T, const int32_t *ids, const int32_t *type_ids,
+                          const emb_attention_span *span, float *probs, char err[EMB_ERR_LEN]);
+
+/* The additive bias that layer `layer` (1 to layers) adds to the score of query i and key j,
+ * one float per head, exactly as the forward pass applies it: ALiBi's -slope_h * |i - j|;
+ * -INFINITY in a sliding-window layer where |i - j| exceeds the half window (the key is hidden,
+ * its weight 0); 0 otherwise. layer 0: the bias every layer shares, an error for a model whose
+ * layers differ (ModernBERT's global and sliding-window layers). Positions i, j from 0 to
+ * emb_encoder_max_tokens - 1. Returns 0, or nonzero with a message in err. */
+int emb_encoder_attention_bias(const emb_encoder *, int layer, int64_t i, int64_t j, float *out,
+                               char err[EMB_ERR_LEN]);
+
 /* Floating-point operations of one forward pass over those shapes (for benchmarks). */
 double emb_encoder_flops(const emb_encoder *, int B, int T, const int32_t *lens, int n_layers);
 #endif

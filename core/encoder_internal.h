@@ -1,5 +1,6 @@
 /* The encoder's state, shared by the loader (encoder_load.c, which fills it from a checkpoint
- * folder) and the forward pass (encoder.c, which only reads it). Not for use outside these two. */
+ * folder), the forward pass (encoder.c, which only reads it) and what shows its attention
+ * (encoder_attention_probe.c). Not for use outside the encoder's files. */
 #ifndef EMBED_ENCODER_INTERNAL_H
 #define EMBED_ENCODER_INTERNAL_H
 #include "encoder.h"
@@ -36,5 +37,11 @@ struct emb_encoder {
     XXH3_state_t *hash;
     uint64_t fingerprint;
 };
+
+/* emb_encoder_forward that, given a span, also copies the attention weights of sequence 0 into
+ * probs (laid out as emb_encoder_attention returns them). The span must be valid. */
+int emb_encoder_forward_capture(const emb_encoder *, emb_workspace *, int B, int T, const int32_t *ids,
+                                const int32_t *type_ids, const int32_t *lens, int n_layers, float *out,
+                                const emb_attention_span *span, float *probs, char err[EMB_ERR_LEN]);
 
 #endif

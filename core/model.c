@@ -359,6 +359,38 @@ int emb_model_hidden_states(emb_model *m, const emb_encoding *enc, int n_layers,
     return rc;
 }
 
+/* A model whose attention can be shown: an encoder (defined models have no layers). */
+static int require_attention(const emb_model *m, char err[EMB_ERR_LEN]) {
+    if (emb_model_require_vectors(&m->info, "attention", err)) return -1;
+    if (!m->enc) return emb_fail(err, "model '%s' has no layers, so no attention", m->name);
+    return 0;
+}
+
+int emb_model_attention(emb_model *m, const emb_encoding *enc, int first_layer, int last_layer, int first_head,
+                        int last_head, float *out, char err[EMB_ERR_LEN]) {
+    if (require_attention(m, err)) return -1;
+    if (enc->n == 0) return 0;
+    emb_attention_span span = {first_layer, last_layer, first_head, last_head};
+    runner *r = runner_take(m);
+    int32_t *ids = malloc(enc->n * 2 * sizeof(int32_t));
+    int rc = r && ids ? 0 : emb_fail(err, "out of memory");
+    if (rc == 0) {
+        for (size_t i = 0; i < enc->n; i++) {
+            ids[i] = enc->tok[i].id;
+            ids[enc->n + i] = enc->tok[i].type_id;
+        }
+        rc = emb_encoder_attention(m->enc, r->ws, (int)enc->n, ids, ids + enc->n, &span, out, err);
+    }
+    free(ids);
+    runner_give(m, r);
+    return rc;
+}
+
+int emb_model_attention_bias(const emb_model *m, int layer, int64_t i, int64_t j, float *out, char err[EMB_ERR_LEN]) {
+    if (require_attention(m, err)) return -1;
+    return emb_encoder_attention_bias(m->enc, layer, i, j, out, err);
+}
+
 static int by_length(const void *a, const void *b, void *lens) {
     int32_t x = ((const int32_t *)lens)[*(const size_t *)a], y = ((const int32_t *)lens)[*(const size_t *)b];
     return (x > y) - (x < y);

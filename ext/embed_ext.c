@@ -17,6 +17,7 @@ int sqlite3_embed_init(sqlite3 *db, char **pzErrMsg, const sqlite3_api_routines 
         {"embed_tokens", &ext_tokens_module},
         {"embed_index", &ext_index_module},
         {"embed_hybrid", &ext_hybrid_module},
+        {"embed_attention", &ext_attention_module},
     };
     const char *failed = NULL;
     int rc = ext_register_functions(db, &failed);

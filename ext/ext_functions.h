@@ -12,6 +12,7 @@ extern const sqlite3_module ext_models_module;    /* ext_models_table.c: embed_m
 extern const sqlite3_module ext_tokens_module;    /* ext_tokens_table.c: embed_tokens */
 extern const sqlite3_module ext_index_module;     /* ext_index.c: embed_index */
 extern const sqlite3_module ext_hybrid_module;    /* ext_hybrid.c: embed_hybrid */
+extern const sqlite3_module ext_attention_module; /* ext_attention_table.c: embed_attention */
 
 #define EXT_SQL_FUNCTION(name) void name(sqlite3_context *ctx, int argc, sqlite3_value **argv)
 
@@ -33,6 +34,8 @@ void sql_embed_mean_final(sqlite3_context *ctx);
 /* ext_position.c */
 EXT_SQL_FUNCTION(sql_position_encoding);
 EXT_SQL_FUNCTION(sql_embed_rotate);
+/* ext_attention.c */
+EXT_SQL_FUNCTION(sql_embed_attention_bias);
 /* ext_info.c */
 EXT_SQL_FUNCTION(sql_embed_version);
 EXT_SQL_FUNCTION(sql_embed_debug);

@@ -73,6 +73,19 @@ int emb_model_rotary(const emb_model *m, int *rot_dims, double *theta);
 int emb_model_hidden_states(emb_model *m, const emb_encoding *enc, int n_layers, float *out,
                             char err[EMB_ERR_LEN]);
 
+/* Attention weights of an encoded input (one sequence of n = enc->n tokens), taken from the
+ * forward pass itself: layers first_layer..last_layer (1 is the first layer, which reads level 0
+ * of emb_model_hidden_states; layer l makes level l), heads first_head..last_head (from 0).
+ * out[((l - first_layer) * nh + (h - first_head)) * n * n + i * n + j], nh the heads asked: the
+ * softmax weight of key j for query i. Rows sum to 1; keys a query does not see (outside a
+ * sliding window) weigh 0. An error for defined and tokenizer-only models. */
+int emb_model_attention(emb_model *m, const emb_encoding *enc, int first_layer, int last_layer, int first_head,
+                        int last_head, float *out, char err[EMB_ERR_LEN]);
+/* The additive bias of the attention score of query i and key j in a layer (1..layers; 0: the
+ * bias all layers share, an error where they differ), one float per head: ALiBi's
+ * -slope * |i - j|, -INFINITY where a sliding window hides the key, 0 otherwise. */
+int emb_model_attention_bias(const emb_model *m, int layer, int64_t i, int64_t j, float *out, char err[EMB_ERR_LEN]);
+
 typedef struct {
     int pool;      /* -1: the model's own pooling, else an emb_pool_mode (pooling.h) */
     int normalize; /* -1: the model's own */

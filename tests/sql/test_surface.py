@@ -16,6 +16,7 @@ EXPECTED = {
     ("contextual_embedding", 3): INNOCUOUS, ("contextual_embedding", 4): INNOCUOUS,
     ("embed", 2): INNOCUOUS, ("embed", 3): INNOCUOUS,
     ("embed_add", 2): DETERMINISTIC | INNOCUOUS, ("embed_cosine", 2): DETERMINISTIC | INNOCUOUS,
+    ("embed_attention_bias", 3): INNOCUOUS, ("embed_attention_bias", 4): INNOCUOUS,
     ("embed_debug", 0): INNOCUOUS, ("embed_index_cache_bytes", 0): INNOCUOUS, ("embed_define", 2): DIRECTONLY,
     ("embed_dims", 1): DETERMINISTIC | INNOCUOUS, ("embed_distance", 2): DETERMINISTIC | INNOCUOUS,
     ("embed_distance", 3): DETERMINISTIC | INNOCUOUS, ("embed_dot", 2): DETERMINISTIC | INNOCUOUS,
@@ -36,7 +37,7 @@ for _name in {n for n, _ in list(EXPECTED)}:
     for _f in _forms:
         _all &= _f
     EXPECTED[(_name, -1)] = _all | (DIRECTONLY if any(f & DIRECTONLY for f in _forms) else 0)
-MODULES = {"embed_models", "embed_tokens", "embed_index", "embed_hybrid"}
+MODULES = {"embed_models", "embed_tokens", "embed_index", "embed_hybrid", "embed_attention"}
 
 
 @test

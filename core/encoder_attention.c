@@ -1,0 +1,149 @@
+/* The attention of one (sequence, head) of an encoder layer, run by the forward pass's helper
+ * threads (see encoder_attention.h), and the additive bias it applies. */
+#include "encoder_attention.h"
+#include "encoder_kernels.h"
+#include "relpos.h"
+#include <cblas.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* OpenBLAS (interface/gemm.c) keeps a product on the calling thread when
+ * M*N*K <= 65536 * GEMM_MULTITHREAD_THRESHOLD (4 by default). */
+#define ATT_BLOCK_MNK 262144.0
+
+/* ALiBi's penalty for a distance d, as the scores receive it (subtracted). */
+static inline float alibi_penalty(float slope, int64_t d) { return slope * (float)(d < 0 ? -d : d); }
+
+float emb_attention_bias_of(float slope, int half_window, int64_t i, int64_t j) {
+    if (half_window >= 0 && (i - j > half_window || j - i > half_window)) return -INFINITY;
+    return 0.0f - alibi_penalty(slope, i - j); /* 0 - p: +0 at distance 0, not -0 */
+}
+
+EMB_KERNELS_BEGIN
+EMB_CLONES
+static void softmax_rows(float *S, int rows, int n) {
+    for (int r = 0; r < rows; r++) {
+        float *s = S + (size_t)r * n;
+        float mx = s[0];
+#pragma omp simd reduction(max : mx)
+        for (int i = 0; i < n; i++) mx = s[i] > mx ? s[i] : mx;
+        float sum = 0;
+#pragma omp simd reduction(+ : sum)
+        for (int i = 0; i < n; i++) { float y = emb_expf(s[i] - mx); s[i] = y; sum += y; }
+        float inv = 1.0f / sum;
+#pragma omp simd
+        for (int i = 0; i < n; i++) s[i] *= inv;
+    }
+}
+EMB_KERNELS_END
+
+/* The context of query rows whose window holds no real key (padding far past the text in a
+ * sliding-window layer): transformers' mask makes every score equal there, so the softmax is
+ * uniform over all T keys and the context the mean of the head's values. */
+static void mean_context(float *out, const float *vb, int T, int H, int dh) {
+    for (int d = 0; d < dh; d++) out[d] = 0;
+    for (int j = 0; j < T; j++)
+        for (int d = 0; d < dh; d++) out[d] += vb[(size_t)j * H + d];
+    for (int d = 0; d < dh; d++) out[d] /= (float)T;
+}
+
+/* Scores of rows [r0, r0+m) against keys [k0, k0+nk) (row stride nk): ALiBi's bias, then the
+ * softmax over each row's keys (its window's only, the rest 0). Returns how many rows have an
+ * empty window. */
+static int scores_softmax(const emb_attention_job *c, int h, float *Sr, int r0, int m, int k0, int nk) {
+    if (c->slopes) {
+        float slope = c->slopes[h];
+        for (int i = 0; i < m; i++)
+            for (int j = 0; j < nk; j++) Sr[(size_t)i * nk + j] -= alibi_penalty(slope, r0 + i - (k0 + j));
+    }
+    if (c->half_window < 0) {
+        softmax_rows(Sr, m, nk);
+        return 0;
+    }
+    int empty = 0, w = c->half_window;
+    for (int i = 0; i < m; i++) {
+        float *row = Sr + (size_t)i * nk;
+        int q = r0 + i, lo = q - w - k0, hi = q + w + 1 - k0;
+        if (lo < 0) lo = 0;
+        if (hi > nk) hi = nk;
+        if (lo >= hi) { empty++; lo = hi = 0; }
+        for (int j = 0; j < lo; j++) row[j] = 0;
+        for (int j = hi; j < nk; j++) row[j] = 0;
+        if (hi > lo) softmax_rows(row + lo, 1, hi - lo);
+    }
+    return empty;
+}
+
+/* Copies the weights of rows [r0, r0+m) (keys [k0, k0+nk), row stride nk) into the capture
+ * of head h: full rows of T, 0 for the keys outside [k0, k0+nk). */
+static void capture_rows(const emb_attention_job *c, int h, const float *Sr, int r0, int m, int k0, int nk) {
+    int T = c->T;
+    float *P = c->capture + (size_t)(h - c->capture_h0) * T * T;
+    for (int i = 0; i < m; i++) {
+        float *row = P + (size_t)(r0 + i) * T;
+        memset(row, 0, (size_t)T * sizeof(float));
+        if (nk > 0) memcpy(row + k0, Sr + (size_t)i * nk, (size_t)nk * sizeof(float));
+    }
+}
+
+/* A captured row whose window holds no real key: uniform over all T keys (see mean_context). */
+static void capture_uniform(const emb_attention_job *c, int h, int q) {
+    float *row = c->capture + ((size_t)(h - c->capture_h0) * c->T + q) * c->T;
+    for (int j = 0; j < c->T; j++) row[j] = 1.0f / (float)c->T;
+}
+
+/* One (sequence, head): rotary positions on its queries and keys, scores, softmax over the real
+ * keys (those of the query's window in a sliding-window layer), context into the query slice. */
+void emb_attention_task(void *cv, int t, int worker) {
+    const emb_attention_job *c = cv;
+    int b = t / c->NH, h = t % c->NH, T = c->T, H = c->H, dh = c->dh, len = c->lens[b];
+    size_t off = (size_t)b * T * H + (size_t)h * dh;
+    float *qb = c->q + off, *kb = c->k + off, *vb = c->v + off;
+    float *S = c->scores + (size_t)worker * T * T;
+    int capture = c->capture && b == 0 && h >= c->capture_h0 && h < c->capture_h0 + c->capture_nh;
+    if (c->rope) {
+        for (int i = 0; i < T; i++) emb_rope_rotate(qb + (size_t)i * H, c->rope + (size_t)i * c->rot, c->rot);
+        for (int i = 0; i < len; i++) emb_rope_rotate(kb + (size_t)i * H, c->rope + (size_t)i * c->rot, c->rot);
+    }
+    /* With several OpenBLAS threads, products are issued in row blocks of at most
+     * ATT_BLOCK_MNK multiply-adds, which OpenBLAS keeps on the calling thread: splitting
+     * such small products over its pool costs more in synchronisation than it saves,
+     * and here the heads already run in parallel. */
+    int rb = T, w = c->half_window;
+    if (c->split) {
+        rb = (int)(ATT_BLOCK_MNK / ((double)len * dh));
+        if (rb < 8) rb = 8;
+    }
+    if (w >= 0 && rb > (w < 16 ? 16 : w)) rb = w < 16 ? 16 : w; /* a window's block sees a band of keys */
+    for (int r0 = 0; r0 < T; r0 += rb) {
+        int m = T - r0 < rb ? T - r0 : rb;
+        int k0 = 0, k1 = len;
+        if (w >= 0) {
+            k0 = r0 - w > 0 ? r0 - w : 0;
+            k1 = r0 + m + w < len ? r0 + m + w : len;
+            if (k1 < k0) k1 = k0;
+        }
+        int nk = k1 - k0, empty = m;
+        float *qr = qb + (size_t)r0 * H;
+        if (nk > 0) {
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, nk, dh, c->scale, qr, H, kb + (size_t)k0 * H, H,
+                        0.0f, S, nk);
+            empty = scores_softmax(c, h, S, r0, m, k0, nk);
+            if (capture) capture_rows(c, h, S, r0, m, k0, nk);
+            /* the context overwrites these query rows of this head (no longer needed) */
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, dh, nk, 1.0f, S, nk, vb + (size_t)k0 * H, H,
+                        0.0f, qr, H);
+        } else if (capture) {
+            capture_rows(c, h, S, r0, m, k0, 0);
+        }
+        for (int i = 0; empty > 0 && i < m; i++) {
+            int q = r0 + i;
+            if (nk == 0 || q - w >= len) {
+                mean_context(qr + (size_t)i * H, vb, T, H, dh);
+                if (capture) capture_uniform(c, h, q);
+                empty--;
+            }
+        }
+    }
+}

@@ -1,0 +1,34 @@
+/* The attention of one encoder layer, one (sequence, head) per task, as the forward pass
+ * (encoder.c) hands it to its helper threads: rotary positions on the queries and keys, scores,
+ * ALiBi's bias, the sliding window, the softmax, the context. Also the additive bias itself,
+ * for those who want to see it (emb_encoder_attention_bias). Internal to the encoder's files. */
+#ifndef EMBED_ENCODER_ATTENTION_H
+#define EMBED_ENCODER_ATTENTION_H
+#include <stdint.h>
+
+typedef struct {
+    int NH, T, H, dh;           /* heads, padded length, hidden size, head size */
+    const int32_t *lens;        /* real tokens of each sequence (the keys past them are padding) */
+    float *q, *k, *v;           /* B*T*H each, heads side by side in a row; q receives the context */
+    float *scores;              /* one T*T block per worker */
+    float scale;                /* 1 / sqrt(dh) */
+    int split;                  /* issue the products in blocks OpenBLAS keeps on the calling thread */
+    const float *rope;          /* this layer's rotary table (T rows of rot), or NULL */
+    int rot;
+    int half_window;            /* this layer's window (-1: full attention) */
+    const float *slopes;        /* ALiBi: one per head, or NULL */
+    /* The weights of sequence 0's heads capture_h0.. capture_h0 + capture_nh - 1 are copied
+     * here (capture_nh * T * T, row i the weights of query i; keys it does not see get 0), or
+     * NULL: the normal pass, which pays one test per block of rows. */
+    float *capture;
+    int capture_h0, capture_nh;
+} emb_attention_job;
+
+/* Task t of B * NH: sequence t / NH, head t % NH; worker indexes the score blocks. */
+void emb_attention_task(void *job, int t, int worker);
+
+/* The additive bias of the score of query i and key j of one head: ALiBi's -slope |i - j|
+ * (slope 0: none), -INFINITY where a window of half_window (>= 0) hides the key, else 0. The
+ * forward pass adds the same float. */
+float emb_attention_bias_of(float slope, int half_window, int64_t i, int64_t j);
+#endif
