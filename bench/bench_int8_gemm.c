@@ -5,7 +5,8 @@
  * activations (every call does); "kern" is the product alone. Then the relative error
  * ||C_int8 - C_f32|| / ||C_f32|| on random weights and on the golden model's weights.
  *
- *   bench_int8_gemm [--quick]      REPS runs (default 7), median; --quick: M = 16 and 128 only
+ *   bench_int8_gemm [--quick | M]  REPS runs (default 7), median; --quick: M = 16 and 128 only;
+ *                                  M: that many rows only
  *   EMBED_INT8_PATH=avx2 ...       another kernel set
  *
  * With oneDNN (Debian's libdnnl-dev; not a dependency of the project), its u8 x s8 matmul with
@@ -37,22 +38,27 @@ static float gaussian(void) {
 
 static int reps = 7;
 
-/* Median seconds of fn(ctx): reps runs after one warm-up, more runs for short calls. */
+/* Median seconds per call of each fn(ctx), measured in alternation (round r times every fn
+ * once, a batch of calls each) so that a busy machine slows all of them alike. */
 typedef void (*run_fn)(void *ctx);
-static double time_it(run_fn fn, void *ctx) {
-    fn(ctx);
-    double t0 = bench_now();
-    fn(ctx);
-    double once = bench_now() - t0;
-    int inner = once < 2e-3 ? (int)(2e-3 / (once + 1e-7)) + 1 : 1;
-    double t[64];
-    int n = reps < 64 ? reps : 64;
-    for (int r = 0; r < n; r++) {
-        double s = bench_now();
-        for (int i = 0; i < inner; i++) fn(ctx);
-        t[r] = (bench_now() - s) / inner;
+static void time_alternating(const run_fn *fn, int nfn, void *ctx, double *out) {
+    int inner[8];
+    double t[8][64];
+    for (int f = 0; f < nfn; f++) {
+        fn[f](ctx);
+        double t0 = bench_now();
+        fn[f](ctx);
+        double once = bench_now() - t0;
+        inner[f] = once < 2e-3 ? (int)(2e-3 / (once + 1e-7)) + 1 : 1;
     }
-    return bench_median(t, (size_t)n);
+    int n = reps < 64 ? reps : 64;
+    for (int r = 0; r < n; r++)
+        for (int f = 0; f < nfn; f++) {
+            double s = bench_now();
+            for (int i = 0; i < inner[f]; i++) fn[f](ctx);
+            t[f][r] = (bench_now() - s) / inner[f];
+        }
+    for (int f = 0; f < nfn; f++) out[f] = bench_median(t[f], (size_t)n);
 }
 
 typedef struct {
@@ -172,7 +178,7 @@ static const layer layers[] = {
     {"bert-base", 768, 2304}, {"bert-base", 768, 768}, {"bert-base", 768, 3072}, {"bert-base", 3072, 768},
 };
 
-static void speed(int quick) {
+static void speed(int quick, int only_m) {
     static const int Ms[] = {16, 128, 4096};
     emb_workers *helpers = emb_workers_new(1);
     printf("kernel set: %s\n", emb_i8_path_name(emb_i8_path_default()));
@@ -185,7 +191,7 @@ static void speed(int quick) {
     double ratio_sum[2][3] = {{0}}; /* [threads-1][M index] */
     int ratio_n[2][3] = {{0}};
     for (size_t mi = 0; mi < sizeof Ms / sizeof Ms[0]; mi++) {
-        if (quick && Ms[mi] > 128) continue;
+        if ((quick && Ms[mi] > 128) || (only_m && Ms[mi] != only_m)) continue;
         for (size_t li = 0; li < sizeof layers / sizeof layers[0]; li++) {
             job j;
             memset(&j, 0, sizeof j);
@@ -207,13 +213,20 @@ static void speed(int quick) {
                 openblas_set_num_threads(thr);
                 j.workers = thr == 2 ? helpers : NULL;
                 double ops = 2.0 * j.M * j.N * j.K;
-                double ts = time_it(run_sgemm, &j), ti = time_it(run_int8, &j), tk = time_it(run_kernel, &j);
+#ifdef BENCH_DNNL
+                omp_set_num_threads(thr);
+                const run_fn fns[] = {run_sgemm, run_int8, run_kernel, run_dnnl};
+#else
+                const run_fn fns[] = {run_sgemm, run_int8, run_kernel};
+#endif
+                double tm[4];
+                time_alternating(fns, (int)(sizeof fns / sizeof fns[0]), &j, tm);
+                double ts = tm[0], ti = tm[1], tk = tm[2];
                 printf("%-9s %5d %5d %5d %3d | %8.1f %8.1f %8.1f | %6.2f %6.2f | %9.1f %9.1f", layers[li].model, j.M,
                        j.K, j.N, thr, ops / ts * 1e-9, ops / ti * 1e-9, ops / tk * 1e-9, ts / ti, ts / tk, ts * 1e6,
                        ti * 1e6);
 #ifdef BENCH_DNNL
-                omp_set_num_threads(thr);
-                double td = time_it(run_dnnl, &j);
+                double td = tm[3];
                 printf(" | %8.1f %6.2f %9.1f", ops / td * 1e-9, ts / td, td * 1e6);
                 printf("\nRESULT onednn_vs_sgemm_%s_M%d_K%d_N%d_t%d %.3f", layers[li].model, j.M, j.K, j.N, thr, ts / td);
 #endif
@@ -308,7 +321,7 @@ int main(int argc, char **argv) {
     int quick = argc > 1 && !strcmp(argv[1], "--quick");
     const char *r = getenv("REPS");
     if (r && atoi(r) > 0) reps = atoi(r);
-    speed(quick);
+    speed(quick, argc > 1 && !quick ? atoi(argv[1]) : 0);
     accuracy();
     return 0;
 }

@@ -14,8 +14,9 @@ struct emb_i8w {
 };
 
 /* Below this many multiply-adds (M * N * K) a product stays on the calling thread: waking a
- * helper costs more than it saves (bench_int8_gemm: 2 threads first pay at M = 16, K = N = 384). */
-#define I8_PAR_MIN_MACS 1500000.0
+ * helper (microseconds; more on a busy machine) costs more than half of a product this small saves
+ * (4 M multiply-adds: about 13 us on one Zen 5 core at 600 GOPS). */
+#define I8_PAR_MIN_MACS 4000000.0
 /* Rows of activations quantized per task. */
 #define I8_QUANT_ROWS 64
 

@@ -24,7 +24,7 @@ typedef struct { int M, N, K; } shape;
 /* K not a multiple of 4 or 64, N not a multiple of 16 or 64, M = 1 and M past the 6-row tile */
 static const shape shapes[] = {{1, 1, 1},     {1, 17, 5},    {2, 16, 4},    {7, 33, 63},   {5, 64, 64},
                                {13, 50, 130}, {6, 65, 257},  {16, 384, 384}, {23, 131, 99}, {1, 1152, 384},
-                               {37, 200, 3}};
+                               {37, 200, 3},  {130, 33, 6001}}; /* the last: rows in blocks of 48 */
 #define NSHAPES (sizeof shapes / sizeof shapes[0])
 
 static int n_paths_checked;
