@@ -377,10 +377,51 @@ T_AVX512 static void quantize_row_avx512(const float *x, int K, int Kp, uint8_t 
 }
 #endif
 
+#if I8_X86
+/* 8 lanes, the last K % 8 values through the C code (the same operations) */
+T_AVX2 static void quantize_row_avx2(const float *x, int K, int Kp, uint8_t *u, float *sa, int32_t *zp) {
+    const int body = K - K % 8;
+    __m256 lo8 = _mm256_setzero_ps(), hi8 = lo8, zero = lo8, badv = lo8;
+    for (int k = 0; k < body; k += 8) {
+        __m256 v = _mm256_loadu_ps(x + k);
+        lo8 = _mm256_min_ps(lo8, v);
+        hi8 = _mm256_max_ps(hi8, v);
+        badv = _mm256_or_ps(badv, _mm256_cmp_ps(_mm256_sub_ps(v, v), zero, _CMP_NEQ_UQ));
+    }
+    float l[8], h[8], lo = 0.0f, hi = 0.0f, inv = 0.0f;
+    int bad = _mm256_movemask_ps(badv) != 0;
+    _mm256_storeu_ps(l, lo8);
+    _mm256_storeu_ps(h, hi8);
+    for (int j = 0; j < 8; j++) lo = l[j] < lo ? l[j] : lo, hi = h[j] > hi ? h[j] : hi;
+    for (int k = body; k < K; k++) {
+        float v = x[k];
+        lo = v < lo ? v : lo;
+        hi = v > hi ? v : hi;
+        bad |= !(v - v == 0.0f);
+    }
+    if (!row_params(lo, hi, bad, Kp, u, sa, zp, &inv)) return;
+    const __m256 vinv = _mm256_set1_ps(inv), magic = _mm256_set1_ps(ROUND_MAGIC), fz = _mm256_set1_ps((float)*zp),
+                 top = _mm256_set1_ps(255.0f);
+    for (int k = 0; k < body; k += 8) {
+        __m256 q = _mm256_add_ps(_mm256_sub_ps(_mm256_add_ps(_mm256_mul_ps(_mm256_loadu_ps(x + k), vinv), magic), magic), fz);
+        __m256i c = _mm256_cvttps_epi32(_mm256_min_ps(_mm256_max_ps(q, zero), top));
+        c = _mm256_packus_epi16(_mm256_packus_epi32(c, c), c); /* bytes 0-3 of each 128-bit lane */
+        uint32_t w[2] = {(uint32_t)_mm256_extract_epi32(c, 0), (uint32_t)_mm256_extract_epi32(c, 4)};
+        memcpy(u + k, w, 8);
+    }
+    for (int k = body; k < K; k++) u[k] = code_of(x[k], inv, (float)*zp);
+    for (int k = K; k < Kp; k++) u[k] = 0;
+}
+#endif
+
 void emb_i8k_quantize_row(emb_i8_path p, const float *x, int K, int Kp, uint8_t *u, float *sa, int32_t *zp) {
 #if I8_X86
     if (p == EMB_I8_AVX512_VNNI) {
         quantize_row_avx512(x, K, Kp, u, sa, zp);
+        return;
+    }
+    if (p == EMB_I8_AVX_VNNI || p == EMB_I8_AVX2) {
+        quantize_row_avx2(x, K, Kp, u, sa, zp);
         return;
     }
 #endif

@@ -24,7 +24,7 @@ typedef struct {
 void emb_i8k_run(emb_i8_path p, const emb_i8k_args *g, int m0, int m1, int p0, int p1);
 
 /* One row's codes: u[k] for k < K from x, zeros up to Kp; *sa, *zp as int8_gemm.h says. The
- * same on every set (AVX-512 has its own loop; the others share the C one). */
+ * same on every set (AVX-512 and AVX2 loops, the C loop). */
 void emb_i8k_quantize_row(emb_i8_path p, const float *x, int K, int Kp, uint8_t *u, float *sa, int32_t *zp);
 
 #endif
