@@ -2,6 +2,9 @@
  * set and the split over the helper threads. The loops themselves are int8_gemm_kernels.c. */
 #include "int8_gemm.h"
 #include "int8_gemm_kernels.h"
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <cpuid.h>
+#endif
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,7 +35,10 @@ int emb_i8_path_supported(emb_i8_path p) {
     __builtin_cpu_init();
     int avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
     if (p == EMB_I8_AVX2) return avx2;
-    if (p == EMB_I8_AVX_VNNI) return avx2 && __builtin_cpu_supports("avxvnni");
+    if (p == EMB_I8_AVX_VNNI) { /* CPUID.(7,1):EAX bit 4 (clang 14 has no "avxvnni" for __builtin_cpu_supports) */
+        unsigned a = 0, b = 0, c = 0, d = 0;
+        return avx2 && __get_cpuid_count(7, 1, &a, &b, &c, &d) && (a >> 4 & 1u);
+    }
     if (p == EMB_I8_AVX512_VNNI)
         return avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
                __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni");
