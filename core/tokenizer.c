@@ -45,6 +45,11 @@ typedef struct {
 } wchar;
 
 typedef struct {
+    uint32_t cp;
+    uint8_t ccc, keep, first; /* first: the first part of its character's decomposition */
+} mark;
+
+typedef struct {
     toklist seq[2];
     char *wb; /* normalized word, UTF-8 */
     size_t wlen, wcap;
@@ -57,6 +62,14 @@ typedef struct {
     int stop;
     int oom;
     void *pipe; /* the Unigram / BPE pipeline's memory */
+    /* strip_accents' NFD: the pending run of nonzero-class marks (sorted when a starter comes),
+     * the spans of the characters whose first part is in the run (in text order) and the span
+     * of the character consumed last (see flush_marks) */
+    mark *pend;
+    size_t npend, pendcap;
+    int32_t (*psrc)[2];
+    size_t nsrc, srccap;
+    int32_t last_s, last_e;
 } scratch;
 
 void emb_encoding_init(emb_encoding *enc) { memset(enc, 0, sizeof *enc); }
@@ -69,6 +82,8 @@ void emb_encoding_free(emb_encoding *enc) {
         free(sc->seq[1].tok);
         free(sc->wb);
         free(sc->wc);
+        free(sc->pend);
+        free(sc->psrc);
         tok_pipe_scratch_free(sc->pipe);
         free(sc);
     }
@@ -146,9 +161,94 @@ done:
     if (sc->cap && l->n >= sc->cap) sc->stop = 1;
 }
 
+/* Feeds one normalized character to the pre-tokenizer: punctuation is a word of its own. */
+static void put_char(const emb_tokenizer *t, scratch *sc, toklist *l, int32_t seq, uint32_t c, int32_t s, int32_t e) {
+    unsigned f = c < 65536 ? t->bmp[c] : emb_hf_flags(c);
+    if (f & EMB_HF_PUNCT) {
+        flush_word(t, sc, l, seq);
+        add_cp(t, sc, c, s, e);
+        flush_word(t, sc, l, seq);
+    } else {
+        add_cp(t, sc, c, s, e);
+    }
+}
+
+/* A part of strip_accents' NFD that survives the Mn filter: lowercased, then fed on. */
+static void put_part(const emb_tokenizer *t, scratch *sc, toklist *l, int32_t seq, uint32_t c, int32_t s, int32_t e) {
+    unsigned f = c < 65536 ? t->bmp[c] : emb_hf_flags(c);
+    if (!t->lowercase || (f & EMB_HF_LOWER_ID)) {
+        put_char(t, sc, l, seq, c, s, e);
+        return;
+    }
+    uint32_t out[EMB_HF_MAXMAP];
+    int no = emb_hf_lower(c, out);
+    for (int i = 0; i < no; i++) put_char(t, sc, l, seq, out[i], s, e);
+}
+
+/* Ends the pending run of marks as HF's NFD does (a stable sort by combining class) and feeds
+ * the kept ones on with HF's spans: NFD's transform() gives the k-th first part of a
+ * decomposition, in the sorted order, the span of the k-th character of the run in text order,
+ * and a later part the span of the character consumed just before it. So a mark that moves
+ * takes the bytes of the character that stood where it lands. */
+static void flush_marks(const emb_tokenizer *t, scratch *sc, toklist *l, int32_t seq) {
+    mark *m = sc->pend;
+    size_t n = sc->npend;
+    for (size_t i = 1; i < n; i++) { /* insertion sort: stable, runs are short */
+        mark x = m[i];
+        size_t j = i;
+        for (; j > 0 && m[j - 1].ccc > x.ccc; j--) m[j] = m[j - 1];
+        m[j] = x;
+    }
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (m[i].first && k < sc->nsrc) {
+            sc->last_s = sc->psrc[k][0];
+            sc->last_e = sc->psrc[k][1];
+            k++;
+        }
+        if (m[i].keep) put_part(t, sc, l, seq, m[i].cp, sc->last_s, sc->last_e);
+    }
+    sc->npend = sc->nsrc = 0;
+}
+
+/* strip_accents of a character whose decomposition holds marks: its starters go on at once
+ * (after the pending run), its marks join the run. */
+static void feed_nfd(const emb_tokenizer *t, scratch *sc, toklist *l, int32_t seq, uint32_t c, int32_t s, int32_t e) {
+    emb_hf_nfd_item d[EMB_HF_MAXMAP];
+    int n = emb_hf_nfd(c, d);
+    for (int i = 0; i < n; i++) {
+        if (d[i].ccc == 0) {
+            if (sc->npend) flush_marks(t, sc, l, seq);
+            if (i == 0) {
+                sc->last_s = s;
+                sc->last_e = e;
+            }
+            if (d[i].keep) put_part(t, sc, l, seq, d[i].cp, sc->last_s, sc->last_e);
+            continue;
+        }
+        if ((sc->npend == sc->pendcap && emb_grow((void **)&sc->pend, &sc->pendcap, sc->npend + 1, sizeof *sc->pend)) ||
+            (i == 0 && sc->nsrc == sc->srccap &&
+             emb_grow((void **)&sc->psrc, &sc->srccap, sc->nsrc + 1, sizeof *sc->psrc))) {
+            sc->oom = 1;
+            return;
+        }
+        sc->pend[sc->npend++] = (mark){d[i].cp, d[i].ccc, d[i].keep, (uint8_t)(i == 0)};
+        if (i == 0) {
+            sc->psrc[sc->nsrc][0] = s;
+            sc->psrc[sc->nsrc][1] = e;
+            sc->nsrc++;
+        }
+    }
+}
+
 /* Normalizes one non-ASCII character of the input and feeds the pre-tokenizer. */
 static void feed_cp(const emb_tokenizer *t, scratch *sc, toklist *l, int32_t seq, uint32_t c, unsigned f,
                     const char *src, int srclen, int32_t s, int32_t e) {
+    if (t->strip && (f & EMB_HF_NONSTARTER) && !(t->chinese && (f & EMB_HF_CJK))) {
+        feed_nfd(t, sc, l, seq, c, s, e);
+        return;
+    }
+    if (sc->npend) flush_marks(t, sc, l, seq); /* c is a starter */
     int isolate = t->chinese && (f & EMB_HF_CJK);
     int strip = t->strip && !(f & EMB_HF_STRIP_ID);
     int lower = t->lowercase && !(f & EMB_HF_LOWER_ID);
@@ -172,16 +272,7 @@ static void feed_cp(const emb_tokenizer *t, scratch *sc, toklist *l, int32_t seq
         else out[no++] = a[i];
     }
     if (isolate) flush_word(t, sc, l, seq);
-    for (int i = 0; i < no; i++) {
-        unsigned fo = out[i] < 65536 ? t->bmp[out[i]] : emb_hf_flags(out[i]);
-        if (fo & EMB_HF_PUNCT) {
-            flush_word(t, sc, l, seq);
-            add_cp(t, sc, out[i], s, e);
-            flush_word(t, sc, l, seq);
-        } else {
-            add_cp(t, sc, out[i], s, e);
-        }
-    }
+    for (int i = 0; i < no; i++) put_char(t, sc, l, seq, out[i], s, e);
     if (isolate) flush_word(t, sc, l, seq);
 }
 
@@ -195,6 +286,7 @@ static void tokenize_seq(const emb_tokenizer *t, scratch *sc, const char *text, 
     sc->nchars = sc->nwc = sc->wlen = 0;
     sc->cap = cap;
     sc->stop = 0;
+    sc->npend = sc->nsrc = 0;
     const unsigned char *u = (const unsigned char *)text;
     size_t i = 0;
     while (i < len && !sc->stop && !sc->oom) {
@@ -204,6 +296,7 @@ static void tokenize_seq(const emb_tokenizer *t, scratch *sc, const char *text, 
             size_t m = tok_match_added(t, text + i, len - i, &k);
             if (m) {
                 int32_t id = t->added[k].id;
+                if (sc->npend) flush_marks(t, sc, l, seq); /* HF normalizes each side apart */
                 flush_word(t, sc, l, seq);
                 if (sc->stop) break;
                 push_tok(sc, l, id, (int32_t)i, (int32_t)(i + m), sc->word++, seq);
@@ -213,6 +306,7 @@ static void tokenize_seq(const emb_tokenizer *t, scratch *sc, const char *text, 
             }
         }
         if (b < 0x80) {
+            if (sc->npend && t->ascii_act[b] != A_REMOVED) flush_marks(t, sc, l, seq); /* a starter */
             switch (t->ascii_act[b]) {
             case A_WORD:
                 if (sc->nchars == 0) sc->w_s = (int32_t)i;
@@ -255,14 +349,16 @@ static void tokenize_seq(const emb_tokenizer *t, scratch *sc, const char *text, 
         }
         unsigned f = c < 65536 ? t->bmp[c] : emb_hf_flags(c);
         if (t->clean && (f & EMB_HF_REMOVED)) {
-            /* deleted by clean_text */
+            /* deleted by clean_text, before NFD: marks on either side form one run */
         } else if (f & EMB_HF_WS) {
+            if (sc->npend) flush_marks(t, sc, l, seq);
             flush_word(t, sc, l, seq);
         } else {
             feed_cp(t, sc, l, seq, c, f, text + i, n, (int32_t)i, (int32_t)(i + (size_t)n));
         }
         i += (size_t)n;
     }
+    if (sc->npend) flush_marks(t, sc, l, seq);
     flush_word(t, sc, l, seq);
 }
 

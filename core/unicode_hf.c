@@ -70,6 +70,36 @@ static int strip_raw(uint32_t cp, uint32_t out[EMB_HF_MAXMAP]) {
     return k;
 }
 
+static uint8_t hf_ccc(uint32_t cp) {
+    if (in_set(emb_hf_ccc_zero, emb_hf_ccc_zero_n, cp)) return 0;
+    return (uint8_t)utf8proc_get_property((utf8proc_int32_t)cp)->combining_class;
+}
+
+/* A character HF's strip table lists is one HF does not decompose (it keeps it, or drops it
+ * whole); any other decomposes as utf8proc says, each part kept unless it is Mn (its own strip
+ * result: the parts are old characters, which the exception table covers too). */
+static int nfd_raw(uint32_t cp, emb_hf_nfd_item out[EMB_HF_MAXMAP]) {
+    const emb_hf_map *m = find_map(emb_hf_strip_exc, emb_hf_strip_exc_n, cp);
+    if (m) {
+        out[0] = (emb_hf_nfd_item){cp, hf_ccc(cp), (uint8_t)(m->n > 0)};
+        return 1;
+    }
+    utf8proc_int32_t buf[16];
+    int bc = 0;
+    utf8proc_ssize_t n = utf8proc_decompose_char((utf8proc_int32_t)cp, buf, 16, UTF8PROC_DECOMPOSE, &bc);
+    if (n <= 0 || n > EMB_HF_MAXMAP) { /* cannot happen for valid code points */
+        out[0] = (emb_hf_nfd_item){cp, 0, 1};
+        return 1;
+    }
+    for (utf8proc_ssize_t i = 0; i < n; i++) {
+        uint32_t x = (uint32_t)buf[i];
+        const emb_hf_map *mx = find_map(emb_hf_strip_exc, emb_hf_strip_exc_n, x);
+        int keep = mx ? mx->n > 0 : utf8proc_category(buf[i]) != UTF8PROC_CATEGORY_MN;
+        out[i] = (emb_hf_nfd_item){x, hf_ccc(x), (uint8_t)keep};
+    }
+    return (int)n;
+}
+
 static int lower_raw(uint32_t cp, uint32_t out[EMB_HF_MAXMAP]) {
     const emb_hf_map *m = find_map(emb_hf_lower_exc, emb_hf_lower_exc_n, cp);
     if (m) {
@@ -89,6 +119,10 @@ static unsigned compute_flags(uint32_t cp) {
     uint32_t o[EMB_HF_MAXMAP];
     if (strip_raw(cp, o) == 1 && o[0] == cp) f |= EMB_HF_STRIP_ID;
     if (lower_raw(cp, o) == 1 && o[0] == cp) f |= EMB_HF_LOWER_ID;
+    emb_hf_nfd_item d[EMB_HF_MAXMAP];
+    int nd = nfd_raw(cp, d);
+    for (int i = 0; i < nd; i++)
+        if (d[i].ccc) f |= EMB_HF_NONSTARTER;
     return f;
 }
 
@@ -116,4 +150,5 @@ unsigned emb_hf_flags(uint32_t cp) {
 }
 
 int emb_hf_strip(uint32_t cp, uint32_t out[EMB_HF_MAXMAP]) { return strip_raw(cp, out); }
+int emb_hf_nfd(uint32_t cp, emb_hf_nfd_item out[EMB_HF_MAXMAP]) { return nfd_raw(cp, out); }
 int emb_hf_lower(uint32_t cp, uint32_t out[EMB_HF_MAXMAP]) { return lower_raw(cp, out); }

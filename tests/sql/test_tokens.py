@@ -173,3 +173,18 @@ def a_statement_keeps_its_model_across_a_reload():
     assert got == before
     assert_error(a, sql, "embed_token_ids", "'0:'", "vocabulary")  # the defined model's words
     assert one(b, "SELECT embed_unload('held')") == 1
+
+
+@test
+def reordered_combining_marks_take_hugging_face_offsets():
+    # issue 12 item 6: strip_accents' NFD sorts marks by combining class; a surviving mark takes
+    # the bytes of the character that stood where it lands (tokenizers npm 0.23.2's offsets)
+    cases = [("\U0001d165\u0334", [4, 6]), ("\u302e\u0334", [3, 5]), ("\U0001d165\u0f80", [4, 7]),
+             ("\u0628\u08d4\u064e", [0, 7]),
+             ("\U0001d165\u200d\u0334", [7, 9]),    # clean_text drops U+200D first: one run
+             ("\U0001d165 \u0334", [0, 4]),         # a space ends the run
+             ("\U0001d165\u1ac1\u0334", [0, 7])]    # U+1AC1 is a starter in HF's Unicode 9.0 tables
+    for text, span in cases:
+        rows = con.execute("SELECT token, start, \"end\" FROM embed_tokens('tok-bert-base-uncased', ?)"
+                           " WHERE start IS NOT NULL", (text,)).fetchall()
+        assert rows == [("[UNK]", span[0], span[1])], (ascii(text), rows)
