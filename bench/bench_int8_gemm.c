@@ -86,7 +86,7 @@ static void run_int8(void *p) {
 }
 static void run_kernel(void *p) {
     job *j = p;
-    emb_i8_gemm_q(&j->act, j->w, NULL, 1.0f, j->C, j->N, j->workers);
+    if (emb_i8_gemm_q(&j->act, j->w, NULL, 1.0f, j->C, j->N, j->workers)) abort();
 }
 
 #ifdef BENCH_DNNL

@@ -279,21 +279,25 @@ static emb_i8k_args make_args(const emb_i8_act *a, const emb_i8w *w) {
     return g;
 }
 
-void emb_i8_gemm_s32(emb_i8_path p, const emb_i8_act *a, const emb_i8w *w, int32_t *P, int ldp) {
+int emb_i8_gemm_s32(emb_i8_path p, const emb_i8_act *a, const emb_i8w *w, int32_t *P, int ldp) {
+    if (a->K != w->K) return -1;
     emb_i8k_args g = make_args(a, w);
     g.P = P;
     g.ldp = ldp;
     emb_i8k_run(p, &g, 0, a->M, 0, w->Np / 16);
+    return 0;
 }
 
-void emb_i8_gemm_q_path(emb_i8_path p, const emb_i8_act *a, const emb_i8w *w, const float *bias, float beta,
-                        float *C, int ldc) {
+int emb_i8_gemm_q_path(emb_i8_path p, const emb_i8_act *a, const emb_i8w *w, const float *bias, float beta,
+                       float *C, int ldc) {
+    if (a->K != w->K) return -1;
     emb_i8k_args g = make_args(a, w);
     g.bias = bias;
     g.beta = beta != 0.0f;
     g.C = C;
     g.ldc = ldc;
     emb_i8k_run(p, &g, 0, a->M, 0, w->Np / 16);
+    return 0;
 }
 
 /* The grid of tasks: row blocks x panel blocks. */
@@ -313,8 +317,9 @@ static void gemm_task(void *ctx, int task, int worker) {
     emb_i8k_run(j->path, j->g, m0, m1, p0, p1);
 }
 
-void emb_i8_gemm_q(const emb_i8_act *a, const emb_i8w *w, const float *bias, float beta, float *C, int ldc,
-                   emb_workers *workers) {
+int emb_i8_gemm_q(const emb_i8_act *a, const emb_i8w *w, const float *bias, float beta, float *C, int ldc,
+                  emb_workers *workers) {
+    if (a->K != w->K) return -1;
     emb_i8k_args g = make_args(a, w);
     g.bias = bias;
     g.beta = beta != 0.0f;
@@ -324,7 +329,7 @@ void emb_i8_gemm_q(const emb_i8_act *a, const emb_i8w *w, const float *bias, flo
     int threads = emb_workers_helpers(workers) + 1;
     if (threads < 2 || (double)a->M * w->N * w->K < I8_PAR_MIN_MACS) {
         emb_i8k_run(j.path, &g, 0, a->M, 0, j.panels);
-        return;
+        return 0;
     }
     /* panels in blocks of 4 (one AVX-512 tile's width), at least two blocks per thread; rows
      * split too (in multiples of the 6-row tile) when there are too few panel blocks */
@@ -337,11 +342,11 @@ void emb_i8_gemm_q(const emb_i8_act *a, const emb_i8w *w, const float *bias, flo
     j.row_step = (j.row_step + 5) / 6 * 6;
     row_tasks = (a->M + j.row_step - 1) / j.row_step;
     emb_workers_run(workers, row_tasks * j.panel_tasks, gemm_task, &j);
+    return 0;
 }
 
 int emb_i8_gemm(const float *A, int lda, int M, const emb_i8w *w, const float *bias, float beta, float *C, int ldc,
                 emb_i8_act *scratch, emb_workers *workers) {
     if (emb_i8_quantize(A, lda, M, w->K, scratch, workers)) return -1;
-    emb_i8_gemm_q(scratch, w, bias, beta, C, ldc, workers);
-    return 0;
+    return emb_i8_gemm_q(scratch, w, bias, beta, C, ldc, workers);
 }

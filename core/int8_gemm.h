@@ -83,18 +83,19 @@ int emb_i8_act_set_codes(emb_i8_act *a, const uint8_t *u, int ldu, const float *
                          int K);
 
 /* C (row stride ldc) = beta * C + dequantized a * w^T + bias (bias NULL: none; beta 0 or 1).
- * a->K must equal w's K. Split over the workers (may be NULL) above a measured size. */
-void emb_i8_gemm_q(const emb_i8_act *a, const emb_i8w *w, const float *bias, float beta, float *C, int ldc,
+ * Split over the workers (may be NULL) above a measured size. -1 (C untouched) when a's K is
+ * not w's K. */
+int emb_i8_gemm_q(const emb_i8_act *a, const emb_i8w *w, const float *bias, float beta, float *C, int ldc,
                    emb_workers *workers);
 /* emb_i8_quantize + emb_i8_gemm_q: -1 when out of memory (C untouched). */
 int emb_i8_gemm(const float *A, int lda, int M, const emb_i8w *w, const float *bias, float beta, float *C, int ldc,
                 emb_i8_act *scratch, emb_workers *workers);
 
 /* The exact products P (int32, row stride ldp) with kernel set p (one thread): what the tests
- * compare on every set. p must be supported. */
-void emb_i8_gemm_s32(emb_i8_path p, const emb_i8_act *a, const emb_i8w *w, int32_t *P, int ldp);
+ * compare on every set. p must be supported. -1 when the Ks differ. */
+int emb_i8_gemm_s32(emb_i8_path p, const emb_i8_act *a, const emb_i8w *w, int32_t *P, int ldp);
 /* emb_i8_gemm_q with kernel set p on one thread. */
-void emb_i8_gemm_q_path(emb_i8_path p, const emb_i8_act *a, const emb_i8w *w, const float *bias, float beta,
+int emb_i8_gemm_q_path(emb_i8_path p, const emb_i8_act *a, const emb_i8w *w, const float *bias, float beta,
                         float *C, int ldc);
 
 #endif

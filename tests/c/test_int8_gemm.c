@@ -24,7 +24,8 @@ typedef struct { int M, N, K; } shape;
 /* K not a multiple of 4 or 64, N not a multiple of 16 or 64, M = 1 and M past the 6-row tile */
 static const shape shapes[] = {{1, 1, 1},     {1, 17, 5},    {2, 16, 4},    {7, 33, 63},   {5, 64, 64},
                                {13, 50, 130}, {6, 65, 257},  {16, 384, 384}, {23, 131, 99}, {1, 1152, 384},
-                               {37, 200, 3},  {130, 33, 6001}}; /* the last: rows in blocks of 48 */
+                               {37, 200, 3},  {130, 33, 6001}, {61, 200, 2701}};
+/* the last two: rows outside panels (codes of the panels within 512 KB), rows in blocks of 48 */
 #define NSHAPES (sizeof shapes / sizeof shapes[0])
 
 static int n_paths_checked;
@@ -265,6 +266,12 @@ static void test_edges(void) {
     float one = 1;
     CHECK(emb_i8w_pack_codes(codes, &one, 1, 4, err) == NULL && strstr(err, "-128"), "code -128: %s", err);
     CHECK(emb_i8_quantize(A, K - 1, M, K, &a, NULL) == -1, "lda < K refused");
+    emb_i8_act other = EMB_I8_ACT_INIT;
+    C[0] = 42.0f;
+    CHECK(emb_i8_quantize(A, K, M, K - 1, &other, NULL) == 0 && emb_i8_gemm_q(&other, w, NULL, 0.0f, C, N, NULL) == -1 &&
+              emb_i8_gemm_s32(EMB_I8_SCALAR, &other, w, (int32_t *)(void *)C, N) == -1 && C[0] == 42.0f,
+          "activations of another K refused, C untouched");
+    emb_i8_act_free(&other);
     emb_i8w_free(w);
     emb_i8w_free(f);
     emb_i8_act_free(&a);
