@@ -7,6 +7,7 @@
  *
  *   bench_int8_gemm [--quick | M]  REPS runs (default 7), median; --quick: M = 16 and 128 only;
  *                                  M: that many rows only
+ *   bench_int8_gemm --threshold    one thread against two on small products (the split size)
  *   EMBED_INT8_PATH=avx2 ...       another kernel set
  *
  * With oneDNN (Debian's libdnnl-dev; not a dependency of the project), its u8 x s8 matmul with
@@ -251,6 +252,66 @@ static void speed(int quick, int only_m) {
     emb_workers_free(helpers);
 }
 
+/* Where a second thread starts to pay: one product on one thread against the same product split
+ * in two halves of N on the caller and a helper (emb_workers), small M. */
+typedef struct {
+    job *j;
+    emb_i8w *half[2];
+    int n0[2];
+    emb_workers *workers;
+} split_job;
+
+static void split_task(void *ctx, int t, int worker) {
+    (void)worker;
+    split_job *s = ctx;
+    if (emb_i8_gemm_q_path(emb_i8_path_default(), &s->j->act, s->half[t], NULL, 1.0f, s->j->C + s->n0[t], s->j->N))
+        abort();
+}
+static void run_split(void *p) {
+    split_job *s = p;
+    if (emb_i8_quantize(s->j->A, s->j->K, s->j->M, s->j->K, &s->j->act, NULL)) abort();
+    emb_workers_run(s->workers, 2, split_task, s);
+}
+static void run_one(void *p) {
+    split_job *s = p;
+    s->j->workers = NULL;
+    run_int8(s->j);
+}
+
+static void threshold(void) {
+    static const int Ms[] = {1, 4, 16, 32, 64, 128};
+    emb_workers *helpers = emb_workers_new(1);
+    char err[EMB_ERR_LEN];
+    printf("\none thread against two (N split in halves), microseconds per product\n");
+    printf("%5s %5s %5s %10s | %8s %8s %6s\n", "M", "K", "N", "M*N*K", "1 thr", "2 thr", "1/2");
+    for (size_t li = 0; li < 4; li++)
+        for (size_t mi = 0; mi < sizeof Ms / sizeof Ms[0]; mi++) {
+            job j;
+            memset(&j, 0, sizeof j);
+            j.M = Ms[mi], j.K = layers[li].K, j.N = layers[li].N;
+            j.A = malloc((size_t)j.M * j.K * sizeof(float));
+            j.W = malloc((size_t)j.N * j.K * sizeof(float));
+            j.C = calloc((size_t)j.M * j.N, sizeof(float));
+            for (size_t i = 0; i < (size_t)j.M * j.K; i++) j.A[i] = gaussian();
+            for (size_t i = 0; i < (size_t)j.N * j.K; i++) j.W[i] = 0.02f * gaussian();
+            split_job s = {&j, {NULL, NULL}, {0, j.N / 2}, helpers};
+            j.w = emb_i8w_pack(j.W, j.N, j.K, j.K, err);
+            s.half[0] = emb_i8w_pack(j.W, j.N / 2, j.K, j.K, err);
+            s.half[1] = emb_i8w_pack(j.W + (size_t)(j.N / 2) * j.K, j.N - j.N / 2, j.K, j.K, err);
+            if (!j.w || !s.half[0] || !s.half[1]) abort();
+            const run_fn fns[] = {run_one, run_split};
+            double t[2];
+            time_alternating(fns, 2, &s, t);
+            printf("%5d %5d %5d %10.0f | %8.1f %8.1f %6.2f\n", j.M, j.K, j.N, (double)j.M * j.N * j.K, t[0] * 1e6,
+                   t[1] * 1e6, t[0] / t[1]);
+            printf("RESULT split_speedup_M%d_K%d_N%d %.3f\n", j.M, j.K, j.N, t[0] / t[1]);
+            emb_i8w_free(j.w), emb_i8w_free(s.half[0]), emb_i8w_free(s.half[1]);
+            emb_i8_act_free(&j.act);
+            free(j.A), free(j.W), free(j.C);
+        }
+    emb_workers_free(helpers);
+}
+
 /* ||C8 - C32|| / ||C32|| of A (M x K) times W (N x K). */
 static double rel_error(const float *A, const float *W, int M, int N, int K) {
     float *c32 = calloc((size_t)M * N, sizeof *c32), *c8 = calloc((size_t)M * N, sizeof *c8);
@@ -321,6 +382,10 @@ int main(int argc, char **argv) {
     int quick = argc > 1 && !strcmp(argv[1], "--quick");
     const char *r = getenv("REPS");
     if (r && atoi(r) > 0) reps = atoi(r);
+    if (argc > 1 && !strcmp(argv[1], "--threshold")) {
+        threshold();
+        return 0;
+    }
     speed(quick, argc > 1 && !quick ? atoi(argv[1]) : 0);
     accuracy();
     return 0;

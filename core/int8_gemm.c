@@ -16,10 +16,6 @@ struct emb_i8w {
     int32_t *colsum;    /* Np sums of codes */
 };
 
-/* Below this many multiply-adds (M * N * K) a product stays on the calling thread: waking a
- * helper (microseconds; more on a busy machine) costs more than half of a product this small saves
- * (4 M multiply-adds: about 13 us on one Zen 5 core at 600 GOPS). */
-#define I8_PAR_MIN_MACS 4000000.0
 /* Rows of activations quantized per task. */
 #define I8_QUANT_ROWS 64
 
@@ -327,7 +323,7 @@ int emb_i8_gemm_q(const emb_i8_act *a, const emb_i8w *w, const float *bias, floa
     g.ldc = ldc;
     gemm_job j = {&g, emb_i8_path_default(), a->M, w->Np / 16, a->M, w->Np / 16, 1};
     int threads = emb_workers_helpers(workers) + 1;
-    if (threads < 2 || (double)a->M * w->N * w->K < I8_PAR_MIN_MACS) {
+    if (threads < 2 || (double)a->M * w->N * w->K < EMB_I8_PAR_MIN_MACS) {
         emb_i8k_run(j.path, &g, 0, a->M, 0, j.panels);
         return 0;
     }

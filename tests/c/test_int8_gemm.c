@@ -187,14 +187,15 @@ static void test_dequantized(void) {
     }
 }
 
-/* Two threads (rows and panels split) give the bits of one. */
+/* Two threads (rows and panels split: every shape is past EMB_I8_PAR_MIN_MACS) give the bits of one. */
 static void test_threads(void) {
     char err[EMB_ERR_LEN];
     emb_workers *wk = emb_workers_new(1);
     CHECK(wk != NULL, "a helper thread");
-    const shape big[] = {{128, 384, 384}, {200, 1152, 96}, {16, 1536, 384}, {301, 40, 517}};
+    const shape big[] = {{128, 768, 384}, {200, 1152, 160}, {32, 3072, 384}, {301, 40, 2600}};
     for (size_t s = 0; s < sizeof big / sizeof big[0]; s++) {
         int M = big[s].M, N = big[s].N, K = big[s].K;
+        CHECK((double)M * N * K >= EMB_I8_PAR_MIN_MACS, "%dx%dx%d is split", M, N, K);
         float *A = malloc((size_t)M * K * sizeof *A), *W = malloc((size_t)N * K * sizeof *W);
         float *C1 = malloc((size_t)M * N * sizeof *C1), *C2 = malloc((size_t)M * N * sizeof *C2);
         for (int i = 0; i < M * K; i++) A[i] = (float)uniform();
