@@ -439,6 +439,18 @@ static int push_out(toklist *l, int32_t id, int32_t s, int32_t e, int32_t word, 
     return 0;
 }
 
+/* Records the text of the token just pushed onto l (l->n - 1); -1 when out of memory. */
+static int toklist_name(toklist *l, const char *s, size_t len) {
+    if ((l->ntt == l->ttcap && emb_grow((void **)&l->tt, &l->ttcap, l->ntt + 1, sizeof *l->tt)) ||
+        (l->text_n + len > l->text_cap && emb_grow((void **)&l->text, &l->text_cap, l->text_n + len, 1)))
+        return -1;
+    memcpy(l->text + l->text_n, s, len);
+    const emb_token *k = &l->tok[l->n - 1];
+    l->tt[l->ntt++] = (tok_text){l->n - 1, l->text_n, len, k->id, k->seq};
+    l->text_n += len;
+    return 0;
+}
+
 static void swap_n(nstr *a, nstr *b) {
     nstr t = *a;
     *a = *b;
@@ -510,6 +522,10 @@ static int segment(const emb_tokenizer *t, pipe_scratch *sc, const char *text, s
             int32_t s, en;
             nstr_span(n, i + sc->pl.t[k].a, i + sc->pl.t[k].b, &s, &en);
             if (push_out(out, sc->pl.t[k].id, s, en, word, seq)) return -1;
+            /* HF's Unigram token is the piece's text; an unknown keeps it (model.rs tokenize) */
+            if (sc->pl.t[k].id == t->unk_id && t->kind == TOK_UNIGRAM &&
+                toklist_name(out, n->b + i + sc->pl.t[k].a, sc->pl.t[k].b - sc->pl.t[k].a))
+                return -1;
         }
         rs->count += sc->pl.n;
         if (rs->cap && rs->count >= rs->cap) rs->stop = 1;
@@ -607,7 +623,7 @@ int tok_pipe_seq(const emb_tokenizer *t, void **scratch, const char *text, size_
     sc->seen += len;
     if (!sc->cache && sc->seen > CACHE_AFTER && !(sc->cache = tok_cache_new())) return -1;
     if (sc->cache) tok_cache_bind(sc->cache, t, t->fp);
-    out->n = 0;
+    out->n = out->ntt = out->text_n = 0;
     run_state rs = {0, 0, cap, 0};
     size_t pos = 0, i = 0;
     while (pos < len && !rs.stop) {

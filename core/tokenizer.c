@@ -70,6 +70,9 @@ typedef struct {
     int32_t (*psrc)[2];
     size_t nsrc, srccap;
     int32_t last_s, last_e;
+    /* tokens of the output named by their own text (toklist tok_text, index into out->tok) */
+    tok_text *ott;
+    size_t nott, ottcap;
 } scratch;
 
 void emb_encoding_init(emb_encoding *enc) { memset(enc, 0, sizeof *enc); }
@@ -78,8 +81,12 @@ void emb_encoding_free(emb_encoding *enc) {
     if (!enc) return;
     scratch *sc = enc->scratch;
     if (sc) {
-        free(sc->seq[0].tok);
-        free(sc->seq[1].tok);
+        for (int q = 0; q < 2; q++) {
+            free(sc->seq[q].tok);
+            free(sc->seq[q].tt);
+            free(sc->seq[q].text);
+        }
+        free(sc->ott);
         free(sc->wb);
         free(sc->wc);
         free(sc->pend);
@@ -89,6 +96,23 @@ void emb_encoding_free(emb_encoding *enc) {
     }
     free(enc->tok);
     memset(enc, 0, sizeof *enc);
+}
+
+const char *emb_encoding_token_text(const emb_encoding *enc, size_t i, size_t *len) {
+    const scratch *sc = enc->scratch;
+    if (!sc || i >= enc->n) return NULL;
+    size_t lo = 0, hi = sc->nott;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (sc->ott[mid].index < i) lo = mid + 1;
+        else hi = mid;
+    }
+    if (lo == sc->nott || sc->ott[lo].index != i) return NULL;
+    const tok_text *x = &sc->ott[lo];
+    /* the entry is of this encoding's token (not of an older call's output) */
+    if (enc->tok[i].id != x->id || enc->tok[i].seq != x->seq) return NULL;
+    *len = x->len;
+    return sc->seq[x->seq].text + x->off;
 }
 
 static inline void push_tok(scratch *sc, toklist *l, int32_t id, int32_t s, int32_t e, int32_t word, int32_t seq) {
@@ -388,6 +412,8 @@ int emb_tokenize(const emb_tokenizer *t, const char *text, size_t len, const cha
         out->scratch = sc;
     }
     sc->oom = 0;
+    sc->nott = 0;
+    sc->seq[0].ntt = sc->seq[1].ntt = sc->seq[0].text_n = sc->seq[1].text_n = 0;
     size_t budget = max_len ? max_len - nspec : 0;
     size_t cap = max_len ? (pair ? max_len : (budget ? budget : 1)) : 0;
     sc->seq[1].n = 0;
@@ -437,6 +463,13 @@ int emb_tokenize(const emb_tokenizer *t, const char *text, size_t len, const cha
             int s = tm[k].kind - 1;
             size_t cnt = s ? n2 : n1;
             if (s == 1 && !pair) continue;
+            const toklist *sl = &sc->seq[s];
+            for (size_t j = 0; j < sl->ntt && sl->tt[j].index < cnt; j++) {
+                if (sc->nott == sc->ottcap && emb_grow((void **)&sc->ott, &sc->ottcap, sc->nott + 1, sizeof *sc->ott))
+                    return emb_fail(err, "out of memory");
+                sc->ott[sc->nott] = sl->tt[j];
+                sc->ott[sc->nott++].index = out->n + sl->tt[j].index;
+            }
             for (size_t q = 0; q < cnt; q++) {
                 emb_token tk = sc->seq[s].tok[q];
                 tk.type_id = tm[k].type_id;

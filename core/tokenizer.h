@@ -47,6 +47,12 @@ void emb_encoding_free(emb_encoding *enc); /* frees tok and the scratch memory *
 int emb_tokenize(const emb_tokenizer *t, const char *text, size_t len, const char *text_b,
                  size_t len_b, size_t max_len, emb_encoding *out, char err[EMB_ERR_LEN]);
 
+/* The text Hugging Face reports for token i of enc when it is not the vocabulary's string of
+ * its id, else NULL: a Unigram piece that maps to unk is named by the normalized text it could
+ * not segment (consecutive unknowns fused), e.g. "\xe2\x96\x81" + the text, not "<unk>". Valid
+ * until the next emb_tokenize with enc. */
+const char *emb_encoding_token_text(const emb_encoding *enc, size_t i, size_t *len);
+
 /* Vocabulary */
 const char *emb_tokenizer_token(const emb_tokenizer *t, int32_t id, size_t *len); /* NULL if none */
 int32_t emb_tokenizer_vocab_size(const emb_tokenizer *t);

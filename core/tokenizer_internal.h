@@ -19,9 +19,21 @@ typedef struct {
 enum { TOK_WORDPIECE = 0, TOK_UNIGRAM = 1, TOK_BPE = 2 };
 typedef struct tok_pipe tok_pipe; /* tok_pipeline.c: the Unigram / BPE pipeline */
 
+/* A token that Hugging Face names by its own text rather than the vocabulary's string (a
+ * Unigram piece that maps to unk: the normalized text it could not segment, unknowns fused). */
+typedef struct {
+    size_t index;  /* of the token in its list */
+    size_t off, len; /* its text in the list's text buffer */
+    int32_t id, seq;
+} tok_text;
+
 typedef struct {
     emb_token *tok;
     size_t n, cap;
+    tok_text *tt; /* by index */
+    size_t ntt, ttcap;
+    char *text;
+    size_t text_n, text_cap;
 } toklist;
 
 typedef struct {

@@ -7,6 +7,7 @@
  * to its last layer, so memory stays bounded whatever the text's length. */
 #include "ext_functions.h"
 #include "ext_registry.h"
+#include "tokenizer.h" /* emb_encoding_token_text */
 #include <limits.h>
 #include <math.h>
 #include <stdarg.h>
@@ -285,7 +286,8 @@ static int attention_eof(sqlite3_vtab_cursor *cur) { return ((attention_cursor *
 
 static void result_token(sqlite3_context *ctx, const attention_cursor *c, size_t pos) {
     size_t len;
-    const char *s = emb_model_token_text(c->model, c->enc.tok[pos].id, &len);
+    const char *s = emb_encoding_token_text(&c->enc, pos, &len); /* a Unigram unknown's own text */
+    if (!s) s = emb_model_token_text(c->model, c->enc.tok[pos].id, &len);
     if (s) sqlite3_result_text(ctx, s, (int)len, SQLITE_TRANSIENT);
 }
 

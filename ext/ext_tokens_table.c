@@ -3,6 +3,7 @@
  * layers run once per input, not once per row. */
 #include "ext_functions.h"
 #include "ext_registry.h"
+#include "tokenizer.h" /* emb_encoding_token_text */
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -224,7 +225,8 @@ static int tokens_column(sqlite3_vtab_cursor *cur, sqlite3_context *ctx, int col
     case COL_TOKEN_ID: sqlite3_result_int(ctx, t->id); break;
     case COL_TOKEN: {
         size_t len;
-        const char *s = emb_model_token_text(c->model, t->id, &len);
+        const char *s = emb_encoding_token_text(&c->enc, c->at, &len); /* a Unigram unknown's own text */
+        if (!s) s = emb_model_token_text(c->model, t->id, &len);
         if (s) sqlite3_result_text(ctx, s, (int)len, SQLITE_TRANSIENT);
         break;
     }

@@ -16,8 +16,9 @@ static const char *NAMES[] = {"xlmr-style-ml8k", "xlmr-style-spmtest", "roberta-
 
 static int item_int(const cJSON *arr, int i) { return cJSON_GetArrayItem(arr, i)->valueint; }
 
-/* ids, tokens, offsets, type ids and special-tokens mask of a golden record. An unknown
- * token's golden string is the text HF could not segment: it must be absent from the vocabulary. */
+/* ids, tokens, offsets, type ids and special-tokens mask of a golden record. A token's string is
+ * emb_encoding_token_text where it has one (a Unigram unknown: HF names it by the normalized text
+ * it could not segment), else the vocabulary's. */
 static int same_as_golden(const emb_tokenizer *t, const emb_encoding *e, const cJSON *g, char *why, size_t wn) {
     const cJSON *ids = cJSON_GetObjectItemCaseSensitive(g, "ids"), *toks = cJSON_GetObjectItemCaseSensitive(g, "tokens");
     const cJSON *offs = cJSON_GetObjectItemCaseSensitive(g, "offsets"), *tys = cJSON_GetObjectItemCaseSensitive(g, "type_ids");
@@ -35,9 +36,9 @@ static int same_as_golden(const emb_tokenizer *t, const emb_encoding *e, const c
         const emb_token *k = &e->tok[i];
         int ks = k->start < 0 ? 0 : k->start, ke = k->end < 0 ? 0 : k->end;
         size_t tl;
-        const char *ts = emb_tokenizer_token(t, k->id, &tl);
+        const char *ts = emb_encoding_token_text(e, i, &tl);
+        if (!ts) ts = emb_tokenizer_token(t, k->id, &tl);
         int tok_ok = ts && strlen(tok) == tl && memcmp(ts, tok, tl) == 0;
-        if (!tok_ok && k->id == emb_tokenizer_unk_id(t)) tok_ok = emb_tokenizer_lookup(t, tok, strlen(tok)) < 0;
         if (k->id != id || !tok_ok || ks != s || ke != en || k->type_id != ty || (k->seq < 0) != mk) {
             snprintf(why, wn, "token %zu: got id %d '%.*s' [%d,%d) type %d special %d, expected id %d '%s' [%d,%d) type %d special %d",
                      i, k->id, ts ? (int)tl : 0, ts ? ts : "", ks, ke, k->type_id, k->seq < 0, id, tok, s, en, ty, mk);
@@ -275,6 +276,53 @@ static void test_tiny_unigram(void) {
 }
 
 /* The fingerprint covers what changes an encoding: a score, a merge; the same file gives the same one. */
+/* tokens as HF names them, joined by '|' (an unknown: emb_encoding_token_text) */
+static void names_of(const emb_tokenizer *t, const emb_encoding *e, char *out, size_t on) {
+    size_t at = 0;
+    out[0] = 0;
+    for (size_t i = 0; i < e->n && at < on; i++) {
+        size_t len;
+        const char *s = emb_encoding_token_text(e, i, &len);
+        if (!s) s = emb_tokenizer_token(t, e->tok[i].id, &len);
+        at += (size_t)snprintf(out + at, on - at, "%s%.*s", i ? "|" : "", s ? (int)len : 0, s ? s : "");
+    }
+}
+
+/* HF's Unigram names a piece that maps to unk by its own normalized text (model.rs tokenize:
+ * Token::new(unk_id, string, ..)), consecutive unknowns fused (Unigram::from sets fuse_unk; a
+ * tokenizer.json cannot turn it off). Expected: tokenizers npm 0.23.2, xlmr-style-ml8k. */
+static void test_unknown_names(void) {
+    emb_tokenizer *t = load("xlmr-style-ml8k");
+    if (!t) return;
+    char err[EMB_ERR_LEN], got[512];
+    emb_encoding e;
+    emb_encoding_init(&e);
+    /* the golden record's unknown, then text_b's: the names follow their tokens into the pair */
+    const char *a = "tag\xf3\xa0\x80\x81\xf3\xa0\x81\x81\xf3\xa0\x81\xbf";
+    const char *b = "x \xf0\x9d\x85\xa5\xf0\x9d\x85\xa5 y\xf3\xa0\x81\x81";
+    int rc = emb_tokenize(t, a, strlen(a), b, strlen(b), 0, &e, err);
+    names_of(t, &e, got, sizeof got);
+    CHECK(rc == 0 && strcmp(got, "<s>|\xe2\x96\x81|tag|\xf3\xa0\x80\x81\xf3\xa0\x81\x81\xf3\xa0\x81\xbf|</s>|</s>|"
+                                 "\xe2\x96\x81x|\xe2\x96\x81|\xf0\x9d\x85\xa5\xf0\x9d\x85\xa5|\xe2\x96\x81y|"
+                                 "\xf3\xa0\x81\x81|</s>") == 0,
+          "unknown pieces named by their text in a pair: %s", got);
+    CHECK(e.n == 12 && e.tok[3].id == 3 && e.tok[8].id == 3 && e.tok[10].id == 3, "their id is unk (3)");
+    /* an added token between unknowns keeps them apart */
+    const char *c = "\xf3\xa0\x81\x81<mask>\xf3\xa0\x81\x82";
+    rc = emb_tokenize(t, c, strlen(c), NULL, 0, 0, &e, err);
+    names_of(t, &e, got, sizeof got);
+    CHECK(rc == 0 && strcmp(got, "<s>|\xe2\x96\x81|\xf3\xa0\x81\x81|<mask>|\xe2\x96\x81|\xf3\xa0\x81\x82|</s>") == 0,
+          "unknowns around <mask>: %s", got);
+    /* truncated to 4: the first unknown stays named, nothing is named past the end */
+    rc = emb_tokenize(t, c, strlen(c), NULL, 0, 4, &e, err);
+    size_t len;
+    CHECK(rc == 0 && e.n == 4 && emb_encoding_token_text(&e, 2, &len) && len == 4 && !emb_encoding_token_text(&e, 3, &len) &&
+              !emb_encoding_token_text(&e, 4, &len),
+          "truncated: names kept for the tokens kept");
+    emb_encoding_free(&e);
+    emb_tokenizer_free(t);
+}
+
 static void test_fingerprint(void) {
     static const struct {
         const char *name, *from, *to;
@@ -303,6 +351,7 @@ int main(void) {
     test_known();
     test_hostile();
     test_tiny_unigram();
+    test_unknown_names();
     test_fingerprint();
     for (size_t i = 0; i < ncases; i++) cJSON_Delete(cases[i]);
     free(cases);
