@@ -1,17 +1,36 @@
-/* Encoder benchmark: random-weight checkpoints at the all-MiniLM-L6-v2 size (384 hidden,
- * 6 layers, 12 heads, 1536 intermediate) and the bert-base size (768, 12, 12, 3072),
- * written to a temporary folder, loaded with emb_encoder_load and run on the workloads
- * 1x16, 1x128, 32x128 and 1,000 sentences of 8-128 tokens in length-sorted batches of 32,
- * on 1 and 2 OpenBLAS threads.
+/* Encoder benchmark: random-weight checkpoints (bench/random_model.c) at four sizes,
+ *   minilm      BERT, all-MiniLM-L6-v2 size (384 hidden, 6 layers, 12 heads, 1536 intermediate)
+ *   base        BERT, bert-base size (768, 12, 12, 3072)
+ *   nomic       NomicBERT, nomic-embed-text-v1.5 size (768, 12, 12, 3072 SwiGLU, rotary)
+ *   modernbert  ModernBERT-base size (768, 22, 12, 1152 GeGLU, rotary, local windows of 128)
+ * loaded with emb_encoder_load and run on the workloads 1x16, 1x128, 32x128 and N sentences of
+ * 8-128 tokens in length-sorted batches of 32 (N = 1,000 for minilm, 128 for the 768-wide models,
+ * whose 1,000 would take minutes a pass on one core), on 1 and 2 OpenBLAS threads.
  *
- * For each row: tokens/s (real tokens), GFLOP/s of the whole forward pass, and the
- * fraction of the rate that cblas_sgemm alone reaches on exactly the same sequence of
- * matrix shapes (projections over B*T rows and per-head attention products), measured
- * in the same run. Peak RSS (getrusage) is compared with the weight bytes.
+ * For each row: tokens/s (real tokens), GFLOP/s of the whole forward pass, and the fraction of
+ * the rate that cblas_sgemm alone reaches on exactly the same sequence of matrix shapes
+ * (projections over B*T rows, per-head attention products in the encoder's row blocks and
+ * windows), measured in the same run. Peak RSS (getrusage) is compared with the weight bytes.
+ * Before timing, a check that the model runs as its architecture should (config as written,
+ * finite outputs, a padded batch equal to the sequences alone).
  *
- * Usage: bench_encoder [--quick] [--model minilm|base|all]
- * Each model runs in a child process that has not touched OpenBLAS before, so the
- * peak RSS of one does not include the other or the file writing. */
+ * Usage: bench_encoder [--quick] [--model LIST] [--threads LIST] [--dir DIR | --write DIR]
+ *                      [--sentences N] [--workload KEY] [--no-sgemm] [--results FILE]
+ *   --model    comma-separated keys above, or all (default)
+ *   --threads  comma-separated OpenBLAS thread counts (default 1,2)
+ *   --write    write the models, their workloads (workloads.txt) and our outputs on two check
+ *              batches (check.txt, check.f32) into DIR/<key>/ and exit: the peers of
+ *              bench/encoder_peers.sh read them
+ *   --dir      run the models already written there by --write (default: write them into a
+ *              temporary folder and remove it afterwards)
+ *   --sentences  N sentences in the last workload instead of the model's count
+ *   --workload KEY  that workload alone: 1x16, 1x128, 32x128 or sentences
+ *   --no-sgemm  time the encoder alone (for a profiler; the share columns are then meaningless)
+ *   --results  append one line per measurement: ours|sgemm MODEL THREADS WORKLOAD TOKENS_PER_S
+ * Each model runs in a child process that has not touched OpenBLAS before, so the peak RSS of
+ * one does not include the other or the file writing. Figures of other engines are never
+ * constants here: bench/encoder_peers.sh measures them in the same run. */
+#include "bench_clock.h"
 #include "encoder.h"
 #include "random_model.h"
 #include <cblas.h>
@@ -22,90 +41,275 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
-typedef struct { const char *name; int H, L, NH, FF; } msize;
-static const msize SIZES[2] = {{"MiniLM-L6 (384/6/12/1536)", 384, 6, 12, 1536}, {"bert-base (768/12/12/3072)", 768, 12, 12, 3072}};
-static const double ONNX_MINILM_2T[4] = {3900, 8100, 10400, 11100};
-static const double TORCH_MINILM_2T[4] = {2300, 3900, 4900, 4500};
-static int quick = 0;
+typedef struct {
+    const char *key, *name;
+    bench_arch arch;
+    int H, L, NH, FF;
+    int n_sent;
+    int ffn_in_split; /* the gated FFN's two halves are separate tensors not laid out as one (NomicBERT) */
+} msize;
+static const msize MODELS[] = {
+    {"minilm", "MiniLM-L6 (384/6/12/1536)", BENCH_ARCH_BERT, 384, 6, 12, 1536, 1000, 0},
+    {"base", "bert-base (768/12/12/3072)", BENCH_ARCH_BERT, 768, 12, 12, 3072, 128, 0},
+    {"nomic", "NomicBERT (768/12/12/3072 SwiGLU, rotary)", BENCH_ARCH_NOMIC, 768, 12, 12, 3072, 128, 1},
+    {"modernbert", "ModernBERT-base (768/22/12/1152 GeGLU, rotary, window 128)", BENCH_ARCH_MODERNBERT, 768, 22, 12,
+     1152, 128, 0},
+};
+#define N_MODELS ((int)(sizeof MODELS / sizeof MODELS[0]))
+#define N_WORK 4
+static const char *const WORK_KEYS[N_WORK] = {"1x16", "1x128", "32x128", "sentences"};
+static int quick = 0, sentences = 0; /* 0: the model's n_sent */
+static int no_sgemm = 0;            /* --no-sgemm: the encoder alone (for profilers) */
+static const char *only_work = NULL; /* --workload KEY: that workload alone */
+static int skip_work(int w) { return only_work && strcmp(only_work, WORK_KEYS[w]) != 0; }
+static const char *results_path = NULL;
 
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-static uint64_t rs = 0x9E3779B97F4A7C15ull;
+static uint64_t rs;
 static inline uint32_t xr(void) { rs ^= rs << 13; rs ^= rs >> 7; rs ^= rs << 17; return (uint32_t)(rs >> 32); }
 static float urand(float a) { return ((float)xr() / 4294967296.0f * 2.0f - 1.0f) * a; }
 
-/* The sgemm calls of one forward pass, same shapes and order, no other work. */
-typedef struct { float *X, *W1, *W2, *Q, *S, *out; } gemm_bufs;
-static void gemm_only(const msize *m, gemm_bufs *g, int B, int T, const int32_t *lens) {
-    const int H = m->H, FF = m->FF, dh = H / m->NH, BT = B * T;
-    for (int l = 0; l < m->L; l++) {
-        for (int k = 0; k < 3; k++)
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, BT, H, H, 1.0f, g->X, H, g->W1, H, 1.0f, g->Q + (size_t)k * BT * H, H);
-        /* per (sequence, head), in the row blocks the encoder uses with several threads
-         * (blocks of <= 262144 multiply-adds, at least 8 rows), all on this thread */
-        for (int b = 0; b < B; b++)
-            for (int h = 0; h < m->NH; h++) {
-                float *q = g->Q + (size_t)b * T * H + h * dh;
-                int len = lens[b], rb = T;
-                if (openblas_get_num_threads() > 1) {
-                    rb = (int)(262144.0 / ((double)len * dh));
-                    if (rb < 8) rb = 8;
-                }
-                for (int r0 = 0; r0 < T; r0 += rb) {
-                    int mm = T - r0 < rb ? T - r0 : rb;
-                    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, mm, len, dh, 0.125f, q + (size_t)r0 * H, H, q + (size_t)BT * H, H, 0.0f, g->S + (size_t)r0 * len, len);
-                    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, mm, dh, len, 1.0f, g->S + (size_t)r0 * len, len, q + (size_t)2 * BT * H, H, 0.0f, q + (size_t)r0 * H, H);
-                }
-            }
-        /* projections accumulate onto their preloaded bias or the residual (beta = 1), as the encoder does */
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, BT, H, H, 1.0f, g->Q, H, g->W1, H, 1.0f, g->out, H);
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, BT, FF, H, 1.0f, g->X, H, g->W2, H, 1.0f, g->Q, FF);
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, BT, H, FF, 1.0f, g->Q, FF, g->W2, FF, 1.0f, g->out, H);
-    }
+/* ------------------------------------------------------------------ workloads */
+
+typedef struct { char name[48]; int nbatch; int *B, *T; int32_t **ids, **lens; long tokens; } workload;
+
+static void alloc_batches(workload *w, int nb) {
+    w->nbatch = nb;
+    w->B = malloc(sizeof(int) * nb);
+    w->T = malloc(sizeof(int) * nb);
+    w->ids = malloc(sizeof(int32_t *) * nb);
+    w->lens = malloc(sizeof(int32_t *) * nb);
+    w->tokens = 0;
 }
-
-typedef struct { const char *name; int nbatch; int *B, *T; int32_t **ids, **lens; long tokens; } workload;
-
-static workload make_fixed(const char *name, int B, int T) {
-    workload w = {name, 1, malloc(sizeof(int)), malloc(sizeof(int)), malloc(sizeof(int32_t *)), malloc(sizeof(int32_t *)), (long)B * T};
+/* a sequence of L tokens: [CLS] random ids [SEP] (ids valid in every vocabulary here) */
+static void fill_sequence(int32_t *ids, int L) {
+    for (int t = 0; t < L; t++) ids[t] = t == 0 ? 101 : t == L - 1 ? 102 : 1000 + (int32_t)(xr() % 29000);
+}
+static workload make_fixed(int B, int T) {
+    workload w;
+    snprintf(w.name, sizeof w.name, "%d x %d", B, T);
+    alloc_batches(&w, 1);
     w.B[0] = B;
     w.T[0] = T;
     w.ids[0] = malloc(sizeof(int32_t) * B * T);
     w.lens[0] = malloc(sizeof(int32_t) * B);
-    for (int i = 0; i < B * T; i++) w.ids[0][i] = 1000 + (int32_t)(xr() % 29000);
-    for (int b = 0; b < B; b++) { w.lens[0][b] = T; w.ids[0][b * T] = 101; w.ids[0][b * T + T - 1] = 102; }
+    for (int b = 0; b < B; b++) {
+        w.lens[0][b] = T;
+        fill_sequence(w.ids[0] + (size_t)b * T, T);
+    }
+    w.tokens = (long)B * T;
     return w;
 }
 static int cmp_int(const void *a, const void *b) { return *(const int *)a - *(const int *)b; }
-static workload make_sentences(const char *name, int n) {
+static workload make_sentences(int n) {
+    workload w;
+    snprintf(w.name, sizeof w.name, "%d sent. 8-128, b32", n);
     int *len = malloc(sizeof(int) * n);
     for (int i = 0; i < n; i++) len[i] = 8 + (int)(xr() % 121); /* 8..128 */
     qsort(len, (size_t)n, sizeof(int), cmp_int);
-    int nb = (n + 31) / 32;
-    workload w = {name, nb, malloc(sizeof(int) * nb), malloc(sizeof(int) * nb), malloc(sizeof(int32_t *) * nb), malloc(sizeof(int32_t *) * nb), 0};
-    for (int k = 0; k < nb; k++) {
+    alloc_batches(&w, (n + 31) / 32);
+    for (int k = 0; k < w.nbatch; k++) {
         int B = n - k * 32 < 32 ? n - k * 32 : 32, T = len[k * 32 + B - 1];
         w.B[k] = B;
         w.T[k] = T;
         w.ids[k] = calloc((size_t)B * T, sizeof(int32_t));
         w.lens[k] = malloc(sizeof(int32_t) * B);
         for (int b = 0; b < B; b++) {
-            int L = len[k * 32 + b];
-            w.lens[k][b] = L;
-            w.tokens += L;
-            for (int t = 0; t < L; t++) w.ids[k][b * T + t] = t == 0 ? 101 : t == L - 1 ? 102 : 1000 + (int32_t)(xr() % 29000);
+            w.lens[k][b] = len[k * 32 + b];
+            w.tokens += w.lens[k][b];
+            fill_sequence(w.ids[k] + (size_t)b * T, w.lens[k][b]);
         }
     }
     free(len);
     return w;
 }
+/* The same token ids on every run, for every model and for the peers (--write). */
+static void make_workloads(const msize *m, workload wl[N_WORK]) {
+    rs = 0x9E3779B97F4A7C15ull;
+    wl[0] = make_fixed(1, 16);
+    wl[1] = make_fixed(1, 128);
+    wl[2] = make_fixed(32, 128);
+    wl[3] = make_sentences(sentences ? sentences : quick && m->n_sent > 64 ? 64 : m->n_sent);
+}
+static void free_workload(workload *w) {
+    for (int k = 0; k < w->nbatch; k++) { free(w->ids[k]); free(w->lens[k]); }
+    free(w->B); free(w->T); free(w->ids); free(w->lens);
+}
+
+/* workloads.txt: "workload KEY NAME_WITHOUT_SPACES NBATCH TOKENS", then per batch "batch B T",
+ * "lens ..." and "ids ..." (B*T, padding 0). */
+static int write_workloads(const char *dir, const workload wl[N_WORK]) {
+    char path[1024];
+    snprintf(path, sizeof path, "%s/workloads.txt", dir);
+    FILE *f = fopen(path, "w");
+    if (!f) { perror(path); return -1; }
+    for (int w = 0; w < N_WORK; w++) {
+        fprintf(f, "workload %s %d %ld\n", WORK_KEYS[w], wl[w].nbatch, wl[w].tokens);
+        for (int k = 0; k < wl[w].nbatch; k++) {
+            fprintf(f, "batch %d %d\nlens", wl[w].B[k], wl[w].T[k]);
+            for (int b = 0; b < wl[w].B[k]; b++) fprintf(f, " %d", wl[w].lens[k][b]);
+            fprintf(f, "\nids");
+            for (int i = 0; i < wl[w].B[k] * wl[w].T[k]; i++) fprintf(f, " %d", wl[w].ids[k][i]);
+            fprintf(f, "\n");
+        }
+    }
+    return fclose(f);
+}
+
+/* ------------------------------------------------------------------ the model check */
+
+static int expect(int ok, const char *m, const char *what) {
+    if (!ok) fprintf(stderr, "check %s: %s\n", m, what);
+    return ok ? 0 : 1;
+}
+
+/* The config as written, and a padded batch of a 10- and a 16-token sequence equal to each run
+ * alone (masking and rotary positions), every value finite, rows not all alike. */
+static int check_model(const emb_encoder *enc, const msize *m, emb_workspace *ws) {
+    const emb_encoder_config *c = emb_encoder_get_config(enc);
+    int bad = 0, H = m->H;
+    bad += expect(c->dims.hidden == m->H && c->dims.layers == m->L && c->dims.heads == m->NH &&
+                  c->dims.intermediate == m->FF, m->key, "sizes differ from those written");
+    if (m->arch == BENCH_ARCH_NOMIC)
+        bad += expect(c->arch == EMB_ARCH_NOMIC_BERT && c->pos_kind == EMB_POS_ROTARY && c->rope_theta == 1000 &&
+                      c->rope_dims == H / m->NH && c->gated && c->act == EMB_ACT_SILU && !c->qkv_bias &&
+                      !c->out_bias && !c->ffn_in_bias && !c->ffn_out_bias && !c->pre_norm && c->global_every == 0,
+                      m->key, "not read as nomic-embed-text-v1.5's architecture");
+    if (m->arch == BENCH_ARCH_MODERNBERT)
+        bad += expect(c->arch == EMB_ARCH_MODERNBERT && c->pos_kind == EMB_POS_ROTARY && c->rope_theta == 160000 &&
+                      c->rope_theta_local == 10000 && c->half_window == 64 && c->global_every == 3 && c->gated &&
+                      c->act == EMB_ACT_GELU && c->pre_norm && !c->qkv_bias && !c->norm_bias,
+                      m->key, "not read as ModernBERT-base's architecture");
+    if (m->arch == BENCH_ARCH_BERT) bad += expect(c->arch == EMB_ARCH_BERT, m->key, "not read as BERT");
+    char err[EMB_ERR_LEN];
+    int32_t ids[32], lens[2] = {10, 16}, one_len;
+    rs = 12345;
+    fill_sequence(ids + 16, 16);
+    fill_sequence(ids, 10); /* the padded batch: sequence 0 is 10 real tokens + 6 of padding */
+    for (int t = 10; t < 16; t++) ids[t] = 0;
+    float *pair = malloc(sizeof(float) * 32 * H), *alone = malloc(sizeof(float) * 16 * H);
+    if (emb_encoder_forward(enc, ws, 2, 16, ids, NULL, lens, m->L, pair, err)) {
+        fprintf(stderr, "check %s: forward: %s\n", m->key, err);
+        bad++;
+    }
+    double worst = 0, spread = 0;
+    for (int s = 0; s < 2 && !bad; s++) {
+        one_len = lens[s];
+        if (emb_encoder_forward(enc, ws, 1, one_len, ids + 16 * s, NULL, &one_len, m->L, alone, err)) {
+            fprintf(stderr, "check %s: forward: %s\n", m->key, err);
+            bad++;
+            break;
+        }
+        for (int i = 0; i < one_len * H; i++) {
+            double d = fabs((double)alone[i] - pair[(size_t)16 * s * H + i]);
+            if (!(d <= worst)) worst = d; /* NaN sticks */
+        }
+        for (int i = 0; i < H; i++) spread += fabs((double)alone[i] - alone[H + i]);
+    }
+    if (!bad) {
+        bad += expect(worst < 1e-4, m->key, "a padded batch differs from its sequences run alone");
+        bad += expect(spread > 1e-3 * H, m->key, "rows are all alike");
+        printf("check %s: %s, padded batch vs alone max |diff| %.2g, %s\n", m->key, c->arch_name, worst,
+               bad ? "FAILED" : "ok");
+    }
+    free(pair);
+    free(alone);
+    return bad;
+}
+
+/* check.txt and check.f32: the check batches above, B T lens and ids, then our outputs (for the
+ * peers' equality check). */
+static int write_check(const char *dir, const emb_encoder *enc, const msize *m) {
+    char path[1024], err[EMB_ERR_LEN];
+    workload wl[2] = {make_fixed(1, 16), make_fixed(3, 24)};
+    wl[1].lens[0][0] = 24;
+    wl[1].lens[0][1] = 9;
+    wl[1].lens[0][2] = 17;
+    for (int b = 1; b < 3; b++) {
+        fill_sequence(wl[1].ids[0] + 24 * b, wl[1].lens[0][b]);
+        for (int t = wl[1].lens[0][b]; t < 24; t++) wl[1].ids[0][24 * b + t] = 0;
+    }
+    snprintf(path, sizeof path, "%s/check.txt", dir);
+    FILE *f = fopen(path, "w");
+    snprintf(path, sizeof path, "%s/check.f32", dir);
+    FILE *o = fopen(path, "wb");
+    emb_workspace *ws = emb_workspace_new();
+    int rc = !f || !o || !ws;
+    for (int k = 0; k < 2 && !rc; k++) {
+        int B = wl[k].B[0], T = wl[k].T[0];
+        float *out = malloc(sizeof(float) * B * T * m->H);
+        rc = emb_encoder_forward(enc, ws, B, T, wl[k].ids[0], NULL, wl[k].lens[0], m->L, out, err);
+        if (rc) fprintf(stderr, "write_check: %s\n", err);
+        fprintf(f, "batch %d %d\nlens", B, T);
+        for (int b = 0; b < B; b++) fprintf(f, " %d", wl[k].lens[0][b]);
+        fprintf(f, "\nids");
+        for (int i = 0; i < B * T; i++) fprintf(f, " %d", wl[k].ids[0][i]);
+        fprintf(f, "\n");
+        if (!rc && fwrite(out, sizeof(float), (size_t)B * T * m->H, o) != (size_t)B * T * m->H) rc = 1;
+        free(out);
+    }
+    if (f && fclose(f)) rc = 1;
+    if (o && fclose(o)) rc = 1;
+    emb_workspace_free(ws);
+    free_workload(&wl[0]);
+    free_workload(&wl[1]);
+    return rc;
+}
+
+/* ------------------------------------------------------------------ sgemm alone */
+
+/* The sgemm calls of one forward pass (core/encoder.c), same shapes and order, no other work. */
+typedef struct { float *X, *W1, *W2, *Q, *S, *out; } gemm_bufs;
+static void gemm_attention(const emb_encoder_config *c, gemm_bufs *g, int l, int B, int T, const int32_t *lens) {
+    const int H = c->dims.hidden, dh = H / c->dims.heads, BT = B * T;
+    int w = emb_encoder_config_layer_is_local(c, l) ? c->half_window : -1;
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < c->dims.heads; h++) {
+            float *q = g->Q + (size_t)b * T * H + h * dh;
+            int len = lens[b], rb = T;
+            /* the encoder's row blocks: <= 262144 multiply-adds, at least 8 rows, with several
+             * threads; a window's block sees a band of keys */
+            if (openblas_get_num_threads() > 1) {
+                rb = (int)(262144.0 / ((double)len * dh));
+                if (rb < 8) rb = 8;
+            }
+            if (w >= 0 && rb > (w < 16 ? 16 : w)) rb = w < 16 ? 16 : w;
+            for (int r0 = 0; r0 < T; r0 += rb) {
+                int mm = T - r0 < rb ? T - r0 : rb, k0 = 0, k1 = len;
+                if (w >= 0) {
+                    k0 = r0 - w > 0 ? r0 - w : 0;
+                    k1 = r0 + mm + w < len ? r0 + mm + w : len;
+                }
+                int nk = k1 - k0;
+                if (nk <= 0) continue;
+                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, mm, nk, dh, 0.125f, q + (size_t)r0 * H, H,
+                            q + (size_t)BT * H + (size_t)k0 * H, H, 0.0f, g->S, nk);
+                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, mm, dh, nk, 1.0f, g->S, nk,
+                            q + (size_t)2 * BT * H + (size_t)k0 * H, H, 0.0f, q + (size_t)r0 * H, H);
+            }
+        }
+}
+static void gemm_only(const msize *m, const emb_encoder_config *c, gemm_bufs *g, int B, int T, const int32_t *lens) {
+    const int H = m->H, FF = m->FF, BT = B * T, FFin = c->gated ? 2 * FF : FF;
+    for (int l = 0; l < m->L; l++) {
+        for (int k = 0; k < 3; k++)
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, BT, H, H, 1.0f, g->X, H, g->W1, H, 1.0f,
+                        g->Q + (size_t)k * BT * H, H);
+        gemm_attention(c, g, l, B, T, lens);
+        /* projections accumulate onto their preloaded bias or the residual (beta = 1), as the encoder does */
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, BT, H, H, 1.0f, g->Q, H, g->W1, H, 1.0f, g->out, H);
+        if (m->ffn_in_split) {
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, BT, FF, H, 1.0f, g->X, H, g->W2, H, 1.0f, g->Q, FFin);
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, BT, FF, H, 1.0f, g->X, H, g->W2, H, 1.0f, g->Q + FF, FFin);
+        } else {
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, BT, FFin, H, 1.0f, g->X, H, g->W2, H, 1.0f, g->Q, FFin);
+        }
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, BT, H, FF, 1.0f, g->Q, FFin, g->W2, FF, 1.0f, g->out, H);
+    }
+}
+
+/* ------------------------------------------------------------------ timing */
 
 /* Best of several passes: at least min_time seconds and 2 passes, except that one
  * pass is enough when it takes over 2 s (the long workloads on 2 shared cores). */
@@ -113,6 +317,60 @@ static int more_reps(int reps, double best, double elapsed, double min_time) {
     if (reps < 1) return 1;
     if (best > 2.0) return 0;
     return reps < 2 || elapsed < min_time;
+}
+
+typedef int (*pass_fn)(void *ctx, const workload *w, int k);
+static double one_pass(pass_fn fn, void *ctx, const workload *w) {
+    double s = bench_now();
+    for (int k = 0; k < w->nbatch; k++)
+        if (fn(ctx, w, k)) return -1;
+    return bench_now() - s;
+}
+/* Two ways of doing one workload (the encoder and sgemm alone), timed in alternating passes so
+ * that both see the same load on a shared machine: the last (largest) batch of each once to warm
+ * up, then the best pass of each (more_reps on the slower). best[] gets the two times, -1 on error. */
+static void time_pair(pass_fn fa, void *a, pass_fn fb, void *b, const workload *w, double min_time, double best[2]) {
+    best[0] = best[1] = 1e30;
+    if (fa(a, w, w->nbatch - 1) || (fb && fb(b, w, w->nbatch - 1))) { best[0] = -1; return; }
+    double start = bench_now();
+    int reps = 0;
+    do {
+        double ta = one_pass(fa, a, w), tb = fb ? one_pass(fb, b, w) : 0;
+        if (ta < 0 || tb < 0) { best[0] = -1; return; }
+        if (ta < best[0]) best[0] = ta;
+        if (tb < best[1]) best[1] = tb;
+        reps++;
+    } while (more_reps(reps, best[0] > best[1] ? best[0] : best[1], (bench_now() - start) / 2, min_time));
+}
+
+typedef struct { const emb_encoder *enc; emb_workspace *ws; const msize *m; float *out; char err[EMB_ERR_LEN]; } enc_ctx;
+static int encoder_pass(void *cv, const workload *w, int k) {
+    enc_ctx *c = cv;
+    if (!emb_encoder_forward(c->enc, c->ws, w->B[k], w->T[k], w->ids[k], NULL, w->lens[k], c->m->L, c->out, c->err))
+        return 0;
+    fprintf(stderr, "forward: %s\n", c->err);
+    return 1;
+}
+typedef struct { const msize *m; const emb_encoder_config *c; gemm_bufs g; } gemm_ctx;
+static int gemm_pass(void *cv, const workload *w, int k) {
+    gemm_ctx *c = cv;
+    gemm_only(c->m, c->c, &c->g, w->B[k], w->T[k], w->lens[k]);
+    return 0;
+}
+static void gemm_bufs_init(gemm_bufs *g, const msize *m) {
+    size_t BTmax = 32 * 128, wide = (size_t)(2 * m->FF > 3 * m->H ? 2 * m->FF : 3 * m->H);
+    g->X = malloc(sizeof(float) * BTmax * m->H);
+    g->W1 = malloc(sizeof(float) * m->H * m->H);
+    g->W2 = malloc(sizeof(float) * m->H * 2 * m->FF);
+    g->Q = calloc(BTmax * wide, sizeof(float));
+    g->S = malloc(sizeof(float) * 128 * 128);
+    g->out = calloc(BTmax * m->H, sizeof(float));
+    for (size_t i = 0; i < BTmax * m->H; i++) g->X[i] = urand(1);
+    for (size_t i = 0; i < (size_t)m->H * m->H; i++) g->W1[i] = urand(0.05f);
+    for (size_t i = 0; i < (size_t)m->H * 2 * m->FF; i++) g->W2[i] = urand(0.05f);
+}
+static void gemm_bufs_free(gemm_bufs *g) {
+    free(g->X); free(g->W1); free(g->W2); free(g->Q); free(g->S); free(g->out);
 }
 
 /* The machine may be shared: print the load average next to the figures. */
@@ -132,141 +390,182 @@ static long peak_rss_kb(void) {
     return ru.ru_maxrss;
 }
 
-static int run_model(const char *dir, const msize *m, int n_sent) {
+static void append_result(const char *impl, const msize *m, int th, int w, double tps) {
+    if (!results_path) return;
+    FILE *f = fopen(results_path, "a");
+    if (!f) { perror(results_path); return; }
+    fprintf(f, "%s %s %d %s %.1f\n", impl, m->key, th, WORK_KEYS[w], tps);
+    fclose(f);
+}
+
+static int run_model(const char *dir, const msize *m, const int *threads, int nthreads) {
     char err[EMB_ERR_LEN];
     emb_encoder *enc;
     long rss0 = peak_rss_kb();
-    double t0 = now();
+    double t0 = bench_now();
     if (emb_encoder_load(dir, &enc, err)) { fprintf(stderr, "load: %s\n", err); return 1; }
     const emb_encoder_info *in = emb_encoder_get_info(enc);
-    printf("\n== %s: %.1f MB of F32 weights, loaded (mmap + fingerprint) in %.2f s\n", m->name, in->weight_bytes / 1e6, now() - t0);
+    printf("\n== %s: %.1f MB of F32 weights, loaded (mmap + fingerprint) in %.2f s\n", m->name, in->weight_bytes / 1e6,
+           bench_now() - t0);
+    enc_ctx ec = {enc, emb_workspace_new(), m, malloc(sizeof(float) * 32 * 128 * m->H), {0}};
+    if (check_model(enc, m, ec.ws)) return 1;
     print_load("before");
-    workload wl[4] = {make_fixed("1 x 16", 1, 16), make_fixed("1 x 128", 1, 128), make_fixed("32 x 128", 32, 128), make_sentences("", n_sent)};
-    static char sname[64];
-    snprintf(sname, sizeof sname, "%d sent. 8-128, b32", n_sent);
-    wl[3].name = sname;
-    emb_workspace *ws = emb_workspace_new();
-    size_t maxout = (size_t)32 * 128 * m->H;
-    float *out = malloc(maxout * sizeof(float));
-    double enc_time[2][4], flops[4];
+    workload wl[N_WORK];
+    make_workloads(m, wl);
+    double enc_time[8][N_WORK], gemm_time[8][N_WORK], flops[N_WORK];
     long rss_after = 0;
-    for (int th = 1; th <= 2; th++) {
-        openblas_set_num_threads(th);
-        for (int w = 0; w < 4; w++) {
-            double fl = 0;
-            for (int k = 0; k < wl[w].nbatch; k++) fl += emb_encoder_flops(enc, wl[w].B[k], wl[w].T[k], wl[w].lens[k], m->L);
-            flops[w] = fl;
-            double min_time = quick ? 0.3 : 1.0;
-            int reps = 0;
-            /* warm-up: the last (largest) batch once */
-            int kw = wl[w].nbatch - 1;
-            if (emb_encoder_forward(enc, ws, wl[w].B[kw], wl[w].T[kw], wl[w].ids[kw], NULL, wl[w].lens[kw], m->L, out, err)) {
-                fprintf(stderr, "forward: %s\n", err);
-                return 1;
-            }
-            double best = 1e30, start = now();
-            do {
-                double s = now();
-                for (int k = 0; k < wl[w].nbatch; k++)
-                    emb_encoder_forward(enc, ws, wl[w].B[k], wl[w].T[k], wl[w].ids[k], NULL, wl[w].lens[k], m->L, out, err);
-                double d = now() - s;
-                if (d < best) best = d;
-                reps++;
-            } while (more_reps(reps, best, now() - start, min_time));
-            enc_time[th - 1][w] = best;
-        }
-        if (th == 2 || rss_after == 0) rss_after = peak_rss_kb();
+    for (int w = 0; w < N_WORK; w++) {
+        flops[w] = 0;
+        for (int k = 0; k < wl[w].nbatch; k++) flops[w] += emb_encoder_flops(enc, wl[w].B[k], wl[w].T[k], wl[w].lens[k], m->L);
     }
-    size_t ws_bytes = emb_workspace_bytes(ws);
-    /* sgemm alone on the same shapes */
-    double gemm_time[2][4];
-    gemm_bufs g;
-    size_t BTmax = 32 * 128;
-    g.X = malloc(sizeof(float) * BTmax * m->H);
-    g.W1 = malloc(sizeof(float) * m->H * m->H);
-    g.W2 = malloc(sizeof(float) * m->H * m->FF);
-    g.Q = malloc(sizeof(float) * BTmax * (m->FF > 3 * m->H ? m->FF : 3 * m->H));
-    g.S = malloc(sizeof(float) * 128 * 128);
-    g.out = malloc(sizeof(float) * BTmax * m->H);
-    for (size_t i = 0; i < BTmax * m->H; i++) g.X[i] = urand(1);
-    for (size_t i = 0; i < (size_t)m->H * m->H; i++) g.W1[i] = urand(0.05f);
-    for (size_t i = 0; i < (size_t)m->H * m->FF; i++) g.W2[i] = urand(0.05f);
-    memset(g.Q, 0, sizeof(float) * BTmax * (m->FF > 3 * m->H ? m->FF : 3 * m->H));
-    memset(g.out, 0, sizeof(float) * BTmax * m->H);
-    for (int th = 1; th <= 2; th++) {
-        openblas_set_num_threads(th);
-        for (int w = 0; w < 4; w++) {
-            double min_time = quick ? 0.2 : 1.0;
-            int kw = wl[w].nbatch - 1;
-            gemm_only(m, &g, wl[w].B[kw], wl[w].T[kw], wl[w].lens[kw]);
-            double best = 1e30, start = now();
-            int reps = 0;
-            do {
-                double s = now();
-                for (int k = 0; k < wl[w].nbatch; k++) gemm_only(m, &g, wl[w].B[k], wl[w].T[k], wl[w].lens[k]);
-                double d = now() - s;
-                if (d < best) best = d;
-                reps++;
-            } while (more_reps(reps, best, now() - start, min_time));
-            gemm_time[th - 1][w] = best;
+    /* peak RSS of the encoder alone: its largest batch on the most threads, before the sgemm
+     * buffers exist */
+    openblas_set_num_threads(threads[nthreads - 1]);
+    if (encoder_pass(&ec, &wl[2], 0)) return 1;
+    rss_after = peak_rss_kb();
+    gemm_ctx gc = {m, emb_encoder_get_config(enc), {0}};
+    gemm_bufs_init(&gc.g, m);
+    for (int ti = 0; ti < nthreads; ti++) {
+        openblas_set_num_threads(threads[ti]);
+        for (int w = 0; w < N_WORK; w++) {
+            double best[2];
+            if (skip_work(w)) continue;
+            time_pair(encoder_pass, &ec, no_sgemm ? NULL : gemm_pass, &gc, &wl[w], quick ? 0.3 : 1.0, best);
+            if (best[0] < 0) return 1;
+            enc_time[ti][w] = best[0];
+            gemm_time[ti][w] = best[1];
         }
     }
-    printf("%-8s %-22s %10s %9s %14s %9s %s\n", "threads", "workload", "tokens/s", "GFLOP/s", "sgemm GFLOP/s", "of sgemm",
-           m->H == 384 ? "  vs ONNX Runtime 1.30 / PyTorch (2 threads)" : "");
-    for (int th = 1; th <= 2; th++)
-        for (int w = 0; w < 4; w++) {
-            double tps = wl[w].tokens / enc_time[th - 1][w];
-            double gf = flops[w] / enc_time[th - 1][w] / 1e9, gg = flops[w] / gemm_time[th - 1][w] / 1e9;
-            printf("%-8d %-22s %10.0f %9.1f %14.1f %8.0f%%", th, wl[w].name, tps, gf, gg, 100.0 * gf / gg);
-            if (m->H == 384 && th == 2) printf("   %5.2fx ONNX (%5.0f)  %5.2fx PyTorch", tps / ONNX_MINILM_2T[w], ONNX_MINILM_2T[w], tps / TORCH_MINILM_2T[w]);
-            printf("\n");
+    size_t ws_bytes = emb_workspace_bytes(ec.ws);
+    gemm_bufs_free(&gc.g);
+    printf("%-8s %-22s %10s %9s %14s %9s\n", "threads", "workload", "tokens/s", "GFLOP/s", "sgemm GFLOP/s", "of sgemm");
+    for (int ti = 0; ti < nthreads; ti++)
+        for (int w = 0; w < N_WORK; w++) {
+            if (skip_work(w)) continue;
+            double tps = wl[w].tokens / enc_time[ti][w];
+            double gf = flops[w] / enc_time[ti][w] / 1e9, gg = flops[w] / gemm_time[ti][w] / 1e9;
+            printf("%-8d %-22s %10.0f %9.1f %14.1f %8.0f%%\n", threads[ti], wl[w].name, tps, gf, gg, 100.0 * gf / gg);
+            append_result("ours", m, threads[ti], w, tps);
+            if (!no_sgemm) append_result("sgemm", m, threads[ti], w, wl[w].tokens / gemm_time[ti][w]);
         }
     printf("peak RSS %.1f MB (before load %.1f MB) vs weights %.1f MB: weights + %.1f MB; workspace %.1f MB at 32 x 128\n",
-           rss_after / 1024.0, rss0 / 1024.0, in->weight_bytes / 1e6 / 1.048576, (rss_after * 1024.0 - (double)in->weight_bytes) / 1048576.0,
-           ws_bytes / 1048576.0);
+           rss_after / 1024.0, rss0 / 1024.0, in->weight_bytes / 1e6 / 1.048576,
+           (rss_after * 1024.0 - (double)in->weight_bytes) / 1048576.0, ws_bytes / 1048576.0);
     print_load("after");
     fflush(stdout);
-    emb_workspace_free(ws);
+    for (int w = 0; w < N_WORK; w++) free_workload(&wl[w]);
+    free(ec.out);
+    emb_workspace_free(ec.ws);
     emb_encoder_free(enc);
     return 0;
 }
 
+/* --write: the model folder gets the peers' inputs (workloads, check batches and our outputs). */
+static int write_peer_files(const char *dir, const msize *m) {
+    char err[EMB_ERR_LEN];
+    emb_encoder *enc;
+    if (emb_encoder_load(dir, &enc, err)) { fprintf(stderr, "load: %s\n", err); return 1; }
+    emb_workspace *ws = emb_workspace_new();
+    workload wl[N_WORK];
+    int rc = check_model(enc, m, ws);
+    emb_workspace_free(ws);
+    if (!rc) {
+        make_workloads(m, wl);
+        rc = write_workloads(dir, wl) || write_check(dir, enc, m);
+        for (int w = 0; w < N_WORK; w++) free_workload(&wl[w]);
+    }
+    emb_encoder_free(enc);
+    return rc;
+}
+
+static int child_ok(pid_t p) {
+    int st;
+    return p > 0 && waitpid(p, &st, 0) == p && WIFEXITED(st) && WEXITSTATUS(st) == 0;
+}
+
+static int parse_list(const char *s, int *out, int max) {
+    int n = 0;
+    for (const char *p = s; *p && n < max;) {
+        out[n++] = atoi(p);
+        p = strchr(p, ',');
+        if (!p) break;
+        p++;
+    }
+    for (int i = 0; i < n; i++)
+        if (out[i] < 1 || out[i] > 64) return 0;
+    return n;
+}
+
 int main(int argc, char **argv) {
-    int which = 3;
+    int want[N_MODELS] = {1, 1, 1, 1}, threads[8] = {1, 2}, nthreads = 2;
+    const char *dir_given = NULL, *write_dir = NULL;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--quick") == 0) quick = 1;
         else if (strcmp(argv[i], "--model") == 0 && i + 1 < argc) {
-            i++;
-            which = strcmp(argv[i], "minilm") == 0 ? 1 : strcmp(argv[i], "base") == 0 ? 2 : 3;
+            const char *list = argv[++i];
+            if (strcmp(list, "all") != 0)
+                for (int k = 0; k < N_MODELS; k++) {
+                    const char *p = strstr(list, MODELS[k].key);
+                    size_t n = strlen(MODELS[k].key);
+                    want[k] = p && (p == list || p[-1] == ',') && (p[n] == 0 || p[n] == ',');
+                }
+        } else if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc) {
+            if (!(nthreads = parse_list(argv[++i], threads, 8))) { fprintf(stderr, "bad --threads\n"); return 2; }
+        } else if (strcmp(argv[i], "--dir") == 0 && i + 1 < argc) dir_given = argv[++i];
+        else if (strcmp(argv[i], "--write") == 0 && i + 1 < argc) write_dir = argv[++i];
+        else if (strcmp(argv[i], "--no-sgemm") == 0) no_sgemm = 1;
+        else if (strcmp(argv[i], "--workload") == 0 && i + 1 < argc) only_work = argv[++i];
+        else if (strcmp(argv[i], "--sentences") == 0 && i + 1 < argc) {
+            if ((sentences = atoi(argv[++i])) < 1) { fprintf(stderr, "bad --sentences\n"); return 2; }
+        } else if (strcmp(argv[i], "--results") == 0 && i + 1 < argc) results_path = argv[++i];
+        else {
+            fprintf(stderr, "usage: bench_encoder [--quick] [--no-sgemm] [--workload KEY] [--model minilm,base,nomic,modernbert|all] [--threads 1,2] "
+                            "[--sentences N] [--dir DIR | --write DIR] [--results FILE]\n");
+            return 2;
         }
     }
-    char dir[] = "/tmp/bench_encoder_XXXXXX";
-    if (!mkdtemp(dir)) { perror("mkdtemp"); return 1; }
+    char tmp[] = "/tmp/bench_encoder_XXXXXX";
+    const char *dir = write_dir ? write_dir : dir_given;
+    if (!dir) {
+        if (!mkdtemp(tmp)) { perror("mkdtemp"); return 1; }
+        dir = tmp;
+    } else {
+        mkdir(dir, 0755);
+    }
     const char *ct = getenv("OPENBLAS_CORETYPE"), *l2 = getenv("OPENBLAS_L2_SIZE");
-    printf("bench_encoder: OPENBLAS_CORETYPE=%s OPENBLAS_L2_SIZE=%s\n", ct ? ct : "(unset)", l2 ? l2 : "(unset)");
+    if (!write_dir)
+        printf("bench_encoder: OPENBLAS_CORETYPE=%s OPENBLAS_L2_SIZE=%s\n", ct ? ct : "(unset)", l2 ? l2 : "(unset)");
     fflush(stdout);
     int rc = 0;
-    for (int mi = 0; mi < 2; mi++) {
-        if (!(which & (1 << mi))) continue;
+    for (int mi = 0; mi < N_MODELS && !rc; mi++) {
+        if (!want[mi]) continue;
+        const msize *m = &MODELS[mi];
         char sub[512];
-        snprintf(sub, sizeof sub, "%s/m%d", dir, mi);
-        mkdir(sub, 0755);
-        pid_t p = fork();
-        if (p == 0) _exit(bench_random_model_write(sub, SIZES[mi].H, SIZES[mi].L, SIZES[mi].NH, SIZES[mi].FF, 0) ? 1 : 0);
-        int st;
-        waitpid(p, &st, 0);
-        if (!WIFEXITED(st) || WEXITSTATUS(st)) { fprintf(stderr, "writing the %s model failed\n", SIZES[mi].name); rc = 1; break; }
-        p = fork();
-        if (p == 0) {
-            printf("OpenBLAS: %s, core %s\n", openblas_get_config(), openblas_get_corename());
-            _exit(run_model(sub, &SIZES[mi], mi == 0 ? 1000 : (quick ? 64 : 128)));
+        snprintf(sub, sizeof sub, "%s/%s", dir, m->key);
+        if (!dir_given) {
+            mkdir(sub, 0755);
+            pid_t p = fork();
+            if (p == 0) _exit(bench_random_model_write_arch(sub, m->arch, m->H, m->L, m->NH, m->FF, 0) ? 1 : 0);
+            if (!child_ok(p)) { fprintf(stderr, "writing the %s model failed\n", m->name); rc = 1; break; }
         }
-        waitpid(p, &st, 0);
-        if (!WIFEXITED(st) || WEXITSTATUS(st)) rc = 1;
-        char cmd[600];
-        snprintf(cmd, sizeof cmd, "rm -rf '%s'", sub);
-        if (system(cmd)) rc = 1;
+        pid_t p = fork();
+        if (p == 0) {
+            int r;
+            if (write_dir) r = write_peer_files(sub, m);
+            else {
+                printf("OpenBLAS: %s, core %s\n", openblas_get_config(), openblas_get_corename());
+                r = run_model(sub, m, threads, nthreads);
+            }
+            fflush(stdout);
+            _exit(r);
+        }
+        if (!child_ok(p)) rc = 1;
+        if (!dir_given && !write_dir) {
+            char cmd[600];
+            snprintf(cmd, sizeof cmd, "rm -rf '%s'", sub);
+            if (system(cmd)) rc = 1;
+        }
     }
-    rmdir(dir);
+    if (dir == tmp) rmdir(tmp);
     return rc;
 }

@@ -58,69 +58,176 @@ static int write_tokenizer(const char *dir, int H) {
     return 0;
 }
 
-int bench_random_model_write(const char *dir, int H, int L, int NH, int FF, int with_tokenizer) {
-    const int V = 30522, P = 512;
-    char cfg[1024], path[1024], err[EMB_ERR_LEN];
-    rs = 0x9E3779B97F4A7C15ull;
-    mkdir(dir, 0755);
-    snprintf(cfg, sizeof cfg,
-             "{\"architectures\":[\"BertModel\"],\"model_type\":\"bert\",\"hidden_size\":%d,"
-             "\"num_hidden_layers\":%d,\"num_attention_heads\":%d,\"intermediate_size\":%d,"
-             "\"max_position_embeddings\":%d,\"type_vocab_size\":2,\"vocab_size\":%d,"
-             "\"layer_norm_eps\":1e-12,\"hidden_act\":\"gelu\",\"pad_token_id\":0}", H, L, NH, FF, P, V);
+/* Tensor list of one checkpoint, in the order the weights are drawn (which fixes their values);
+ * written in name order. */
+typedef struct {
+    emb_safetensors_write_tensor *t;
+    char (*names)[96];
+    int n, cap;
+} tensor_list;
+
+static void add(tensor_list *tl, const char *name, int64_t a, int64_t b) {
+    if (tl->n == tl->cap) return; /* sized by the caller; never reached */
+    emb_safetensors_write_tensor *t = &tl->t[tl->n];
+    snprintf(tl->names[tl->n], 96, "%s", name);
+    t->name = tl->names[tl->n];
+    t->dtype = EMB_DT_F32;
+    t->ndim = b ? 2 : 1;
+    t->shape[0] = a;
+    t->shape[1] = b;
+    tl->n++;
+}
+/* layer l's "PREFIX.weight" [out, in] (in 0: a 1-D norm gain [out]) and, with bias, "PREFIX.bias" [out];
+ * prefix holds the layer's %d */
+static void add_w(tensor_list *tl, const char *prefix, int l, int64_t out, int64_t in, int bias) {
+    char fmt[96], name[96];
+    snprintf(fmt, sizeof fmt, "%s.weight", prefix);
+    snprintf(name, sizeof name, fmt, l);
+    add(tl, name, out, in);
+    if (!bias) return;
+    snprintf(fmt, sizeof fmt, "%s.bias", prefix);
+    snprintf(name, sizeof name, fmt, l);
+    add(tl, name, out, 0);
+}
+
+static void bert_tensors(tensor_list *tl, int H, int L, int FF, int V, int P) {
+    add(tl, "embeddings.word_embeddings.weight", V, H);
+    add(tl, "embeddings.position_embeddings.weight", P, H);
+    add(tl, "embeddings.token_type_embeddings.weight", 2, H);
+    add_w(tl, "embeddings.LayerNorm", 0, H, 0, 1);
+    for (int l = 0; l < L; l++) {
+        add_w(tl, "encoder.layer.%d.attention.self.query", l, H, H, 1);
+        add_w(tl, "encoder.layer.%d.attention.self.key", l, H, H, 1);
+        add_w(tl, "encoder.layer.%d.attention.self.value", l, H, H, 1);
+        add_w(tl, "encoder.layer.%d.attention.output.dense", l, H, H, 1);
+        add_w(tl, "encoder.layer.%d.attention.output.LayerNorm", l, H, 0, 1);
+        add_w(tl, "encoder.layer.%d.intermediate.dense", l, FF, H, 1);
+        add_w(tl, "encoder.layer.%d.output.dense", l, H, FF, 1);
+        add_w(tl, "encoder.layer.%d.output.LayerNorm", l, H, 0, 1);
+    }
+}
+
+/* nomic-ai's NomicBertModel (modeling_hf_nomic_bert.py): fc11 is multiplied by silu(fc12). */
+static void nomic_tensors(tensor_list *tl, int H, int L, int FF, int V) {
+    add(tl, "embeddings.word_embeddings.weight", V, H);
+    add(tl, "embeddings.token_type_embeddings.weight", 2, H);
+    add_w(tl, "emb_ln", 0, H, 0, 1);
+    for (int l = 0; l < L; l++) {
+        add_w(tl, "encoder.layers.%d.attn.Wqkv", l, 3 * H, H, 0);
+        add_w(tl, "encoder.layers.%d.attn.out_proj", l, H, H, 0);
+        add_w(tl, "encoder.layers.%d.norm1", l, H, 0, 1);
+        add_w(tl, "encoder.layers.%d.mlp.fc11", l, FF, H, 0);
+        add_w(tl, "encoder.layers.%d.mlp.fc12", l, FF, H, 0);
+        add_w(tl, "encoder.layers.%d.mlp.fc2", l, H, FF, 0);
+        add_w(tl, "encoder.layers.%d.norm2", l, H, 0, 1);
+    }
+}
+
+/* transformers' ModernBertModel: layer 0 has no attn_norm (Identity); Wi is [2I, H], its first
+ * half activated. */
+static void modernbert_tensors(tensor_list *tl, int H, int L, int FF, int V) {
+    add(tl, "embeddings.tok_embeddings.weight", V, H);
+    add(tl, "embeddings.norm.weight", H, 0);
+    for (int l = 0; l < L; l++) {
+        if (l > 0) add_w(tl, "layers.%d.attn_norm", l, H, 0, 0);
+        add_w(tl, "layers.%d.attn.Wqkv", l, 3 * H, H, 0);
+        add_w(tl, "layers.%d.attn.Wo", l, H, H, 0);
+        add_w(tl, "layers.%d.mlp_norm", l, H, 0, 0);
+        add_w(tl, "layers.%d.mlp.Wi", l, 2 * FF, H, 0);
+        add_w(tl, "layers.%d.mlp.Wo", l, H, FF, 0);
+    }
+    add(tl, "final_norm.weight", H, 0);
+}
+
+static int write_config(const char *dir, bench_arch arch, int H, int L, int NH, int FF) {
+    char cfg[2048];
+    if (arch == BENCH_ARCH_BERT)
+        snprintf(cfg, sizeof cfg,
+                 "{\"architectures\":[\"BertModel\"],\"model_type\":\"bert\",\"hidden_size\":%d,"
+                 "\"num_hidden_layers\":%d,\"num_attention_heads\":%d,\"intermediate_size\":%d,"
+                 "\"max_position_embeddings\":512,\"type_vocab_size\":2,\"vocab_size\":30522,"
+                 "\"layer_norm_eps\":1e-12,\"hidden_act\":\"gelu\",\"pad_token_id\":0}", H, L, NH, FF);
+    else if (arch == BENCH_ARCH_NOMIC) /* nomic-embed-text-v1.5's keys that the forward pass depends on */
+        snprintf(cfg, sizeof cfg,
+                 "{\"architectures\":[\"NomicBertModel\"],\"model_type\":\"nomic_bert\",\"n_embd\":%d,"
+                 "\"n_layer\":%d,\"n_head\":%d,\"n_inner\":%d,\"n_positions\":8192,\"max_trained_positions\":2048,"
+                 "\"vocab_size\":30528,\"type_vocab_size\":2,\"layer_norm_epsilon\":1e-12,"
+                 "\"activation_function\":\"swiglu\",\"rotary_emb_base\":1000,\"rotary_emb_fraction\":1.0,"
+                 "\"rotary_emb_interleaved\":false,\"rotary_emb_scale_base\":null,\"rotary_scaling_factor\":null,"
+                 "\"qkv_proj_bias\":false,\"mlp_fc1_bias\":false,\"mlp_fc2_bias\":false,\"prenorm\":false,"
+                 "\"parallel_block\":false,\"use_rms_norm\":false,\"causal\":false,\"pad_token_id\":0}", H, L, NH, FF);
+    else /* ModernBERT-base's */
+        snprintf(cfg, sizeof cfg,
+                 "{\"architectures\":[\"ModernBertModel\"],\"model_type\":\"modernbert\",\"hidden_size\":%d,"
+                 "\"num_hidden_layers\":%d,\"num_attention_heads\":%d,\"intermediate_size\":%d,"
+                 "\"max_position_embeddings\":8192,\"vocab_size\":50368,\"norm_eps\":1e-05,\"norm_bias\":false,"
+                 "\"hidden_activation\":\"gelu\",\"attention_bias\":false,\"mlp_bias\":false,"
+                 "\"global_attn_every_n_layers\":3,\"local_attention\":128,\"global_rope_theta\":160000.0,"
+                 "\"local_rope_theta\":10000.0,\"pad_token_id\":50283,\"bos_token_id\":50281,"
+                 "\"eos_token_id\":50282,\"cls_token_id\":50281,\"sep_token_id\":50282}", H, L, NH, FF);
     if (write_text(dir, "config.json", cfg)) {
         fprintf(stderr, "random model: cannot write %s/config.json\n", dir);
         return -1;
     }
-    if (with_tokenizer && write_tokenizer(dir, H)) return -1;
-    int n = 5 + 16 * L, k = 0;
-    emb_safetensors_write_tensor *t = calloc((size_t)n, sizeof *t);
-    char(*names)[96] = calloc((size_t)n, 96);
-    if (!t || !names) {
-        free(t);
-        free(names);
-        return -1;
-    }
-#define T2(nm, a, b) do { snprintf(names[k], 96, "%s", nm); t[k].name = names[k]; t[k].dtype = EMB_DT_F32; \
-        t[k].ndim = (b) ? 2 : 1; t[k].shape[0] = a; t[k].shape[1] = b; k++; } while (0)
-    T2("embeddings.word_embeddings.weight", V, H);
-    T2("embeddings.position_embeddings.weight", P, H);
-    T2("embeddings.token_type_embeddings.weight", 2, H);
-    T2("embeddings.LayerNorm.weight", H, 0);
-    T2("embeddings.LayerNorm.bias", H, 0);
-    for (int l = 0; l < L; l++) {
-        char b[96];
-#define TL(fmt, a, c) do { snprintf(b, sizeof b, fmt, l); T2(b, a, c); } while (0)
-        TL("encoder.layer.%d.attention.self.query.weight", H, H); TL("encoder.layer.%d.attention.self.query.bias", H, 0);
-        TL("encoder.layer.%d.attention.self.key.weight", H, H); TL("encoder.layer.%d.attention.self.key.bias", H, 0);
-        TL("encoder.layer.%d.attention.self.value.weight", H, H); TL("encoder.layer.%d.attention.self.value.bias", H, 0);
-        TL("encoder.layer.%d.attention.output.dense.weight", H, H); TL("encoder.layer.%d.attention.output.dense.bias", H, 0);
-        TL("encoder.layer.%d.attention.output.LayerNorm.weight", H, 0); TL("encoder.layer.%d.attention.output.LayerNorm.bias", H, 0);
-        TL("encoder.layer.%d.intermediate.dense.weight", FF, H); TL("encoder.layer.%d.intermediate.dense.bias", FF, 0);
-        TL("encoder.layer.%d.output.dense.weight", H, FF); TL("encoder.layer.%d.output.dense.bias", H, 0);
-        TL("encoder.layer.%d.output.LayerNorm.weight", H, 0); TL("encoder.layer.%d.output.LayerNorm.bias", H, 0);
-    }
-#undef TL
-#undef T2
+    return 0;
+}
+
+static int by_name(const void *a, const void *b) {
+    return strcmp(((const emb_safetensors_write_tensor *)a)->name, ((const emb_safetensors_write_tensor *)b)->name);
+}
+
+/* Draws every tensor's values (weights uniform with std about 1/sqrt(fan-in), norm gains near 1,
+ * biases small), then writes them in name order. */
+static int fill_and_write(const char *dir, tensor_list *tl) {
+    char path[1024], err[EMB_ERR_LEN];
     int oom = 0, rc = 0;
-    for (int i = 0; i < n && !oom; i++) {
-        size_t cnt = (size_t)t[i].shape[0] * (t[i].ndim == 2 ? (size_t)t[i].shape[1] : 1);
+    for (int i = 0; i < tl->n && !oom; i++) {
+        emb_safetensors_write_tensor *t = &tl->t[i];
+        size_t cnt = (size_t)t->shape[0] * (t->ndim == 2 ? (size_t)t->shape[1] : 1);
         float *d = malloc(cnt * sizeof(float));
         if (!d) {
             oom = 1;
             break;
         }
-        int lnw = strstr(t[i].name, "LayerNorm.weight") != NULL;
-        float a = t[i].ndim == 2 ? (strstr(t[i].name, "embeddings") ? 0.05f : 1.7f / sqrtf((float)t[i].shape[1])) : 0.02f;
-        for (size_t j = 0; j < cnt; j++) d[j] = lnw ? 1.0f + urand(0.05f) : urand(a);
-        t[i].data = d;
+        int gain = t->ndim == 1 && strstr(t->name, ".weight") != NULL;
+        int emb = strstr(t->name, "embeddings") != NULL;
+        float a = t->ndim == 2 ? (emb ? 0.05f : 1.7f / sqrtf((float)t->shape[1])) : 0.02f;
+        for (size_t j = 0; j < cnt; j++) d[j] = gain ? 1.0f + urand(0.05f) : urand(a);
+        t->data = d;
     }
+    qsort(tl->t, (size_t)tl->n, sizeof *tl->t, by_name);
     snprintf(path, sizeof path, "%s/model.safetensors", dir);
     if (oom) fprintf(stderr, "random model: out of memory\n");
-    else if ((rc = emb_safetensors_write(path, t, n, 0, err)) != 0) fprintf(stderr, "random model: %s\n", err);
-    if (oom) rc = -1;
-    for (int i = 0; i < n; i++) free((void *)t[i].data);
-    free(t);
-    free(names);
+    else if ((rc = emb_safetensors_write(path, tl->t, tl->n, 0, err)) != 0) fprintf(stderr, "random model: %s\n", err);
+    for (int i = 0; i < tl->n; i++) free((void *)tl->t[i].data);
+    return oom ? -1 : rc;
+}
+
+int bench_random_model_write_arch(const char *dir, bench_arch arch, int H, int L, int NH, int FF, int with_tokenizer) {
+    rs = 0x9E3779B97F4A7C15ull;
+    mkdir(dir, 0755);
+    if (with_tokenizer && arch != BENCH_ARCH_BERT) {
+        fprintf(stderr, "random model: tokenizer files are only written for BERT\n");
+        return -1;
+    }
+    if (write_config(dir, arch, H, L, NH, FF) || (with_tokenizer && write_tokenizer(dir, H))) return -1;
+    tensor_list tl = {NULL, NULL, 0, 5 + 16 * L + 1};
+    tl.t = calloc((size_t)tl.cap, sizeof *tl.t);
+    tl.names = calloc((size_t)tl.cap, sizeof *tl.names);
+    int rc = -1;
+    if (tl.t && tl.names) {
+        if (arch == BENCH_ARCH_BERT) bert_tensors(&tl, H, L, FF, 30522, 512);
+        else if (arch == BENCH_ARCH_NOMIC) nomic_tensors(&tl, H, L, FF, 30528);
+        else modernbert_tensors(&tl, H, L, FF, 50368);
+        rc = fill_and_write(dir, &tl);
+    } else {
+        fprintf(stderr, "random model: out of memory\n");
+    }
+    free(tl.t);
+    free(tl.names);
     return rc;
+}
+
+int bench_random_model_write(const char *dir, int H, int L, int NH, int FF, int with_tokenizer) {
+    return bench_random_model_write_arch(dir, BENCH_ARCH_BERT, H, L, NH, FF, with_tokenizer);
 }

@@ -1,14 +1,26 @@
-/* A random-weight BERT checkpoint for the benchmarks: config.json and model.safetensors
- * (F32, the tensor names and shapes of Hugging Face's BertModel, vocabulary 30522,
- * 512 positions), the same weights on every call with the same sizes. */
+/* Random-weight checkpoints for the benchmarks: config.json and model.safetensors (F32, the
+ * tensor names and shapes of the published checkpoints, laid out in name order as Hugging
+ * Face's safetensors files are), the same weights on every call with the same sizes.
+ *   BERT: transformers' BertModel, vocabulary 30522, 512 positions.
+ *   NomicBERT: nomic-embed-text-v1.5's config.json with the sizes given (fused Wqkv, rotary
+ *     base 1000 fraction 1.0, SwiGLU fc11 / fc12 / fc2, no linear biases, vocabulary 30528).
+ *   ModernBERT: ModernBERT-base's config.json with the sizes given (fused Wqkv, GeGLU Wi / Wo,
+ *     no biases, global attention every 3rd layer, local window 128, rope thetas 160000 and
+ *     10000, final_norm, no attn_norm in layer 0, vocabulary 50368). */
 #ifndef BENCH_RANDOM_MODEL_H
 #define BENCH_RANDOM_MODEL_H
 
-/* Writes the model into dir (created if missing). with_tokenizer: also the tokenizer and
- * sentence-transformers files of tests/fixtures/models/minilm-tiny-st (mean pooling,
- * normalised, as all-MiniLM-L6-v2), so that emb_model_load and embed_load() take the
+typedef enum { BENCH_ARCH_BERT, BENCH_ARCH_NOMIC, BENCH_ARCH_MODERNBERT } bench_arch;
+
+/* Writes the model into dir (created if missing). with_tokenizer (BERT only): also the
+ * tokenizer and sentence-transformers files of tests/fixtures/models/minilm-tiny-st (mean
+ * pooling, normalised, as all-MiniLM-L6-v2), so that emb_model_load and embed_load() take the
  * folder; those paths are relative to the repository root. Returns 0, or nonzero after a
  * message on stderr. */
+int bench_random_model_write_arch(const char *dir, bench_arch arch, int hidden, int layers, int heads,
+                                  int intermediate, int with_tokenizer);
+
+/* bench_random_model_write_arch(dir, BENCH_ARCH_BERT, ...) */
 int bench_random_model_write(const char *dir, int hidden, int layers, int heads, int intermediate,
                              int with_tokenizer);
 

@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# Our encoder against ONNX Runtime (onnxruntime-node, float32), PyTorch float32 and PyTorch dynamic
+# int8, all measured in this run on the same random-weight checkpoints, token ids, thread counts
+# (1 and 2) and timing rule, in alternating rounds (ours first in odd rounds, the peers first in
+# even ones), with `uptime` before each; then a table of ours / peer per workload and thread count
+# (mean of the rounds and each round's figure) and of our share of the same-run sgemm rate.
+# Usage: bench/encoder_peers.sh BUILD_DIR [--quick] [--rounds N]
+# Environment: MODELS (ours, default minilm,base,nomic,modernbert), ORT_MODELS (default the same),
+# TORCH_MODELS (default minilm,base), PEERS_DIR (models and results; default a temporary folder,
+# removed at the end unless PEERS_KEEP=1).
+# OpenBLAS picks its own kernels here (OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE unset, as on users'
+# machines; the environment's Haswell setting is for reproducible tests, and would hold our float32
+# and Debian's PyTorch, which also calls OpenBLAS, to AVX2 while ONNX Runtime's own kernels use
+# AVX-512); KEEP_OPENBLAS_ENV=1 keeps the environment's. SENTENCES=N overrides the sentence count.
+# Installs what it needs: Debian's python3-torch (apt-get) and npm onnxruntime-node into
+# bench/node_modules (bench/package.json, --ignore-scripts). Tests do not depend on any of this.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build=${1:-build}
+shift || true
+quick=""
+rounds=2
+while [ $# -gt 0 ]; do
+    case $1 in
+        --quick) quick=--quick ;;
+        --rounds) rounds=$2; shift ;;
+        *) echo "encoder_peers.sh: unknown option $1" >&2; exit 2 ;;
+    esac
+    shift
+done
+bin="$build/bench/bench_encoder"
+[ -x "$bin" ] || { echo "encoder_peers.sh: $bin not built (make BUILD=$build $bin)" >&2; exit 1; }
+models=${MODELS:-minilm,base,nomic,modernbert}
+ort_models=${ORT_MODELS:-$models}
+torch_models=${TORCH_MODELS:-minilm,base}
+[ "${KEEP_OPENBLAS_ENV:-0}" = 1 ] || unset OPENBLAS_CORETYPE OPENBLAS_L2_SIZE
+sent=()
+[ -z "${SENTENCES:-}" ] || sent=(--sentences "$SENTENCES")
+py=/usr/bin/python3 # Debian's, where python3-torch installs
+if ! "$py" -c 'import torch' 2>/dev/null; then
+    echo "### installing python3-torch (apt-get)"
+    apt-get install -y python3-torch >/dev/null
+fi
+if [ ! -d bench/node_modules/onnxruntime-node ]; then
+    echo "### installing onnxruntime-node (npm, --ignore-scripts)"
+    (cd bench && npm install --ignore-scripts --no-audit --no-fund >/dev/null)
+fi
+dir=${PEERS_DIR:-$(mktemp -d /tmp/encoder_peers_XXXXXX)}
+[ -n "${PEERS_DIR:-}" ] || [ "${PEERS_KEEP:-0}" = 1 ] || trap 'rm -rf "$dir"' EXIT
+all=$(echo "$models,$ort_models,$torch_models" | tr , '\n' | sort -u | paste -sd,)
+echo "### writing the models ($all), workloads and our check outputs into $dir"
+"$bin" --write "$dir" --model "$all" $quick "${sent[@]}"
+for m in $(echo "$ort_models,$torch_models" | tr , '\n' | sort -u); do
+    "$py" bench/peers/torch_encoder.py "$dir" "$m" $( [[ ",$ort_models," == *",$m,"* ]] && echo --export )
+done
+ours() { "$bin" --dir "$dir" --model "$models" --results "$dir/results.$1" $quick "${sent[@]}"; }
+# a peer that fails is reported and left out of the tables; the other measurements go on
+peers() {
+    for m in ${ort_models//,/ }; do
+        node bench/peers/ort_encoder.js "$dir" "$m" --results "$dir/results.$1" $quick || echo "### ONNX Runtime on $m failed"
+    done
+    for m in ${torch_models//,/ }; do
+        "$py" bench/peers/torch_encoder.py "$dir" "$m" --bench --results "$dir/results.$1" $quick || echo "### PyTorch on $m failed"
+    done
+}
+for r in $(seq 1 "$rounds"); do
+    echo; echo "### round $r: $(uptime)"
+    rm -f "$dir/results.$r"
+    echo "load $(cut -d' ' -f1-3 /proc/loadavg)" >"$dir/results.$r"
+    if [ $((r % 2)) = 1 ]; then ours "$r"; peers "$r"; else peers "$r"; ours "$r"; fi
+done
+echo; echo "### after the rounds: $(uptime)"
+"$py" bench/peers/summarize.py "$dir"/results.*
