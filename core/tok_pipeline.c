@@ -445,8 +445,7 @@ static int toklist_name(toklist *l, const char *s, size_t len) {
         (l->text_n + len > l->text_cap && emb_grow((void **)&l->text, &l->text_cap, l->text_n + len, 1)))
         return -1;
     memcpy(l->text + l->text_n, s, len);
-    const emb_token *k = &l->tok[l->n - 1];
-    l->tt[l->ntt++] = (tok_text){l->n - 1, l->text_n, len, k->id, k->seq};
+    l->tt[l->ntt++] = (tok_text){l->n - 1, l->text_n, len, l->tok[l->n - 1]};
     l->text_n += len;
     return 0;
 }

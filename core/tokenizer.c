@@ -109,10 +109,14 @@ const char *emb_encoding_token_text(const emb_encoding *enc, size_t i, size_t *l
     }
     if (lo == sc->nott || sc->ott[lo].index != i) return NULL;
     const tok_text *x = &sc->ott[lo];
-    /* the entry is of this encoding's token (not of an older call's output) */
-    if (enc->tok[i].id != x->id || enc->tok[i].seq != x->seq) return NULL;
+    /* the entry is of this encoding's token, not of an older call's (a defined model's
+     * tokenizer refills enc without this scratch): the whole token must match */
+    const emb_token *k = &enc->tok[i];
+    if (k->id != x->tok.id || k->start != x->tok.start || k->end != x->tok.end || k->word != x->tok.word ||
+        k->seq != x->tok.seq || k->type_id != x->tok.type_id)
+        return NULL;
     *len = x->len;
-    return sc->seq[x->seq].text + x->off;
+    return sc->seq[x->tok.seq].text + x->off;
 }
 
 static inline void push_tok(scratch *sc, toklist *l, int32_t id, int32_t s, int32_t e, int32_t word, int32_t seq) {
@@ -468,6 +472,8 @@ int emb_tokenize(const emb_tokenizer *t, const char *text, size_t len, const cha
                 if (sc->nott == sc->ottcap && emb_grow((void **)&sc->ott, &sc->ottcap, sc->nott + 1, sizeof *sc->ott))
                     return emb_fail(err, "out of memory");
                 sc->ott[sc->nott] = sl->tt[j];
+                sc->ott[sc->nott].tok = sl->tok[sl->tt[j].index]; /* as output: after trim_offsets */
+                sc->ott[sc->nott].tok.type_id = tm[k].type_id;
                 sc->ott[sc->nott++].index = out->n + sl->tt[j].index;
             }
             for (size_t q = 0; q < cnt; q++) {

@@ -24,7 +24,8 @@ typedef struct tok_pipe tok_pipe; /* tok_pipeline.c: the Unigram / BPE pipeline 
 typedef struct {
     size_t index;  /* of the token in its list */
     size_t off, len; /* its text in the list's text buffer */
-    int32_t id, seq;
+    emb_token tok;   /* in the output: the token itself, so that an encoding another tokenizer
+                      * refilled does not match */
 } tok_text;
 
 typedef struct {

@@ -319,6 +319,9 @@ static void test_unknown_names(void) {
     CHECK(rc == 0 && e.n == 4 && emb_encoding_token_text(&e, 2, &len) && len == 4 && !emb_encoding_token_text(&e, 3, &len) &&
               !emb_encoding_token_text(&e, 4, &len),
           "truncated: names kept for the tokens kept");
+    /* an encoding refilled without emb_tokenize (a defined model's tokenizer) names nothing */
+    e.tok[2].start++;
+    CHECK(!emb_encoding_token_text(&e, 2, &len), "a changed token loses the name");
     emb_encoding_free(&e);
     emb_tokenizer_free(t);
 }

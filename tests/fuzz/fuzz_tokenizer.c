@@ -4,7 +4,8 @@
  * Checks the invariants of every encoding: ids in the vocabulary, offsets on UTF-8 boundaries
  * inside their own text (WordPiece: non-empty and non-decreasing; a bare 'Ġ' of BPE has an empty
  * span), word indices non-decreasing, type ids (WordPiece: the sequence; XLM-R and RoBERTa: 0),
- * length within max_len, and that the error for invalid UTF-8 says so.
+ * length within max_len, that only a Unigram unknown is named by its own text (valid UTF-8), and
+ * that the error for invalid UTF-8 says so.
  * Run from the repository root (fixtures are loaded by relative path) or set EMB_FIXTURES. */
 #include <stdint.h>
 #include <stdio.h>
@@ -12,6 +13,7 @@
 #include <string.h>
 
 #include "tokenizer.h"
+#include "utf8.h"
 
 #define NTOK 4
 static emb_tokenizer *tok[NTOK];
@@ -72,6 +74,11 @@ static void check(const emb_tokenizer *t, int wordpiece, const uint8_t *a, size_
         last_end[k->seq] = k->end;
         last_word[k->seq] = k->word;
         if (k->type_id != (wordpiece ? k->seq : 0)) __builtin_trap();
+        /* only a Unigram unknown has a name of its own: non-empty valid UTF-8 */
+        size_t nl, bad;
+        const char *name = emb_encoding_token_text(&enc, i, &nl);
+        if (name && (t != tok[2] || k->id != emb_tokenizer_unk_id(t) || nl == 0 || !emb_utf8_valid(name, nl, &bad)))
+            __builtin_trap();
     }
 }
 
