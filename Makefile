@@ -31,9 +31,12 @@ CTEST_BIN = $(CTEST_SRC:tests/c/%.c=$(BUILD)/tests/%)
 BENCH_SRC = $(wildcard bench/bench_*.c)
 BENCH_BIN = $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
 EXT_SO   = $(if $(filter build,$(BUILD)),embed.so,$(BUILD)/embed.so)
+# LD_PRELOAD helper for hosts that cannot call load_extension (dqlite nodes): beside embed.so,
+# where it looks for it by default.
+PRELOAD_SO = $(dir $(EXT_SO))embed_preload.so
 
-.PHONY: all deps demo test asan valgrind fuzz stress bench clean install uninstall check-fresh
-all: $(EXT_SO) $(BUILD)/libembedcore.a $(CTEST_BIN)
+.PHONY: all deps demo test asan valgrind fuzz stress bench clean install uninstall check-fresh cluster-test
+all: $(EXT_SO) $(PRELOAD_SO) $(BUILD)/libembedcore.a $(CTEST_BIN)
 
 deps:
 	@bash scripts/deps.sh
@@ -49,6 +52,9 @@ $(BUILD)/libembedcore.a: $(CORE_OBJ)
 # embed.so in the loader's cache, so `.load embed` finds an installed copy from any folder.
 $(EXT_SO): $(EXT_OBJ) $(BUILD)/libembedcore.a
 	$(CC) $(ALL_CFLAGS) -shared -Wl,-soname,embed.so -o $@ $(EXT_OBJ) $(BUILD)/libembedcore.a $(LIBS)
+
+$(PRELOAD_SO): ext/preload/embed_preload.c
+	$(CC) $(ALL_CFLAGS) -shared -o $@ $< -lsqlite3 -lcjson -ldl -lpthread
 
 $(BUILD)/tests/%: tests/c/%.c tests/c/check.h $(BUILD)/libembedcore.a
 	@mkdir -p $(dir $@)
@@ -80,6 +86,10 @@ valgrind: all
 	  sqlite3 :memory: '.load ./embed' '.read tests/sql/leak_check.sql' \
 	  '.read tests/sql/leak_check_index.sql' '.read tests/sql/leak_check_hybrid.sql' '.read tests/sql/leak_check_quant.sql' >/dev/null 2>build/valgrind.log; \
 	  rc=$$?; cat build/valgrind.log; [ $$rc -ne 9 ] && echo "valgrind: clean"
+
+# Long form of the cluster test: bulk inserts while the leader is killed (CLUSTER_ROUNDS times).
+cluster-test: all
+	/usr/bin/python3 tests/cluster/test_cluster.py $(BUILD) $(EXT_SO) --long $${CLUSTER_ROUNDS:-20}
 
 # Long forms of the crash-kill and concurrency tests (make test runs short ones).
 stress: all
@@ -115,9 +125,10 @@ LDCONFIG = if [ -n "$(DESTDIR)" ]; then :; \
   elif [ "$$(id -u)" = 0 ]; then ldconfig; \
   else echo "run 'sudo ldconfig' so that '.load embed' finds $(PREFIX)/lib/embed.so"; fi
 
-install: $(EXT_SO) $(BUILD)/libembedcore.a
+install: $(EXT_SO) $(PRELOAD_SO) $(BUILD)/libembedcore.a
 	install -d $(LIBDIR) $(INCDIR) $(PCDIR)
 	install -m 755 $(EXT_SO) $(LIBDIR)/embed.so
+	install -m 755 $(PRELOAD_SO) $(LIBDIR)/embed_preload.so
 	ln -sf embed.so $(LIBDIR)/libembed.so
 	install -m 644 $(BUILD)/libembedcore.a $(LIBDIR)/libembedcore.a
 	install -m 644 $(PUBLIC_HEADERS) $(INCDIR)/
@@ -125,10 +136,10 @@ install: $(EXT_SO) $(BUILD)/libembedcore.a
 	@$(LDCONFIG)
 
 uninstall:
-	rm -f $(LIBDIR)/embed.so $(LIBDIR)/libembed.so $(LIBDIR)/libembedcore.a $(PCDIR)/sqlite-embed.pc \
+	rm -f $(LIBDIR)/embed.so $(LIBDIR)/embed_preload.so $(LIBDIR)/libembed.so $(LIBDIR)/libembedcore.a $(PCDIR)/sqlite-embed.pc \
 	  $(addprefix $(INCDIR)/,$(notdir $(PUBLIC_HEADERS)))
 	@if [ -d $(INCDIR) ]; then rmdir --ignore-fail-on-non-empty $(INCDIR); fi
 	@$(LDCONFIG)
 
 clean:
-	rm -rf build build-asan build-fuzz embed.so
+	rm -rf build build-asan build-fuzz embed.so embed_preload.so

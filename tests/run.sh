@@ -64,6 +64,9 @@ if [ -f tests/fuzz/run.sh ] && [ "${SANITIZE:-0}" != 1 ]; then
     run_suite fuzz_short bash tests/fuzz/run.sh "${FUZZ_SECONDS:-4}"  # per harness (5): about 20 s
 fi
 if [ "${SANITIZE:-0}" != 1 ]; then
+    # embed_preload.so in the sqlite3 shell and Python, and a three-node dqlite cluster
+    # (short form; the long one: make cluster-test).
+    run_suite cluster /usr/bin/python3 tests/cluster/test_cluster.py "$build" "$ext"
     run_suite install bash tests/install/test_install.sh "$build"
 fi
 rm -rf "$logdir"

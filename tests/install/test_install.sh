@@ -43,7 +43,7 @@ check "staged uninstall removes include/sqlite-embed" test ! -e "$stage/usr/loca
 prefix=$tmp/prefix
 check "make install PREFIX" mk install PREFIX="$prefix"
 installed_files "$prefix" >"$tmp/files"
-n_files=$((4 + $(echo "$headers" | wc -w))) # embed.so, libembed.so, libembedcore.a, sqlite-embed.pc
+n_files=$((5 + $(echo "$headers" | wc -w))) # embed.so, embed_preload.so, libembed.so, libembedcore.a, sqlite-embed.pc
 check "install wrote $n_files files" test "$(wc -l <"$tmp/files")" -eq "$n_files"
 if command -v ldconfig >/dev/null || [ -x /sbin/ldconfig ]; then
     # The loader's cache that ldconfig would build for this folder lists embed.so (-X: touch no links).
@@ -54,6 +54,9 @@ mkdir -p "$tmp/elsewhere"
 check ".load embed by bare name from another folder" bash -c "cd '$tmp/elsewhere' &&
     out=\$(LD_LIBRARY_PATH='$prefix/lib' sqlite3 :memory: '.load embed' \"SELECT embed_json(embed_add('[1, 2, 3]', '[0.5, 0.5, 0.5]'))\") &&
     test \"\$out\" = '[1.5,2.5,3.5]'"
+check "the installed embed_preload.so registers the installed embed.so in a shell without .load" bash -c "cd '$tmp/elsewhere' &&
+    out=\$(env -u EMBED_EXTENSION -u EMBED_MODELS LD_PRELOAD='$prefix/lib/embed_preload.so' sqlite3 :memory: \"SELECT embed_json(embed_add('[1]', '[2]'))\") &&
+    test \"\$out\" = '[3]'"
 export PKG_CONFIG_PATH=$prefix/lib/pkgconfig
 check "pkg-config version equals embed_version()" bash -c "test \"\$(pkg-config --modversion sqlite-embed)\" = \
     \"\$(sqlite3 :memory: '.load $prefix/lib/embed' 'SELECT embed_version()')\""
