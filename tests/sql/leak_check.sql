@@ -28,6 +28,7 @@ SELECT * FROM embed_attention('tok', 'a', 3); SELECT * FROM embed_attention('les
 SELECT * FROM embed_attention('nope', 'a'); SELECT * FROM embed_attention('tok', x'41');
 SELECT embed_json(embed_attention_bias('tok', 0, 3)), embed_attention_bias('tok', 0, 3, 9), embed_attention_bias('lesson', 0, 1);
 SELECT embed_load('modern', 'tests/fixtures/models2/modernbert-tiny');
+SELECT embed_json(embed_rotate('[1, 2, 3, 4]', 7)), embed_rotate(NULL, 1); SELECT embed_rotate('[1, 2, 3]', 1); SELECT embed_rotate('[1, 2]', -1, 0);
 SELECT hex(embed_attention_bias('modern', 0, 100, 2)), embed_attention_bias('modern', 0, 100);
 SELECT count(*) FROM embed_attention('modern', 'the left side') WHERE layer = 2;
 SELECT embed_unload('lesson'), embed_unload('tok');
