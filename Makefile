@@ -35,7 +35,7 @@ EXT_SO   = $(if $(filter build,$(BUILD)),embed.so,$(BUILD)/embed.so)
 # where it looks for it by default.
 PRELOAD_SO = $(dir $(EXT_SO))embed_preload.so
 
-.PHONY: all deps demo test asan valgrind fuzz stress bench clean install uninstall check-fresh cluster-test
+.PHONY: all deps demo test asan valgrind fuzz stress bench clean install uninstall check-fresh cluster-test cluster-demo
 all: $(EXT_SO) $(PRELOAD_SO) $(BUILD)/libembedcore.a $(CTEST_BIN)
 
 deps:
@@ -86,6 +86,11 @@ valgrind: all
 	  sqlite3 :memory: '.load ./embed' '.read tests/sql/leak_check.sql' \
 	  '.read tests/sql/leak_check_index.sql' '.read tests/sql/leak_check_hybrid.sql' '.read tests/sql/leak_check_quant.sql' >/dev/null 2>build/valgrind.log; \
 	  rc=$$?; cat build/valgrind.log; [ $$rc -ne 9 ] && echo "valgrind: clean"
+
+# Three dqlite nodes on 127.0.0.1 running sqlite-embed, a failover, then everything stopped.
+cluster-demo: all
+	@EMBED_DEPS=build bash scripts/deps.sh go-dqlite
+	bash examples/cluster/demo.sh $(EXT_SO)
 
 # Long form of the cluster test: bulk inserts while the leader is killed (CLUSTER_ROUNDS times).
 cluster-test: all
