@@ -284,14 +284,21 @@ int emb_i8_gemm_s32(emb_i8_path p, const emb_i8_act *a, const emb_i8w *w, int32_
     return 0;
 }
 
-int emb_i8_gemm_q_path(emb_i8_path p, const emb_i8_act *a, const emb_i8w *w, const float *bias, float beta,
-                       float *C, int ldc) {
-    if (a->K != w->K) return -1;
+/* The kernels' arguments for C = beta C + A W^T + bias. */
+static emb_i8k_args output_args(const emb_i8_act *a, const emb_i8w *w, const float *bias, float beta, float *C,
+                                int ldc) {
     emb_i8k_args g = make_args(a, w);
     g.bias = bias;
     g.beta = beta != 0.0f;
     g.C = C;
     g.ldc = ldc;
+    return g;
+}
+
+int emb_i8_gemm_q_path(emb_i8_path p, const emb_i8_act *a, const emb_i8w *w, const float *bias, float beta,
+                       float *C, int ldc) {
+    if (a->K != w->K) return -1;
+    emb_i8k_args g = output_args(a, w, bias, beta, C, ldc);
     emb_i8k_run(p, &g, 0, a->M, 0, w->Np / 16);
     return 0;
 }
@@ -316,11 +323,7 @@ static void gemm_task(void *ctx, int task, int worker) {
 int emb_i8_gemm_q(const emb_i8_act *a, const emb_i8w *w, const float *bias, float beta, float *C, int ldc,
                   emb_workers *workers) {
     if (a->K != w->K) return -1;
-    emb_i8k_args g = make_args(a, w);
-    g.bias = bias;
-    g.beta = beta != 0.0f;
-    g.C = C;
-    g.ldc = ldc;
+    emb_i8k_args g = output_args(a, w, bias, beta, C, ldc);
     gemm_job j = {&g, emb_i8_path_default(), a->M, w->Np / 16, a->M, w->Np / 16, 1};
     int threads = emb_workers_helpers(workers) + 1;
     if (threads < 2 || (double)a->M * w->N * w->K < EMB_I8_PAR_MIN_MACS) {

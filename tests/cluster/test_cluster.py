@@ -73,12 +73,20 @@ def cosine_distance(a, b):
     return 1.0 - dot / math.sqrt(sum(x * x for x in a) * sum(y * y for y in b))
 
 
+LOCAL_VECTORS = {}   # text -> embed('st', text) computed here, once per text
+
+
+def local_vector(con, text):
+    if text not in LOCAL_VECTORS:
+        LOCAL_VECTORS[text] = vec(con.execute("SELECT embed('st', ?)", (text,)).fetchone()[0])
+    return LOCAL_VECTORS[text]
+
+
 def brute_force(con, rows, query, k):
     """The k nearest of rows [(rowid, text)] to query by cosine distance, computed here from
     embed('st', text) of this process's own copy of the model."""
-    q = vec(con.execute("SELECT embed('st', ?)", (query,)).fetchone()[0])
-    scored = sorted((cosine_distance(q, vec(con.execute("SELECT embed('st', ?)", (t,)).fetchone()[0])), r)
-                    for r, t in rows)
+    q = local_vector(con, query)
+    scored = sorted((cosine_distance(q, local_vector(con, t)), r) for r, t in rows)
     return [(r, d) for d, r in scored[:k]]
 
 

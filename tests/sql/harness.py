@@ -37,6 +37,19 @@ def floats(b):
     return list(struct.unpack("<%df" % (len(b) // 4), b))
 
 
+def rope_angles(pos, d, base=10000.0):
+    """The rotary angles of dimensions (i, i + d/2): pos * base^(-2i/d)."""
+    return [pos * base ** (-2.0 * i / d) for i in range(d // 2)]
+
+
+def rope_rotate(v, pos, base=10000.0):
+    """RoPE as NomicBERT and ModernBERT apply it to a query or key (rotate-half), in double."""
+    h = len(v) // 2
+    a = rope_angles(pos, len(v), base)
+    return ([v[i] * math.cos(a[i]) - v[i + h] * math.sin(a[i]) for i in range(h)] +
+            [v[i + h] * math.cos(a[i]) + v[i] * math.sin(a[i]) for i in range(h)])
+
+
 def f32(x):
     """x rounded to float32, as the extension stores it."""
     return struct.unpack("<f", struct.pack("<f", x))[0]

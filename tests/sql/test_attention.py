@@ -16,6 +16,7 @@ import subprocess
 import tempfile
 
 from harness import test, connect, one, floats, assert_error, define_lesson, FIXTURES, EXT, ROOT
+from harness import rope_rotate as rotate
 
 MODELS = os.path.join(FIXTURES, "models")
 MODELS2 = os.path.join(FIXTURES, "models2")
@@ -74,17 +75,6 @@ def layer_norm(X, g, eps, bias=None):
         v = sum((a - m) ** 2 for a in x) / len(x)
         s = 1.0 / math.sqrt(v + eps)
         out.append([(a - m) * s * g[i] + (bias[i] if bias else 0.0) for i, a in enumerate(x)])
-    return out
-
-
-def rotate(v, pos, base):
-    """rotate-half RoPE of one head's vector, angles pos * base^(-2i/d)."""
-    h = len(v) // 2
-    out = list(v)
-    for i in range(h):
-        a = pos * base ** (-2.0 * i / len(v))
-        out[i] = v[i] * math.cos(a) - v[i + h] * math.sin(a)
-        out[i + h] = v[i + h] * math.cos(a) + v[i] * math.sin(a)
     return out
 
 

@@ -11,6 +11,7 @@ import shutil
 import tempfile
 
 from harness import test, connect, one, floats, blob, assert_close, assert_error, FIXTURES
+from harness import rope_angles as angles, rope_rotate as rotate
 
 MODELS2 = os.path.join(FIXTURES, "models2")
 con = connect()
@@ -18,18 +19,6 @@ for _m in ("nomic-bert-tiny", "jina-bert-v2-tiny", "modernbert-tiny", "xlmr-tiny
     con.execute("SELECT embed_load(?, ?)", ("relpos-" + _m, os.path.join(MODELS2, _m)))
 _tmp = tempfile.mkdtemp(prefix="relpos-")
 atexit.register(shutil.rmtree, _tmp, True)
-
-
-def angles(pos, d, base=10000.0):
-    return [pos * base ** (-2.0 * i / d) for i in range(d // 2)]
-
-
-def rotate(v, pos, base=10000.0):
-    """RoPE as NomicBERT and ModernBERT apply it to a query or key: rotate-half."""
-    h = len(v) // 2
-    a = angles(pos, len(v), base)
-    return ([v[i] * math.cos(a[i]) - v[i + h] * math.sin(a[i]) for i in range(h)] +
-            [v[i + h] * math.cos(a[i]) + v[i] * math.sin(a[i]) for i in range(h)])
 
 
 def rotated(v, pos, *base):

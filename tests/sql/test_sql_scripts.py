@@ -7,7 +7,7 @@ import os
 import shutil
 import subprocess
 
-from harness import test, EXT, ROOT, FIXTURES
+from harness import test, EXT, ROOT, FIXTURES, rope_angles, rope_rotate as rotate
 
 
 def run_script(name, mode="-list"):
@@ -18,17 +18,6 @@ def run_script(name, mode="-list"):
                          input=script, cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0 and not out.stderr, (name, out.returncode, out.stderr[:2000])
     return out.stdout.splitlines()
-
-
-def rotate(v, pos, base=10000.0):
-    """RoPE as the rotary models apply it: pairs (i, i + d/2), angle pos * base^(-2i/d)."""
-    h = len(v) // 2
-    out = list(v)
-    for i in range(h):
-        a = pos * base ** (-2.0 * i / len(v))
-        out[i] = v[i] * math.cos(a) - v[i + h] * math.sin(a)
-        out[i + h] = v[i] * math.sin(a) + v[i + h] * math.cos(a)
-    return out
 
 
 def section(lines, number):
@@ -76,6 +65,6 @@ def positions_walkthrough_prints_the_rotary_formula():
             continue
         pos, values = line.split("|")
         pos, values = int(pos), json.loads(values)
-        angles = [int(pos) * base ** (-2.0 * i / d_head) for i in range(d_head // 2)]
+        angles = rope_angles(pos, d_head, base)
         expect = [math.cos(a) for a in angles] + [math.sin(a) for a in angles]
         assert len(values) == d_head and all(abs(a - b) < 1e-6 for a, b in zip(values, expect)), (pos, values)
