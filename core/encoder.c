@@ -7,6 +7,7 @@
 #include "encoder_internal.h"
 #include "encoder_attention.h"
 #include "encoder_kernels.h"
+#include "int8_gemm.h"
 #include "relpos.h"
 #include "workers.h"
 #include <cblas.h>
@@ -29,6 +30,7 @@ struct emb_workspace {
     int32_t *pos_ids;           /* RoBERTa: each token's row of the position table */
     size_t pos_n;
     emb_workers *workers;       /* helper threads, or NULL */
+    emb_i8_act act;             /* int8 weights: the quantized input of the current product */
 };
 
 const float *emb_encoder_word_row(const emb_encoder *e, int32_t id) {
@@ -193,6 +195,7 @@ void emb_workspace_free(emb_workspace *w) {
     free(w->xn);
     free(w->rope);
     free(w->pos_ids);
+    emb_i8_act_free(&w->act);
     free(w);
 }
 size_t emb_workspace_bytes(const emb_workspace *w) {
@@ -212,14 +215,6 @@ static int grow(float **p, size_t *cap, size_t n) {
     return 0;
 }
 
-/* C[M,N] += A[M,K] * W[N,K]^T  (W as stored by PyTorch Linear: [out, in]) */
-static void linear_acc(const float *A, const float *W, float *C, int M, int N, int K) {
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, N, K, 1.0f, A, K, W, K, 1.0f, C, N);
-}
-/* the same with row strides: A's lda, C's ldc */
-static void linear_acc_ld(const float *A, int lda, const float *W, float *C, int ldc, int M, int N, int K) {
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, N, K, 1.0f, A, lda, W, K, 1.0f, C, ldc);
-}
 
 double emb_encoder_flops(const emb_encoder *e, int B, int T, const int32_t *lens, int n_layers) {
     const emb_encoder_config *c = &e->cfg;
@@ -243,6 +238,10 @@ double emb_encoder_flops(const emb_encoder *e, int B, int T, const int32_t *lens
 typedef struct {
     const emb_encoder *e;
     const emb_layer_weights *w;
+    const emb_layer_i8 *w8;               /* int8 weights: this layer's packed weights, else NULL */
+    emb_i8_act *act;                      /* int8 weights: the quantized input of a product */
+    emb_workers *gemm_workers;            /* int8 weights: the threads a large product is split over */
+    int failed;                           /* an int8 product ran out of memory */
     const emb_layer_weights *next;        /* layer whose Q/K/V biases the row tasks preload, or NULL */
     int B, T, H, NH, dh, FF;
     size_t BT;
@@ -372,16 +371,42 @@ static void layer_attention(fwd_ctx *fc, const emb_encoder_config *c, const emb_
     if (c->pos_kind == EMB_POS_ROTARY) fc->att.rope = ws->rope + (local ? (size_t)ws->rope_T * c->rope_dims : 0);
 }
 
+/* C[M,N] += A[M,K] * W[N,K]^T (W as PyTorch's Linear stores it, [out, in]; row strides lda, ldc):
+ * on sgemm, or with the packed int8 weight W8 when the encoder has them. */
+static void linear_acc(fwd_ctx *fc, const float *A, int lda, const float *W, const emb_i8w *W8, float *C, int ldc,
+                       int M, int N, int K) {
+    if (!W8)
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, N, K, 1.0f, A, lda, W, K, 1.0f, C, ldc);
+    else if (emb_i8_gemm(A, lda, M, W8, NULL, 1.0f, C, ldc, fc->act, fc->gemm_workers))
+        fc->failed = 1;
+}
+
 /* The feed-forward's first product: into inter (FFin wide), one product when its halves lie
  * side by side in one tensor, two otherwise. */
-static void ffn_in(const fwd_ctx *fc, const emb_layer_weights *w, const float *A) {
+static void ffn_in(fwd_ctx *fc, const emb_layer_weights *w, const float *A) {
     int BT = (int)fc->BT, FF = fc->FF, H = fc->H;
-    if (fc->FFin == FF || w->w1b == w->w1 + (size_t)FF * H) {
-        linear_acc_ld(A, H, w->w1, fc->inter, fc->FFin, BT, fc->FFin, H);
+    if (fc->w8 || fc->FFin == FF || w->w1b == w->w1 + (size_t)FF * H) { /* int8: packed as one */
+        linear_acc(fc, A, H, w->w1, fc->w8 ? fc->w8->ffn_in : NULL, fc->inter, fc->FFin, BT, fc->FFin, H);
     } else {
-        linear_acc_ld(A, H, w->w1, fc->inter, fc->FFin, BT, FF, H);
-        linear_acc_ld(A, H, w->w1b, fc->inter + FF, fc->FFin, BT, FF, H);
+        linear_acc(fc, A, H, w->w1, NULL, fc->inter, fc->FFin, BT, FF, H);
+        linear_acc(fc, A, H, w->w1b, NULL, fc->inter + FF, fc->FFin, BT, FF, H);
     }
+}
+
+/* Q, K and V from A: int8 quantizes A once for the three products. */
+static void qkv_in(fwd_ctx *fc, const emb_layer_weights *w, const float *A) {
+    int BT = (int)fc->BT, H = fc->H;
+    const emb_layer_i8 *w8 = fc->w8;
+    if (!w8) {
+        linear_acc(fc, A, H, w->wq, NULL, fc->q, H, BT, H, H);
+        linear_acc(fc, A, H, w->wk, NULL, fc->k, H, BT, H, H);
+        linear_acc(fc, A, H, w->wv, NULL, fc->v, H, BT, H, H);
+        return;
+    }
+    emb_workers *gw = fc->gemm_workers;
+    if (emb_i8_quantize(A, H, BT, H, fc->act, gw) || emb_i8_gemm_q(fc->act, w8->q, NULL, 1.0f, fc->q, H, gw) ||
+        emb_i8_gemm_q(fc->act, w8->k, NULL, 1.0f, fc->k, H, gw) || emb_i8_gemm_q(fc->act, w8->v, NULL, 1.0f, fc->v, H, gw))
+        fc->failed = 1;
 }
 
 /* Where the row tasks and the attention tasks run (helper threads or the caller alone), in how
@@ -396,16 +421,14 @@ typedef struct {
 static void attention_block(fwd_ctx *fc, const emb_workspace *ws, const plan *pl, int l, const float *A) {
     const emb_layer_weights *w = fc->w;
     int BT = (int)fc->BT, H = fc->H;
-    linear_acc(A, w->wq, fc->q, BT, H, H);
-    linear_acc(A, w->wk, fc->k, BT, H, H);
-    linear_acc(A, w->wv, fc->v, BT, H, H);
+    qkv_in(fc, w, A);
     layer_attention(fc, &fc->e->cfg, ws, l);
     const emb_attention_span *s = fc->span;
     fc->att.capture = s && l + 1 >= s->first_layer && l + 1 <= s->last_layer
                           ? fc->probs + (size_t)(l + 1 - s->first_layer) * fc->att.capture_nh * fc->T * fc->T
                           : NULL;
     emb_workers_run(pl->att, fc->B * fc->NH, emb_attention_task, &fc->att);
-    linear_acc(fc->q, w->wo, fc->X, BT, H, H);
+    linear_acc(fc, fc->q, H, w->wo, fc->w8 ? fc->w8->o : NULL, fc->X, H, BT, H, H);
 }
 
 /* BERT's layers: LayerNorm after attention and after the feed-forward, each with its residual. */
@@ -414,6 +437,7 @@ static void layers_post_norm(fwd_ctx *fc, const emb_workspace *ws, const plan *p
     for (int l = 0; l < n_layers; l++) {
         const emb_layer_weights *w = &e->L[l];
         fc->w = w;
+        fc->w8 = e->L8 ? &e->L8[l] : NULL;
         fc->next = l + 1 < n_layers ? &e->L[l + 1] : NULL;
         /* every product accumulates onto what its output already holds: the bias
          * (preloaded by the row tasks) or the residual */
@@ -421,7 +445,8 @@ static void layers_post_norm(fwd_ctx *fc, const emb_workspace *ws, const plan *p
         emb_workers_run(pl->rows, pl->row_tasks, task_ln1, fc);
         ffn_in(fc, w, fc->X);
         emb_workers_run(pl->rows, pl->ffn_tasks, task_gelu, fc);
-        linear_acc_ld(fc->inter, fc->FFin, w->w2, fc->X, fc->H, (int)fc->BT, fc->H, fc->FF);
+        linear_acc(fc, fc->inter, fc->FFin, w->w2, fc->w8 ? fc->w8->ffn_out : NULL, fc->X, fc->H, (int)fc->BT, fc->H,
+                   fc->FF);
         emb_workers_run(pl->rows, pl->row_tasks, task_ln2, fc);
     }
 }
@@ -433,6 +458,7 @@ static void layers_pre_norm(fwd_ctx *fc, const emb_workspace *ws, const plan *pl
     for (int l = 0; l < n_layers; l++) {
         const emb_layer_weights *w = &e->L[l];
         fc->w = w;
+        fc->w8 = e->L8 ? &e->L8[l] : NULL;
         fc->next = w;
         fc->res_bias = l > 0 && e->L[l - 1].b2 != e->zeros ? e->L[l - 1].b2 : NULL;
         fc->norm_g = w->ln1_g;
@@ -443,7 +469,8 @@ static void layers_pre_norm(fwd_ctx *fc, const emb_workspace *ws, const plan *pl
         emb_workers_run(pl->rows, pl->row_tasks, task_pn_mlp_in, fc);
         ffn_in(fc, w, fc->xn);
         emb_workers_run(pl->rows, pl->ffn_tasks, task_gelu, fc);
-        linear_acc_ld(fc->inter, fc->FFin, w->w2, fc->X, fc->H, (int)fc->BT, fc->H, fc->FF);
+        linear_acc(fc, fc->inter, fc->FFin, w->w2, fc->w8 ? fc->w8->ffn_out : NULL, fc->X, fc->H, (int)fc->BT, fc->H,
+                   fc->FF);
     }
     /* the last layer's output bias, then the final norm, in place */
     fc->next = NULL;
@@ -537,7 +564,10 @@ int emb_encoder_forward_capture(const emb_encoder *e, emb_workspace *ws, int B, 
                (double)B * NH * T * T * dh >= PAR_MIN_ATT_MNK ? ws->workers : NULL, row_tasks, ffn_tasks};
     fc.next = n_layers > 0 && !c->pre_norm ? &e->L[0] : NULL;
     emb_workers_run(pl.rows, row_tasks, task_embed, &fc);
+    fc.act = &ws->act;
+    fc.gemm_workers = ws->workers;
     if (c->pre_norm) layers_pre_norm(&fc, ws, &pl, n_layers);
     else layers_post_norm(&fc, ws, &pl, n_layers);
+    if (fc.failed) return emb_fail(err, "out of memory for a batch of %d x %d tokens", B, T);
     return 0;
 }

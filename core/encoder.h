@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include "emb_common.h"
 #include "encoder_config.h"
+#include "weights.h"
 
 typedef struct emb_encoder emb_encoder;
 
@@ -23,6 +24,9 @@ typedef struct {
     int n_files;                 /* safetensors files read (shards) */
     size_t converted_bytes;      /* bytes copied/converted at load (F16/BF16, misaligned F32) */
     size_t mapped_bytes;         /* bytes of F32 tensors used in place from a file mapping */
+    size_t packed_bytes;         /* int8 weights: bytes of the packed linear layers (else 0) */
+    size_t used_bytes;           /* what the forward pass reads: weight_bytes, or with int8 weights
+                                  * the packed linear layers in place of their float32 tensors */
 } emb_encoder_info;
 
 /* dir: folder with config.json and model.safetensors (or model.safetensors.index.json).
@@ -34,6 +38,16 @@ int  emb_encoder_load(const char *dir, emb_encoder **out, char err[EMB_ERR_LEN])
 int  emb_encoder_load_with(const char *dir, int use_mmap, emb_encoder **out, char err[EMB_ERR_LEN]);
 void emb_encoder_free(emb_encoder *);
 const emb_encoder_info *emb_encoder_get_info(const emb_encoder *);
+/* What the linear layers multiply with (EMB_WEIGHTS_F32 after loading). EMB_WEIGHTS_INT8 packs
+ * every linear layer's weight once (int8_gemm.h: per output channel, fused where the forward pass
+ * multiplies the same input by several weights) and changes the fingerprint; embeddings, norms,
+ * attention scores and the pooler stay float32. Every CPU gets the same numbers: with VNNI
+ * (AVX-512 or AVX) int8 is several times faster than float32, with AVX2 alone about as fast, and
+ * without AVX2 far slower. Call once, before the encoder is shared. Returns 0, or -1 with err
+ * (the encoder then keeps its float32 weights). */
+int emb_encoder_set_weights(emb_encoder *, emb_weights w, char err[EMB_ERR_LEN]);
+emb_weights emb_encoder_weights(const emb_encoder *);
+
 /* config.json as read: architecture, sizes (dims), settings. */
 const emb_encoder_config *emb_encoder_get_config(const emb_encoder *);
 

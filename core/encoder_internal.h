@@ -4,6 +4,7 @@
 #ifndef EMBED_ENCODER_INTERNAL_H
 #define EMBED_ENCODER_INTERNAL_H
 #include "encoder.h"
+#include "int8_gemm.h"
 #include "safetensors.h"
 #include <xxhash.h>
 
@@ -17,6 +18,13 @@ typedef struct {
     const float *wq, *bq, *wk, *bk, *wv, *bv, *wo, *bo, *ln1_g, *ln1_b;
     const float *w1, *w1b, *b1, *w2, *b2, *ln2_g, *ln2_b;
 } emb_layer_weights;
+
+/* One layer's linear weights packed for int8 products (emb_encoder_set_weights): q, k, v and o
+ * [H, H]; ffn_in the feed-forward's first product ([I, H], or [2I, H] when gated: the activated
+ * half's rows first, as the float32 pass lays out its output); ffn_out [H, I]. */
+typedef struct {
+    emb_i8w *q, *k, *v, *o, *ffn_in, *ffn_out;
+} emb_layer_i8;
 
 struct emb_encoder {
     emb_encoder_config cfg;
@@ -33,10 +41,16 @@ struct emb_encoder {
     const float *zeros;         /* max(3H, 2I) zeros: the biases an architecture does not have */
     float *alibi_slopes;        /* ALiBi: one per head */
     emb_layer_weights *L;
+    emb_weights weights;
+    emb_layer_i8 *L8;           /* int8 weights: one per layer; NULL for float32 */
     int first_dtype, mixed;
     XXH3_state_t *hash;
-    uint64_t fingerprint;
+    uint64_t fingerprint;       /* of what the forward pass multiplies with */
+    uint64_t fingerprint_f32;   /* of the float32 weights as loaded */
 };
+
+/* Frees the packed weights (emb_encoder_free, and switching back to float32). */
+void emb_encoder_free_weights(emb_encoder *);
 
 /* emb_encoder_forward that, given a span, also copies the attention weights of sequence 0 into
  * probs (laid out as emb_encoder_attention returns them). The span must be valid. */

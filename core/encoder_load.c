@@ -466,13 +466,14 @@ static int load(emb_encoder *e, const char *dir, int use_mmap, char err[EMB_ERR_
     for (int l = 0; l < d->layers; l++)
         if (load_layer(e, l, err)) return -1;
     if (load_head(e, err)) return -1;
-    e->fingerprint = XXH3_64bits_digest(e->hash);
+    e->fingerprint = e->fingerprint_f32 = XXH3_64bits_digest(e->hash);
     XXH3_freeState(e->hash);
     e->hash = NULL;
     emb_encoder_info *in = &e->info;
     in->weight_type = e->mixed ? "mixed" : emb_dtype_name((emb_dtype)e->first_dtype);
     in->has_pooler = e->pool_w != NULL;
     in->n_files = e->nfiles;
+    in->used_bytes = in->weight_bytes;
     drop_unused_files(e);
     return 0;
 }
@@ -500,6 +501,7 @@ void emb_encoder_free(emb_encoder *e) {
     for (int i = 0; i < e->nfiles; i++) emb_safetensors_close(e->files[i]);
     free(e->files);
     free(e->in_place);
+    emb_encoder_free_weights(e);
     free(e->L);
     if (e->hash) XXH3_freeState(e->hash);
     free(e);

@@ -123,13 +123,17 @@ static int load_folder(emb_model *m, const char *dir, const emb_load_options *op
     if (emb_tokenizer_load(dir, &m->tok, err)) return -1;
     int has_weights = exists(dir, "model.safetensors") || exists(dir, "model.safetensors.index.json");
     if (exists(dir, "config.json") && has_weights) {
-        if (emb_encoder_load_with(dir, opt->mmap, &m->enc, err)) return -1;
+        if (emb_encoder_load_with(dir, opt->mmap, &m->enc, err) || emb_encoder_set_weights(m->enc, opt->weights, err))
+            return -1;
     } else if (has_weights) {
         return emb_fail(err, "%s: model weights but no config.json", dir);
     } else if (exists(dir, "pytorch_model.bin")) {
         return emb_fail(err, "%s: only pytorch_model.bin (convert it to model.safetensors)", dir);
     }
 
+    if (!m->enc && opt->weights != EMB_WEIGHTS_F32)
+        return emb_fail(err, "%s: %s weights, but the folder has no model weights (a tokenizer only)", dir,
+                        emb_weights_name(opt->weights));
     emb_model_info *info = &m->info;
     int32_t tok_vocab = emb_tokenizer_vocab_size(m->tok);
     info->max_tokens = token_limit(m);
@@ -157,7 +161,8 @@ static int load_folder(emb_model *m, const char *dir, const emb_load_options *op
         info->dims = &c->dims;
         info->position_kind = emb_pos_kind_name(c->pos_kind);
         info->weight_type = e->weight_type;
-        info->bytes = (int64_t)e->weight_bytes;
+        info->weights = emb_weights_name(emb_encoder_weights(m->enc));
+        info->bytes = (int64_t)e->used_bytes;
         info->mapped = e->mapped_bytes > 0;
         info->has_vectors = 1;
     }

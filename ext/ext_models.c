@@ -47,26 +47,33 @@ static int model_name_arg(sqlite3_context *ctx, sqlite3_value *val, const char *
     return 0;
 }
 
-/* options: {"mmap": true | false}; NULL means the defaults. */
-static int load_options(sqlite3_context *ctx, sqlite3_value *val, emb_load_options *opt) {
+/* One option into opt; -1 (error set) for an unknown key or value. */
+static int load_option(sqlite3_context *ctx, const cJSON *item, emb_load_options *opt) {
     const char *fn = "embed_load";
+    if (strcmp(item->string, "mmap") == 0) {
+        if (cJSON_IsBool(item)) {
+            opt->mmap = cJSON_IsTrue(item);
+            return 0;
+        }
+        ext_error(ctx, fn, "option \"mmap\" must be true or false");
+    } else if (strcmp(item->string, "weights") == 0) {
+        if (cJSON_IsString(item) && emb_weights_parse(item->valuestring, &opt->weights) == 0) return 0;
+        ext_error(ctx, fn, "option \"weights\" must be \"f32\" or \"int8\"");
+    } else {
+        ext_error(ctx, fn, "unknown option \"%.60s\" (known: mmap, weights)", item->string);
+    }
+    return -1;
+}
+
+/* options: {"mmap": true | false, "weights": "f32" | "int8"}; NULL means the defaults. */
+static int load_options(sqlite3_context *ctx, sqlite3_value *val, emb_load_options *opt) {
     *opt = (emb_load_options)EMB_LOAD_DEFAULTS;
     if (!val) return 0;
     cJSON *root;
-    ext_rc r = ext_get_options(ctx, val, fn, "{\"mmap\": false}", &root);
+    ext_rc r = ext_get_options(ctx, val, "embed_load", "{\"weights\": \"int8\"}", &root);
     if (r != EXT_OK) return r == EXT_ERROR ? -1 : 0;
     int rc = 0;
-    for (const cJSON *item = root->child; item && rc == 0; item = item->next) {
-        if (strcmp(item->string, "mmap") != 0) {
-            ext_error(ctx, fn, "unknown option \"%.60s\" (known: mmap)", item->string);
-            rc = -1;
-        } else if (!cJSON_IsBool(item)) {
-            ext_error(ctx, fn, "option \"mmap\" must be true or false");
-            rc = -1;
-        } else {
-            opt->mmap = cJSON_IsTrue(item);
-        }
-    }
+    for (const cJSON *item = root->child; item && rc == 0; item = item->next) rc = load_option(ctx, item, opt);
     cJSON_Delete(root);
     return rc;
 }
@@ -109,6 +116,9 @@ void sql_embed_load(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
         else if (old->mmap != opt.mmap)
             ext_error(ctx, fn, "model '%s' is already loaded from that folder with mmap %s (embed_unload it first)",
                       name, old->mmap ? "true" : "false");
+        else if (old->weights && strcmp(old->weights, emb_weights_name(opt.weights)) != 0)
+            ext_error(ctx, fn, "model '%s' is already loaded from that folder with %s weights (embed_unload it first)",
+                      name, old->weights);
         else
             sqlite3_result_text(ctx, name, -1, SQLITE_TRANSIENT);
         emb_model_release(existing);

@@ -4,7 +4,8 @@
 #include <string.h>
 
 enum { COL_NAME, COL_PATH, COL_ARCH, COL_HIDDEN, COL_LAYERS, COL_HEADS, COL_VOCAB, COL_MAXPOS,
-       COL_MAXTOK, COL_POSKIND, COL_POOLING, COL_NORMALIZE, COL_WTYPE, COL_BYTES, COL_FINGERPRINT, COL_MAPPED };
+       COL_MAXTOK, COL_POSKIND, COL_POOLING, COL_NORMALIZE, COL_WTYPE, COL_BYTES, COL_FINGERPRINT, COL_MAPPED,
+       COL_WEIGHTS };
 
 typedef struct {
     sqlite3_vtab_cursor base;
@@ -19,7 +20,7 @@ static int models_connect(sqlite3 *db, void *aux, int argc, const char *const *a
         "CREATE TABLE x(name TEXT, path TEXT, architecture TEXT, hidden_size INTEGER, layers INTEGER,"
         " heads INTEGER, vocab_size INTEGER, max_positions INTEGER, max_tokens INTEGER,"
         " position_kind TEXT, pooling TEXT, normalize INTEGER, weight_type TEXT, bytes INTEGER,"
-        " fingerprint TEXT, mapped INTEGER)");
+        " fingerprint TEXT, mapped INTEGER, weights TEXT)");
     if (rc != SQLITE_OK) return rc;
     *out = sqlite3_malloc(sizeof **out);
     if (!*out) return SQLITE_NOMEM;
@@ -108,6 +109,7 @@ static int models_column(sqlite3_vtab_cursor *cur, sqlite3_context *ctx, int col
     case COL_BYTES: sqlite3_result_int64(ctx, m->bytes); break;
     case COL_FINGERPRINT: result_text_or_null(ctx, m->fingerprint); break;
     case COL_MAPPED: if (m->has_vectors) sqlite3_result_int(ctx, m->mapped); break;
+    case COL_WEIGHTS: result_text_or_null(ctx, m->weights); break;
     }
     return SQLITE_OK;
 }

@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include "emb_error.h"
 #include "model_dims.h"
+#include "weights.h"
 #include "token.h"
 
 typedef struct emb_model emb_model;
@@ -22,7 +23,9 @@ typedef struct {
     const char *position_kind; /* "learned", "sinusoidal", or NULL */
     const char *pooling;       /* "mean", "cls", "max", or NULL */
     int normalize;
-    const char *weight_type;   /* "F32", "F16", "BF16", or NULL */
+    const char *weight_type;   /* the checkpoint's tensors: "F32", "F16", "BF16", or NULL */
+    const char *weights;       /* what the products use: "f32" or "int8" (emb_weights_name); NULL
+                                * for models without an encoder */
     int64_t bytes;             /* bytes of weights in use */
     int mmap;                  /* the load option: F32 weights may be used from a file mapping */
     int mapped;                /* some weights are used in place from a mapping of a file */
@@ -37,8 +40,11 @@ typedef struct {
      * replacing a file in place (truncating it, writing over it) then reaches the model.
      * 0: the files are read into private memory. */
     int mmap;
+    /* EMB_WEIGHTS_F32 (default) or EMB_WEIGHTS_INT8: the linear layers' weights quantized at load;
+     * the fingerprint differs from float32's. */
+    emb_weights weights;
 } emb_load_options;
-#define EMB_LOAD_DEFAULTS {1}
+#define EMB_LOAD_DEFAULTS {1, EMB_WEIGHTS_F32}
 
 /* Loads a model folder; emb_model_load uses the default options. */
 int emb_model_load(const char *name, const char *dir, emb_model **out, char err[EMB_ERR_LEN]);
