@@ -1,9 +1,11 @@
 """A small harness for the SQL tests: each @test function is one check; a failed
 assertion or an unexpected exception fails it. Run by tests/sql/run.py."""
+import json
 import math
 import os
 import sqlite3
 import struct
+import threading
 
 EXT = os.path.abspath(os.environ.get("EMBED_EXT", "./embed.so"))
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
@@ -60,6 +62,42 @@ def assert_close(got, want, tol, what=""):
     worst = max((abs(g - w) for g, w in zip(got, want)), default=0.0)
     assert worst <= tol, "%s: max abs diff %g > %g\n got %s\nwant %s" % (what, worst, tol, got[:8], want[:8])
     return worst
+
+
+def run_threads(n, fn):
+    """Runs fn(k) for k in 0..n-1 on n threads at once; raises if any of them raised."""
+    errors = []
+
+    def guarded(k):
+        try:
+            fn(k)
+        except Exception as e:  # noqa: BLE001 - raised below, on the caller's thread
+            errors.append(repr(e))
+    threads = [threading.Thread(target=guarded, args=(k,)) for k in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+
+
+def limited_copy(src, tmp, limit):
+    """Model folder src with its token limit set to `limit` (the golden references were made at
+    several limits; SQL applies one limit per loaded model), made under tmp: links to every file
+    but the two that set the limit, which are rewritten."""
+    dst = os.path.join(tmp, "%s-%d" % (os.path.basename(src), limit))
+    os.mkdir(dst)
+    for name in os.listdir(src):
+        if name not in ("tokenizer_config.json", "sentence_bert_config.json"):
+            os.symlink(os.path.join(src, name), os.path.join(dst, name))
+    for name, key in (("tokenizer_config.json", "model_max_length"), ("sentence_bert_config.json", "max_seq_length")):
+        if os.path.exists(os.path.join(src, name)):
+            with open(os.path.join(src, name)) as f:
+                cfg = json.load(f)
+            cfg[key] = limit
+            with open(os.path.join(dst, name), "w") as f:
+                json.dump(cfg, f)
+    return dst
 
 
 def assert_error(con, sql, *fragments, args=()):

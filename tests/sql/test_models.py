@@ -4,11 +4,9 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 import tempfile
-import threading
 
-from harness import test, connect, one, floats, assert_close, assert_error, FIXTURES, EXT
+from harness import test, connect, one, floats, assert_close, assert_error, run_threads, FIXTURES, EXT
 
 MODELS = ["bert-tiny-uncased", "bert-tiny-prefixed", "bert-tiny-f16", "distilbert-tiny-uncased",
           "distilbert-tiny-sinusoidal", "minilm-tiny-st"]
@@ -219,25 +217,16 @@ def batched_sentence_vectors_equal_single_ones():
 def two_threads_with_their_own_connections_agree_with_one():
     texts = [c["text"] for c in ref("minilm-tiny-st")["cases"].values() if "text_pair" not in c][:12]
     single = [one(con, "SELECT embed('minilm-tiny-st', ?)", t) for t in texts]
-    results, errors = {}, []
+    results = {}
 
     def worker(k):
-        try:
-            c = connect()
-            for rep in range(5):
-                for i, t in enumerate(texts):
-                    v = c.execute("SELECT embed('minilm-tiny-st', ?)", (t,)).fetchone()[0]
-                    results[(k, rep, i)] = v
-            c.close()
-        except Exception as e:  # reported below
-            errors.append(e)
+        c = connect()
+        for rep in range(5):
+            for i, t in enumerate(texts):
+                results[(k, rep, i)] = c.execute("SELECT embed('minilm-tiny-st', ?)", (t,)).fetchone()[0]
+        c.close()
 
-    threads = [threading.Thread(target=worker, args=(k,)) for k in range(2)]
-    for th in threads:
-        th.start()
-    for th in threads:
-        th.join()
-    assert not errors, errors
+    run_threads(2, worker)
     for (k, rep, i), v in results.items():
         assert v == single[i], (k, rep, i)
 

@@ -9,6 +9,7 @@ import shutil
 import tempfile
 
 from harness import test, connect, one, floats, assert_close, FIXTURES
+from harness import limited_copy as harness_limited_copy
 
 MODELS = ["xlmr-tiny", "xlmr-tiny-st", "bert-unigram-tiny", "nomic-bert-tiny", "jina-bert-v2-tiny",
           "modernbert-tiny"]
@@ -34,22 +35,7 @@ atexit.register(shutil.rmtree, _tmp, True)
 
 
 def limited_copy(model, limit):
-    """The model's folder with its token limit set to `limit` (the references were made at 128, 512
-    and 8192 tokens; SQL applies one limit per loaded model): links to every file but the two that
-    set the limit, which are rewritten."""
-    src, dst = os.path.join(MODEL_DIR, model), os.path.join(_tmp, "%s-%d" % (model, limit))
-    os.mkdir(dst)
-    for name in os.listdir(src):
-        if name not in ("tokenizer_config.json", "sentence_bert_config.json"):
-            os.symlink(os.path.join(src, name), os.path.join(dst, name))
-    for name, key in (("tokenizer_config.json", "model_max_length"), ("sentence_bert_config.json", "max_seq_length")):
-        if os.path.exists(os.path.join(src, name)):
-            with open(os.path.join(src, name)) as f:
-                cfg = json.load(f)
-            cfg[key] = limit
-            with open(os.path.join(dst, name), "w") as f:
-                json.dump(cfg, f)
-    return dst
+    return harness_limited_copy(os.path.join(MODEL_DIR, model), _tmp, limit)
 
 
 # name in SQL for (model, token limit): the fixture itself at its own limit, a limited copy otherwise
