@@ -6,18 +6,23 @@
  * loaded with emb_encoder_load and run on the workloads 1x16, 1x128, 32x128 and N sentences of
  * 8-128 tokens in length-sorted batches of 32 (N = 1,000 for minilm, 128 for the 768-wide models,
  * whose 1,000 would take minutes a pass on one core), on 1 and 2 OpenBLAS threads.
+ * The folder is loaded once per weight type (float32, and int8 by emb_encoder_set_weights), and
+ * the two encoders run in alternating passes, so that int8 / float32 compares like with like.
  *
- * For each row: tokens/s (real tokens), GFLOP/s of the whole forward pass, and the fraction of
- * the rate that cblas_sgemm alone reaches on exactly the same sequence of matrix shapes
- * (projections over B*T rows, per-head attention products in the encoder's row blocks and
- * windows), measured in the same run. Peak RSS (getrusage) is compared with the weight bytes.
- * Before timing, a check that the model runs as its architecture should (config as written,
- * finite outputs, a padded batch equal to the sequences alone).
+ * For each row: tokens/s (real tokens), GFLOP/s of the whole forward pass (the float32 count for
+ * int8 too), the fraction of the rate that cblas_sgemm alone reaches on exactly the same sequence
+ * of matrix shapes (projections over B*T rows, per-head attention products in the encoder's row
+ * blocks and windows), measured in the same run, and for int8 its tokens/s over float32's. Peak
+ * RSS (getrusage) is compared with the weight bytes. Before timing, a check that the model runs as
+ * its architecture should (config as written, finite outputs, a padded batch equal to the
+ * sequences alone) and, for int8, the cosine of its contextual vectors to float32's on that batch
+ * (bench/bench_int8_accuracy.c measures accuracy properly).
  *
- * Usage: bench_encoder [--quick] [--model LIST] [--threads LIST] [--dir DIR | --write DIR]
+ * Usage: bench_encoder [--quick] [--model LIST] [--threads LIST] [--weights LIST] [--dir DIR | --write DIR]
  *                      [--sentences N] [--workload KEY] [--no-sgemm] [--results FILE]
  *   --model    comma-separated keys above, or all (default)
  *   --threads  comma-separated OpenBLAS thread counts (default 1,2)
+ *   --weights  f32, int8 or f32,int8 (default): the weight types measured side by side
  *   --write    write the models, their workloads (workloads.txt) and our outputs on two check
  *              batches (check.txt, check.f32) into DIR/<key>/ and exit: the peers of
  *              bench/encoder_peers.sh read them
@@ -26,7 +31,8 @@
  *   --sentences  N sentences in the last workload instead of the model's count
  *   --workload KEY  that workload alone: 1x16, 1x128, 32x128 or sentences
  *   --no-sgemm  time the encoder alone (for a profiler; the share columns are then meaningless)
- *   --results  append one line per measurement: ours|sgemm MODEL THREADS WORKLOAD TOKENS_PER_S
+ *   --results  append one line per measurement: ours|ours_int8|sgemm MODEL THREADS WORKLOAD TOKENS_PER_S
+ *              (ours: float32 weights)
  * Each model runs in a child process that has not touched OpenBLAS before, so the peak RSS of
  * one does not include the other or the file writing. Figures of other engines are never
  * constants here: bench/encoder_peers.sh measures them in the same run. */
@@ -65,6 +71,8 @@ static int no_sgemm = 0;            /* --no-sgemm: the encoder alone (for profil
 static const char *only_work = NULL; /* --workload KEY: that workload alone */
 static int skip_work(int w) { return only_work && strcmp(only_work, WORK_KEYS[w]) != 0; }
 static const char *results_path = NULL;
+static emb_weights weight_kinds[2] = {EMB_WEIGHTS_F32, EMB_WEIGHTS_INT8};
+static int n_weight_kinds = 2;
 
 static uint64_t rs;
 static inline uint32_t xr(void) { rs ^= rs << 13; rs ^= rs >> 7; rs ^= rs << 17; return (uint32_t)(rs >> 32); }
@@ -164,8 +172,18 @@ static int expect(int ok, const char *m, const char *what) {
     return ok ? 0 : 1;
 }
 
+static double cosine(const float *u, const float *v, int n) {
+    double uv = 0, uu = 0, vv = 0;
+    for (int i = 0; i < n; i++) uv += (double)u[i] * v[i], uu += (double)u[i] * u[i], vv += (double)v[i] * v[i];
+    return uv / sqrt(uu * vv);
+}
+
 /* The config as written, and a padded batch of a 10- and a 16-token sequence equal to each run
- * alone (masking and rotary positions), every value finite, rows not all alike. */
+ * alone (masking and rotary positions), every value finite, rows not all alike. int8 weights
+ * quantize each token's activations by its own range, so a token's codes do not depend on the
+ * batch, but the float32 attention differs by rounding between the two runs and an activation
+ * on a rounding boundary then takes the next code: with int8 the equality is the issue's
+ * contextual bound, every token's cosine >= 0.99. */
 static int check_model(const emb_encoder *enc, const msize *m, emb_workspace *ws) {
     const emb_encoder_config *c = emb_encoder_get_config(enc);
     int bad = 0, H = m->H;
@@ -193,7 +211,7 @@ static int check_model(const emb_encoder *enc, const msize *m, emb_workspace *ws
         fprintf(stderr, "check %s: forward: %s\n", m->key, err);
         bad++;
     }
-    double worst = 0, spread = 0;
+    double worst = 0, spread = 0, cos_min = 2;
     for (int s = 0; s < 2 && !bad; s++) {
         one_len = lens[s];
         if (emb_encoder_forward(enc, ws, 1, one_len, ids + 16 * s, NULL, &one_len, m->L, alone, err)) {
@@ -205,13 +223,18 @@ static int check_model(const emb_encoder *enc, const msize *m, emb_workspace *ws
             double d = fabs((double)alone[i] - pair[(size_t)16 * s * H + i]);
             if (!(d <= worst)) worst = d; /* NaN sticks */
         }
+        for (int t = 0; t < one_len; t++) {
+            double cs = cosine(alone + (size_t)t * H, pair + (size_t)(16 * s + t) * H, H);
+            if (!(cs >= cos_min)) cos_min = cs;
+        }
         for (int i = 0; i < H; i++) spread += fabs((double)alone[i] - alone[H + i]);
     }
     if (!bad) {
-        bad += expect(worst < 1e-4, m->key, "a padded batch differs from its sequences run alone");
+        int f32 = emb_encoder_weights(enc) == EMB_WEIGHTS_F32;
+        bad += expect(f32 ? worst < 1e-4 : cos_min >= 0.99, m->key, "a padded batch differs from its sequences run alone");
         bad += expect(spread > 1e-3 * H, m->key, "rows are all alike");
-        printf("check %s: %s, padded batch vs alone max |diff| %.2g, %s\n", m->key, c->arch_name, worst,
-               bad ? "FAILED" : "ok");
+        printf("check %s: %s, %s, padded batch vs alone max |diff| %.2g, smallest token cosine %.6f, %s\n", m->key,
+               c->arch_name, emb_weights_name(emb_encoder_weights(enc)), worst, cos_min, bad ? "FAILED" : "ok");
     }
     free(pair);
     free(alone);
@@ -326,21 +349,28 @@ static double one_pass(pass_fn fn, void *ctx, const workload *w) {
         if (fn(ctx, w, k)) return -1;
     return bench_now() - s;
 }
-/* Two ways of doing one workload (the encoder and sgemm alone), timed in alternating passes so
- * that both see the same load on a shared machine: the last (largest) batch of each once to warm
- * up, then the best pass of each (more_reps on the slower). best[] gets the two times, -1 on error. */
-static void time_pair(pass_fn fa, void *a, pass_fn fb, void *b, const workload *w, double min_time, double best[2]) {
-    best[0] = best[1] = 1e30;
-    if (fa(a, w, w->nbatch - 1) || (fb && fb(b, w, w->nbatch - 1))) { best[0] = -1; return; }
-    double start = bench_now();
+/* n ways of doing one workload (the encoders and sgemm alone), timed in alternating passes so
+ * that all see the same load on a shared machine: the last (largest) batch of each once to warm
+ * up, then the best pass of each (more_reps on the slowest). best[] gets the n times; returns -1
+ * on error. */
+static int time_ways(int n, pass_fn const fn[], void *const ctx[], const workload *w, double min_time, double best[]) {
+    for (int i = 0; i < n; i++) {
+        best[i] = 1e30;
+        if (fn[i](ctx[i], w, w->nbatch - 1)) return -1;
+    }
+    double start = bench_now(), slowest;
     int reps = 0;
     do {
-        double ta = one_pass(fa, a, w), tb = fb ? one_pass(fb, b, w) : 0;
-        if (ta < 0 || tb < 0) { best[0] = -1; return; }
-        if (ta < best[0]) best[0] = ta;
-        if (tb < best[1]) best[1] = tb;
+        slowest = 0;
+        for (int i = 0; i < n; i++) {
+            double t = one_pass(fn[i], ctx[i], w);
+            if (t < 0) return -1;
+            if (t < best[i]) best[i] = t;
+            if (best[i] > slowest) slowest = best[i];
+        }
         reps++;
-    } while (more_reps(reps, best[0] > best[1] ? best[0] : best[1], (bench_now() - start) / 2, min_time));
+    } while (more_reps(reps, slowest, (bench_now() - start) / n, min_time));
+    return 0;
 }
 
 typedef struct { const emb_encoder *enc; emb_workspace *ws; const msize *m; float *out; char err[EMB_ERR_LEN]; } enc_ctx;
@@ -390,6 +420,8 @@ static long peak_rss_kb(void) {
     return ru.ru_maxrss;
 }
 
+static const char *result_impl(emb_weights wt) { return wt == EMB_WEIGHTS_F32 ? "ours" : "ours_int8"; }
+
 static void append_result(const char *impl, const msize *m, int th, int w, double tps) {
     if (!results_path) return;
     FILE *f = fopen(results_path, "a");
@@ -398,65 +430,126 @@ static void append_result(const char *impl, const msize *m, int th, int w, doubl
     fclose(f);
 }
 
+/* Cosine of each real token's vector under two encoders on the check's padded batch: the
+ * smallest, as a first sign that int8 weights are sane (not the accuracy measurement). */
+static double min_token_cosine(const emb_encoder *a, const emb_encoder *b, emb_workspace *ws, const msize *m) {
+    char err[EMB_ERR_LEN];
+    int32_t ids[32], lens[2] = {16, 12};
+    rs = 777;
+    fill_sequence(ids, 16);
+    fill_sequence(ids + 16, 12);
+    for (int t = 28; t < 32; t++) ids[t] = 0;
+    float *x = malloc(sizeof(float) * 32 * m->H), *y = malloc(sizeof(float) * 32 * m->H);
+    double worst = 2;
+    if (emb_encoder_forward(a, ws, 2, 16, ids, NULL, lens, m->L, x, err) ||
+        emb_encoder_forward(b, ws, 2, 16, ids, NULL, lens, m->L, y, err)) {
+        fprintf(stderr, "check %s: forward: %s\n", m->key, err);
+        worst = -2;
+    }
+    for (int s = 0; s < 2 && worst > -2; s++)
+        for (int t = 0; t < lens[s]; t++) {
+            double c = cosine(x + (size_t)(16 * s + t) * m->H, y + (size_t)(16 * s + t) * m->H, m->H);
+            if (!(c >= worst)) worst = c; /* NaN sticks */
+        }
+    free(x);
+    free(y);
+    return worst;
+}
+
 static int run_model(const char *dir, const msize *m, const int *threads, int nthreads) {
     char err[EMB_ERR_LEN];
-    emb_encoder *enc;
+    const int nk = n_weight_kinds;
+    emb_encoder *enc[2] = {NULL, NULL};
+    enc_ctx ec[2];
     long rss0 = peak_rss_kb();
-    double t0 = bench_now();
-    if (emb_encoder_load(dir, &enc, err)) { fprintf(stderr, "load: %s\n", err); return 1; }
-    const emb_encoder_info *in = emb_encoder_get_info(enc);
-    printf("\n== %s: %.1f MB of F32 weights, loaded (mmap + fingerprint) in %.2f s\n", m->name, in->weight_bytes / 1e6,
-           bench_now() - t0);
-    enc_ctx ec = {enc, emb_workspace_new(), m, malloc(sizeof(float) * 32 * 128 * m->H), {0}};
-    if (check_model(enc, m, ec.ws)) return 1;
+    size_t packed = 0;
+    for (int k = 0; k < nk; k++) {
+        double t0 = bench_now();
+        if (emb_encoder_load(dir, &enc[k], err)) { fprintf(stderr, "load: %s\n", err); return 1; }
+        double t1 = bench_now();
+        if (emb_encoder_set_weights(enc[k], weight_kinds[k], err)) {
+            fprintf(stderr, "%s weights: %s\n", emb_weights_name(weight_kinds[k]), err);
+            return 1;
+        }
+        const emb_encoder_info *in = emb_encoder_get_info(enc[k]);
+        packed += in->packed_bytes;
+        if (weight_kinds[k] == EMB_WEIGHTS_F32)
+            printf("\n== %s, f32: %.1f MB of F32 weights, loaded (mmap + fingerprint) in %.2f s\n", m->name,
+                   in->weight_bytes / 1e6, t1 - t0);
+        else
+            printf("\n== %s, %s: loaded in %.2f s, linear layers packed (%.1f MB) in %.2f s; the pass reads %.1f MB\n",
+                   m->name, emb_weights_name(weight_kinds[k]), t1 - t0, in->packed_bytes / 1e6, bench_now() - t1,
+                   in->used_bytes / 1e6);
+        ec[k] = (enc_ctx){enc[k], emb_workspace_new(), m, malloc(sizeof(float) * 32 * 128 * m->H), {0}};
+        if (check_model(enc[k], m, ec[k].ws)) return 1;
+    }
+    for (int k = 1; k < nk; k++) {
+        double c = min_token_cosine(enc[0], enc[k], ec[0].ws, m);
+        printf("check %s: %s vs %s, smallest cosine of a token's vector on the check batch %.5f\n", m->key,
+               emb_weights_name(weight_kinds[k]), emb_weights_name(weight_kinds[0]), c);
+        if (!(c > 0.9)) { fprintf(stderr, "check %s: %s weights are far from float32\n", m->key, emb_weights_name(weight_kinds[k])); return 1; }
+    }
     print_load("before");
     workload wl[N_WORK];
     make_workloads(m, wl);
-    double enc_time[8][N_WORK], gemm_time[8][N_WORK], flops[N_WORK];
-    long rss_after = 0;
+    double enc_time[8][2][N_WORK], gemm_time[8][N_WORK], flops[N_WORK];
     for (int w = 0; w < N_WORK; w++) {
         flops[w] = 0;
-        for (int k = 0; k < wl[w].nbatch; k++) flops[w] += emb_encoder_flops(enc, wl[w].B[k], wl[w].T[k], wl[w].lens[k], m->L);
+        for (int k = 0; k < wl[w].nbatch; k++) flops[w] += emb_encoder_flops(enc[0], wl[w].B[k], wl[w].T[k], wl[w].lens[k], m->L);
     }
-    /* peak RSS of the encoder alone: its largest batch on the most threads, before the sgemm
+    /* peak RSS of the encoders alone: their largest batch on the most threads, before the sgemm
      * buffers exist */
     openblas_set_num_threads(threads[nthreads - 1]);
-    if (encoder_pass(&ec, &wl[2], 0)) return 1;
-    rss_after = peak_rss_kb();
-    gemm_ctx gc = {m, emb_encoder_get_config(enc), {0}};
+    for (int k = 0; k < nk; k++)
+        if (encoder_pass(&ec[k], &wl[2], 0)) return 1;
+    long rss_after = peak_rss_kb();
+    gemm_ctx gc = {m, emb_encoder_get_config(enc[0]), {0}};
     gemm_bufs_init(&gc.g, m);
+    pass_fn fns[3];
+    void *ctxs[3];
+    for (int k = 0; k < nk; k++) fns[k] = encoder_pass, ctxs[k] = &ec[k];
+    fns[nk] = gemm_pass, ctxs[nk] = &gc;
     for (int ti = 0; ti < nthreads; ti++) {
         openblas_set_num_threads(threads[ti]);
         for (int w = 0; w < N_WORK; w++) {
-            double best[2];
+            double best[3];
             if (skip_work(w)) continue;
-            time_pair(encoder_pass, &ec, no_sgemm ? NULL : gemm_pass, &gc, &wl[w], quick ? 0.3 : 1.0, best);
-            if (best[0] < 0) return 1;
-            enc_time[ti][w] = best[0];
-            gemm_time[ti][w] = best[1];
+            if (time_ways(nk + !no_sgemm, fns, ctxs, &wl[w], quick ? 0.3 : 1.0, best)) return 1;
+            for (int k = 0; k < nk; k++) enc_time[ti][k][w] = best[k];
+            gemm_time[ti][w] = no_sgemm ? 1e30 : best[nk];
         }
     }
-    size_t ws_bytes = emb_workspace_bytes(ec.ws);
+    size_t ws_bytes = emb_workspace_bytes(ec[0].ws);
     gemm_bufs_free(&gc.g);
-    printf("%-8s %-22s %10s %9s %14s %9s\n", "threads", "workload", "tokens/s", "GFLOP/s", "sgemm GFLOP/s", "of sgemm");
+    printf("%-8s %-22s %-7s %10s %9s %14s %9s %9s\n", "threads", "workload", "weights", "tokens/s", "GFLOP/s",
+           "sgemm GFLOP/s", "of sgemm", nk > 1 ? "÷ f32" : "");
     for (int ti = 0; ti < nthreads; ti++)
         for (int w = 0; w < N_WORK; w++) {
             if (skip_work(w)) continue;
-            double tps = wl[w].tokens / enc_time[ti][w];
-            double gf = flops[w] / enc_time[ti][w] / 1e9, gg = flops[w] / gemm_time[ti][w] / 1e9;
-            printf("%-8d %-22s %10.0f %9.1f %14.1f %8.0f%%\n", threads[ti], wl[w].name, tps, gf, gg, 100.0 * gf / gg);
-            append_result("ours", m, threads[ti], w, tps);
+            double gg = flops[w] / gemm_time[ti][w] / 1e9;
+            for (int k = 0; k < nk; k++) {
+                double tps = wl[w].tokens / enc_time[ti][k][w], gf = flops[w] / enc_time[ti][k][w] / 1e9;
+                printf("%-8d %-22s %-7s %10.0f %9.1f %14.1f %8.0f%%", threads[ti], wl[w].name,
+                       emb_weights_name(weight_kinds[k]), tps, gf, gg, 100.0 * gf / gg);
+                if (k > 0) printf(" %8.2fx", enc_time[ti][0][w] / enc_time[ti][k][w]);
+                printf("\n");
+                append_result(result_impl(weight_kinds[k]), m, threads[ti], w, tps);
+            }
             if (!no_sgemm) append_result("sgemm", m, threads[ti], w, wl[w].tokens / gemm_time[ti][w]);
         }
-    printf("peak RSS %.1f MB (before load %.1f MB) vs weights %.1f MB: weights + %.1f MB; workspace %.1f MB at 32 x 128\n",
-           rss_after / 1024.0, rss0 / 1024.0, in->weight_bytes / 1e6 / 1.048576,
-           (rss_after * 1024.0 - (double)in->weight_bytes) / 1048576.0, ws_bytes / 1048576.0);
+    const emb_encoder_info *in = emb_encoder_get_info(enc[0]);
+    printf("peak RSS %.1f MB (before load %.1f MB) vs weights %.1f MB%s: weights + %.1f MB; workspace %.1f MB at 32 x 128\n",
+           rss_after / 1024.0, rss0 / 1024.0, (in->weight_bytes + packed) / 1048576.0,
+           packed ? " (float32 + int8 packed, both encoders loaded)" : "",
+           (rss_after * 1024.0 - (double)(in->weight_bytes + packed)) / 1048576.0, ws_bytes / 1048576.0);
     print_load("after");
     fflush(stdout);
     for (int w = 0; w < N_WORK; w++) free_workload(&wl[w]);
-    free(ec.out);
-    emb_workspace_free(ec.ws);
-    emb_encoder_free(enc);
+    for (int k = 0; k < nk; k++) {
+        free(ec[k].out);
+        emb_workspace_free(ec[k].ws);
+        emb_encoder_free(enc[k]);
+    }
     return 0;
 }
 
@@ -496,6 +589,13 @@ static int parse_list(const char *s, int *out, int max) {
     return n;
 }
 
+/* "f32", "int8" or "f32,int8" (float32 first: the ratios divide by it); 0 if not one of these. */
+static int parse_weights(const char *s) {
+    if (strcmp(s, "f32,int8") == 0) return 2;
+    if (emb_weights_parse(s, &weight_kinds[0])) return 0;
+    return 1;
+}
+
 int main(int argc, char **argv) {
     int want[N_MODELS] = {1, 1, 1, 1}, threads[8] = {1, 2}, nthreads = 2;
     const char *dir_given = NULL, *write_dir = NULL;
@@ -514,12 +614,18 @@ int main(int argc, char **argv) {
         } else if (strcmp(argv[i], "--dir") == 0 && i + 1 < argc) dir_given = argv[++i];
         else if (strcmp(argv[i], "--write") == 0 && i + 1 < argc) write_dir = argv[++i];
         else if (strcmp(argv[i], "--no-sgemm") == 0) no_sgemm = 1;
+        else if (strcmp(argv[i], "--weights") == 0 && i + 1 < argc) {
+            if (!(n_weight_kinds = parse_weights(argv[++i]))) {
+                fprintf(stderr, "bad --weights (f32, int8 or f32,int8)\n");
+                return 2;
+            }
+        }
         else if (strcmp(argv[i], "--workload") == 0 && i + 1 < argc) only_work = argv[++i];
         else if (strcmp(argv[i], "--sentences") == 0 && i + 1 < argc) {
             if ((sentences = atoi(argv[++i])) < 1) { fprintf(stderr, "bad --sentences\n"); return 2; }
         } else if (strcmp(argv[i], "--results") == 0 && i + 1 < argc) results_path = argv[++i];
         else {
-            fprintf(stderr, "usage: bench_encoder [--quick] [--no-sgemm] [--workload KEY] [--model minilm,base,nomic,modernbert|all] [--threads 1,2] "
+            fprintf(stderr, "usage: bench_encoder [--quick] [--no-sgemm] [--workload KEY] [--model minilm,base,nomic,modernbert|all] [--threads 1,2] [--weights f32,int8] "
                             "[--sentences N] [--dir DIR | --write DIR] [--results FILE]\n");
             return 2;
         }

@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
-# Our encoder against ONNX Runtime (onnxruntime-node, float32), PyTorch float32 and PyTorch dynamic
-# int8, all measured in this run on the same random-weight checkpoints, token ids, thread counts
-# (1 and 2) and timing rule, in alternating rounds (ours first in odd rounds, the peers first in
-# even ones), with `uptime` before each; then a table of ours / peer per workload and thread count
-# (mean of the rounds and each round's figure) and of our share of the same-run sgemm rate.
+# Our encoder, float32 and int8 weights (the same folder loaded twice, run in alternating passes),
+# against ONNX Runtime (onnxruntime-node, float32), PyTorch float32 and PyTorch dynamic int8
+# (quantize_dynamic), all measured in this run on the same random-weight checkpoints, token ids,
+# thread counts (1 and 2) and timing rule, in alternating rounds (ours first in odd rounds, the
+# peers first in even ones), with `uptime` before each and load averages at each round's start
+# and end; then tables of ours / peer per workload and thread count (mean of the rounds and each
+# round's figure), of our share of the same-run sgemm rate, and of issue 13's targets: ours f32 /
+# ONNX Runtime, ours int8 / ours f32, ours int8 / PyTorch int8.
 # Usage: bench/encoder_peers.sh BUILD_DIR [--quick] [--rounds N]
 # Environment: MODELS (ours, default minilm,base,nomic,modernbert), ORT_MODELS (default the same),
 # TORCH_MODELS (default minilm,base), PEERS_DIR (models and results; default a temporary folder,
@@ -11,7 +14,8 @@
 # OpenBLAS picks its own kernels here (OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE unset, as on users'
 # machines; the environment's Haswell setting is for reproducible tests, and would hold our float32
 # and Debian's PyTorch, which also calls OpenBLAS, to AVX2 while ONNX Runtime's own kernels use
-# AVX-512); KEEP_OPENBLAS_ENV=1 keeps the environment's. SENTENCES=N overrides the sentence count.
+# AVX-512); KEEP_OPENBLAS_ENV=1 keeps the environment's. SENTENCES=N overrides the sentence count;
+# WEIGHTS (default f32,int8) is bench_encoder's --weights.
 # Installs what it needs: Debian's python3-torch (apt-get) and npm onnxruntime-node into
 # bench/node_modules (bench/package.json, --ignore-scripts). Tests do not depend on any of this.
 set -euo pipefail
@@ -53,7 +57,7 @@ echo "### writing the models ($all), workloads and our check outputs into $dir"
 for m in $(echo "$ort_models,$torch_models" | tr , '\n' | sort -u); do
     "$py" bench/peers/torch_encoder.py "$dir" "$m" $( [[ ",$ort_models," == *",$m,"* ]] && echo --export )
 done
-ours() { "$bin" --dir "$dir" --model "$models" --results "$dir/results.$1" $quick "${sent[@]}"; }
+ours() { "$bin" --dir "$dir" --model "$models" --weights "${WEIGHTS:-f32,int8}" --results "$dir/results.$1" $quick "${sent[@]}"; }
 # a peer that fails is reported and left out of the tables; the other measurements go on
 peers() {
     for m in ${ort_models//,/ }; do
@@ -68,6 +72,7 @@ for r in $(seq 1 "$rounds"); do
     rm -f "$dir/results.$r"
     echo "load $(cut -d' ' -f1-3 /proc/loadavg)" >"$dir/results.$r"
     if [ $((r % 2)) = 1 ]; then ours "$r"; peers "$r"; else peers "$r"; ours "$r"; fi
+    echo "load_end $(cut -d' ' -f1-3 /proc/loadavg)" >>"$dir/results.$r"
 done
 echo; echo "### after the rounds: $(uptime)"
 "$py" bench/peers/summarize.py "$dir"/results.*
