@@ -218,3 +218,21 @@ def threads_with_their_own_connections_agree():
     run_threads(3, worker)
     assert [got[i] for i in range(len(texts))] == want
     con.execute("SELECT embed_unload('thr8')")
+
+
+@test
+def an_index_made_with_int8_refuses_float32_under_the_same_name():
+    c = connect()
+    c.isolation_level = None
+    c.execute("SELECT embed_load('idx8', ?, ?)", (BERT, INT8))
+    c.execute("CREATE VIRTUAL TABLE docs8 USING embed_index(model = 'idx8')")
+    c.execute("INSERT INTO docs8(text) VALUES ('the bus is late'), ('my train is delayed')")
+    want = one(c, "SELECT embed('idx8', 'the bus is late')")
+    assert one(c, "SELECT vector FROM docs8 WHERE rowid = 1") == want
+    assert one(c, "SELECT rowid FROM docs8 WHERE docs8 MATCH 'the bus is late' AND k = 1") == 1
+    c.execute("SELECT embed_unload('idx8')")
+    c.execute("SELECT embed_load('idx8', ?)", (BERT,))
+    for sql in ("SELECT rowid FROM docs8 WHERE docs8 MATCH 'bus' AND k = 1", "INSERT INTO docs8(text) VALUES ('x')"):
+        assert_error(c, sql, "embed_index", "is not the model \"docs8\" was made with")
+    c.execute("SELECT embed_unload('idx8')")
+    c.close()
