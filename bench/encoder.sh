@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Encoder benchmark (see bench/bench_encoder.c): once with OpenBLAS configured as the
+# Encoder benchmark (see bench/bench_encoder.c; float32 and int8 weights side by side unless
+# --weights says otherwise): once with OpenBLAS configured as the
 # environment is (tests and CI force OPENBLAS_CORETYPE=Haswell), once with
 # OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE unset, as on users' machines.
 # Usage: bench/encoder.sh BUILD_DIR [bench_encoder options, e.g. --quick --model minilm]

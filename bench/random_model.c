@@ -9,12 +9,13 @@
 #include <sys/stat.h>
 
 static uint64_t rs;
-static float urand(float a) {
+static uint32_t draw(void) {
     rs ^= rs << 13;
     rs ^= rs >> 7;
     rs ^= rs << 17;
-    return ((float)(uint32_t)(rs >> 32) / 4294967296.0f * 2.0f - 1.0f) * a;
+    return (uint32_t)(rs >> 32);
 }
+static float urand(float a) { return ((float)draw() / 4294967296.0f * 2.0f - 1.0f) * a; }
 
 static int write_text(const char *dir, const char *name, const char *text) {
     char path[1024];
@@ -177,8 +178,8 @@ static int by_name(const void *a, const void *b) {
 }
 
 /* Draws every tensor's values (weights uniform with std about 1/sqrt(fan-in), norm gains near 1,
- * biases small), then writes them in name order. */
-static int fill_and_write(const char *dir, tensor_list *tl) {
+ * biases small; with outliers, random_model.h's), then writes them in name order. */
+static int fill_and_write(const char *dir, tensor_list *tl, unsigned flags) {
     char path[1024], err[EMB_ERR_LEN];
     int oom = 0, rc = 0;
     for (int i = 0; i < tl->n && !oom; i++) {
@@ -193,6 +194,10 @@ static int fill_and_write(const char *dir, tensor_list *tl) {
         int emb = strstr(t->name, "embeddings") != NULL;
         float a = t->ndim == 2 ? (emb ? 0.05f : 1.7f / sqrtf((float)t->shape[1])) : 0.02f;
         for (size_t j = 0; j < cnt; j++) d[j] = gain ? 1.0f + urand(0.05f) : urand(a);
+        if (gain && (flags & BENCH_MODEL_BIG_DIMS)) d[cnt / 3] = d[2 * cnt / 3 + 1] = 8.0f;
+        if (t->ndim == 2 && !emb && (flags & BENCH_MODEL_BIG_WEIGHTS))
+            for (size_t j = 0; j < cnt; j++)
+                if ((draw() & 511) == 0) d[j] *= 6.0f;
         t->data = d;
     }
     qsort(tl->t, (size_t)tl->n, sizeof *tl->t, by_name);
@@ -204,6 +209,11 @@ static int fill_and_write(const char *dir, tensor_list *tl) {
 }
 
 int bench_random_model_write_arch(const char *dir, bench_arch arch, int H, int L, int NH, int FF, int with_tokenizer) {
+    return bench_random_model_write_flags(dir, arch, H, L, NH, FF, with_tokenizer, 0);
+}
+
+int bench_random_model_write_flags(const char *dir, bench_arch arch, int H, int L, int NH, int FF, int with_tokenizer,
+                                   unsigned flags) {
     rs = 0x9E3779B97F4A7C15ull;
     mkdir(dir, 0755);
     if (with_tokenizer && arch != BENCH_ARCH_BERT) {
@@ -219,7 +229,7 @@ int bench_random_model_write_arch(const char *dir, bench_arch arch, int H, int L
         if (arch == BENCH_ARCH_BERT) bert_tensors(&tl, H, L, FF, 30522, 512);
         else if (arch == BENCH_ARCH_NOMIC) nomic_tensors(&tl, H, L, FF, 30528);
         else modernbert_tensors(&tl, H, L, FF, 50368);
-        rc = fill_and_write(dir, &tl);
+        rc = fill_and_write(dir, &tl, flags);
     } else {
         fprintf(stderr, "random model: out of memory\n");
     }

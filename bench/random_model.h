@@ -20,6 +20,19 @@ typedef enum { BENCH_ARCH_BERT, BENCH_ARCH_NOMIC, BENCH_ARCH_MODERNBERT } bench_
 int bench_random_model_write_arch(const char *dir, bench_arch arch, int hidden, int layers, int heads,
                                   int intermediate, int with_tokenizer);
 
+/* Trained checkpoints are not uniform: a few weights are several times the rest, and a few
+ * hidden dimensions carry far larger values than the others (BERT's "outlier dimensions", from
+ * large LayerNorm gains), which is what makes int8 activations hard. flags (0: as
+ * bench_random_model_write_arch):
+ *   BENCH_MODEL_BIG_WEIGHTS  1 weight in 512 of every linear layer is 6 times as large
+ *   BENCH_MODEL_BIG_DIMS     in every LayerNorm two dimensions (hidden / 3 and 2 * hidden / 3 + 1)
+ *                            have gain 8 instead of about 1 */
+#define BENCH_MODEL_BIG_WEIGHTS 1u
+#define BENCH_MODEL_BIG_DIMS 2u
+#define BENCH_MODEL_OUTLIERS (BENCH_MODEL_BIG_WEIGHTS | BENCH_MODEL_BIG_DIMS)
+int bench_random_model_write_flags(const char *dir, bench_arch arch, int hidden, int layers, int heads,
+                                   int intermediate, int with_tokenizer, unsigned flags);
+
 /* bench_random_model_write_arch(dir, BENCH_ARCH_BERT, ...) */
 int bench_random_model_write(const char *dir, int hidden, int layers, int heads, int intermediate,
                              int with_tokenizer);
