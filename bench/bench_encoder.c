@@ -38,6 +38,7 @@
  * constants here: bench/encoder_peers.sh measures them in the same run. */
 #include "bench_clock.h"
 #include "encoder.h"
+#include "int8_gemm.h"
 #include "random_model.h"
 #include <cblas.h>
 #include <math.h>
@@ -659,7 +660,8 @@ int main(int argc, char **argv) {
             int r;
             if (write_dir) r = write_peer_files(sub, m);
             else {
-                printf("OpenBLAS: %s, core %s\n", openblas_get_config(), openblas_get_corename());
+                printf("OpenBLAS: %s, core %s; int8 kernels: %s\n", openblas_get_config(), openblas_get_corename(),
+                       emb_i8_path_name(emb_i8_path_default()));
                 r = run_model(sub, m, threads, nthreads);
             }
             fflush(stdout);

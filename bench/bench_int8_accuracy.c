@@ -26,6 +26,7 @@
  *   --quick      64 sentences (32 at bert-base size)
  * Exits 1 when a golden case (a folder given) is below a bound, 2 on a usage error. */
 #include "encoder.h"
+#include "int8_gemm.h"
 #include "file.h"
 #include "random_model.h"
 #include <cblas.h>
@@ -301,6 +302,7 @@ int main(int argc, char **argv) {
         }
     }
     openblas_set_num_threads(threads);
+    printf("int8 kernels: %s\n", emb_i8_path_name(emb_i8_path_default()));
     printf("int8 vs float32 weights: cosine of the int8 vector to the float32 one, smallest / 1st percentile / median;\n"
            "bounds (issue 13): sentence vectors (mean, CLS) >= %.3f for every golden case, contextual (token) >= %.2f\n\n",
            BOUND_SENTENCE, BOUND_TOKEN);
