@@ -242,6 +242,12 @@ typedef struct {
     emb_i8_act *act;                      /* int8 weights: the quantized input of a product */
     emb_workers *gemm_workers;            /* int8 weights: the threads a large product is split over */
     int failed;                           /* an int8 product ran out of memory */
+    int bias_in_gemm;                     /* int8: products write bias + A W^T (beta 0); float32: the
+                                           * row tasks preload the biases into the outputs */
+    const float *quant_src;               /* int8: the rows (stride quant_ld) a row task quantizes into
+                                           * act once it has written them, while they are in cache */
+    int quant_ld;
+    const float *act_of;                  /* int8: whose rows act holds, ready for a product, or NULL */
     const emb_layer_weights *next;        /* layer whose Q/K/V biases the row tasks preload, or NULL */
     int B, T, H, NH, dh, FF;
     size_t BT;
@@ -259,13 +265,30 @@ typedef struct {
 
 /* Q, K, V rows [r0, r0+n) start as the next layer's biases */
 static void preload_qkv(const fwd_ctx *c, size_t r0, size_t n) {
-    if (!c->next) return;
+    if (!c->next || c->bias_in_gemm) return;
     size_t o = r0 * c->H;
     fill_bias(c->q + o, c->next->bq, n, c->H);
     fill_bias(c->k + o, c->next->bk, n, c->H);
     fill_bias(c->v + o, c->next->bv, n, c->H);
 }
 
+/* int8: the next row tasks quantize their rows of src (K of each row of ld floats) for the
+ * product that reads them (src NULL: none; float32: nothing to do). */
+static void quantize_in_tasks(fwd_ctx *c, const float *src, int ld, int K) {
+    c->quant_src = NULL;
+    c->act_of = NULL;
+    if (!c->bias_in_gemm || !src) return;
+    if (emb_i8_act_reserve(c->act, (int)c->BT, K)) {
+        c->failed = 1;
+        return;
+    }
+    c->quant_src = src;
+    c->quant_ld = ld;
+    c->act_of = src;
+}
+static void quantize_rows(const fwd_ctx *c, size_t r0, size_t n) {
+    if (c->quant_src) emb_i8_quantize_rows(c->act, c->quant_src, c->quant_ld, (int)r0, (int)(r0 + n));
+}
 static void task_embed(void *cv, int t, int worker) {
     (void)worker;
     fwd_ctx *c = cv;
@@ -280,6 +303,7 @@ static void task_embed(void *cv, int t, int worker) {
         embed_ln_row(c->X + r * c->H, wr, p, ty, e->ln_g, e->ln_b, c->H, e->cfg.ln_eps);
     }
     preload_qkv(c, r0, r1 - r0);
+    quantize_rows(c, r0, r1 - r0);
 }
 
 static void row_range(const fwd_ctx *c, int t, int per, size_t *r0, size_t *n) {
@@ -293,7 +317,8 @@ static void task_ln1(void *cv, int t, int worker) {
     row_range(c, t, c->rows_per_task, &r0, &n);
     bias_ln(c->X + r0 * c->H, c->w->bo, c->w->ln1_g, c->w->ln1_b, n, c->H, c->eps);
     /* the FFN's inner rows start as its bias (Q/K/V, which share the arena, are consumed) */
-    fill_bias(c->inter + r0 * c->FFin, c->w->b1, n, c->FFin);
+    if (!c->bias_in_gemm) fill_bias(c->inter + r0 * c->FFin, c->w->b1, n, c->FFin);
+    quantize_rows(c, r0, n);
 }
 static void task_gelu(void *cv, int t, int worker) {
     (void)worker;
@@ -302,6 +327,7 @@ static void task_gelu(void *cv, int t, int worker) {
     row_range(c, t, c->ffn_rows, &r0, &n);
     if (c->FFin != c->FF) glu_rows(c->inter + r0 * c->FFin, n, c->FF, c->e->cfg.act);
     else gelu_rows(c->inter + r0 * c->FF, n, c->FF);
+    quantize_rows(c, r0, n);
 }
 /* Pre-norm, before attention: the residual stream gets the previous layer's last bias, xn its
  * attention norm; Q, K, V start as this layer's biases. */
@@ -312,6 +338,7 @@ static void task_pn_attn_in(void *cv, int t, int worker) {
     row_range(c, t, c->rows_per_task, &r0, &n);
     bias_norm_to(c->X + r0 * c->H, c->xn + r0 * c->H, c->res_bias, c->norm_g, c->norm_b, n, c->H, c->eps);
     if (c->next) preload_qkv(c, r0, n);
+    quantize_rows(c, r0, n);
 }
 /* Pre-norm, before the MLP: the stream gets the attention output's bias, xn the MLP norm; the
  * inner rows start as their bias. */
@@ -321,7 +348,8 @@ static void task_pn_mlp_in(void *cv, int t, int worker) {
     size_t r0, n;
     row_range(c, t, c->rows_per_task, &r0, &n);
     bias_norm_to(c->X + r0 * c->H, c->xn + r0 * c->H, c->res_bias, c->w->ln2_g, c->w->ln2_b, n, c->H, c->eps);
-    fill_bias(c->inter + r0 * c->FFin, c->w->b1, n, c->FFin);
+    if (!c->bias_in_gemm) fill_bias(c->inter + r0 * c->FFin, c->w->b1, n, c->FFin);
+    quantize_rows(c, r0, n);
 }
 static void task_ln2(void *cv, int t, int worker) {
     (void)worker;
@@ -330,6 +358,7 @@ static void task_ln2(void *cv, int t, int worker) {
     row_range(c, t, c->rows_per_task, &r0, &n);
     bias_ln(c->X + r0 * c->H, c->w->b2, c->w->ln2_g, c->w->ln2_b, n, c->H, c->eps);
     preload_qkv(c, r0, n);
+    quantize_rows(c, r0, n);
 }
 
 /* RoBERTa's position ids, as transformers' create_position_ids_from_input_ids: padding_idx plus
@@ -372,13 +401,18 @@ static void layer_attention(fwd_ctx *fc, const emb_encoder_config *c, const emb_
 }
 
 /* C[M,N] += A[M,K] * W[N,K]^T (W as PyTorch's Linear stores it, [out, in]; row strides lda, ldc):
- * on sgemm, or with the packed int8 weight W8 when the encoder has them. */
-static void linear_acc(fwd_ctx *fc, const float *A, int lda, const float *W, const emb_i8w *W8, float *C, int ldc,
-                       int M, int N, int K) {
+ * on sgemm, or with the packed int8 weight W8 when the encoder has them. With a bias, C is the
+ * product's own output: float32 finds the bias already there (the row tasks preload it, which
+ * spares OpenBLAS's zeroing pass), int8 writes bias + product in the kernels' epilogue (no fill
+ * pass, no read of C). */
+static void linear_acc(fwd_ctx *fc, const float *A, int lda, const float *W, const emb_i8w *W8, const float *bias,
+                       float *C, int ldc, int M, int N, int K) {
     if (!W8)
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, N, K, 1.0f, A, lda, W, K, 1.0f, C, ldc);
-    else if (emb_i8_gemm(A, lda, M, W8, NULL, 1.0f, C, ldc, fc->act, fc->gemm_workers))
+    else if (fc->act_of == A ? emb_i8_gemm_q(fc->act, W8, bias, bias ? 0.0f : 1.0f, C, ldc, fc->gemm_workers)
+                             : emb_i8_gemm(A, lda, M, W8, bias, bias ? 0.0f : 1.0f, C, ldc, fc->act, fc->gemm_workers))
         fc->failed = 1;
+    fc->act_of = NULL;
 }
 
 /* The feed-forward's first product: into inter (FFin wide), one product when its halves lie
@@ -386,10 +420,10 @@ static void linear_acc(fwd_ctx *fc, const float *A, int lda, const float *W, con
 static void ffn_in(fwd_ctx *fc, const emb_layer_weights *w, const float *A) {
     int BT = (int)fc->BT, FF = fc->FF, H = fc->H;
     if (fc->w8 || fc->FFin == FF || w->w1b == w->w1 + (size_t)FF * H) { /* int8: packed as one */
-        linear_acc(fc, A, H, w->w1, fc->w8 ? fc->w8->ffn_in : NULL, fc->inter, fc->FFin, BT, fc->FFin, H);
+        linear_acc(fc, A, H, w->w1, fc->w8 ? fc->w8->ffn_in : NULL, w->b1, fc->inter, fc->FFin, BT, fc->FFin, H);
     } else {
-        linear_acc(fc, A, H, w->w1, NULL, fc->inter, fc->FFin, BT, FF, H);
-        linear_acc(fc, A, H, w->w1b, NULL, fc->inter + FF, fc->FFin, BT, FF, H);
+        linear_acc(fc, A, H, w->w1, NULL, w->b1, fc->inter, fc->FFin, BT, FF, H);
+        linear_acc(fc, A, H, w->w1b, NULL, w->b1 + FF, fc->inter + FF, fc->FFin, BT, FF, H);
     }
 }
 
@@ -398,15 +432,17 @@ static void qkv_in(fwd_ctx *fc, const emb_layer_weights *w, const float *A) {
     int BT = (int)fc->BT, H = fc->H;
     const emb_layer_i8 *w8 = fc->w8;
     if (!w8) {
-        linear_acc(fc, A, H, w->wq, NULL, fc->q, H, BT, H, H);
-        linear_acc(fc, A, H, w->wk, NULL, fc->k, H, BT, H, H);
-        linear_acc(fc, A, H, w->wv, NULL, fc->v, H, BT, H, H);
+        linear_acc(fc, A, H, w->wq, NULL, w->bq, fc->q, H, BT, H, H);
+        linear_acc(fc, A, H, w->wk, NULL, w->bk, fc->k, H, BT, H, H);
+        linear_acc(fc, A, H, w->wv, NULL, w->bv, fc->v, H, BT, H, H);
         return;
     }
     emb_workers *gw = fc->gemm_workers;
-    if (emb_i8_quantize(A, H, BT, H, fc->act, gw) || emb_i8_gemm_q(fc->act, w8->q, NULL, 1.0f, fc->q, H, gw) ||
-        emb_i8_gemm_q(fc->act, w8->k, NULL, 1.0f, fc->k, H, gw) || emb_i8_gemm_q(fc->act, w8->v, NULL, 1.0f, fc->v, H, gw))
+    if ((fc->act_of != A && emb_i8_quantize(A, H, BT, H, fc->act, gw)) ||
+        emb_i8_gemm_q(fc->act, w8->q, w->bq, 0.0f, fc->q, H, gw) ||
+        emb_i8_gemm_q(fc->act, w8->k, w->bk, 0.0f, fc->k, H, gw) || emb_i8_gemm_q(fc->act, w8->v, w->bv, 0.0f, fc->v, H, gw))
         fc->failed = 1;
+    fc->act_of = NULL;
 }
 
 /* Where the row tasks and the attention tasks run (helper threads or the caller alone), in how
@@ -428,7 +464,7 @@ static void attention_block(fwd_ctx *fc, const emb_workspace *ws, const plan *pl
                           ? fc->probs + (size_t)(l + 1 - s->first_layer) * fc->att.capture_nh * fc->T * fc->T
                           : NULL;
     emb_workers_run(pl->att, fc->B * fc->NH, emb_attention_task, &fc->att);
-    linear_acc(fc, fc->q, H, w->wo, fc->w8 ? fc->w8->o : NULL, fc->X, H, BT, H, H);
+    linear_acc(fc, fc->q, H, w->wo, fc->w8 ? fc->w8->o : NULL, NULL, fc->X, H, BT, H, H);
 }
 
 /* BERT's layers: LayerNorm after attention and after the feed-forward, each with its residual. */
@@ -442,11 +478,14 @@ static void layers_post_norm(fwd_ctx *fc, const emb_workspace *ws, const plan *p
         /* every product accumulates onto what its output already holds: the bias
          * (preloaded by the row tasks) or the residual */
         attention_block(fc, ws, pl, l, fc->X);
+        quantize_in_tasks(fc, fc->X, fc->H, fc->H);
         emb_workers_run(pl->rows, pl->row_tasks, task_ln1, fc);
         ffn_in(fc, w, fc->X);
+        quantize_in_tasks(fc, fc->inter, fc->FFin, fc->FF);
         emb_workers_run(pl->rows, pl->ffn_tasks, task_gelu, fc);
-        linear_acc(fc, fc->inter, fc->FFin, w->w2, fc->w8 ? fc->w8->ffn_out : NULL, fc->X, fc->H, (int)fc->BT, fc->H,
-                   fc->FF);
+        linear_acc(fc, fc->inter, fc->FFin, w->w2, fc->w8 ? fc->w8->ffn_out : NULL, NULL, fc->X, fc->H, (int)fc->BT,
+                   fc->H, fc->FF);
+        quantize_in_tasks(fc, fc->next ? fc->X : NULL, fc->H, fc->H);
         emb_workers_run(pl->rows, pl->row_tasks, task_ln2, fc);
     }
 }
@@ -463,14 +502,18 @@ static void layers_pre_norm(fwd_ctx *fc, const emb_workspace *ws, const plan *pl
         fc->res_bias = l > 0 && e->L[l - 1].b2 != e->zeros ? e->L[l - 1].b2 : NULL;
         fc->norm_g = w->ln1_g;
         fc->norm_b = w->ln1_b;
+        const float *attn_in = w->ln1_g ? fc->xn : fc->X;
+        quantize_in_tasks(fc, attn_in, fc->H, fc->H);
         emb_workers_run(pl->rows, pl->row_tasks, task_pn_attn_in, fc);
-        attention_block(fc, ws, pl, l, w->ln1_g ? fc->xn : fc->X);
+        attention_block(fc, ws, pl, l, attn_in);
         fc->res_bias = w->bo != e->zeros ? w->bo : NULL;
+        quantize_in_tasks(fc, fc->xn, fc->H, fc->H);
         emb_workers_run(pl->rows, pl->row_tasks, task_pn_mlp_in, fc);
         ffn_in(fc, w, fc->xn);
+        quantize_in_tasks(fc, fc->inter, fc->FFin, fc->FF);
         emb_workers_run(pl->rows, pl->ffn_tasks, task_gelu, fc);
-        linear_acc(fc, fc->inter, fc->FFin, w->w2, fc->w8 ? fc->w8->ffn_out : NULL, fc->X, fc->H, (int)fc->BT, fc->H,
-                   fc->FF);
+        linear_acc(fc, fc->inter, fc->FFin, w->w2, fc->w8 ? fc->w8->ffn_out : NULL, NULL, fc->X, fc->H, (int)fc->BT,
+                   fc->H, fc->FF);
     }
     /* the last layer's output bias, then the final norm, in place */
     fc->next = NULL;
@@ -478,6 +521,7 @@ static void layers_pre_norm(fwd_ctx *fc, const emb_workspace *ws, const plan *pl
     fc->norm_g = n_layers == e->cfg.dims.layers ? e->final_g : NULL;
     fc->norm_b = e->final_b;
     fc->xn = fc->X;
+    quantize_in_tasks(fc, NULL, 0, 0);
     if (fc->res_bias || fc->norm_g) emb_workers_run(pl->rows, pl->row_tasks, task_pn_attn_in, fc);
 }
 
@@ -563,8 +607,10 @@ int emb_encoder_forward_capture(const emb_encoder *e, emb_workspace *ws, int B, 
     plan pl = {(size_t)BT * H >= PAR_MIN_ELEMS ? ws->workers : NULL,
                (double)B * NH * T * T * dh >= PAR_MIN_ATT_MNK ? ws->workers : NULL, row_tasks, ffn_tasks};
     fc.next = n_layers > 0 && !c->pre_norm ? &e->L[0] : NULL;
-    emb_workers_run(pl.rows, row_tasks, task_embed, &fc);
+    fc.bias_in_gemm = e->L8 != NULL;
     fc.act = &ws->act;
+    quantize_in_tasks(&fc, fc.next ? fc.X : NULL, H, H);
+    emb_workers_run(pl.rows, row_tasks, task_embed, &fc);
     fc.gemm_workers = ws->workers;
     if (c->pre_norm) layers_pre_norm(&fc, ws, &pl, n_layers);
     else layers_post_norm(&fc, ws, &pl, n_layers);

@@ -184,8 +184,7 @@ void emb_i8_act_free(emb_i8_act *a) {
     memset(a, 0, sizeof *a);
 }
 
-/* Room for M rows of K codes. */
-static int act_reserve(emb_i8_act *a, int M, int K) {
+int emb_i8_act_reserve(emb_i8_act *a, int M, int K) {
     if (M < 1 || K < 1 || K > EMB_I8_MAX_K) return -1;
     int Kp = round_up(K, 4);
     size_t need = (size_t)M * (size_t)Kp;
@@ -223,19 +222,26 @@ typedef struct {
     emb_i8_act *a;
 } quant_job;
 
+static void quantize_rows_path(emb_i8_path p, emb_i8_act *a, const float *A, int lda, int m0, int m1) {
+    for (int m = m0; m < m1; m++)
+        emb_i8k_quantize_row(p, A + (size_t)m * (size_t)lda, a->K, a->Kp, a->u + (size_t)m * (size_t)a->Kp, &a->scale[m],
+                             &a->zp[m]);
+}
+
 static void quant_task(void *ctx, int task, int worker) {
     (void)worker;
     quant_job *j = ctx;
-    emb_i8_act *a = j->a;
-    int m1 = (task + 1) * I8_QUANT_ROWS < a->M ? (task + 1) * I8_QUANT_ROWS : a->M;
-    for (int m = task * I8_QUANT_ROWS; m < m1; m++)
-        emb_i8k_quantize_row(j->path, j->A + (size_t)m * (size_t)j->lda, a->K, a->Kp, a->u + (size_t)m * (size_t)a->Kp,
-                             &a->scale[m], &a->zp[m]);
+    int m1 = (task + 1) * I8_QUANT_ROWS < j->a->M ? (task + 1) * I8_QUANT_ROWS : j->a->M;
+    quantize_rows_path(j->path, j->a, j->A, j->lda, task * I8_QUANT_ROWS, m1);
+}
+
+void emb_i8_quantize_rows(emb_i8_act *a, const float *A, int lda, int m0, int m1) {
+    quantize_rows_path(emb_i8_path_default(), a, A, lda, m0, m1);
 }
 
 int emb_i8_quantize_path(emb_i8_path p, const float *A, int lda, int M, int K, emb_i8_act *a,
                          emb_workers *workers) {
-    if (lda < K || act_reserve(a, M, K)) return -1;
+    if (lda < K || emb_i8_act_reserve(a, M, K)) return -1;
     quant_job j = {p, A, lda, a};
     int tasks = (M + I8_QUANT_ROWS - 1) / I8_QUANT_ROWS;
     emb_workers_run((double)M * K >= 65536.0 ? workers : NULL, tasks, quant_task, &j);
@@ -248,7 +254,7 @@ int emb_i8_quantize(const float *A, int lda, int M, int K, emb_i8_act *a, emb_wo
 
 int emb_i8_act_set_codes(emb_i8_act *a, const uint8_t *u, int ldu, const float *scale, const int32_t *zp, int M,
                          int K) {
-    if (ldu < K || act_reserve(a, M, K)) return -1;
+    if (ldu < K || emb_i8_act_reserve(a, M, K)) return -1;
     for (int m = 0; m < M; m++) {
         uint8_t *row = a->u + (size_t)m * (size_t)a->Kp;
         memcpy(row, u + (size_t)m * (size_t)ldu, (size_t)K);

@@ -84,6 +84,11 @@ int emb_i8_quantize(const float *A, int lda, int M, int K, emb_i8_act *a, emb_wo
 /* The same with kernel set p (supported): the same codes on every set. */
 int emb_i8_quantize_path(emb_i8_path p, const float *A, int lda, int M, int K, emb_i8_act *a,
                          emb_workers *workers);
+/* The same in two steps, for a caller that quantizes rows inside its own pass over them (while
+ * they are in cache): room for M rows of K codes (-1 when out of memory), then rows m0..m1-1 of
+ * A, from any thread, each row once. */
+int emb_i8_act_reserve(emb_i8_act *a, int M, int K);
+void emb_i8_quantize_rows(emb_i8_act *a, const float *A, int lda, int m0, int m1);
 /* Codes given directly (tests, other quantizers): rows of K codes, stride ldu bytes. */
 int emb_i8_act_set_codes(emb_i8_act *a, const uint8_t *u, int ldu, const float *scale, const int32_t *zp, int M,
                          int K);
