@@ -248,6 +248,8 @@ typedef struct {
                                            * act once it has written them, while they are in cache */
     int quant_ld;
     const float *act_of;                  /* int8: whose rows act holds, ready for a product, or NULL */
+    int tile_products;                    /* float32, several threads, a short batch: the products run
+                                           * as tiles on the calling thread (product_tiles) */
     const emb_layer_weights *next;        /* layer whose Q/K/V biases the row tasks preload, or NULL */
     int B, T, H, NH, dh, FF;
     size_t BT;
@@ -400,6 +402,28 @@ static void layer_attention(fwd_ctx *fc, const emb_encoder_config *c, const emb_
     if (c->pos_kind == EMB_POS_ROTARY) fc->att.rope = ws->rope + (local ? (size_t)ws->rope_T * c->rope_dims : 0);
 }
 
+/* OpenBLAS 0.3.21 splits a product over its own threads above 65536 * 4 multiply-adds and has no
+ * per-call thread count. For the products of a short batch that split costs more than it saves
+ * (16 rows, 2 threads on the shared 2-core VM: 1.2-1.4x slower than one thread, and its idle
+ * threads spin beside ours), so with several threads a product of at most TILE_MAX_ROWS rows runs
+ * on the calling thread alone, as tiles small enough that OpenBLAS keeps each there: blocks of
+ * TILE_COLS output columns, each block's K slices in order. */
+#define OPENBLAS_ONE_THREAD_MNK 262144
+#define TILE_MAX_ROWS 32
+#define TILE_COLS 32
+static void product_tiles(const float *A, int lda, const float *W, float *C, int ldc, int M, int N, int K) {
+    int kb = OPENBLAS_ONE_THREAD_MNK / (M * TILE_COLS) / 16 * 16;
+    if (kb > K) kb = K;
+    for (int n0 = 0; n0 < N; n0 += TILE_COLS) {
+        int n = N - n0 < TILE_COLS ? N - n0 : TILE_COLS;
+        for (int k0 = 0; k0 < K; k0 += kb) {
+            int k = K - k0 < kb ? K - k0 : kb;
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, n, k, 1.0f, A + k0, lda, W + (size_t)n0 * K + k0, K,
+                        1.0f, C + n0, ldc);
+        }
+    }
+}
+
 /* C[M,N] += A[M,K] * W[N,K]^T (W as PyTorch's Linear stores it, [out, in]; row strides lda, ldc):
  * on sgemm, or with the packed int8 weight W8 when the encoder has them. With a bias, C is the
  * product's own output: float32 finds the bias already there (the row tasks preload it, which
@@ -407,7 +431,9 @@ static void layer_attention(fwd_ctx *fc, const emb_encoder_config *c, const emb_
  * pass, no read of C). */
 static void linear_acc(fwd_ctx *fc, const float *A, int lda, const float *W, const emb_i8w *W8, const float *bias,
                        float *C, int ldc, int M, int N, int K) {
-    if (!W8)
+    if (!W8 && fc->tile_products)
+        product_tiles(A, lda, W, C, ldc, M, N, K);
+    else if (!W8)
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, N, K, 1.0f, A, lda, W, K, 1.0f, C, ldc);
     else if (fc->act_of == A ? emb_i8_gemm_q(fc->act, W8, bias, bias ? 0.0f : 1.0f, C, ldc, fc->gemm_workers)
                              : emb_i8_gemm(A, lda, M, W8, bias, bias ? 0.0f : 1.0f, C, ldc, fc->act, fc->gemm_workers))
@@ -608,6 +634,7 @@ int emb_encoder_forward_capture(const emb_encoder *e, emb_workspace *ws, int B, 
                (double)B * NH * T * T * dh >= PAR_MIN_ATT_MNK ? ws->workers : NULL, row_tasks, ffn_tasks};
     fc.next = n_layers > 0 && !c->pre_norm ? &e->L[0] : NULL;
     fc.bias_in_gemm = e->L8 != NULL;
+    fc.tile_products = nthr > 1 && BT <= TILE_MAX_ROWS;
     fc.act = &ws->act;
     quantize_in_tasks(&fc, fc.next ? fc.X : NULL, H, H);
     emb_workers_run(pl.rows, row_tasks, task_embed, &fc);
