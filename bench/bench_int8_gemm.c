@@ -2,7 +2,8 @@
  * (K, N: 384 x 1152 fused QKV, 384 x 384, 384 x 1536, 1536 x 384) and bert-base (768 x 2304,
  * 768 x 768, 768 x 3072, 3072 x 768), M = 16, 128, 4096 tokens, 1 and 2 threads, measured in
  * the same run: GOPS (2 M N K per second) and int8 / sgemm. "int8" includes quantizing the
- * activations (every call does); "kern" is the product alone. Then the relative error
+ * activations (every call does); "kern" is the product alone. Where the CPU has AVX512_BF16,
+ * also core/bf16_gemm (weights and activations in bfloat16, rounding included): "bf16", bf / sg. Then the relative error
  * ||C_int8 - C_f32|| / ||C_f32|| on random weights and on the golden model's weights.
  *
  *   bench_int8_gemm [--quick | M]  REPS runs (default 7), median; --quick: M = 16 and 128 only;
@@ -17,6 +18,7 @@
  *      $(pkg-config --libs openblas) -ldnnl -lgomp -lutf8proc -lcjson -lxxhash -lpthread -lm -lsqlite3
  * Prints a table and "RESULT key value" lines. */
 #include "bench_clock.h"
+#include "bf16_gemm.h"
 #include "int8_gemm.h"
 #include "safetensors.h"
 #include <cblas.h>
@@ -67,6 +69,8 @@ typedef struct {
     float *A, *W, *C;
     emb_i8w *w;
     emb_i8_act act;
+    emb_bf16w *wb;
+    emb_bf16_act bact;
     emb_workers *workers;
 #ifdef BENCH_DNNL
     dnnl_engine_t eng;
@@ -84,6 +88,10 @@ static void run_sgemm(void *p) {
 static void run_int8(void *p) {
     job *j = p;
     if (emb_i8_gemm(j->A, j->K, j->M, j->w, NULL, 1.0f, j->C, j->N, &j->act, j->workers)) abort();
+}
+static void run_bf16(void *p) {
+    job *j = p;
+    if (emb_bf16_gemm(j->A, j->K, j->M, j->wb, NULL, 1.0f, j->C, j->N, &j->bact, j->workers)) abort();
 }
 static void run_kernel(void *p) {
     job *j = p;
@@ -185,6 +193,8 @@ static void speed(int quick, int only_m) {
     printf("kernel set: %s\n", emb_i8_path_name(emb_i8_path_default()));
     printf("%-9s %5s %5s %5s %3s | %8s %8s %8s | %6s %6s | %9s %9s", "model", "M", "K", "N", "thr", "sgemm", "int8",
            "kern", "i8/sg", "kn/sg", "sg us", "i8 us");
+    int bf16 = emb_bf16_fast();
+    if (bf16) printf(" | %8s %6s", "bf16", "bf/sg");
 #ifdef BENCH_DNNL
     printf(" | %8s %6s %9s", "onednn", "dn/sg", "dn us");
 #endif
@@ -206,7 +216,8 @@ static void speed(int quick, int only_m) {
             for (size_t i = 0; i < (size_t)j.N * j.K; i++) j.W[i] = 0.02f * gaussian();
             char err[EMB_ERR_LEN];
             j.w = emb_i8w_pack(j.W, j.N, j.K, j.K, err);
-            if (!j.w) { fprintf(stderr, "%s\n", err); exit(1); }
+            j.wb = emb_bf16w_pack(j.W, j.N, j.K, j.K, err);
+            if (!j.w || !j.wb) { fprintf(stderr, "%s\n", err); exit(1); }
 #ifdef BENCH_DNNL
             dnnl_setup(&j);
 #endif
@@ -216,23 +227,28 @@ static void speed(int quick, int only_m) {
                 double ops = 2.0 * j.M * j.N * j.K;
 #ifdef BENCH_DNNL
                 omp_set_num_threads(thr);
-                const run_fn fns[] = {run_sgemm, run_int8, run_kernel, run_dnnl};
+                const run_fn fns[] = {run_sgemm, run_int8, run_kernel, run_bf16, run_dnnl};
 #else
-                const run_fn fns[] = {run_sgemm, run_int8, run_kernel};
+                const run_fn fns[] = {run_sgemm, run_int8, run_kernel, run_bf16};
 #endif
-                double tm[4];
-                time_alternating(fns, (int)(sizeof fns / sizeof fns[0]), &j, tm);
+                double tm[5];
+                int nfn = (int)(sizeof fns / sizeof fns[0]);
+                time_alternating(fns, bf16 ? nfn : 3, &j, tm);
                 double ts = tm[0], ti = tm[1], tk = tm[2];
                 printf("%-9s %5d %5d %5d %3d | %8.1f %8.1f %8.1f | %6.2f %6.2f | %9.1f %9.1f", layers[li].model, j.M,
                        j.K, j.N, thr, ops / ts * 1e-9, ops / ti * 1e-9, ops / tk * 1e-9, ts / ti, ts / tk, ts * 1e6,
                        ti * 1e6);
+                if (bf16) printf(" | %8.1f %6.2f", ops / tm[3] * 1e-9, ts / tm[3]);
 #ifdef BENCH_DNNL
-                double td = tm[3];
+                double td = tm[4];
                 printf(" | %8.1f %6.2f %9.1f", ops / td * 1e-9, ts / td, td * 1e6);
                 printf("\nRESULT onednn_vs_sgemm_%s_M%d_K%d_N%d_t%d %.3f", layers[li].model, j.M, j.K, j.N, thr, ts / td);
 #endif
                 printf("\nRESULT int8_vs_sgemm_%s_M%d_K%d_N%d_t%d %.3f\n", layers[li].model, j.M, j.K, j.N, thr,
                        ts / ti);
+                if (bf16)
+                    printf("RESULT bf16_vs_sgemm_%s_M%d_K%d_N%d_t%d %.3f\n", layers[li].model, j.M, j.K, j.N, thr,
+                           ts / tm[3]);
                 ratio_sum[thr - 1][mi] += log(ts / ti);
                 ratio_n[thr - 1][mi]++;
             }
@@ -241,6 +257,8 @@ static void speed(int quick, int only_m) {
 #endif
             emb_i8w_free(j.w);
             emb_i8_act_free(&j.act);
+            emb_bf16w_free(j.wb);
+            emb_bf16_act_free(&j.bact);
             free(j.A), free(j.W), free(j.C);
         }
     }

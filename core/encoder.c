@@ -32,6 +32,7 @@ struct emb_workspace {
     size_t pos_n;
     emb_workers *workers;       /* helper threads, or NULL */
     emb_i8_act act;             /* int8 weights: the quantized input of the current product */
+    emb_bf16_act bact;          /* bf16 weights: the rounded input of the current product */
 };
 
 const float *emb_encoder_word_row(const emb_encoder *e, int32_t id) {
@@ -197,6 +198,7 @@ void emb_workspace_free(emb_workspace *w) {
     free(w->rope);
     free(w->pos_ids);
     emb_i8_act_free(&w->act);
+    emb_bf16_act_free(&w->bact);
     free(w);
 }
 size_t emb_workspace_bytes(const emb_workspace *w) {
@@ -241,9 +243,11 @@ typedef struct {
     const emb_layer_weights *w;
     const emb_layer_i8 *w8;               /* int8 weights: this layer's packed weights, else NULL */
     emb_i8_act *act;                      /* int8 weights: the quantized input of a product */
+    const emb_layer_bf16 *wb;             /* bf16 weights: this layer's packed weights, else NULL */
+    emb_bf16_act *bact;                   /* bf16 weights: the rounded input of a product */
     emb_workers *gemm_workers;            /* int8 weights: the threads a large product is split over */
     int failed;                           /* an int8 product ran out of memory */
-    int bias_in_gemm;                     /* int8: products write bias + A W^T (beta 0); float32: the
+    int bias_in_gemm;                     /* int8, bf16: products write bias + A W^T (beta 0); float32: the
                                            * row tasks preload the biases into the outputs */
     const float *quant_src;               /* int8: the rows (stride quant_ld) a row task quantizes into
                                            * act once it has written them, while they are in cache */
@@ -281,7 +285,7 @@ static void preload_qkv(const fwd_ctx *c, size_t r0, size_t n) {
 static void quantize_in_tasks(fwd_ctx *c, const float *src, int ld, int K) {
     c->quant_src = NULL;
     c->act_of = NULL;
-    if (!c->bias_in_gemm || !src) return;
+    if (!c->e->L8 || !src) return;
     if (emb_i8_act_reserve(c->act, (int)c->BT, K)) {
         c->failed = 1;
         return;
@@ -425,14 +429,27 @@ static void product_tiles(const float *A, int lda, const float *W, float *C, int
     }
 }
 
+/* Which of a layer's linear weights a product uses (LIN_NONE: the float32 one given). */
+typedef enum { LIN_NONE, LIN_O, LIN_FFN_IN, LIN_FFN_OUT } lin_slot;
+static const emb_i8w *packed_i8(const emb_layer_i8 *p, lin_slot s) {
+    return !p ? NULL : s == LIN_O ? p->o : s == LIN_FFN_IN ? p->ffn_in : s == LIN_FFN_OUT ? p->ffn_out : NULL;
+}
+static const emb_bf16w *packed_bf16(const emb_layer_bf16 *p, lin_slot s) {
+    return !p ? NULL : s == LIN_O ? p->o : s == LIN_FFN_IN ? p->ffn_in : s == LIN_FFN_OUT ? p->ffn_out : NULL;
+}
+
 /* C[M,N] += A[M,K] * W[N,K]^T (W as PyTorch's Linear stores it, [out, in]; row strides lda, ldc):
- * on sgemm, or with the packed int8 weight W8 when the encoder has them. With a bias, C is the
- * product's own output: float32 finds the bias already there (the row tasks preload it, which
- * spares OpenBLAS's zeroing pass), int8 writes bias + product in the kernels' epilogue (no fill
- * pass, no read of C). */
-static void linear_acc(fwd_ctx *fc, const float *A, int lda, const float *W, const emb_i8w *W8, const float *bias,
+ * on sgemm, or with the layer's packed int8 or bf16 weight in `slot` when the encoder has them.
+ * With a bias, C is the product's own output: float32 finds the bias already there (the row
+ * tasks preload it, which spares OpenBLAS's zeroing pass), int8 and bf16 write bias + product in
+ * the kernels' epilogue (no fill pass, no read of C). */
+static void linear_acc(fwd_ctx *fc, const float *A, int lda, const float *W, lin_slot slot, const float *bias,
                        float *C, int ldc, int M, int N, int K) {
-    if (!W8 && fc->short_products == 1)
+    const emb_i8w *W8 = packed_i8(fc->w8, slot);
+    const emb_bf16w *WB = packed_bf16(fc->wb, slot);
+    if (WB) {
+        if (emb_bf16_gemm(A, lda, M, WB, bias, bias ? 0.0f : 1.0f, C, ldc, fc->bact, fc->gemm_workers)) fc->failed = 1;
+    } else if (!W8 && fc->short_products == 1)
         emb_sgemm_rows(M, N, K, A, lda, W, K, C, ldc);
     else if (!W8 && fc->short_products == 2)
         product_tiles(A, lda, W, C, ldc, M, N, K);
@@ -448,25 +465,33 @@ static void linear_acc(fwd_ctx *fc, const float *A, int lda, const float *W, con
  * side by side in one tensor, two otherwise. */
 static void ffn_in(fwd_ctx *fc, const emb_layer_weights *w, const float *A) {
     int BT = (int)fc->BT, FF = fc->FF, H = fc->H;
-    if (fc->w8 || fc->FFin == FF || w->w1b == w->w1 + (size_t)FF * H) { /* int8: packed as one */
-        linear_acc(fc, A, H, w->w1, fc->w8 ? fc->w8->ffn_in : NULL, w->b1, fc->inter, fc->FFin, BT, fc->FFin, H);
+    if (fc->w8 || fc->wb || fc->FFin == FF || w->w1b == w->w1 + (size_t)FF * H) { /* packed as one */
+        linear_acc(fc, A, H, w->w1, LIN_FFN_IN, w->b1, fc->inter, fc->FFin, BT, fc->FFin, H);
     } else {
-        linear_acc(fc, A, H, w->w1, NULL, w->b1, fc->inter, fc->FFin, BT, FF, H);
-        linear_acc(fc, A, H, w->w1b, NULL, w->b1 + FF, fc->inter + FF, fc->FFin, BT, FF, H);
+        linear_acc(fc, A, H, w->w1, LIN_NONE, w->b1, fc->inter, fc->FFin, BT, FF, H);
+        linear_acc(fc, A, H, w->w1b, LIN_NONE, w->b1 + FF, fc->inter + FF, fc->FFin, BT, FF, H);
     }
 }
 
-/* Q, K and V from A: int8 quantizes A once for the three products. */
+/* Q, K and V from A: int8 quantizes A once for the three products, bf16 rounds it once. */
 static void qkv_in(fwd_ctx *fc, const emb_layer_weights *w, const float *A) {
     int BT = (int)fc->BT, H = fc->H;
     const emb_layer_i8 *w8 = fc->w8;
-    if (!w8) {
-        linear_acc(fc, A, H, w->wq, NULL, w->bq, fc->q, H, BT, H, H);
-        linear_acc(fc, A, H, w->wk, NULL, w->bk, fc->k, H, BT, H, H);
-        linear_acc(fc, A, H, w->wv, NULL, w->bv, fc->v, H, BT, H, H);
+    const emb_layer_bf16 *wb = fc->wb;
+    emb_workers *gw = fc->gemm_workers;
+    if (wb) {
+        if (emb_bf16_convert(A, H, BT, H, fc->bact) || emb_bf16_gemm_q(fc->bact, wb->q, w->bq, 0.0f, fc->q, H, gw) ||
+            emb_bf16_gemm_q(fc->bact, wb->k, w->bk, 0.0f, fc->k, H, gw) ||
+            emb_bf16_gemm_q(fc->bact, wb->v, w->bv, 0.0f, fc->v, H, gw))
+            fc->failed = 1;
         return;
     }
-    emb_workers *gw = fc->gemm_workers;
+    if (!w8) {
+        linear_acc(fc, A, H, w->wq, LIN_NONE, w->bq, fc->q, H, BT, H, H);
+        linear_acc(fc, A, H, w->wk, LIN_NONE, w->bk, fc->k, H, BT, H, H);
+        linear_acc(fc, A, H, w->wv, LIN_NONE, w->bv, fc->v, H, BT, H, H);
+        return;
+    }
     if ((fc->act_of != A && emb_i8_quantize(A, H, BT, H, fc->act, gw)) ||
         emb_i8_gemm_q(fc->act, w8->q, w->bq, 0.0f, fc->q, H, gw) ||
         emb_i8_gemm_q(fc->act, w8->k, w->bk, 0.0f, fc->k, H, gw) || emb_i8_gemm_q(fc->act, w8->v, w->bv, 0.0f, fc->v, H, gw))
@@ -493,7 +518,7 @@ static void attention_block(fwd_ctx *fc, const emb_workspace *ws, const plan *pl
                           ? fc->probs + (size_t)(l + 1 - s->first_layer) * fc->att.capture_nh * fc->T * fc->T
                           : NULL;
     emb_workers_run(pl->att, fc->B * fc->NH, emb_attention_task, &fc->att);
-    linear_acc(fc, fc->q, H, w->wo, fc->w8 ? fc->w8->o : NULL, NULL, fc->X, H, BT, H, H);
+    linear_acc(fc, fc->q, H, w->wo, LIN_O, NULL, fc->X, H, BT, H, H);
 }
 
 /* BERT's layers: LayerNorm after attention and after the feed-forward, each with its residual. */
@@ -503,6 +528,7 @@ static void layers_post_norm(fwd_ctx *fc, const emb_workspace *ws, const plan *p
         const emb_layer_weights *w = &e->L[l];
         fc->w = w;
         fc->w8 = e->L8 ? &e->L8[l] : NULL;
+        fc->wb = e->LB ? &e->LB[l] : NULL;
         fc->next = l + 1 < n_layers ? &e->L[l + 1] : NULL;
         /* every product accumulates onto what its output already holds: the bias
          * (preloaded by the row tasks) or the residual */
@@ -512,7 +538,7 @@ static void layers_post_norm(fwd_ctx *fc, const emb_workspace *ws, const plan *p
         ffn_in(fc, w, fc->X);
         quantize_in_tasks(fc, fc->inter, fc->FFin, fc->FF);
         emb_workers_run(pl->rows, pl->ffn_tasks, task_gelu, fc);
-        linear_acc(fc, fc->inter, fc->FFin, w->w2, fc->w8 ? fc->w8->ffn_out : NULL, NULL, fc->X, fc->H, (int)fc->BT,
+        linear_acc(fc, fc->inter, fc->FFin, w->w2, LIN_FFN_OUT, NULL, fc->X, fc->H, (int)fc->BT,
                    fc->H, fc->FF);
         quantize_in_tasks(fc, fc->next ? fc->X : NULL, fc->H, fc->H);
         emb_workers_run(pl->rows, pl->row_tasks, task_ln2, fc);
@@ -527,6 +553,7 @@ static void layers_pre_norm(fwd_ctx *fc, const emb_workspace *ws, const plan *pl
         const emb_layer_weights *w = &e->L[l];
         fc->w = w;
         fc->w8 = e->L8 ? &e->L8[l] : NULL;
+        fc->wb = e->LB ? &e->LB[l] : NULL;
         fc->next = w;
         fc->res_bias = l > 0 && e->L[l - 1].b2 != e->zeros ? e->L[l - 1].b2 : NULL;
         fc->norm_g = w->ln1_g;
@@ -541,7 +568,7 @@ static void layers_pre_norm(fwd_ctx *fc, const emb_workspace *ws, const plan *pl
         ffn_in(fc, w, fc->xn);
         quantize_in_tasks(fc, fc->inter, fc->FFin, fc->FF);
         emb_workers_run(pl->rows, pl->ffn_tasks, task_gelu, fc);
-        linear_acc(fc, fc->inter, fc->FFin, w->w2, fc->w8 ? fc->w8->ffn_out : NULL, NULL, fc->X, fc->H, (int)fc->BT,
+        linear_acc(fc, fc->inter, fc->FFin, w->w2, LIN_FFN_OUT, NULL, fc->X, fc->H, (int)fc->BT,
                    fc->H, fc->FF);
     }
     /* the last layer's output bias, then the final norm, in place */
@@ -636,11 +663,12 @@ int emb_encoder_forward_capture(const emb_encoder *e, emb_workspace *ws, int B, 
     plan pl = {(size_t)BT * H >= PAR_MIN_ELEMS ? ws->workers : NULL,
                (double)B * NH * T * T * dh >= PAR_MIN_ATT_MNK ? ws->workers : NULL, row_tasks, ffn_tasks};
     fc.next = n_layers > 0 && !c->pre_norm ? &e->L[0] : NULL;
-    fc.bias_in_gemm = e->L8 != NULL;
+    fc.bias_in_gemm = e->L8 || e->LB;
     /* a short batch: 1.3-1.7x faster products on emb_sgemm_rows (16 rows, MiniLM and bert-base
      * shapes, one thread); without AVX-512 on OpenBLAS, kept on one thread */
     fc.short_products = BT > EMB_SGEMM_ROWS_MAX ? 0 : emb_sgemm_rows_supported() ? 1 : nthr > 1 ? 2 : 0;
     fc.act = &ws->act;
+    fc.bact = &ws->bact;
     quantize_in_tasks(&fc, fc.next ? fc.X : NULL, H, H);
     emb_workers_run(pl.rows, row_tasks, task_embed, &fc);
     fc.gemm_workers = ws->workers;

@@ -4,6 +4,7 @@
 #ifndef EMBED_ENCODER_INTERNAL_H
 #define EMBED_ENCODER_INTERNAL_H
 #include "encoder.h"
+#include "bf16_gemm.h"
 #include "int8_gemm.h"
 #include "safetensors.h"
 #include <xxhash.h>
@@ -26,6 +27,11 @@ typedef struct {
     emb_i8w *q, *k, *v, *o, *ffn_in, *ffn_out;
 } emb_layer_i8;
 
+/* The same for bfloat16 products. */
+typedef struct {
+    emb_bf16w *q, *k, *v, *o, *ffn_in, *ffn_out;
+} emb_layer_bf16;
+
 struct emb_encoder {
     emb_encoder_config cfg;
     emb_encoder_info info;
@@ -42,7 +48,8 @@ struct emb_encoder {
     float *alibi_slopes;        /* ALiBi: one per head */
     emb_layer_weights *L;
     emb_weights weights;
-    emb_layer_i8 *L8;           /* int8 weights: one per layer; NULL for float32 */
+    emb_layer_i8 *L8;           /* int8 weights: one per layer; NULL otherwise */
+    emb_layer_bf16 *LB;         /* bf16 weights: one per layer; NULL otherwise */
     int first_dtype, mixed;
     XXH3_state_t *hash;
     uint64_t fingerprint;       /* of what the forward pass multiplies with */

@@ -5,11 +5,13 @@
 
 typedef enum {
     EMB_WEIGHTS_F32 = 0, /* the checkpoint's values as float32, products on cblas_sgemm (exact) */
-    EMB_WEIGHTS_INT8 = 1 /* quantized once at load per output channel, activations per token at run
-                          * time, int32 products (VNNI); see core/int8_gemm.h */
+    EMB_WEIGHTS_INT8 = 1, /* quantized once at load per output channel, activations per token at run
+                           * time, int32 products (VNNI); see core/int8_gemm.h */
+    EMB_WEIGHTS_BF16 = 2  /* weights and activations rounded to bfloat16, float32 sums (AVX512_BF16
+                           * only); see core/bf16_gemm.h */
 } emb_weights;
 
-/* "f32" | "int8" (the embed_load option's values); NULL for an unknown value. */
+/* "f32" | "int8" | "bf16" (the embed_load option's values); NULL for an unknown value. */
 const char *emb_weights_name(emb_weights w);
 /* The value a name gives; -1 for an unknown name. */
 int emb_weights_parse(const char *name, emb_weights *out);

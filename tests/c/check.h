@@ -20,6 +20,15 @@ static inline int check_report(void) {
     return check_failed ? 1 : 0;
 }
 
+/* The suites' deterministic random numbers (xorshift64*): the same values on every run. Each
+ * suite keeps one state, seeded with any nonzero value. */
+static inline unsigned long long check_rng(unsigned long long *state) {
+    *state ^= *state >> 12;
+    *state ^= *state << 25;
+    *state ^= *state >> 27;
+    return *state * 2685821657736338717ull;
+}
+
 /* Where the golden reference data lives: tests/fixtures (copied from ../shared/golden). */
 #ifndef FIXTURES
 #define FIXTURES "tests/fixtures"

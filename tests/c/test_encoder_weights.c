@@ -1,7 +1,7 @@
-/* emb_encoder_set_weights: int8 packs the linear layers and changes the fingerprint and the
- * output (within the bounds of tests/sql/test_int8_weights.py); going back to float32 gives the
- * float32 fingerprint and output bit for bit; packing refuses unknown types and leaves the
- * encoder as it was. */
+/* emb_encoder_set_weights: int8 and bf16 (where the CPU has AVX512_BF16; refused elsewhere) pack
+ * the linear layers and change the fingerprint and the output (within the bounds of
+ * tests/sql/test_int8_weights.py); going back to float32 gives the float32 fingerprint and
+ * output bit for bit; packing refuses unknown types and leaves the encoder as it was. */
 #include "check.h"
 #include "encoder_internal.h"
 #include <math.h>
@@ -17,7 +17,7 @@ static double cosine(const float *a, const float *b, int n) {
     return ab / sqrt(aa * bb);
 }
 
-static void switch_and_back(const char *folder) {
+static void switch_and_back(const char *folder, emb_weights kind) {
     char err[EMB_ERR_LEN];
     emb_encoder *e;
     if (emb_encoder_load(folder, &e, err)) { CHECK(0, "load %s: %s", folder, err); return; }
@@ -30,34 +30,62 @@ static void switch_and_back(const char *folder) {
     int rc = emb_encoder_forward(e, ws, 1, T, LEFT_PHONE, NULL, &len, L, f32, err);
     CHECK(rc == 0 && emb_encoder_weights(e) == EMB_WEIGHTS_F32 && e->info.packed_bytes == 0 && used == e->info.weight_bytes,
           "%s loads as float32: %s", folder, rc ? err : "");
-    rc = emb_encoder_set_weights(e, EMB_WEIGHTS_INT8, err) || emb_encoder_forward(e, ws, 1, T, LEFT_PHONE, NULL, &len, L, i8, err);
+    if (kind == EMB_WEIGHTS_BF16 && !emb_bf16_fast()) {
+        CHECK(emb_encoder_set_weights(e, kind, err) != 0 && strstr(err, "need a CPU with AVX512_BF16") &&
+                  emb_encoder_weights(e) == EMB_WEIGHTS_F32 && emb_encoder_fingerprint(e) == fp,
+              "no AVX512_BF16: bf16 is refused and nothing changes: %s", err);
+        emb_workspace_free(ws);
+        emb_encoder_free(e);
+        return;
+    }
+    const char *kn = emb_weights_name(kind);
+    rc = emb_encoder_set_weights(e, kind, err) || emb_encoder_forward(e, ws, 1, T, LEFT_PHONE, NULL, &len, L, i8, err);
     double worst = 1;
     for (int t = 0; t < T; t++) worst = fmin(worst, cosine(f32 + t * H, i8 + t * H, H));
-    CHECK(rc == 0 && emb_encoder_weights(e) == EMB_WEIGHTS_INT8 && emb_encoder_fingerprint(e) != fp &&
+    CHECK(rc == 0 && emb_encoder_weights(e) == kind && emb_encoder_fingerprint(e) != fp &&
               memcmp(f32, i8, sizeof f32) != 0 && worst > 0.99,
-          "%s int8: another fingerprint and output, every token's cosine to float32 > 0.99 (%.5f): %s", folder, worst,
+          "%s %s: another fingerprint and output, every token's cosine to float32 > 0.99 (%.5f): %s", folder, kn, worst,
           rc ? err : "");
-    /* the packed layers take about a quarter of the float32 tensors they replace */
-    CHECK(e->info.packed_bytes > 0 && e->info.used_bytes < used && e->info.used_bytes + e->info.packed_bytes * 3 > used,
-          "%s int8 bytes: %zu packed, %zu in use of %zu", folder, e->info.packed_bytes, e->info.used_bytes, used);
+    /* the packed layers take about a quarter (int8) or half (bf16) of the float32 tensors they replace */
+    size_t part = kind == EMB_WEIGHTS_INT8 ? 4 : 2;
+    CHECK(e->info.packed_bytes > 0 && e->info.used_bytes < used &&
+              e->info.used_bytes + e->info.packed_bytes * (part - 1) + 4096 * 6 * 2 * part > used,
+          "%s %s bytes: %zu packed, %zu in use of %zu", folder, kn, e->info.packed_bytes, e->info.used_bytes, used);
     CHECK(emb_encoder_set_weights(e, (emb_weights)7, err) != 0 && strstr(err, "unknown weight type 7") &&
-              emb_encoder_weights(e) == EMB_WEIGHTS_INT8,
+              emb_encoder_weights(e) == kind,
           "an unknown type is refused and changes nothing: %s", err);
     rc = emb_encoder_set_weights(e, EMB_WEIGHTS_F32, err) || emb_encoder_forward(e, ws, 1, T, LEFT_PHONE, NULL, &len, L, back, err);
     CHECK(rc == 0 && emb_encoder_fingerprint(e) == fp && memcmp(f32, back, sizeof f32) == 0 && e->info.packed_bytes == 0 &&
-              e->info.used_bytes == used && e->L8 == NULL,
+              e->info.used_bytes == used && e->L8 == NULL && e->LB == NULL,
           "%s back to float32: the same fingerprint and bytes: %s", folder, rc ? err : "");
     emb_workspace_free(ws);
     emb_encoder_free(e);
 }
 
 int main(void) {
-    CHECK(strcmp(emb_weights_name(EMB_WEIGHTS_INT8), "int8") == 0 && emb_weights_name((emb_weights)2) == NULL, "names");
+    CHECK(strcmp(emb_weights_name(EMB_WEIGHTS_INT8), "int8") == 0 && strcmp(emb_weights_name(EMB_WEIGHTS_BF16), "bf16") == 0 &&
+              emb_weights_name((emb_weights)3) == NULL,
+          "names");
     emb_weights w;
     CHECK(emb_weights_parse("f32", &w) == 0 && w == EMB_WEIGHTS_F32 && emb_weights_parse("int8", &w) == 0 &&
               w == EMB_WEIGHTS_INT8 && emb_weights_parse("INT8", &w) == -1 && emb_weights_parse("", &w) == -1,
           "parse");
-    switch_and_back(FIXTURES "/models/bert-tiny-uncased");
-    switch_and_back(FIXTURES "/models2/nomic-bert-tiny"); /* gated: two halves packed as one */
+    for (emb_weights k = EMB_WEIGHTS_INT8; k <= EMB_WEIGHTS_BF16; k++) {
+        switch_and_back(FIXTURES "/models/bert-tiny-uncased", k);
+        switch_and_back(FIXTURES "/models2/nomic-bert-tiny", k); /* gated: two halves packed as one */
+    }
+    /* int8 then bf16 then back: the second packing replaces the first */
+    char err[EMB_ERR_LEN];
+    emb_encoder *e;
+    if (emb_bf16_fast() && emb_encoder_load(FIXTURES "/models/bert-tiny-uncased", &e, err) == 0) {
+        uint64_t fp = emb_encoder_fingerprint(e);
+        int rc = emb_encoder_set_weights(e, EMB_WEIGHTS_INT8, err);
+        uint64_t f8 = emb_encoder_fingerprint(e);
+        rc |= emb_encoder_set_weights(e, EMB_WEIGHTS_BF16, err);
+        CHECK(rc == 0 && e->L8 == NULL && e->LB != NULL && emb_encoder_fingerprint(e) != f8 &&
+                  emb_encoder_fingerprint(e) != fp,
+              "int8 then bf16: %s", rc ? err : "");
+        emb_encoder_free(e);
+    }
     return check_report();
 }

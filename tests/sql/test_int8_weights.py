@@ -1,9 +1,10 @@
-"""int8 weights (embed_load's {"weights": "int8"}): every golden case of every golden model
-(tests/fixtures/models and models2, BERT to ModernBERT) within the issue's bounds of Hugging
-Face's float32 references: sentence vectors (mean and CLS pooling) at cosine >= 0.995, every
-token's contextual vector at cosine >= 0.99. Also: the option's errors, f32 and int8 of one folder
-under two names with their own fingerprints, embed_models' columns, and the same bytes from every
-int8 kernel set (EMBED_INT8_PATH)."""
+"""int8 and bf16 weights (embed_load's {"weights": "int8" | "bf16"}): every golden case of every
+golden model (tests/fixtures/models and models2, BERT to ModernBERT) within the issue's bounds of
+Hugging Face's float32 references: sentence vectors (mean and CLS pooling) at cosine >= 0.995,
+every token's contextual vector at cosine >= 0.99. bf16 where the CPU has AVX512_BF16 (as
+/proc/cpuinfo says), a clear refusal elsewhere. Also: the option's errors, f32 and int8 of one
+folder under two names with their own fingerprints, embed_models' columns, and the same bytes
+from every int8 kernel set (EMBED_INT8_PATH)."""
 import atexit
 import json
 import math
@@ -21,6 +22,7 @@ GOLDEN += [("models2", m) for m in ["xlmr-tiny", "xlmr-tiny-st", "bert-unigram-t
                                     "jina-bert-v2-tiny", "modernbert-tiny"]]
 SENTENCE_MIN, CONTEXTUAL_MIN = 0.995, 0.99
 INT8 = '{"weights": "int8"}'
+BF16 = '{"weights": "bf16"}'
 
 con = connect()
 _tmp = tempfile.mkdtemp(prefix="int8-")
@@ -45,14 +47,23 @@ def cosine(a, b):
     return dot / (na * nb)
 
 
-def load_int8(kind, model, limit):
-    """The model as int8 at the token limit `limit` (a limited copy unless it is the folder's own)."""
-    name = "%s@%d/int8" % (model, limit)
+def cpu_has_bf16():
+    with open("/proc/cpuinfo") as f:
+        return "avx512_bf16" in f.read().split()
+
+
+def load_packed(kind, model, limit, weights):
+    """The model with `weights` at the token limit `limit` (a limited copy unless it is the
+    folder's own)."""
+    name = "%s@%d/%s" % (model, limit, weights)
+    opts = json.dumps({"weights": weights})
     if one(con, "SELECT count(*) FROM embed_models WHERE name = ?", name) == 0:
-        con.execute("SELECT embed_load(?, ?, ?)", (name, folder(kind, model), INT8))
+        con.execute("SELECT embed_load(?, ?, ?)", (name, folder(kind, model), opts))
         if one(con, "SELECT max_tokens FROM embed_models WHERE name = ?", name) != limit:
             con.execute("SELECT embed_unload(?)", (name,))
-            con.execute("SELECT embed_load(?, ?, ?)", (name, limited_copy(folder(kind, model), _tmp, limit), INT8))
+            if not os.path.exists(os.path.join(_tmp, "%s-%d" % (model, limit))):
+                limited_copy(folder(kind, model), _tmp, limit)
+            con.execute("SELECT embed_load(?, ?, ?)", (name, os.path.join(_tmp, "%s-%d" % (model, limit)), opts))
         assert one(con, "SELECT max_tokens FROM embed_models WHERE name = ?", name) == limit, name
     return name
 
@@ -62,13 +73,16 @@ def percentile(xs, p):
     return xs[min(len(xs) - 1, int(p * len(xs)))]
 
 
-def make_accuracy_test(kind, model):
+def make_accuracy_test(kind, model, weights):
     def accuracy():
+        if weights == "bf16" and not cpu_has_bf16():
+            print("  %s bf16: skipped, the CPU has no AVX512_BF16 (bf16_refused_without_avx512_bf16 checks)" % model)
+            return
         sentence, contextual, worst_abs = [], [], 0.0
         r = ref(kind, model)
         for cid in r["case_ids"]:
             case = r["cases"][cid]
-            name = load_int8(kind, model, case["max_length"])
+            name = load_packed(kind, model, case["max_length"], weights)
             args = (name, case["text"], case.get("text_pair"))
             rows = [floats(v) for (v,) in con.execute(
                 "SELECT contextual_embedding FROM embed_tokens(?, ?, ?) ORDER BY position", args)]
@@ -91,18 +105,33 @@ def make_accuracy_test(kind, model):
                 c = cosine(got, want)
                 assert c >= SENTENCE_MIN, (model, cid, what, c)
                 sentence.append(c)
-        # the option does something: int8 is not float32 (whose error here is below 1e-5)
+        # the option does something: the product is not float32's (whose error here is below 1e-5)
         assert worst_abs > 1e-4, (model, worst_abs)
-        print("  %s int8 cosine to float32: sentence min %.5f p1 %.5f median %.5f (%d); "
+        print("  %s %s cosine to float32: sentence min %.5f p1 %.5f median %.5f (%d); "
               "contextual min %.5f p1 %.5f median %.5f (%d)" % (
-                  model, min(sentence), percentile(sentence, 0.01), percentile(sentence, 0.5), len(sentence),
+                  model, weights, min(sentence), percentile(sentence, 0.01), percentile(sentence, 0.5), len(sentence),
                   min(contextual), percentile(contextual, 0.01), percentile(contextual, 0.5), len(contextual)))
-    accuracy.__name__ = "int8_accuracy_" + model.replace("-", "_")
+    accuracy.__name__ = "%s_accuracy_%s" % (weights, model.replace("-", "_"))
     return accuracy
 
 
-for _kind, _model in GOLDEN:
-    test(make_accuracy_test(_kind, _model))
+for _weights in ("int8", "bf16"):
+    for _kind, _model in GOLDEN:
+        test(make_accuracy_test(_kind, _model, _weights))
+
+
+@test
+def bf16_refused_without_avx512_bf16():
+    """Where the CPU has AVX512_BF16, bf16 loads (the accuracy tests check its vectors); where it
+    has not, loading says so."""
+    sql = "SELECT embed_load('bf', ?, ?)"
+    if cpu_has_bf16():
+        assert one(con, sql, folder("models", "bert-tiny-uncased"), BF16) == "bf"
+        assert one(con, "SELECT weights FROM embed_models WHERE name = 'bf'") == "bf16"
+        con.execute("SELECT embed_unload('bf')")
+    else:
+        assert_error(con, sql, "embed_load", "bf16 weights need a CPU with AVX512_BF16",
+                     args=(folder("models", "bert-tiny-uncased"), BF16))
 
 
 BERT = folder("models", "bert-tiny-uncased")
