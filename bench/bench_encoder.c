@@ -22,7 +22,8 @@
  *                      [--sentences N] [--workload KEY] [--no-sgemm] [--results FILE]
  *   --model    comma-separated keys above, or all (default)
  *   --threads  comma-separated OpenBLAS thread counts (default 1,2)
- *   --weights  f32, int8 or f32,int8 (default): the weight types measured side by side
+ *   --weights  comma-separated f32, int8, bf16 (default f32,int8): the weight types measured side
+ *              by side, the ratio column dividing by the first (bf16 needs AVX512_BF16)
  *   --write    write the models, their workloads (workloads.txt) and our outputs on two check
  *              batches (check.txt, check.f32) into DIR/<key>/ and exit: the peers of
  *              bench/encoder_peers.sh read them
@@ -31,8 +32,8 @@
  *   --sentences  N sentences in the last workload instead of the model's count
  *   --workload KEY  that workload alone: 1x16, 1x128, 32x128 or sentences
  *   --no-sgemm  time the encoder alone (for a profiler; the share columns are then meaningless)
- *   --results  append one line per measurement: ours|ours_int8|sgemm MODEL THREADS WORKLOAD TOKENS_PER_S
- *              (ours: float32 weights)
+ *   --results  append one line per measurement: ours|ours_int8|ours_bf16|sgemm MODEL THREADS WORKLOAD
+ *              TOKENS_PER_S (ours: float32 weights)
  * Each model runs in a child process that has not touched OpenBLAS before, so the peak RSS of
  * one does not include the other or the file writing. Figures of other engines are never
  * constants here: bench/encoder_peers.sh measures them in the same run. */
@@ -72,7 +73,8 @@ static int no_sgemm = 0;            /* --no-sgemm: the encoder alone (for profil
 static const char *only_work = NULL; /* --workload KEY: that workload alone */
 static int skip_work(int w) { return only_work && strcmp(only_work, WORK_KEYS[w]) != 0; }
 static const char *results_path = NULL;
-static emb_weights weight_kinds[2] = {EMB_WEIGHTS_F32, EMB_WEIGHTS_INT8};
+#define MAX_KINDS 3 /* f32, int8, bf16 */
+static emb_weights weight_kinds[MAX_KINDS] = {EMB_WEIGHTS_F32, EMB_WEIGHTS_INT8};
 static int n_weight_kinds = 2;
 
 static uint64_t rs;
@@ -421,7 +423,13 @@ static long peak_rss_kb(void) {
     return ru.ru_maxrss;
 }
 
-static const char *result_impl(emb_weights wt) { return wt == EMB_WEIGHTS_F32 ? "ours" : "ours_int8"; }
+/* ours (float32), ours_int8, ours_bf16 */
+static const char *result_impl(emb_weights wt) {
+    static char name[3][16];
+    if (wt == EMB_WEIGHTS_F32) return "ours";
+    snprintf(name[wt % 3], sizeof name[0], "ours_%s", emb_weights_name(wt));
+    return name[wt % 3];
+}
 
 static void append_result(const char *impl, const msize *m, int th, int w, double tps) {
     if (!results_path) return;
@@ -460,8 +468,8 @@ static double min_token_cosine(const emb_encoder *a, const emb_encoder *b, emb_w
 static int run_model(const char *dir, const msize *m, const int *threads, int nthreads) {
     char err[EMB_ERR_LEN];
     const int nk = n_weight_kinds;
-    emb_encoder *enc[2] = {NULL, NULL};
-    enc_ctx ec[2];
+    emb_encoder *enc[MAX_KINDS] = {NULL};
+    enc_ctx ec[MAX_KINDS];
     long rss0 = peak_rss_kb();
     size_t packed = 0;
     for (int k = 0; k < nk; k++) {
@@ -488,12 +496,12 @@ static int run_model(const char *dir, const msize *m, const int *threads, int nt
         double c = min_token_cosine(enc[0], enc[k], ec[0].ws, m);
         printf("check %s: %s vs %s, smallest cosine of a token's vector on the check batch %.5f\n", m->key,
                emb_weights_name(weight_kinds[k]), emb_weights_name(weight_kinds[0]), c);
-        if (!(c > 0.9)) { fprintf(stderr, "check %s: %s weights are far from float32\n", m->key, emb_weights_name(weight_kinds[k])); return 1; }
+        if (!(c > 0.9)) { fprintf(stderr, "check %s: %s weights are far from %s\n", m->key, emb_weights_name(weight_kinds[k]), emb_weights_name(weight_kinds[0])); return 1; }
     }
     print_load("before");
     workload wl[N_WORK];
     make_workloads(m, wl);
-    double enc_time[8][2][N_WORK], gemm_time[8][N_WORK], flops[N_WORK];
+    double enc_time[8][MAX_KINDS][N_WORK], gemm_time[8][N_WORK], flops[N_WORK];
     for (int w = 0; w < N_WORK; w++) {
         flops[w] = 0;
         for (int k = 0; k < wl[w].nbatch; k++) flops[w] += emb_encoder_flops(enc[0], wl[w].B[k], wl[w].T[k], wl[w].lens[k], m->L);
@@ -506,14 +514,14 @@ static int run_model(const char *dir, const msize *m, const int *threads, int nt
     long rss_after = peak_rss_kb();
     gemm_ctx gc = {m, emb_encoder_get_config(enc[0]), {0}};
     gemm_bufs_init(&gc.g, m);
-    pass_fn fns[3];
-    void *ctxs[3];
+    pass_fn fns[MAX_KINDS + 1];
+    void *ctxs[MAX_KINDS + 1];
     for (int k = 0; k < nk; k++) fns[k] = encoder_pass, ctxs[k] = &ec[k];
     fns[nk] = gemm_pass, ctxs[nk] = &gc;
     for (int ti = 0; ti < nthreads; ti++) {
         openblas_set_num_threads(threads[ti]);
         for (int w = 0; w < N_WORK; w++) {
-            double best[3];
+            double best[MAX_KINDS + 1];
             if (skip_work(w)) continue;
             if (time_ways(nk + !no_sgemm, fns, ctxs, &wl[w], quick ? 0.3 : 1.0, best)) return 1;
             for (int k = 0; k < nk; k++) enc_time[ti][k][w] = best[k];
@@ -523,7 +531,7 @@ static int run_model(const char *dir, const msize *m, const int *threads, int nt
     size_t ws_bytes = emb_workspace_bytes(ec[0].ws);
     gemm_bufs_free(&gc.g);
     printf("%-8s %-22s %-7s %10s %9s %14s %9s %9s\n", "threads", "workload", "weights", "tokens/s", "GFLOP/s",
-           "sgemm GFLOP/s", "of sgemm", nk > 1 ? "÷ f32" : "");
+           "sgemm GFLOP/s", "of sgemm", nk > 1 ? "÷ first" : "");
     for (int ti = 0; ti < nthreads; ti++)
         for (int w = 0; w < N_WORK; w++) {
             if (skip_work(w)) continue;
@@ -532,7 +540,7 @@ static int run_model(const char *dir, const msize *m, const int *threads, int nt
                 double tps = wl[w].tokens / enc_time[ti][k][w], gf = flops[w] / enc_time[ti][k][w] / 1e9;
                 printf("%-8d %-22s %-7s %10.0f %9.1f %14.1f %8.0f%%", threads[ti], wl[w].name,
                        emb_weights_name(weight_kinds[k]), tps, gf, gg, 100.0 * gf / gg);
-                if (k > 0) printf(" %8.2fx", enc_time[ti][0][w] / enc_time[ti][k][w]);
+                if (k > 0) printf(" %8.2fx", enc_time[ti][0][w] / enc_time[ti][k][w]); /* ÷ the first */
                 printf("\n");
                 append_result(result_impl(weight_kinds[k]), m, threads[ti], w, tps);
             }
@@ -541,7 +549,7 @@ static int run_model(const char *dir, const msize *m, const int *threads, int nt
     const emb_encoder_info *in = emb_encoder_get_info(enc[0]);
     printf("peak RSS %.1f MB (before load %.1f MB) vs weights %.1f MB%s: weights + %.1f MB; workspace %.1f MB at 32 x 128\n",
            rss_after / 1024.0, rss0 / 1024.0, (in->weight_bytes + packed) / 1048576.0,
-           packed ? " (float32 + int8 packed, both encoders loaded)" : "",
+           packed ? " (float32 + the packed copies, every encoder loaded)" : "",
            (rss_after * 1024.0 - (double)(in->weight_bytes + packed)) / 1048576.0, ws_bytes / 1048576.0);
     print_load("after");
     fflush(stdout);
@@ -590,11 +598,19 @@ static int parse_list(const char *s, int *out, int max) {
     return n;
 }
 
-/* "f32", "int8" or "f32,int8" (float32 first: the ratios divide by it); 0 if not one of these. */
+/* A comma-separated list of weight types (emb_weights_name), each once; the ratios divide by the
+ * first. Returns how many, 0 if the list is bad. */
 static int parse_weights(const char *s) {
-    if (strcmp(s, "f32,int8") == 0) return 2;
-    if (emb_weights_parse(s, &weight_kinds[0])) return 0;
-    return 1;
+    int n = 0;
+    char buf[64];
+    snprintf(buf, sizeof buf, "%s", s);
+    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        if (n == MAX_KINDS || emb_weights_parse(tok, &weight_kinds[n])) return 0;
+        for (int i = 0; i < n; i++)
+            if (weight_kinds[i] == weight_kinds[n]) return 0;
+        n++;
+    }
+    return n;
 }
 
 int main(int argc, char **argv) {
@@ -617,7 +633,7 @@ int main(int argc, char **argv) {
         else if (strcmp(argv[i], "--no-sgemm") == 0) no_sgemm = 1;
         else if (strcmp(argv[i], "--weights") == 0 && i + 1 < argc) {
             if (!(n_weight_kinds = parse_weights(argv[++i]))) {
-                fprintf(stderr, "bad --weights (f32, int8 or f32,int8)\n");
+                fprintf(stderr, "bad --weights (a list of f32, int8, bf16)\n");
                 return 2;
             }
         }

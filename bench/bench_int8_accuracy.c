@@ -23,6 +23,7 @@
  *                minilm-bigweights, minilm-bigdims), or none; default all
  *   --sentences  N sentences for every model
  *   --threads    OpenBLAS threads (default 1)
+ *   --weights    int8 (default) or bf16 (AVX512_BF16 only): what is compared with float32
  *   --quick      64 sentences (32 at bert-base size)
  * Exits 1 when a golden case (a folder given) is below a bound, 2 on a usage error. */
 #include "encoder.h"
@@ -42,6 +43,7 @@
 #define BOUND_TOKEN 0.99
 
 static int quick = 0, sentences = 0, threads = 1;
+static emb_weights kind = EMB_WEIGHTS_INT8; /* --weights: what is compared with float32 */
 
 static uint64_t rs;
 static uint32_t xr(void) { rs ^= rs << 13; rs ^= rs >> 7; rs ^= rs << 17; return (uint32_t)(rs >> 32); }
@@ -220,14 +222,14 @@ static int run_folder(const char *dir, const char *label, int n_sent, int golden
     char err[EMB_ERR_LEN];
     emb_encoder *f32 = NULL, *i8 = NULL;
     if (emb_encoder_load(dir, &f32, err) || emb_encoder_load(dir, &i8, err) ||
-        emb_encoder_set_weights(i8, EMB_WEIGHTS_INT8, err)) {
+        emb_encoder_set_weights(i8, kind, err)) {
         fprintf(stderr, "%s: %s\n", dir, err);
         emb_encoder_free(f32);
         emb_encoder_free(i8);
         return -1;
     }
-    if (emb_encoder_weights(i8) != EMB_WEIGHTS_INT8 || emb_encoder_get_info(i8)->packed_bytes == 0) {
-        fprintf(stderr, "%s: the int8 encoder has no packed weights\n", dir);
+    if (emb_encoder_weights(i8) != kind || emb_encoder_get_info(i8)->packed_bytes == 0) {
+        fprintf(stderr, "%s: the %s encoder has no packed weights\n", dir, emb_weights_name(kind));
         emb_encoder_free(f32);
         emb_encoder_free(i8);
         return -1;
@@ -291,21 +293,23 @@ int main(int argc, char **argv) {
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--quick") == 0) quick = 1;
         else if (strcmp(argv[i], "--random") == 0 && i + 1 < argc) random_list = argv[++i];
+        else if (strcmp(argv[i], "--weights") == 0 && i + 1 < argc && !emb_weights_parse(argv[i + 1], &kind) &&
+                 kind != EMB_WEIGHTS_F32) i++;
         else if (strcmp(argv[i], "--sentences") == 0 && i + 1 < argc && (sentences = atoi(argv[i + 1])) > 0) i++;
         else if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc && (threads = atoi(argv[i + 1])) > 0) i++;
         else if (argv[i][0] != '-') { first_dir = i; break; }
         else {
             fprintf(stderr, "usage: bench_int8_accuracy [--quick] [--random minilm,base,minilm-outliers,base-outliers,"
                             "minilm-bigweights,minilm-bigdims|none] "
-                            "[--sentences N] [--threads N] [FOLDER ...]\n");
+                            "[--sentences N] [--threads N] [--weights int8|bf16] [FOLDER ...]\n");
             return 2;
         }
     }
     openblas_set_num_threads(threads);
-    printf("int8 kernels: %s\n", emb_i8_path_name(emb_i8_path_default()));
-    printf("int8 vs float32 weights: cosine of the int8 vector to the float32 one, smallest / 1st percentile / median;\n"
+    if (kind == EMB_WEIGHTS_INT8) printf("int8 kernels: %s\n", emb_i8_path_name(emb_i8_path_default()));
+    printf("%s vs float32 weights: cosine of the %s vector to the float32 one, smallest / 1st percentile / median;\n"
            "bounds (issue 13): sentence vectors (mean, CLS) >= %.3f for every golden case, contextual (token) >= %.2f\n\n",
-           BOUND_SENTENCE, BOUND_TOKEN);
+           emb_weights_name(kind), emb_weights_name(kind), BOUND_SENTENCE, BOUND_TOKEN);
     printf("| model | inputs | sentences / tokens | mean: min p1 median | CLS: min p1 median | token: min p1 median | bounds |\n"
            "|---|---|---|---|---|---|---|\n");
     fflush(stdout);

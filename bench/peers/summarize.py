@@ -7,7 +7,7 @@ import sys
 from collections import defaultdict
 
 WORK = ["1x16", "1x128", "32x128", "sentences"]
-OURS = [("ours", "f32"), ("ours_int8", "int8")]
+OURS = [("ours", "f32"), ("ours_int8", "int8"), ("ours_bf16", "bf16")]  # WEIGHTS=f32,int8,bf16 adds bf16
 PEERS = [("ort", "ONNX Runtime fp32"), ("torch_fp32", "PyTorch fp32"), ("torch_int8", "PyTorch dynamic int8")]
 # issue 13: (numerator, denominator, label, bound per workload (None: no target there))
 TARGETS = [
@@ -35,7 +35,7 @@ def main(paths):
     rounds = sorted(loads) or [1]
     print("load averages (1, 5, 15 min), 2 CPUs: " + "; ".join(
         f"round {r}: {loads[r].get('load', '?')} at the start, {loads[r].get('load_end', '?')} at the end" for r in rounds))
-    models = sorted({k[1] for k in data if k[0] in ("ours", "ours_int8")},
+    models = sorted({k[1] for k in data if k[0] in ("ours", "ours_int8", "ours_bf16")},
                     key=["minilm", "base", "nomic", "modernbert"].index)
     threads = sorted({k[2] for k in data})
 
