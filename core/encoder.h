@@ -38,13 +38,13 @@ int  emb_encoder_load(const char *dir, emb_encoder **out, char err[EMB_ERR_LEN])
 int  emb_encoder_load_with(const char *dir, int use_mmap, emb_encoder **out, char err[EMB_ERR_LEN]);
 void emb_encoder_free(emb_encoder *);
 const emb_encoder_info *emb_encoder_get_info(const emb_encoder *);
-/* What the linear layers multiply with (EMB_WEIGHTS_F32 after loading). EMB_WEIGHTS_INT8 packs
- * every linear layer's weight once (int8_gemm.h: per output channel, fused where the forward pass
- * multiplies the same input by several weights) and changes the fingerprint; embeddings, norms,
- * attention scores and the pooler stay float32. Every CPU gets the same numbers: with VNNI
- * (AVX-512 or AVX) int8 is several times faster than float32, with AVX2 alone about as fast, and
- * without AVX2 far slower. Call once, before the encoder is shared. Returns 0, or -1 with err
- * (the encoder then keeps its float32 weights). */
+/* What the linear layers multiply with (EMB_WEIGHTS_F32 after loading). EMB_WEIGHTS_INT8 and
+ * EMB_WEIGHTS_BF16 pack every linear layer's weight once (int8_gemm.h: per output channel;
+ * bf16_gemm.h: rounded; a gated layer's two halves as one) and change the fingerprint;
+ * embeddings, norms, attention scores and the pooler stay float32. int8 gives the same numbers on
+ * every CPU: with VNNI (AVX-512 or AVX) several times faster than float32, with AVX2 alone about
+ * as fast, without AVX2 far slower. bf16 needs AVX512_BF16 (refused elsewhere). Call before the
+ * encoder is shared. Returns 0, or -1 with err (the encoder then keeps the weights it had). */
 int emb_encoder_set_weights(emb_encoder *, emb_weights w, char err[EMB_ERR_LEN]);
 emb_weights emb_encoder_weights(const emb_encoder *);
 

@@ -1,6 +1,7 @@
-/* The encoder's choice of weights for its linear layers: float32 as loaded, or int8 packed once
- * here (int8_gemm.h). Packing reads the float32 tensors; the forward pass then reads only the
- * packed copies of these layers (the float32 ones stay mapped but untouched). */
+/* The encoder's choice of weights for its linear layers: float32 as loaded, or int8 or bf16
+ * packed once here (int8_gemm.h, bf16_gemm.h). Packing reads the float32 tensors; the forward
+ * pass then reads only the packed copies of these layers (the float32 ones stay mapped but
+ * untouched). */
 #include "encoder_internal.h"
 #include <stdlib.h>
 #include <string.h>
