@@ -15,8 +15,9 @@
  * Best of REPS passes each, on 1 and 2 OpenBLAS threads. The SQL vectors are checked against
  * the encoder's.
  *
- * Usage (from the repository root): bench_sql_embed [EXT_SO] [ROWS] [REPS]
- * defaults ./embed.so, 300, 3. */
+ * Usage (from the repository root): bench_sql_embed [EXT_SO] [ROWS] [REPS] [WEIGHTS]
+ * defaults ./embed.so, 300, 3, f32 (int8, bf16: the model loaded with those weights everywhere,
+ * where fixed costs weigh more beside a faster forward pass). */
 #include "encoder.h"
 #include "model.h"
 #include "pooling.h"
@@ -134,7 +135,7 @@ static int sql_pass(sqlite3_stmt *st, corpus *c, double *max_diff) {
     return 0;
 }
 
-static int run(const char *so, const char *dir, int rows, int reps) {
+static int run(const char *so, const char *dir, int rows, int reps, emb_weights weights) {
     char err[EMB_ERR_LEN];
     int nw = 0;
     char **words = vocab_words("tests/fixtures/models/minilm-tiny-st/vocab.txt", &nw);
@@ -144,7 +145,10 @@ static int run(const char *so, const char *dir, int rows, int reps) {
     }
     emb_model *m;
     emb_encoder *enc;
-    if (emb_model_load("bench", dir, &m, err) || emb_encoder_load(dir, &enc, err)) {
+    emb_load_options opt = EMB_LOAD_DEFAULTS;
+    opt.weights = weights;
+    if (emb_model_load_with("bench", dir, &opt, &m, err) || emb_encoder_load(dir, &enc, err) ||
+        emb_encoder_set_weights(enc, weights, err)) {
         fprintf(stderr, "load: %s\n", err);
         return 1;
     }
@@ -195,7 +199,7 @@ static int run(const char *so, const char *dir, int rows, int reps) {
     }
     sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
     sqlite3_finalize(ins);
-    char *load = sqlite3_mprintf("SELECT embed_load('m', %Q)", dir);
+    char *load = sqlite3_mprintf("SELECT embed_load('m', %Q, '{\"weights\": \"%s\"}')", dir, emb_weights_name(weights));
     int rc = sqlite3_exec(db, load, NULL, NULL, &msg);
     sqlite3_free(load);
     if (rc || sqlite3_prepare_v2(db, "SELECT embed('m', text) FROM t", -1, &sel, NULL)) {
@@ -203,8 +207,8 @@ static int run(const char *so, const char *dir, int rows, int reps) {
         return 1;
     }
 
-    printf("%d rows, %ld tokens (%.1f a row, [CLS] and [SEP] included); MiniLM-L6 size, %s pooling%s\n", rows, c.tokens,
-           (double)c.tokens / rows, mi->pooling, c.normalize ? ", normalised" : "");
+    printf("%d rows, %ld tokens (%.1f a row, [CLS] and [SEP] included); MiniLM-L6 size, %s weights, %s pooling%s\n", rows,
+           c.tokens, (double)c.tokens / rows, mi->weights, mi->pooling, c.normalize ? ", normalised" : "");
     emb_workspace *ws = emb_workspace_new();
     float *hidden = malloc(sizeof(float) * (size_t)maxlen * c.H);
     double max_diff = -1;
@@ -253,8 +257,9 @@ static int run(const char *so, const char *dir, int rows, int reps) {
 int main(int argc, char **argv) {
     const char *so = argc > 1 ? argv[1] : "./embed.so";
     int rows = argc > 2 ? atoi(argv[2]) : 300, reps = argc > 3 ? atoi(argv[3]) : 3;
-    if (rows < 1 || reps < 1) {
-        fprintf(stderr, "usage: bench_sql_embed [EXT_SO] [ROWS] [REPS]\n");
+    emb_weights weights = EMB_WEIGHTS_F32;
+    if (rows < 1 || reps < 1 || (argc > 4 && emb_weights_parse(argv[4], &weights))) {
+        fprintf(stderr, "usage: bench_sql_embed [EXT_SO] [ROWS] [REPS] [f32|int8|bf16]\n");
         return 2;
     }
     const char *ct = getenv("OPENBLAS_CORETYPE"), *l2 = getenv("OPENBLAS_L2_SIZE");
@@ -265,7 +270,7 @@ int main(int argc, char **argv) {
         perror("mkdtemp");
         return 1;
     }
-    int rc = bench_random_model_write(dir, 384, 6, 12, 1536, 1) ? 1 : run(so, dir, rows, reps);
+    int rc = bench_random_model_write(dir, 384, 6, 12, 1536, 1) ? 1 : run(so, dir, rows, reps, weights);
     char cmd[256];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     if (system(cmd)) rc = 1;
