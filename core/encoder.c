@@ -694,7 +694,7 @@ int emb_encoder_forward_capture(const emb_encoder *e, emb_workspace *ws, int B, 
     fc.bias_in_gemm = e->L8 || e->LB;
     /* a short batch: 1.3-1.7x faster products on emb_sgemm_rows (16 rows, MiniLM and bert-base
      * shapes, one thread); without AVX-512 on OpenBLAS, kept on one thread */
-    fc.short_products = BT > EMB_SGEMM_ROWS_MAX ? 0 : short_rows ? 1 : nthr > 1 ? 2 : 0;
+    fc.short_products = short_rows ? 1 : BT <= EMB_SGEMM_ROWS_MAX && nthr > 1 ? 2 : 0;
     fc.act = &ws->act;
     fc.bact = &ws->bact;
     quantize_in_tasks(&fc, fc.next ? fc.X : NULL, H, H);

@@ -81,6 +81,12 @@ def run_threads(n, fn):
     assert not errors, errors
 
 
+def safetensors_header(data):
+    """The header of a model.safetensors' bytes, and where its tensor data starts."""
+    n = struct.unpack("<Q", data[:8])[0]
+    return json.loads(data[8:8 + n]), 8 + n
+
+
 def limited_copy(src, tmp, limit):
     """Model folder src with its token limit set to `limit` (the golden references were made at
     several limits; SQL applies one limit per loaded model), made under tmp: links to every file

@@ -16,7 +16,7 @@ import subprocess
 import tempfile
 
 from harness import test, connect, one, floats, assert_error, define_lesson, FIXTURES, EXT, ROOT
-from harness import rope_rotate as rotate
+from harness import rope_rotate as rotate, safetensors_header
 
 MODELS = os.path.join(FIXTURES, "models")
 MODELS2 = os.path.join(FIXTURES, "models2")
@@ -45,16 +45,15 @@ def tensors(folder):
     """name -> (shape, flat float32 values) of a model.safetensors, read with struct."""
     root = MODELS if os.path.isdir(os.path.join(MODELS, folder)) else MODELS2
     with open(os.path.join(root, folder, "model.safetensors"), "rb") as f:
-        n = struct.unpack("<Q", f.read(8))[0]
-        header = json.loads(f.read(n))
         data = f.read()
+    header, start = safetensors_header(data)
     out = {}
     for name, t in header.items():
         if name == "__metadata__":
             continue
         assert t["dtype"] == "F32", (name, t["dtype"])
         a, b = t["data_offsets"]
-        out[name] = (t["shape"], struct.unpack("<%df" % ((b - a) // 4), data[a:b]))
+        out[name] = (t["shape"], struct.unpack("<%df" % ((b - a) // 4), data[start + a:start + b]))
     return out
 
 

@@ -14,7 +14,7 @@ import subprocess
 import sys
 import tempfile
 
-from harness import test, connect, one, floats, assert_error, define_lesson, limited_copy, run_threads, FIXTURES, EXT
+from harness import test, connect, one, floats, assert_error, define_lesson, limited_copy, run_threads, safetensors_header, FIXTURES, EXT
 
 GOLDEN = [("models", m) for m in ["bert-tiny-uncased", "bert-tiny-prefixed", "bert-tiny-f16",
                                   "distilbert-tiny-uncased", "distilbert-tiny-sinusoidal", "minilm-tiny-st"]]
@@ -53,17 +53,14 @@ def cpu_has_bf16():
 
 
 def load_packed(kind, model, limit, weights):
-    """The model with `weights` at the token limit `limit` (a limited copy unless it is the
-    folder's own)."""
+    """The model with `weights` at the token limit `limit`, loaded once from a copy of its folder
+    with that limit (shared by both weight types)."""
     name = "%s@%d/%s" % (model, limit, weights)
-    opts = json.dumps({"weights": weights})
     if one(con, "SELECT count(*) FROM embed_models WHERE name = ?", name) == 0:
-        con.execute("SELECT embed_load(?, ?, ?)", (name, folder(kind, model), opts))
-        if one(con, "SELECT max_tokens FROM embed_models WHERE name = ?", name) != limit:
-            con.execute("SELECT embed_unload(?)", (name,))
-            if not os.path.exists(os.path.join(_tmp, "%s-%d" % (model, limit))):
-                limited_copy(folder(kind, model), _tmp, limit)
-            con.execute("SELECT embed_load(?, ?, ?)", (name, os.path.join(_tmp, "%s-%d" % (model, limit)), opts))
+        copy = os.path.join(_tmp, "%s-%d" % (model, limit))
+        if not os.path.exists(copy):
+            limited_copy(folder(kind, model), _tmp, limit)
+        con.execute("SELECT embed_load(?, ?, ?)", (name, copy, json.dumps({"weights": weights})))
         assert one(con, "SELECT max_tokens FROM embed_models WHERE name = ?", name) == limit, name
     return name
 
@@ -194,10 +191,9 @@ def int8_option_errors():
             os.symlink(os.path.join(BERT, f), os.path.join(bad, f))
     with open(os.path.join(BERT, "model.safetensors"), "rb") as f:
         data = bytearray(f.read())
-    n = int.from_bytes(data[:8], "little")
-    header = json.loads(data[8:8 + n])
+    header, at = safetensors_header(data)
     key = next(k for k in header if k.endswith("layer.1.attention.self.value.weight"))
-    start = 8 + n + header[key]["data_offsets"][0]
+    start = at + header[key]["data_offsets"][0]
     data[start + 4 * 5:start + 4 * 6] = b"\x00\x00\xc0\x7f"  # a NaN
     with open(os.path.join(bad, "model.safetensors"), "wb") as f:
         f.write(data)
