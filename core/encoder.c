@@ -9,6 +9,7 @@
 #include "encoder_kernels.h"
 #include "int8_gemm.h"
 #include "relpos.h"
+#include "sgemm_bcast.h"
 #include "sgemm_rows.h"
 #include "workers.h"
 #include <cblas.h>
@@ -31,6 +32,8 @@ struct emb_workspace {
     int32_t *pos_ids;           /* RoBERTa: each token's row of the position table */
     size_t pos_n;
     emb_workers *workers;       /* helper threads, or NULL */
+    float *packs;               /* float32 on AVX-512: each thread's scratch for emb_sgemm_bcast */
+    size_t packs_n;
     emb_i8_act act;             /* int8 weights: the quantized input of the current product */
     emb_bf16_act bact;          /* bf16 weights: the rounded input of the current product */
 };
@@ -53,7 +56,10 @@ int emb_encoder_pooler(const emb_encoder *e, const float *cls, float *out) {
     if (!e->pool_w) return -1;
     int H = e->cfg.dims.hidden;
     memcpy(out, e->pool_b, (size_t)H * sizeof(float));
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, 1, H, H, 1.0f, cls, H, e->pool_w, H, 1.0f, out, H);
+    if (emb_sgemm_rows_supported()) /* one row: no OpenBLAS threads woken for it */
+        emb_sgemm_rows(1, H, H, cls, H, e->pool_w, H, out, H);
+    else
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, 1, H, H, 1.0f, cls, H, e->pool_w, H, 1.0f, out, H);
     for (int i = 0; i < H; i++) out[i] = tanhf(out[i]);
     return 0;
 }
@@ -197,12 +203,13 @@ void emb_workspace_free(emb_workspace *w) {
     free(w->xn);
     free(w->rope);
     free(w->pos_ids);
+    free(w->packs);
     emb_i8_act_free(&w->act);
     emb_bf16_act_free(&w->bact);
     free(w);
 }
 size_t emb_workspace_bytes(const emb_workspace *w) {
-    return (w->arena_n + w->scores_n + w->xn_n + w->rope_n) * sizeof(float) + w->pos_n * sizeof(int32_t);
+    return (w->arena_n + w->scores_n + w->xn_n + w->rope_n + w->packs_n) * sizeof(float) + w->pos_n * sizeof(int32_t);
 }
 
 /* Grows by at least half again, so that batches of slowly increasing size (length-sorted
@@ -253,9 +260,10 @@ typedef struct {
                                            * act once it has written them, while they are in cache */
     int quant_ld;
     const float *act_of;                  /* int8: whose rows act holds, ready for a product, or NULL */
-    int short_products;                   /* float32, a short batch: the products run on the calling
-                                           * thread, on emb_sgemm_rows (1), else as OpenBLAS tiles
-                                           * (2, several threads: product_tiles) */
+    float *packs;                         /* float32 on AVX-512: the products run on emb_sgemm_bcast
+                                           * with this scratch; else NULL and OpenBLAS */
+    int short_products;                   /* float32 on OpenBLAS, a short batch on several threads: the
+                                           * products run as tiles on the calling thread */
     const emb_layer_weights *next;        /* layer whose Q/K/V biases the row tasks preload, or NULL */
     int B, T, H, NH, dh, FF;
     size_t BT;
@@ -438,32 +446,6 @@ static const emb_bf16w *packed_bf16(const emb_layer_bf16 *p, lin_slot s) {
     return !p ? NULL : s == LIN_O ? p->o : s == LIN_FFN_IN ? p->ffn_in : s == LIN_FFN_OUT ? p->ffn_out : NULL;
 }
 
-/* A short batch's product on emb_sgemm_rows, its columns split over the helper threads in
- * blocks of whole 4-column tiles (so every column gets the same sums as on one thread). */
-#define SHORT_PAR_MIN_MACS 1000000.0
-typedef struct {
-    const float *A, *W;
-    float *C;
-    int lda, ldc, M, N, K, step;
-} rows_job;
-static void rows_task(void *cv, int t, int worker) {
-    (void)worker;
-    const rows_job *j = cv;
-    int n0 = t * j->step, n = j->N - n0 < j->step ? j->N - n0 : j->step;
-    if (n > 0) emb_sgemm_rows(j->M, n, j->K, j->A, j->lda, j->W + (size_t)n0 * j->K, j->K, j->C + n0, j->ldc);
-}
-static void short_product(emb_workers *workers, const float *A, int lda, const float *W, float *C, int ldc, int M,
-                          int N, int K) {
-    int threads = emb_workers_helpers(workers) + 1;
-    if (threads < 2 || (double)M * N * K < SHORT_PAR_MIN_MACS) {
-        emb_sgemm_rows(M, N, K, A, lda, W, K, C, ldc);
-        return;
-    }
-    rows_job j = {A, W, C, lda, ldc, M, N, K, (N + threads - 1) / threads};
-    j.step = (j.step + 3) / 4 * 4;
-    emb_workers_run(workers, (N + j.step - 1) / j.step, rows_task, &j);
-}
-
 /* C[M,N] += A[M,K] * W[N,K]^T (W as PyTorch's Linear stores it, [out, in]; row strides lda, ldc):
  * on sgemm, or with the layer's packed int8 or bf16 weight in `slot` when the encoder has them.
  * With a bias, C is the product's own output: float32 finds the bias already there (the row
@@ -475,9 +457,9 @@ static void linear_acc(fwd_ctx *fc, const float *A, int lda, const float *W, lin
     const emb_bf16w *WB = packed_bf16(fc->wb, slot);
     if (WB) {
         if (emb_bf16_gemm(A, lda, M, WB, bias, bias ? 0.0f : 1.0f, C, ldc, fc->bact, fc->gemm_workers)) fc->failed = 1;
-    } else if (!W8 && fc->short_products == 1)
-        short_product(fc->gemm_workers, A, lda, W, C, ldc, M, N, K);
-    else if (!W8 && fc->short_products == 2)
+    } else if (!W8 && fc->packs)
+        emb_sgemm_bcast(M, N, K, A, lda, W, K, C, ldc, fc->packs, fc->gemm_workers);
+    else if (!W8 && fc->short_products)
         product_tiles(A, lda, W, C, ldc, M, N, K);
     else if (!W8)
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, N, K, 1.0f, A, lda, W, K, 1.0f, C, ldc);
@@ -640,9 +622,9 @@ int emb_encoder_forward_capture(const emb_encoder *e, emb_workspace *ws, int B, 
     int nthr = openblas_get_num_threads();
     if (nthr < 1) nthr = 1;
     if (nthr > 16) nthr = 16;
-    int short_rows = BT <= EMB_SGEMM_ROWS_MAX && emb_sgemm_rows_supported(); /* products on emb_sgemm_rows */
+    int bcast = !e->L8 && !e->LB && emb_sgemm_bcast_supported(); /* float32 products on emb_sgemm_bcast */
     int want_workers = nthr > 1 && ((size_t)BT * H >= PAR_MIN_ELEMS || (double)B * NH * T * T * dh >= PAR_MIN_ATT_MNK ||
-                                    (short_rows && !e->L8 && !e->LB));
+                                    (bcast && (double)BT * H * H >= EMB_SGEMM_BCAST_PAR_MACS));
     if (ws->workers && emb_workers_helpers(ws->workers) != nthr - 1) { /* OpenBLAS's count changed */
         emb_workers_free(ws->workers);
         ws->workers = NULL;
@@ -651,6 +633,7 @@ int emb_encoder_forward_capture(const emb_encoder *e, emb_workspace *ws, int B, 
     int n_workers = emb_workers_helpers(ws->workers) + 1;
     size_t need = BT * (size_t)(3 * H > FFin ? 3 * H : FFin); /* q, k, v; later the FFN's inner activations */
     if (grow(&ws->arena, &ws->arena_n, need) || grow(&ws->scores, &ws->scores_n, (size_t)n_workers * T * T) ||
+        (bcast && grow(&ws->packs, &ws->packs_n, (size_t)n_workers * emb_sgemm_bcast_scratch(H > FF ? H : FF))) ||
         (c->pre_norm && grow(&ws->xn, &ws->xn_n, BT * H)) || (c->pos_kind == EMB_POS_ROTARY && rope_tables(c, ws, T)))
         return emb_fail(err, "out of memory for a batch of %d x %d tokens", B, T);
     if (c->pos_offset) {
@@ -692,9 +675,9 @@ int emb_encoder_forward_capture(const emb_encoder *e, emb_workspace *ws, int B, 
                (double)B * NH * T * T * dh >= PAR_MIN_ATT_MNK ? ws->workers : NULL, row_tasks, ffn_tasks};
     fc.next = n_layers > 0 && !c->pre_norm ? &e->L[0] : NULL;
     fc.bias_in_gemm = e->L8 || e->LB;
-    /* a short batch: 1.3-1.7x faster products on emb_sgemm_rows (16 rows, MiniLM and bert-base
-     * shapes, one thread); without AVX-512 on OpenBLAS, kept on one thread */
-    fc.short_products = short_rows ? 1 : BT <= EMB_SGEMM_ROWS_MAX && nthr > 1 ? 2 : 0;
+    /* without AVX-512, a short batch's products stay on one of OpenBLAS's threads */
+    fc.packs = bcast ? ws->packs : NULL;
+    fc.short_products = !bcast && BT <= EMB_SGEMM_ROWS_MAX && nthr > 1;
     fc.act = &ws->act;
     fc.bact = &ws->bact;
     quantize_in_tasks(&fc, fc.next ? fc.X : NULL, H, H);

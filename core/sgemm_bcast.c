@@ -1,0 +1,168 @@
+/* See sgemm_bcast.h. The kernel keeps a tile of C transposed in registers: 12 columns x 32 rows
+ * (24 accumulators of 16 rows each); per k it loads the 32 packed values of A and broadcasts one
+ * element of each of the 12 weight rows. A tail of at most 16 rows uses a 24-column x 16-row
+ * kernel instead of half-empty registers. Tiles go back to C through 16 x 16 transposes. */
+#include "sgemm_bcast.h"
+#include "sgemm_rows.h"
+#include <stdint.h>
+
+size_t emb_sgemm_bcast_scratch(int K) { return 32 * (size_t)K + 16; }
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define T_AVX512 __attribute__((target("avx512f")))
+
+int emb_sgemm_bcast_supported(void) {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512f");
+}
+
+/* r[i] lane j -> r[j] lane i. */
+T_AVX512 static inline void transpose16(__m512 *r) {
+    __m512 t[16];
+    for (int i = 0; i < 8; i++) {
+        t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+        t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+    }
+    for (int i = 0; i < 4; i++) {
+        r[4 * i] = _mm512_shuffle_ps(t[4 * i], t[4 * i + 2], 0x44);
+        r[4 * i + 1] = _mm512_shuffle_ps(t[4 * i], t[4 * i + 2], 0xEE);
+        r[4 * i + 2] = _mm512_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0x44);
+        r[4 * i + 3] = _mm512_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0xEE);
+    }
+    for (int i = 0; i < 4; i++) {
+        t[i] = _mm512_shuffle_f32x4(r[i], r[i + 4], 0x88);
+        t[i + 4] = _mm512_shuffle_f32x4(r[i], r[i + 4], 0xDD);
+        t[i + 8] = _mm512_shuffle_f32x4(r[i + 8], r[i + 12], 0x88);
+        t[i + 12] = _mm512_shuffle_f32x4(r[i + 8], r[i + 12], 0xDD);
+    }
+    for (int i = 0; i < 8; i++) {
+        r[i] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0x88);
+        r[i + 8] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0xDD);
+    }
+}
+
+/* P[k * width + m] = A[m][k] for m < mr (zeros up to width, a multiple of 16), k < K. */
+T_AVX512 static void pack_rows(int mr, int width, int K, const float *A, int lda, float *P) {
+    for (int g = 0; g < width; g += 16)
+        for (int k0 = 0; k0 < K; k0 += 16) {
+            int kn = K - k0 < 16 ? K - k0 : 16;
+            __mmask16 km = (__mmask16)((1u << kn) - 1u);
+            __m512 r[16];
+            for (int i = 0; i < 16; i++)
+                r[i] = g + i < mr ? _mm512_maskz_loadu_ps(km, A + (size_t)(g + i) * lda + k0) : _mm512_setzero_ps();
+            transpose16(r);
+            for (int i = 0; i < kn; i++) _mm512_store_ps(P + (size_t)(k0 + i) * width + g, r[i]);
+        }
+}
+
+/* C[i][j] += cols[j] lane i for i < rows, j < ncols (ncols <= 16 vectors given). */
+T_AVX512 static void add_transposed(const __m512 *cols, int ncols, int rows, float *C, int ldc) {
+    __m512 r[16];
+    for (int j = 0; j < 16; j++) r[j] = j < ncols ? cols[j] : _mm512_setzero_ps();
+    transpose16(r);
+    __mmask16 m = (__mmask16)((1u << ncols) - 1u);
+    for (int i = 0; i < rows; i++) {
+        float *c = C + (size_t)i * ldc;
+        _mm512_mask_storeu_ps(c, m, _mm512_add_ps(_mm512_maskz_loadu_ps(m, c), r[i]));
+    }
+}
+
+/* Weight row j of a tile of nr (short tiles repeat their last row, whose sums are dropped). */
+#define WROW(j) (W + (size_t)((j) < nr ? (j) : nr - 1) * ldw)
+
+/* Columns n0..n0+nr-1 (nr <= 12) of rows 0..mr-1 (mr <= 32), from A packed 32 wide. */
+T_AVX512 static void kernel_32x12(int mr, int nr, int K, const float *P, const float *W, int ldw, float *C, int ldc) {
+    const float *w[12];
+    for (int j = 0; j < 12; j++) w[j] = WROW(j);
+    __m512 lo[12], hi[12];
+#pragma GCC unroll 12
+    for (int j = 0; j < 12; j++) lo[j] = hi[j] = _mm512_setzero_ps();
+    for (int k = 0; k < K; k++) {
+        __m512 a0 = _mm512_load_ps(P + (size_t)k * 32), a1 = _mm512_load_ps(P + (size_t)k * 32 + 16);
+#pragma GCC unroll 12
+        for (int j = 0; j < 12; j++) {
+            __m512 b = _mm512_set1_ps(w[j][k]);
+            lo[j] = _mm512_fmadd_ps(a0, b, lo[j]);
+            hi[j] = _mm512_fmadd_ps(a1, b, hi[j]);
+        }
+    }
+    add_transposed(lo, nr, mr < 16 ? mr : 16, C, ldc);
+    if (mr > 16) add_transposed(hi, nr, mr - 16, C + (size_t)16 * ldc, ldc);
+}
+
+/* Columns n0..n0+nr-1 (nr <= 24) of rows 0..mr-1 (mr <= 16), from A packed 16 wide. */
+T_AVX512 static void kernel_16x24(int mr, int nr, int K, const float *P, const float *W, int ldw, float *C, int ldc) {
+    const float *w[24];
+    for (int j = 0; j < 24; j++) w[j] = WROW(j);
+    __m512 acc[24];
+#pragma GCC unroll 24
+    for (int j = 0; j < 24; j++) acc[j] = _mm512_setzero_ps();
+    for (int k = 0; k < K; k++) {
+        __m512 a = _mm512_load_ps(P + (size_t)k * 16);
+#pragma GCC unroll 24
+        for (int j = 0; j < 24; j++) acc[j] = _mm512_fmadd_ps(a, _mm512_set1_ps(w[j][k]), acc[j]);
+    }
+    add_transposed(acc, nr < 16 ? nr : 16, mr, C, ldc);
+    if (nr > 16) add_transposed(acc + 16, nr - 16, mr, C + 16, ldc);
+}
+
+/* Rows m0..m0+mr-1 (mr <= 32): 32-row tiles above 16 rows, 16-row tiles at 16; below 16 rows the
+ * dot-product kernels of sgemm_rows are faster (they need no packing and waste no lanes). */
+static void row_block(int mr, int N, int K, const float *A, int lda, const float *W, int ldw, float *C, int ldc,
+                      float *P) {
+    if (mr < 16) {
+        emb_sgemm_rows(mr, N, K, A, lda, W, ldw, C, ldc);
+    } else if (mr > 16) {
+        pack_rows(mr, 32, K, A, lda, P);
+        for (int n0 = 0; n0 < N; n0 += 12)
+            kernel_32x12(mr, N - n0 < 12 ? N - n0 : 12, K, P, W + (size_t)n0 * ldw, ldw, C + n0, ldc);
+    } else {
+        pack_rows(mr, 16, K, A, lda, P);
+        for (int n0 = 0; n0 < N; n0 += 24)
+            kernel_16x24(mr, N - n0 < 24 ? N - n0 : 24, K, P, W + (size_t)n0 * ldw, ldw, C + n0, ldc);
+    }
+}
+
+typedef struct {
+    const float *A, *W;
+    float *C, *scratch;
+    size_t scratch_n;
+    int M, N, K, lda, ldw, ldc, nchunks, nstep;
+} bcast_job;
+
+/* Task t: row block t / nchunks (32 rows from a multiple of 32, so each row meets the same kernel
+ * however the work is split), column chunk t % nchunks. */
+static void bcast_task(void *cv, int t, int worker) {
+    const bcast_job *j = cv;
+    int m0 = t / j->nchunks * 32, n0 = t % j->nchunks * j->nstep;
+    int mr = j->M - m0 < 32 ? j->M - m0 : 32, nc = j->N - n0 < j->nstep ? j->N - n0 : j->nstep;
+    float *P = (float *)(((uintptr_t)(j->scratch + (size_t)worker * j->scratch_n) + 63) & ~(uintptr_t)63);
+    if (nc > 0)
+        row_block(mr, nc, j->K, j->A + (size_t)m0 * j->lda, j->lda, j->W + (size_t)n0 * j->ldw, j->ldw,
+                  j->C + (size_t)m0 * j->ldc + n0, j->ldc, P);
+}
+
+void emb_sgemm_bcast(int M, int N, int K, const float *A, int lda, const float *W, int ldw, float *C, int ldc,
+                     float *scratch, emb_workers *workers) {
+    int threads = emb_workers_helpers(workers) + 1, mblocks = (M + 31) / 32, nchunks = 1;
+    if (threads > 1 && (double)M * N * K >= EMB_SGEMM_BCAST_PAR_MACS && mblocks < 2 * threads) {
+        /* too few row blocks to share out: split the columns too, in chunks of >= 96 (each task
+         * packs its rows of A again, a cost that small chunks would not repay) */
+        nchunks = (2 * threads + mblocks - 1) / mblocks;
+        if (nchunks > (N + 95) / 96) nchunks = (N + 95) / 96;
+    }
+    bcast_job j = {A, W, C, scratch, emb_sgemm_bcast_scratch(K), M, N, K, lda, ldw, ldc, nchunks, 0};
+    j.nstep = ((N + nchunks - 1) / nchunks + 23) / 24 * 24;
+    j.nchunks = (N + j.nstep - 1) / j.nstep;
+    emb_workers_run((double)M * N * K >= EMB_SGEMM_BCAST_PAR_MACS ? workers : NULL, mblocks * j.nchunks, bcast_task,
+                    &j);
+}
+#else
+int emb_sgemm_bcast_supported(void) { return 0; }
+void emb_sgemm_bcast(int M, int N, int K, const float *A, int lda, const float *W, int ldw, float *C, int ldc,
+                     float *scratch, emb_workers *workers) {
+    (void)M, (void)N, (void)K, (void)A, (void)lda, (void)W, (void)ldw, (void)C, (void)ldc, (void)scratch;
+    (void)workers;
+}
+#endif

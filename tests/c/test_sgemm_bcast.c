@@ -1,0 +1,120 @@
+/* Float32 products with the weight read in place (core/sgemm_bcast.h): small-integer inputs, whose
+ * products and sums are exact in float32, give exactly the integer sums computed here in 64-bit
+ * integers; random inputs agree with double-precision sums to float rounding. Shapes cover each
+ * kernel (32-row blocks, a 16-row block, fewer than 16 rows), ragged tails of rows, columns (12 and
+ * 24-column tiles) and K (16 lanes), row strides wider than the rows, unaligned matrices and
+ * scratch, and nothing written outside C. Split over 1, 2 and 3 helper threads, by rows and by
+ * columns, the results are the same bits as on one thread. Skipped (one passing check saying so)
+ * on a CPU without AVX-512F. */
+#include "check.h"
+#include "sgemm_bcast.h"
+#include "workers.h"
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+static unsigned long long rng = 0x2545F4914F6CDD1Dull;
+static float draw(int ints) {
+    unsigned long long r = check_rng(&rng);
+    return ints ? (float)((int)(r % 15) - 7) : (float)((double)(r >> 11) / 4503599627370496.0 - 1.0);
+}
+
+typedef struct { int M, N, K; } shape;
+static const shape shapes[] = {{1, 1, 1},      {15, 13, 17},   {16, 24, 16},    {16, 25, 33},   {17, 12, 15},
+                               {31, 11, 100},  {32, 12, 16},   {32, 23, 384},   {33, 37, 31},   {40, 50, 64},
+                               {48, 97, 129},  {64, 384, 384}, {100, 61, 1000}, {16, 384, 384}, {130, 1536, 96}};
+#define NSHAPES (sizeof shapes / sizeof shapes[0])
+
+typedef struct {
+    int M, N, K, lda, ldw, ldc;
+    float *A, *W, *C, *C0, *scratch; /* A, W, C, scratch start one float past 64-byte alignment */
+    void *blocks[4];
+} problem;
+
+static void problem_new(problem *p, shape s, int ints, int threads) {
+    p->M = s.M, p->N = s.N, p->K = s.K, p->lda = s.K + 3, p->ldw = s.K + 1, p->ldc = s.N + 5;
+    size_t nA = (size_t)p->M * p->lda, nW = (size_t)p->N * p->ldw, nC = (size_t)(p->M + 1) * p->ldc; /* + a guard row */
+    size_t nS = (size_t)threads * emb_sgemm_bcast_scratch(p->K);
+    size_t sizes[4] = {nA + 1, nW + 1, nC + 1, nS + 1};
+    for (int i = 0; i < 4; i++) p->blocks[i] = aligned_alloc(64, (sizes[i] * sizeof(float) + 63) / 64 * 64);
+    p->A = (float *)p->blocks[0] + 1, p->W = (float *)p->blocks[1] + 1, p->C = (float *)p->blocks[2] + 1;
+    p->scratch = (float *)p->blocks[3] + 1;
+    p->C0 = malloc(nC * sizeof(float));
+    for (size_t i = 0; i < nA; i++) p->A[i] = draw(ints);
+    for (size_t i = 0; i < nW; i++) p->W[i] = draw(ints);
+    for (size_t i = 0; i < nC; i++) p->C0[i] = ints ? (float)((int)(check_rng(&rng) % 101) - 50) : 0.25f;
+    memcpy(p->C, p->C0, nC * sizeof(float));
+}
+static void problem_free(problem *p) {
+    for (int i = 0; i < 4; i++) free(p->blocks[i]);
+    free(p->C0);
+}
+
+/* One shape: small integers (exact) or uniform floats in [-1, 1), on the caller alone. */
+static void run_shape(shape s, int ints) {
+    problem p;
+    problem_new(&p, s, ints, 1);
+    emb_sgemm_bcast(p.M, p.N, p.K, p.A, p.lda, p.W, p.ldw, p.C, p.ldc, p.scratch, NULL);
+    int bad = 0, outside = 0;
+    double worst = 0;
+    for (int m = 0; m <= p.M; m++)
+        for (int n = 0; n < p.ldc; n++) {
+            size_t at = (size_t)m * p.ldc + n;
+            if (m == p.M || n >= p.N) { /* the guard row and the columns past N */
+                outside += memcmp(&p.C[at], &p.C0[at], sizeof(float)) != 0;
+                continue;
+            }
+            double sum = p.C0[at], mag = 0;
+            int64_t isum = (int64_t)p.C0[at];
+            for (int k = 0; k < p.K; k++) {
+                double t = (double)p.A[(size_t)m * p.lda + k] * p.W[(size_t)n * p.ldw + k];
+                sum += t;
+                mag += t < 0 ? -t : t;
+                isum += (int64_t)p.A[(size_t)m * p.lda + k] * (int64_t)p.W[(size_t)n * p.ldw + k];
+            }
+            double err = (double)p.C[at] - (ints ? (double)isum : sum);
+            err = err < 0 ? -err : err;
+            if (ints ? err != 0 : err > (p.K + 1) * 2.4e-7 * (mag + 1.0)) bad++;
+            if (err > worst) worst = err;
+        }
+    CHECK(bad == 0, "%d x %d x %d (%s): %d results off, worst |error| %.3g", p.M, p.N, p.K,
+          ints ? "integers, exact" : "floats", bad, worst);
+    CHECK(outside == 0, "%d x %d x %d: %d values written outside C's %d rows and %d columns", p.M, p.N, p.K, outside,
+          p.M, p.N);
+    problem_free(&p);
+}
+
+/* The same product on 1 thread and on 1 + helpers threads: the same bits. */
+static void run_threads(shape s, int helpers) {
+    emb_workers *w = emb_workers_new(helpers);
+    problem p;
+    problem_new(&p, s, 0, helpers + 1);
+    float *one = malloc((size_t)p.M * p.ldc * sizeof(float));
+    emb_sgemm_bcast(p.M, p.N, p.K, p.A, p.lda, p.W, p.ldw, p.C, p.ldc, p.scratch, NULL);
+    memcpy(one, p.C, (size_t)p.M * p.ldc * sizeof(float));
+    memcpy(p.C, p.C0, (size_t)p.M * p.ldc * sizeof(float));
+    emb_sgemm_bcast(p.M, p.N, p.K, p.A, p.lda, p.W, p.ldw, p.C, p.ldc, p.scratch, w);
+    CHECK(w && emb_workers_helpers(w) == helpers, "%d helper threads started", helpers);
+    CHECK(memcmp(one, p.C, (size_t)p.M * p.ldc * sizeof(float)) == 0,
+          "%d x %d x %d on %d threads: the same bits as on one", p.M, p.N, p.K, helpers + 1);
+    free(one);
+    problem_free(&p);
+    emb_workers_free(w);
+}
+
+int main(void) {
+    if (!emb_sgemm_bcast_supported()) {
+        CHECK(1, "no AVX-512F here: the encoder uses OpenBLAS for every product");
+        return check_report();
+    }
+    for (size_t i = 0; i < NSHAPES; i++) {
+        run_shape(shapes[i], 1);
+        run_shape(shapes[i], 0);
+    }
+    /* a 16-row product split by columns; 130 rows split by row blocks; 40 rows (a block of 8,
+     * on the dot-product kernels) split both ways */
+    static const shape par[] = {{16, 384, 384}, {130, 384, 384}, {40, 1536, 64}, {8, 3072, 384}};
+    for (size_t i = 0; i < sizeof par / sizeof par[0]; i++)
+        for (int h = 1; h <= 3; h++) run_threads(par[i], h);
+    return check_report();
+}
