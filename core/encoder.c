@@ -254,8 +254,9 @@ typedef struct {
     emb_bf16_act *bact;                   /* bf16 weights: the rounded input of a product */
     emb_workers *gemm_workers;            /* int8 weights: the threads a large product is split over */
     int failed;                           /* an int8 product ran out of memory */
-    int bias_in_gemm;                     /* int8, bf16: products write bias + A W^T (beta 0); float32: the
-                                           * row tasks preload the biases into the outputs */
+    int bias_in_gemm;                     /* products write bias + A W^T (beta 0): int8, bf16, float32 on
+                                           * emb_sgemm_bcast; float32 on OpenBLAS: the row tasks preload
+                                           * the biases into the outputs */
     const float *quant_src;               /* int8: the rows (stride quant_ld) a row task quantizes into
                                            * act once it has written them, while they are in cache */
     int quant_ld;
@@ -448,9 +449,9 @@ static const emb_bf16w *packed_bf16(const emb_layer_bf16 *p, lin_slot s) {
 
 /* C[M,N] += A[M,K] * W[N,K]^T (W as PyTorch's Linear stores it, [out, in]; row strides lda, ldc):
  * on sgemm, or with the layer's packed int8 or bf16 weight in `slot` when the encoder has them.
- * With a bias, C is the product's own output: float32 finds the bias already there (the row
- * tasks preload it, which spares OpenBLAS's zeroing pass), int8 and bf16 write bias + product in
- * the kernels' epilogue (no fill pass, no read of C). */
+ * With a bias, C is the product's own output: the kernels (int8, bf16, float32 on AVX-512) write
+ * bias + product in their epilogue (no fill pass, no read of C); float32 on OpenBLAS finds the
+ * bias already there (the row tasks preload it, which spares OpenBLAS's zeroing pass). */
 static void linear_acc(fwd_ctx *fc, const float *A, int lda, const float *W, lin_slot slot, const float *bias,
                        float *C, int ldc, int M, int N, int K) {
     const emb_i8w *W8 = packed_i8(fc->w8, slot);
@@ -458,7 +459,7 @@ static void linear_acc(fwd_ctx *fc, const float *A, int lda, const float *W, lin
     if (WB) {
         if (emb_bf16_gemm(A, lda, M, WB, bias, bias ? 0.0f : 1.0f, C, ldc, fc->bact, fc->gemm_workers)) fc->failed = 1;
     } else if (!W8 && fc->packs)
-        emb_sgemm_bcast(M, N, K, A, lda, W, K, C, ldc, fc->packs, fc->gemm_workers);
+        emb_sgemm_bcast(M, N, K, A, lda, W, K, bias, C, ldc, fc->packs, fc->gemm_workers);
     else if (!W8 && fc->short_products)
         product_tiles(A, lda, W, C, ldc, M, N, K);
     else if (!W8)
@@ -624,7 +625,7 @@ int emb_encoder_forward_capture(const emb_encoder *e, emb_workspace *ws, int B, 
     if (nthr > 16) nthr = 16;
     int bcast = !e->L8 && !e->LB && emb_sgemm_bcast_supported(); /* float32 products on emb_sgemm_bcast */
     int want_workers = nthr > 1 && ((size_t)BT * H >= PAR_MIN_ELEMS || (double)B * NH * T * T * dh >= PAR_MIN_ATT_MNK ||
-                                    (bcast && (double)BT * H * H >= EMB_SGEMM_BCAST_PAR_MACS));
+                                    (double)BT * H * H >= EMB_SGEMM_BCAST_PAR_MACS);
     if (ws->workers && emb_workers_helpers(ws->workers) != nthr - 1) { /* OpenBLAS's count changed */
         emb_workers_free(ws->workers);
         ws->workers = NULL;
@@ -674,7 +675,7 @@ int emb_encoder_forward_capture(const emb_encoder *e, emb_workspace *ws, int B, 
     plan pl = {(size_t)BT * H >= PAR_MIN_ELEMS ? ws->workers : NULL,
                (double)B * NH * T * T * dh >= PAR_MIN_ATT_MNK ? ws->workers : NULL, row_tasks, ffn_tasks};
     fc.next = n_layers > 0 && !c->pre_norm ? &e->L[0] : NULL;
-    fc.bias_in_gemm = e->L8 || e->LB;
+    fc.bias_in_gemm = e->L8 || e->LB || bcast;
     /* without AVX-512, a short batch's products stay on one of OpenBLAS's threads */
     fc.packs = bcast ? ws->packs : NULL;
     fc.short_products = !bcast && BT <= EMB_SGEMM_ROWS_MAX && nthr > 1;

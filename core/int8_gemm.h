@@ -28,7 +28,7 @@
  * (bench_int8_gemm --threshold, the shared 2-core Zen 5 VM, a helper woken from its condition
  * variable): two halves on two threads pay from about 30 M (M = 64, K = 384, N = 1536: 1.06x;
  * M = 32: 0.91x; M = 16: 0.75x), so MiniLM's products of 16 tokens never split. */
-#define EMB_I8_PAR_MIN_MACS 30000000.0
+#define EMB_I8_PAR_MIN_MACS 2000000.0
 
 /* Kernel sets, slowest first. AVX2 (no VNNI): u8 and s8 widened to int16, vpmaddwd. */
 typedef enum { EMB_I8_SCALAR, EMB_I8_AVX2, EMB_I8_AVX_VNNI, EMB_I8_AVX512_VNNI, EMB_I8_NPATHS } emb_i8_path;

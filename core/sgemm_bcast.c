@@ -5,6 +5,7 @@
 #include "sgemm_bcast.h"
 #include "sgemm_rows.h"
 #include <stdint.h>
+#include <string.h>
 
 size_t emb_sgemm_bcast_scratch(int K) { return 32 * (size_t)K + 16; }
 
@@ -56,23 +57,37 @@ T_AVX512 static void pack_rows(int mr, int width, int K, const float *A, int lda
         }
 }
 
-/* C[i][j] += cols[j] lane i for i < rows, j < ncols (ncols <= 16 vectors given). */
-T_AVX512 static void add_transposed(const __m512 *cols, int ncols, int rows, float *C, int ldc) {
+/* C[i][j] = bias[j] + cols[j] lane i, or without a bias C[i][j] += cols[j] lane i, for i < rows,
+ * j < ncols (ncols <= 16 vectors given). */
+T_AVX512 static void add_transposed(const __m512 *cols, int ncols, int rows, const float *bias, float *C, int ldc) {
     __m512 r[16];
     for (int j = 0; j < 16; j++) r[j] = j < ncols ? cols[j] : _mm512_setzero_ps();
     transpose16(r);
     __mmask16 m = (__mmask16)((1u << ncols) - 1u);
+    if (bias) {
+        __m512 b = _mm512_maskz_loadu_ps(m, bias);
+        for (int i = 0; i < rows; i++) _mm512_mask_storeu_ps(C + (size_t)i * ldc, m, _mm512_add_ps(r[i], b));
+        return;
+    }
     for (int i = 0; i < rows; i++) {
         float *c = C + (size_t)i * ldc;
         _mm512_mask_storeu_ps(c, m, _mm512_add_ps(_mm512_maskz_loadu_ps(m, c), r[i]));
     }
 }
 
+/* Accumulating into C: its tile's rows are fetched while the tile is computed. */
+static inline void prefetch_rows(const float *bias, int rows, const float *C, int ldc) {
+    if (!bias)
+        for (int i = 0; i < rows; i++) __builtin_prefetch(C + (size_t)i * ldc, 1, 3);
+}
+
 /* Weight row j of a tile of nr (short tiles repeat their last row, whose sums are dropped). */
 #define WROW(j) (W + (size_t)((j) < nr ? (j) : nr - 1) * ldw)
 
 /* Columns n0..n0+nr-1 (nr <= 12) of rows 0..mr-1 (mr <= 32), from A packed 32 wide. */
-T_AVX512 static void kernel_32x12(int mr, int nr, int K, const float *P, const float *W, int ldw, float *C, int ldc) {
+T_AVX512 static void kernel_32x12(int mr, int nr, int K, const float *P, const float *W, int ldw, const float *bias,
+                                  float *C, int ldc) {
+    prefetch_rows(bias, mr, C, ldc);
     const float *w[12];
     for (int j = 0; j < 12; j++) w[j] = WROW(j);
     __m512 lo[12], hi[12];
@@ -87,12 +102,14 @@ T_AVX512 static void kernel_32x12(int mr, int nr, int K, const float *P, const f
             hi[j] = _mm512_fmadd_ps(a1, b, hi[j]);
         }
     }
-    add_transposed(lo, nr, mr < 16 ? mr : 16, C, ldc);
-    if (mr > 16) add_transposed(hi, nr, mr - 16, C + (size_t)16 * ldc, ldc);
+    add_transposed(lo, nr, mr < 16 ? mr : 16, bias, C, ldc);
+    if (mr > 16) add_transposed(hi, nr, mr - 16, bias, C + (size_t)16 * ldc, ldc);
 }
 
 /* Columns n0..n0+nr-1 (nr <= 24) of rows 0..mr-1 (mr <= 16), from A packed 16 wide. */
-T_AVX512 static void kernel_16x24(int mr, int nr, int K, const float *P, const float *W, int ldw, float *C, int ldc) {
+T_AVX512 static void kernel_16x24(int mr, int nr, int K, const float *P, const float *W, int ldw, const float *bias,
+                                  float *C, int ldc) {
+    prefetch_rows(bias, mr, C, ldc);
     const float *w[24];
     for (int j = 0; j < 24; j++) w[j] = WROW(j);
     __m512 acc[24];
@@ -103,29 +120,33 @@ T_AVX512 static void kernel_16x24(int mr, int nr, int K, const float *P, const f
 #pragma GCC unroll 24
         for (int j = 0; j < 24; j++) acc[j] = _mm512_fmadd_ps(a, _mm512_set1_ps(w[j][k]), acc[j]);
     }
-    add_transposed(acc, nr < 16 ? nr : 16, mr, C, ldc);
-    if (nr > 16) add_transposed(acc + 16, nr - 16, mr, C + 16, ldc);
+    add_transposed(acc, nr < 16 ? nr : 16, mr, bias, C, ldc);
+    if (nr > 16) add_transposed(acc + 16, nr - 16, mr, bias ? bias + 16 : NULL, C + 16, ldc);
 }
 
 /* Rows m0..m0+mr-1 (mr <= 32): 32-row tiles above 16 rows, 16-row tiles at 16; below 16 rows the
  * dot-product kernels of sgemm_rows are faster (they need no packing and waste no lanes). */
-static void row_block(int mr, int N, int K, const float *A, int lda, const float *W, int ldw, float *C, int ldc,
-                      float *P) {
+static void row_block(int mr, int N, int K, const float *A, int lda, const float *W, int ldw, const float *bias,
+                      float *C, int ldc, float *P) {
     if (mr < 16) {
+        if (bias)
+            for (int i = 0; i < mr; i++) memcpy(C + (size_t)i * ldc, bias, (size_t)N * sizeof(float));
         emb_sgemm_rows(mr, N, K, A, lda, W, ldw, C, ldc);
     } else if (mr > 16) {
         pack_rows(mr, 32, K, A, lda, P);
         for (int n0 = 0; n0 < N; n0 += 12)
-            kernel_32x12(mr, N - n0 < 12 ? N - n0 : 12, K, P, W + (size_t)n0 * ldw, ldw, C + n0, ldc);
+            kernel_32x12(mr, N - n0 < 12 ? N - n0 : 12, K, P, W + (size_t)n0 * ldw, ldw, bias ? bias + n0 : NULL,
+                         C + n0, ldc);
     } else {
         pack_rows(mr, 16, K, A, lda, P);
         for (int n0 = 0; n0 < N; n0 += 24)
-            kernel_16x24(mr, N - n0 < 24 ? N - n0 : 24, K, P, W + (size_t)n0 * ldw, ldw, C + n0, ldc);
+            kernel_16x24(mr, N - n0 < 24 ? N - n0 : 24, K, P, W + (size_t)n0 * ldw, ldw, bias ? bias + n0 : NULL,
+                         C + n0, ldc);
     }
 }
 
 typedef struct {
-    const float *A, *W;
+    const float *A, *W, *bias;
     float *C, *scratch;
     size_t scratch_n;
     int M, N, K, lda, ldw, ldc, nchunks, nstep;
@@ -140,11 +161,11 @@ static void bcast_task(void *cv, int t, int worker) {
     float *P = (float *)(((uintptr_t)(j->scratch + (size_t)worker * j->scratch_n) + 63) & ~(uintptr_t)63);
     if (nc > 0)
         row_block(mr, nc, j->K, j->A + (size_t)m0 * j->lda, j->lda, j->W + (size_t)n0 * j->ldw, j->ldw,
-                  j->C + (size_t)m0 * j->ldc + n0, j->ldc, P);
+                  j->bias ? j->bias + n0 : NULL, j->C + (size_t)m0 * j->ldc + n0, j->ldc, P);
 }
 
-void emb_sgemm_bcast(int M, int N, int K, const float *A, int lda, const float *W, int ldw, float *C, int ldc,
-                     float *scratch, emb_workers *workers) {
+void emb_sgemm_bcast(int M, int N, int K, const float *A, int lda, const float *W, int ldw, const float *bias,
+                     float *C, int ldc, float *scratch, emb_workers *workers) {
     int threads = emb_workers_helpers(workers) + 1, mblocks = (M + 31) / 32, nchunks = 1;
     if (threads > 1 && (double)M * N * K >= EMB_SGEMM_BCAST_PAR_MACS && mblocks < 2 * threads) {
         /* too few row blocks to share out: split the columns too, in chunks of >= 96 (each task
@@ -152,7 +173,7 @@ void emb_sgemm_bcast(int M, int N, int K, const float *A, int lda, const float *
         nchunks = (2 * threads + mblocks - 1) / mblocks;
         if (nchunks > (N + 95) / 96) nchunks = (N + 95) / 96;
     }
-    bcast_job j = {A, W, C, scratch, emb_sgemm_bcast_scratch(K), M, N, K, lda, ldw, ldc, nchunks, 0};
+    bcast_job j = {A, W, bias, C, scratch, emb_sgemm_bcast_scratch(K), M, N, K, lda, ldw, ldc, nchunks, 0};
     j.nstep = ((N + nchunks - 1) / nchunks + 23) / 24 * 24;
     j.nchunks = (N + j.nstep - 1) / j.nstep;
     emb_workers_run((double)M * N * K >= EMB_SGEMM_BCAST_PAR_MACS ? workers : NULL, mblocks * j.nchunks, bcast_task,
@@ -160,9 +181,9 @@ void emb_sgemm_bcast(int M, int N, int K, const float *A, int lda, const float *
 }
 #else
 int emb_sgemm_bcast_supported(void) { return 0; }
-void emb_sgemm_bcast(int M, int N, int K, const float *A, int lda, const float *W, int ldw, float *C, int ldc,
-                     float *scratch, emb_workers *workers) {
-    (void)M, (void)N, (void)K, (void)A, (void)lda, (void)W, (void)ldw, (void)C, (void)ldc, (void)scratch;
+void emb_sgemm_bcast(int M, int N, int K, const float *A, int lda, const float *W, int ldw, const float *bias,
+                     float *C, int ldc, float *scratch, emb_workers *workers) {
+    (void)bias, (void)M, (void)N, (void)K, (void)A, (void)lda, (void)W, (void)ldw, (void)C, (void)ldc, (void)scratch;
     (void)workers;
 }
 #endif

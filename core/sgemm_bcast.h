@@ -1,5 +1,5 @@
 /* Float32 products with the weight read in place, on AVX-512: C[M,N] += A[M,K] W[N,K]^T, W as
- * PyTorch's Linear stores it ([out][in]). A block of 32 rows of A is copied transposed (32 floats
+ * PyTorch's Linear stores it ([out][in]), optionally + bias. A block of 32 rows of A is copied transposed (32 floats
  * per k, cheap: it is reused by all N columns); each weight element is then broadcast against
  * those 32 rows, so W is never copied or repacked, whatever its alignment (OpenBLAS repacks W at
  * every call, and with OPENBLAS_CORETYPE=Haswell runs 256-bit kernels at about half this rate).
@@ -18,11 +18,12 @@
 int emb_sgemm_bcast_supported(void);
 /* Floats of scratch each thread needs for a given K (the callee aligns it to 64 bytes). */
 size_t emb_sgemm_bcast_scratch(int K);
-/* Any M, N, K >= 1; row strides lda, ldw, ldc (floats); scratch holds (helpers + 1) threads'
+/* C = A W^T + bias (bias[N]; C is not read), or without a bias C += A W^T. Any M, N, K >= 1; row
+ * strides lda, ldw, ldc (floats); scratch holds (helpers + 1) threads'
  * scratch; split over the workers (NULL: the caller alone) above EMB_SGEMM_BCAST_PAR_MACS, with the
  * same bits as one thread. Rows below 16 of a 32-row block go to emb_sgemm_rows. Call only when
  * supported. */
-void emb_sgemm_bcast(int M, int N, int K, const float *A, int lda, const float *W, int ldw, float *C, int ldc,
-                     float *scratch, emb_workers *workers);
+void emb_sgemm_bcast(int M, int N, int K, const float *A, int lda, const float *W, int ldw, const float *bias,
+                     float *C, int ldc, float *scratch, emb_workers *workers);
 
 #endif

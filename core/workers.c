@@ -1,12 +1,23 @@
 /* Tasks are claimed from one atomic ticket (generation << 32 | next task), so a helper that
  * wakes late finds the generation gone and claims nothing: the caller never waits for a
- * helper that is not running (a busy machine), only for tasks in progress. */
+ * helper that is not running (a busy machine), only for tasks in progress. A helper that has
+ * run tasks watches for the next run for SPIN_NS before it sleeps: a forward pass starts runs
+ * every few microseconds, and a wake-up through the condition variable costs tens of them. */
 #include "workers.h"
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <time.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define CPU_RELAX() _mm_pause()
+#else
+#define CPU_RELAX() ((void)0)
+#endif
+
+#define SPIN_NS 100000L
 
 struct emb_workers {
     int n;                      /* helper threads (the caller is worker 0) */
@@ -14,6 +25,7 @@ struct emb_workers {
     pthread_mutex_t mu;
     pthread_cond_t start;
     uint32_t gen;               /* under mu, with fn, ctx, ntasks */
+    _Atomic uint32_t gen_seen;  /* gen, readable without mu: what spinning helpers watch */
     int stop;
     emb_task_fn fn;
     void *ctx;
@@ -23,6 +35,23 @@ struct emb_workers {
 };
 
 typedef struct { emb_workers *p; int id; } helper_arg;
+
+static long elapsed_ns(const struct timespec *t0) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (t.tv_sec - t0->tv_sec) * 1000000000L + (t.tv_nsec - t0->tv_nsec);
+}
+
+/* After a run: wait up to SPIN_NS for a run other than seen (or stop), without sleeping. */
+static void spin_for_next(emb_workers *p, uint32_t seen) {
+    struct timespec t0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (unsigned i = 1;; i++) {
+        if (atomic_load_explicit(&p->gen_seen, memory_order_acquire) != seen) return;
+        if (i % 64 == 0 && elapsed_ns(&t0) > SPIN_NS) return;
+        CPU_RELAX();
+    }
+}
 
 /* Claim and run tasks of generation gen until none is left. */
 static void run_tasks(emb_workers *p, uint32_t gen, emb_task_fn fn, void *ctx, int ntasks, int worker) {
@@ -52,6 +81,7 @@ static void *helper_main(void *a) {
         int ntasks = p->ntasks;
         pthread_mutex_unlock(&p->mu);
         run_tasks(p, seen, fn, ctx, ntasks, id);
+        spin_for_next(p, seen);
         pthread_mutex_lock(&p->mu);
     }
     pthread_mutex_unlock(&p->mu);
@@ -62,6 +92,7 @@ void emb_workers_free(emb_workers *p) {
     if (!p) return;
     pthread_mutex_lock(&p->mu);
     p->stop = 1;
+    atomic_fetch_add(&p->gen_seen, 1); /* ends the helpers' spinning */
     pthread_cond_broadcast(&p->start);
     pthread_mutex_unlock(&p->mu);
     for (int i = 0; i < p->n; i++) pthread_join(p->th[i], NULL);
@@ -80,6 +111,7 @@ emb_workers *emb_workers_new(int n) {
     pthread_cond_init(&p->start, NULL);
     atomic_store(&p->ticket, 0);
     atomic_store(&p->done, 0);
+    atomic_store(&p->gen_seen, 0);
     for (int i = 0; i < n; i++) {
         helper_arg *ha = malloc(sizeof *ha);
         if (!ha) break;
@@ -107,6 +139,7 @@ void emb_workers_run(emb_workers *p, int ntasks, emb_task_fn fn, void *ctx) {
     p->ntasks = ntasks;
     atomic_store(&p->done, 0);
     atomic_store(&p->ticket, (uint64_t)gen << 32);
+    atomic_store_explicit(&p->gen_seen, gen, memory_order_release);
     pthread_cond_broadcast(&p->start);
     pthread_mutex_unlock(&p->mu);
     run_tasks(p, gen, fn, ctx, ntasks, 0);

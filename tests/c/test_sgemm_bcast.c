@@ -3,12 +3,14 @@
  * integers; random inputs agree with double-precision sums to float rounding. Shapes cover each
  * kernel (32-row blocks, a 16-row block, fewer than 16 rows), ragged tails of rows, columns (12 and
  * 24-column tiles) and K (16 lanes), row strides wider than the rows, unaligned matrices and
- * scratch, and nothing written outside C. Split over 1, 2 and 3 helper threads, by rows and by
+ * scratch, and nothing written outside C. With a bias, C = bias + A W^T is written without being
+ * read (C starts as NaN). Split over 1, 2 and 3 helper threads, by rows and by
  * columns, the results are the same bits as on one thread. Skipped (one passing check saying so)
  * on a CPU without AVX-512F. */
 #include "check.h"
 #include "sgemm_bcast.h"
 #include "workers.h"
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,7 +29,7 @@ static const shape shapes[] = {{1, 1, 1},      {15, 13, 17},   {16, 24, 16},    
 
 typedef struct {
     int M, N, K, lda, ldw, ldc;
-    float *A, *W, *C, *C0, *scratch; /* A, W, C, scratch start one float past 64-byte alignment */
+    float *A, *W, *C, *C0, *scratch, *bias; /* A, W, C, scratch start one float past 64-byte alignment */
     void *blocks[4];
 } problem;
 
@@ -40,6 +42,8 @@ static void problem_new(problem *p, shape s, int ints, int threads) {
     p->A = (float *)p->blocks[0] + 1, p->W = (float *)p->blocks[1] + 1, p->C = (float *)p->blocks[2] + 1;
     p->scratch = (float *)p->blocks[3] + 1;
     p->C0 = malloc(nC * sizeof(float));
+    p->bias = malloc((size_t)p->N * sizeof(float));
+    for (int n = 0; n < p->N; n++) p->bias[n] = ints ? (float)((int)(check_rng(&rng) % 41) - 20) : draw(0);
     for (size_t i = 0; i < nA; i++) p->A[i] = draw(ints);
     for (size_t i = 0; i < nW; i++) p->W[i] = draw(ints);
     for (size_t i = 0; i < nC; i++) p->C0[i] = ints ? (float)((int)(check_rng(&rng) % 101) - 50) : 0.25f;
@@ -48,24 +52,29 @@ static void problem_new(problem *p, shape s, int ints, int threads) {
 static void problem_free(problem *p) {
     for (int i = 0; i < 4; i++) free(p->blocks[i]);
     free(p->C0);
+    free(p->bias);
 }
 
-/* One shape: small integers (exact) or uniform floats in [-1, 1), on the caller alone. */
-static void run_shape(shape s, int ints) {
+/* One shape: small integers (exact) or uniform floats in [-1, 1), on the caller alone, adding onto
+ * C or (with_bias) writing bias + product over NaNs. */
+static void run_shape(shape s, int ints, int with_bias) {
     problem p;
     problem_new(&p, s, ints, 1);
-    emb_sgemm_bcast(p.M, p.N, p.K, p.A, p.lda, p.W, p.ldw, p.C, p.ldc, p.scratch, NULL);
+    if (with_bias)
+        for (int m = 0; m < p.M; m++)
+            for (int n = 0; n < p.N; n++) p.C[(size_t)m * p.ldc + n] = p.C0[(size_t)m * p.ldc + n] = NAN;
+    emb_sgemm_bcast(p.M, p.N, p.K, p.A, p.lda, p.W, p.ldw, with_bias ? p.bias : NULL, p.C, p.ldc, p.scratch, NULL);
     int bad = 0, outside = 0;
     double worst = 0;
     for (int m = 0; m <= p.M; m++)
         for (int n = 0; n < p.ldc; n++) {
             size_t at = (size_t)m * p.ldc + n;
             if (m == p.M || n >= p.N) { /* the guard row and the columns past N */
-                outside += memcmp(&p.C[at], &p.C0[at], sizeof(float)) != 0;
+                outside += memcmp(&p.C[at], &p.C0[at], sizeof(float)) != 0; /* bit patterns: NaN too */
                 continue;
             }
-            double sum = p.C0[at], mag = 0;
-            int64_t isum = (int64_t)p.C0[at];
+            double sum = with_bias ? p.bias[n] : p.C0[at], mag = 0;
+            int64_t isum = (int64_t)sum;
             for (int k = 0; k < p.K; k++) {
                 double t = (double)p.A[(size_t)m * p.lda + k] * p.W[(size_t)n * p.ldw + k];
                 sum += t;
@@ -74,11 +83,11 @@ static void run_shape(shape s, int ints) {
             }
             double err = (double)p.C[at] - (ints ? (double)isum : sum);
             err = err < 0 ? -err : err;
-            if (ints ? err != 0 : err > (p.K + 1) * 2.4e-7 * (mag + 1.0)) bad++;
+            if (!(ints ? err == 0 : err <= (p.K + 1) * 2.4e-7 * (mag + 1.0))) bad++; /* NaN: bad */
             if (err > worst) worst = err;
         }
-    CHECK(bad == 0, "%d x %d x %d (%s): %d results off, worst |error| %.3g", p.M, p.N, p.K,
-          ints ? "integers, exact" : "floats", bad, worst);
+    CHECK(bad == 0, "%d x %d x %d (%s, %s): %d results off, worst |error| %.3g", p.M, p.N, p.K,
+          ints ? "integers, exact" : "floats", with_bias ? "bias + product" : "C += product", bad, worst);
     CHECK(outside == 0, "%d x %d x %d: %d values written outside C's %d rows and %d columns", p.M, p.N, p.K, outside,
           p.M, p.N);
     problem_free(&p);
@@ -90,10 +99,11 @@ static void run_threads(shape s, int helpers) {
     problem p;
     problem_new(&p, s, 0, helpers + 1);
     float *one = malloc((size_t)p.M * p.ldc * sizeof(float));
-    emb_sgemm_bcast(p.M, p.N, p.K, p.A, p.lda, p.W, p.ldw, p.C, p.ldc, p.scratch, NULL);
+    const float *bias = helpers == 2 ? p.bias : NULL; /* one of the three counts with a bias */
+    emb_sgemm_bcast(p.M, p.N, p.K, p.A, p.lda, p.W, p.ldw, bias, p.C, p.ldc, p.scratch, NULL);
     memcpy(one, p.C, (size_t)p.M * p.ldc * sizeof(float));
     memcpy(p.C, p.C0, (size_t)p.M * p.ldc * sizeof(float));
-    emb_sgemm_bcast(p.M, p.N, p.K, p.A, p.lda, p.W, p.ldw, p.C, p.ldc, p.scratch, w);
+    emb_sgemm_bcast(p.M, p.N, p.K, p.A, p.lda, p.W, p.ldw, bias, p.C, p.ldc, p.scratch, w);
     CHECK(w && emb_workers_helpers(w) == helpers, "%d helper threads started", helpers);
     CHECK(memcmp(one, p.C, (size_t)p.M * p.ldc * sizeof(float)) == 0,
           "%d x %d x %d on %d threads: the same bits as on one", p.M, p.N, p.K, helpers + 1);
@@ -108,8 +118,10 @@ int main(void) {
         return check_report();
     }
     for (size_t i = 0; i < NSHAPES; i++) {
-        run_shape(shapes[i], 1);
-        run_shape(shapes[i], 0);
+        for (int b = 0; b < 2; b++) {
+            run_shape(shapes[i], 1, b);
+            run_shape(shapes[i], 0, b);
+        }
     }
     /* a 16-row product split by columns; 130 rows split by row blocks; 40 rows (a block of 8,
      * on the dot-product kernels) split both ways */
