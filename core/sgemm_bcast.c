@@ -1,7 +1,7 @@
 /* See sgemm_bcast.h. The kernel keeps a tile of C transposed in registers: 12 columns x 32 rows
  * (24 accumulators of 16 rows each); per k it loads the 32 packed values of A and broadcasts one
- * element of each of the 12 weight rows. A tail of at most 16 rows uses a 24-column x 16-row
- * kernel instead of half-empty registers. Tiles go back to C through 16 x 16 transposes. */
+ * element of each of the 12 weight rows. A block of 16 rows takes k in pairs instead of leaving
+ * half the registers empty. Tiles go back to C through 16 x 16 transposes. */
 #include "sgemm_bcast.h"
 #include "sgemm_rows.h"
 #include <stdint.h>
@@ -106,42 +106,100 @@ T_AVX512 static void kernel_32x12(int mr, int nr, int K, const float *P, const f
     if (mr > 16) add_transposed(hi, nr, mr - 16, bias, C + (size_t)16 * ldc, ldc);
 }
 
-/* Columns n0..n0+nr-1 (nr <= 24) of rows 0..mr-1 (mr <= 16), from A packed 16 wide. */
-T_AVX512 static void kernel_16x24(int mr, int nr, int K, const float *P, const float *W, int ldw, const float *bias,
-                                  float *C, int ldc) {
-    prefetch_rows(bias, mr, C, ldc);
-    const float *w[24];
-    for (int j = 0; j < 24; j++) w[j] = WROW(j);
-    __m512 acc[24];
-#pragma GCC unroll 24
-    for (int j = 0; j < 24; j++) acc[j] = _mm512_setzero_ps();
-    for (int k = 0; k < K; k++) {
-        __m512 a = _mm512_load_ps(P + (size_t)k * 16);
-#pragma GCC unroll 24
-        for (int j = 0; j < 24; j++) acc[j] = _mm512_fmadd_ps(a, _mm512_set1_ps(w[j][k]), acc[j]);
+/* P[(k / 2) * 32 + 2 m + k % 2] = A[m][k] for m < mr, k < K (zeros elsewhere, up to an even K):
+ * 16 rows as pairs of floats, each pair one double, transposed 8 x 8 doubles at a time. */
+T_AVX512 static inline void transpose8_pd(__m512d *r) {
+    __m512d t[8];
+    for (int i = 0; i < 4; i++) {
+        t[2 * i] = _mm512_unpacklo_pd(r[2 * i], r[2 * i + 1]);
+        t[2 * i + 1] = _mm512_unpackhi_pd(r[2 * i], r[2 * i + 1]);
     }
-    add_transposed(acc, nr < 16 ? nr : 16, mr, bias, C, ldc);
-    if (nr > 16) add_transposed(acc + 16, nr - 16, mr, bias ? bias + 16 : NULL, C + 16, ldc);
+    for (int i = 0; i < 2; i++) {
+        r[4 * i] = _mm512_shuffle_f64x2(t[4 * i], t[4 * i + 2], 0x88);
+        r[4 * i + 1] = _mm512_shuffle_f64x2(t[4 * i + 1], t[4 * i + 3], 0x88);
+        r[4 * i + 2] = _mm512_shuffle_f64x2(t[4 * i], t[4 * i + 2], 0xDD);
+        r[4 * i + 3] = _mm512_shuffle_f64x2(t[4 * i + 1], t[4 * i + 3], 0xDD);
+    }
+    for (int i = 0; i < 4; i++) {
+        t[i] = _mm512_shuffle_f64x2(r[i], r[i + 4], 0x88);
+        t[i + 4] = _mm512_shuffle_f64x2(r[i], r[i + 4], 0xDD);
+    }
+    for (int i = 0; i < 8; i++) r[i] = t[i];
+}
+T_AVX512 static void pack_pairs(int mr, int K, const float *A, int lda, float *P) {
+    int pairs = (K + 1) / 2;
+    for (int g = 0; g < 16; g += 8)
+        for (int p0 = 0; p0 < pairs; p0 += 8) {
+            int kn = K - 2 * p0 < 16 ? K - 2 * p0 : 16, pn = (kn + 1) / 2;
+            __mmask16 km = (__mmask16)((1u << kn) - 1u);
+            __m512d r[8];
+            for (int i = 0; i < 8; i++)
+                r[i] = g + i < mr ? _mm512_castps_pd(_mm512_maskz_loadu_ps(km, A + (size_t)(g + i) * lda + 2 * p0))
+                                  : _mm512_setzero_pd();
+            transpose8_pd(r);
+            for (int i = 0; i < pn; i++) _mm512_store_pd((double *)(P + (size_t)(p0 + i) * 32 + 2 * g), r[i]);
+        }
 }
 
-/* Rows m0..m0+mr-1 (mr <= 32): 32-row tiles above 16 rows, 16-row tiles at 16; below 16 rows the
- * dot-product kernels of sgemm_rows are faster (they need no packing and waste no lanes). */
+/* Columns n0..n0+nr-1 (nr <= 12) of rows 0..mr-1 (mr <= 16), from A packed in pairs: each
+ * accumulator holds 8 rows x (even k, odd k), so a step reads 2 vectors of A and 12 pairs of
+ * weights for 24 multiply-adds (a 16-row x 24-column tile of single k would read 25 values for
+ * 24). Each sum is its even k plus its odd k. */
+T_AVX512 static void kernel_16x12(int mr, int nr, int K, const float *P, const float *W, int ldw, const float *bias,
+                                  float *C, int ldc) {
+    prefetch_rows(bias, mr, C, ldc);
+    const float *w[12];
+    for (int j = 0; j < 12; j++) w[j] = WROW(j);
+    __m512 lo[12], hi[12];
+#pragma GCC unroll 12
+    for (int j = 0; j < 12; j++) lo[j] = hi[j] = _mm512_setzero_ps();
+    int k = 0;
+    for (; k + 2 <= K; k += 2) {
+        __m512 a0 = _mm512_load_ps(P + (size_t)k * 16), a1 = _mm512_load_ps(P + (size_t)k * 16 + 16);
+#pragma GCC unroll 12
+        for (int j = 0; j < 12; j++) {
+            __m512 b = _mm512_castpd_ps(_mm512_broadcastsd_pd(_mm_load_sd((const double *)(w[j] + k))));
+            lo[j] = _mm512_fmadd_ps(a0, b, lo[j]);
+            hi[j] = _mm512_fmadd_ps(a1, b, hi[j]);
+        }
+    }
+    if (k < K) { /* an odd K: its last k, in the even lanes (A's odd lanes are 0 there) */
+        __m512 a0 = _mm512_load_ps(P + (size_t)k * 16), a1 = _mm512_load_ps(P + (size_t)k * 16 + 16);
+#pragma GCC unroll 12
+        for (int j = 0; j < 12; j++) {
+            __m512 b = _mm512_maskz_mov_ps(0x5555, _mm512_set1_ps(w[j][k]));
+            lo[j] = _mm512_fmadd_ps(a0, b, lo[j]);
+            hi[j] = _mm512_fmadd_ps(a1, b, hi[j]);
+        }
+    }
+    const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    __m512 u[12];
+    for (int j = 0; j < 12; j++)
+        u[j] = _mm512_permutex2var_ps(_mm512_add_ps(lo[j], _mm512_permute_ps(lo[j], 0xB1)), even,
+                                      _mm512_add_ps(hi[j], _mm512_permute_ps(hi[j], 0xB1)));
+    add_transposed(u, nr, mr, bias, C, ldc);
+}
+
+/* Rows 0..mr-1 (mr <= 32) of A and C. Below 16 rows the dot-product kernels of sgemm_rows are
+ * faster (no packing, no empty lanes); 16 to 24 rows run as 16 in pairs of k plus the rest;
+ * above 24, one 32-row tile (its empty lanes cost less than a second pass over W). */
 static void row_block(int mr, int N, int K, const float *A, int lda, const float *W, int ldw, const float *bias,
                       float *C, int ldc, float *P) {
     if (mr < 16) {
         if (bias)
             for (int i = 0; i < mr; i++) memcpy(C + (size_t)i * ldc, bias, (size_t)N * sizeof(float));
         emb_sgemm_rows(mr, N, K, A, lda, W, ldw, C, ldc);
-    } else if (mr > 16) {
+    } else if (mr > 24) {
         pack_rows(mr, 32, K, A, lda, P);
         for (int n0 = 0; n0 < N; n0 += 12)
             kernel_32x12(mr, N - n0 < 12 ? N - n0 : 12, K, P, W + (size_t)n0 * ldw, ldw, bias ? bias + n0 : NULL,
                          C + n0, ldc);
     } else {
-        pack_rows(mr, 16, K, A, lda, P);
-        for (int n0 = 0; n0 < N; n0 += 24)
-            kernel_16x24(mr, N - n0 < 24 ? N - n0 : 24, K, P, W + (size_t)n0 * ldw, ldw, bias ? bias + n0 : NULL,
+        pack_pairs(16, K, A, lda, P);
+        for (int n0 = 0; n0 < N; n0 += 12)
+            kernel_16x12(16, N - n0 < 12 ? N - n0 : 12, K, P, W + (size_t)n0 * ldw, ldw, bias ? bias + n0 : NULL,
                          C + n0, ldc);
+        if (mr > 16) row_block(mr - 16, N, K, A + (size_t)16 * lda, lda, W, ldw, bias, C + (size_t)16 * ldc, ldc, P);
     }
 }
 

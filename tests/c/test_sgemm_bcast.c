@@ -1,11 +1,12 @@
 /* Float32 products with the weight read in place (core/sgemm_bcast.h): small-integer inputs, whose
  * products and sums are exact in float32, give exactly the integer sums computed here in 64-bit
  * integers; random inputs agree with double-precision sums to float rounding. Shapes cover each
- * kernel (32-row blocks, a 16-row block, fewer than 16 rows), ragged tails of rows, columns (12 and
- * 24-column tiles) and K (16 lanes), row strides wider than the rows, unaligned matrices and
- * scratch, and nothing written outside C. With a bias, C = bias + A W^T is written without being
- * read (C starts as NaN). Split over 1, 2 and 3 helper threads, by rows and by
- * columns, the results are the same bits as on one thread. Skipped (one passing check saying so)
+ * kernel (blocks of 25 to 32 rows, 16 rows in pairs of k, 17 to 24 rows as 16 + the rest, fewer
+ * than 16 rows), ragged tails of rows, columns (12-column tiles), K (16 lanes, odd K for the
+ * pairs), row strides wider than the rows, unaligned matrices and scratch, and nothing written
+ * outside C. With a bias, C = bias + A W^T is written without being read (C starts as NaN). Split
+ * over 1, 2 and 3 helper threads, by rows and by columns, the results are the same bits as on one
+ * thread. Skipped (one passing check saying so)
  * on a CPU without AVX-512F. */
 #include "check.h"
 #include "sgemm_bcast.h"
@@ -24,7 +25,8 @@ static float draw(int ints) {
 typedef struct { int M, N, K; } shape;
 static const shape shapes[] = {{1, 1, 1},      {15, 13, 17},   {16, 24, 16},    {16, 25, 33},   {17, 12, 15},
                                {31, 11, 100},  {32, 12, 16},   {32, 23, 384},   {33, 37, 31},   {40, 50, 64},
-                               {48, 97, 129},  {64, 384, 384}, {100, 61, 1000}, {16, 384, 384}, {130, 1536, 96}};
+                               {48, 97, 129},  {64, 384, 384}, {100, 61, 1000}, {16, 384, 384}, {130, 1536, 96},
+                               {56, 29, 47},   {20, 40, 384},  {60, 13, 18}};
 #define NSHAPES (sizeof shapes / sizeof shapes[0])
 
 typedef struct {
