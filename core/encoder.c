@@ -9,6 +9,8 @@
 #include "encoder_kernels.h"
 #include "int8_gemm.h"
 #include "relpos.h"
+#include "gelu.h"
+#include "nn_gemm.h"
 #include "sgemm_bcast.h"
 #include "sgemm_rows.h"
 #include "workers.h"
@@ -21,7 +23,7 @@
 struct emb_workspace {
     float *arena;
     size_t arena_n;
-    float *scores;              /* one T*T block per worker */
+    float *scores;              /* one EMB_ATTENTION_SCRATCH(T, dh) block per worker */
     size_t scores_n;
     float *xn;                  /* pre-norm: the normed copy of the hidden states a layer reads */
     size_t xn_n;
@@ -67,24 +69,6 @@ int emb_encoder_pooler(const emb_encoder *e, const float *cls, float *out) {
 /* ------------------------------------------------------------------ kernels */
 
 EMB_KERNELS_BEGIN
-
-/* erf as a rational function, evaluated in double: |error| < 7e-8 */
-static inline double emb_erf(double x) {
-    x = x > 4.0 ? 4.0 : x;
-    x = x < -4.0 ? -4.0 : x;
-    double x2 = x * x;
-    double p = x2 * -2.72614225801306e-10 + 2.77068142495902e-08;
-    p = x2 * p + -2.10102402082508e-06;
-    p = x2 * p + -5.69250639462346e-05;
-    p = x2 * p + -7.34990630326855e-04;
-    p = x2 * p + -2.95459980854025e-03;
-    p = x2 * p + -1.60960333262415e-02;
-    double q = x2 * -1.45660718464996e-05 + -2.13374055278905e-04;
-    q = x2 * q + -1.68282697438203e-03;
-    q = x2 * q + -7.37332916720468e-03;
-    q = x2 * q + -1.42647390514189e-02;
-    return x * p / q;
-}
 
 /* x[i] = LayerNorm(x[i]) in place, statistics in double */
 static inline void ln_inplace(float *x, const float *g, const float *b, int H, float eps) {
@@ -137,18 +121,6 @@ static void bias_ln(float *X, const float *bias, const float *g, const float *b,
 #pragma omp simd
         for (int i = 0; i < H; i++) x[i] += bias[i];
         ln_inplace(x, g, b, H, eps);
-    }
-}
-
-EMB_CLONES
-static void gelu_rows(float *Y, size_t rows, int n) {
-    for (size_t r = 0; r < rows; r++) {
-        float *y = Y + r * n;
-#pragma omp simd
-        for (int i = 0; i < n; i++) {
-            double x = (double)y[i];
-            y[i] = (float)(0.5 * x * (1.0 + emb_erf(x * 0.70710678118654752440)));
-        }
     }
 }
 
@@ -263,6 +235,9 @@ typedef struct {
     const float *act_of;                  /* int8: whose rows act holds, ready for a product, or NULL */
     float *packs;                         /* float32 on AVX-512: the products run on emb_sgemm_bcast
                                            * with this scratch; else NULL and OpenBLAS */
+    int ffn_panels;                       /* float32 on AVX-512, BERT's feed-forward, over 24 rows: its
+                                           * inner activations go from one product to the next as
+                                           * GELU'd panels (emb_sgemm_bcast_gelu_panels) in inter */
     int short_products;                   /* float32 on OpenBLAS, a short batch on several threads: the
                                            * products run as tiles on the calling thread */
     const emb_layer_weights *next;        /* layer whose Q/K/V biases the row tasks preload, or NULL */
@@ -343,7 +318,7 @@ static void task_gelu(void *cv, int t, int worker) {
     size_t r0, n;
     row_range(c, t, c->ffn_rows, &r0, &n);
     if (c->FFin != c->FF) glu_rows(c->inter + r0 * c->FFin, n, c->FF, c->e->cfg.act);
-    else gelu_rows(c->inter + r0 * c->FF, n, c->FF);
+    else emb_gelu(c->inter + r0 * c->FF, n * (size_t)c->FF);
     quantize_rows(c, r0, n);
 }
 /* Pre-norm, before attention: the residual stream gets the previous layer's last bias, xn its
@@ -544,11 +519,18 @@ static void layers_post_norm(fwd_ctx *fc, const emb_workspace *ws, const plan *p
         attention_block(fc, ws, pl, l, fc->X);
         quantize_in_tasks(fc, fc->X, fc->H, fc->H);
         emb_workers_run(pl->rows, pl->row_tasks, task_ln1, fc);
-        ffn_in(fc, w, fc->X);
-        quantize_in_tasks(fc, fc->inter, fc->FFin, fc->FF);
-        emb_workers_run(pl->rows, pl->ffn_tasks, task_gelu, fc);
-        linear_acc(fc, fc->inter, fc->FFin, w->w2, LIN_FFN_OUT, NULL, fc->X, fc->H, (int)fc->BT,
-                   fc->H, fc->FF);
+        if (fc->ffn_panels) {
+            int BT = (int)fc->BT;
+            emb_sgemm_bcast_gelu_panels(BT, fc->FF, fc->H, fc->X, fc->H, w->w1, fc->H, w->b1, fc->inter, fc->packs,
+                                        fc->gemm_workers);
+            emb_sgemm_bcast_panels(BT, fc->H, fc->FF, fc->inter, w->w2, fc->FF, NULL, fc->X, fc->H, fc->packs,
+                                   fc->gemm_workers);
+        } else {
+            ffn_in(fc, w, fc->X);
+            quantize_in_tasks(fc, fc->inter, fc->FFin, fc->FF);
+            emb_workers_run(pl->rows, pl->ffn_tasks, task_gelu, fc);
+            linear_acc(fc, fc->inter, fc->FFin, w->w2, LIN_FFN_OUT, NULL, fc->X, fc->H, (int)fc->BT, fc->H, fc->FF);
+        }
         quantize_in_tasks(fc, fc->next ? fc->X : NULL, fc->H, fc->H);
         emb_workers_run(pl->rows, pl->row_tasks, task_ln2, fc);
     }
@@ -633,7 +615,9 @@ int emb_encoder_forward_capture(const emb_encoder *e, emb_workspace *ws, int B, 
     if (want_workers && !ws->workers) ws->workers = emb_workers_new(nthr - 1); /* NULL: run on the caller alone */
     int n_workers = emb_workers_helpers(ws->workers) + 1;
     size_t need = BT * (size_t)(3 * H > FFin ? 3 * H : FFin); /* q, k, v; later the FFN's inner activations */
-    if (grow(&ws->arena, &ws->arena_n, need) || grow(&ws->scores, &ws->scores_n, (size_t)n_workers * T * T) ||
+    int ffn_panels = bcast && FFin == FF && !c->pre_norm && BT > 24;
+    if (ffn_panels && need < emb_sgemm_bcast_panel_floats((int)BT, FF)) need = emb_sgemm_bcast_panel_floats((int)BT, FF);
+    if (grow(&ws->arena, &ws->arena_n, need) || grow(&ws->scores, &ws->scores_n, (size_t)n_workers * EMB_ATTENTION_SCRATCH(T, dh)) ||
         (bcast && grow(&ws->packs, &ws->packs_n, (size_t)n_workers * emb_sgemm_bcast_scratch(H > FF ? H : FF))) ||
         (c->pre_norm && grow(&ws->xn, &ws->xn_n, BT * H)) || (c->pos_kind == EMB_POS_ROTARY && rope_tables(c, ws, T)))
         return emb_fail(err, "out of memory for a batch of %d x %d tokens", B, T);
@@ -659,6 +643,7 @@ int emb_encoder_forward_capture(const emb_encoder *e, emb_workspace *ws, int B, 
     fc.eps = c->ln_eps;
     fc.att = (emb_attention_job){.NH = NH, .T = T, .H = H, .dh = dh, .lens = lens, .q = fc.q, .k = fc.k, .v = fc.v,
                                  .scores = ws->scores, .scale = (float)(1.0 / sqrt((double)dh)),
+                                 .own_kernels = emb_nn_gemm_supported(),
                                  .split = nthr > 1, /* keep every attention product on its calling thread */
                                  .half_window = -1, .rot = c->rope_dims, .slopes = e->alibi_slopes,
                                  .capture_h0 = span ? span->first_head : 0,
@@ -678,6 +663,7 @@ int emb_encoder_forward_capture(const emb_encoder *e, emb_workspace *ws, int B, 
     fc.bias_in_gemm = e->L8 || e->LB || bcast;
     /* without AVX-512, a short batch's products stay on one of OpenBLAS's threads */
     fc.packs = bcast ? ws->packs : NULL;
+    fc.ffn_panels = ffn_panels;
     fc.short_products = !bcast && BT <= EMB_SGEMM_ROWS_MAX && nthr > 1;
     fc.act = &ws->act;
     fc.bact = &ws->bact;

@@ -2,6 +2,7 @@
  * threads (see encoder_attention.h), and the additive bias it applies. */
 #include "encoder_attention.h"
 #include "encoder_kernels.h"
+#include "nn_gemm.h"
 #include "relpos.h"
 #include <cblas.h>
 #include <math.h>
@@ -100,7 +101,7 @@ void emb_attention_task(void *cv, int t, int worker) {
     int b = t / c->NH, h = t % c->NH, T = c->T, H = c->H, dh = c->dh, len = c->lens[b];
     size_t off = (size_t)b * T * H + (size_t)h * dh;
     float *qb = c->q + off, *kb = c->k + off, *vb = c->v + off;
-    float *S = c->scores + (size_t)worker * T * T;
+    float *S = c->scores + (size_t)worker * EMB_ATTENTION_SCRATCH(T, dh), *kt = S + (size_t)T * T;
     int capture = c->capture && b == 0 && h >= c->capture_h0 && h < c->capture_h0 + c->capture_nh;
     if (c->rope) {
         for (int i = 0; i < T; i++) emb_rope_rotate(qb + (size_t)i * H, c->rope + (size_t)i * c->rot, c->rot);
@@ -111,7 +112,7 @@ void emb_attention_task(void *cv, int t, int worker) {
      * such small products over its pool costs more in synchronisation than it saves,
      * and here the heads already run in parallel. */
     int rb = T, w = c->half_window;
-    if (c->split) {
+    if (c->split && !c->own_kernels) {
         rb = (int)(ATT_BLOCK_MNK / ((double)len * dh));
         if (rb < 8) rb = 8;
     }
@@ -126,7 +127,13 @@ void emb_attention_task(void *cv, int t, int worker) {
         }
         int nk = k1 - k0, empty = m;
         float *qr = qb + (size_t)r0 * H;
-        if (nk > 0) {
+        if (nk > 0 && c->own_kernels) {
+            if (r0 == 0 || w >= 0) emb_transpose(nk, dh, kb + (size_t)k0 * H, H, kt); /* the keys, dh x nk */
+            emb_nn_gemm(m, nk, dh, c->scale, qr, H, kt, nk, S, nk);
+            empty = scores_softmax(c, h, S, r0, m, k0, nk);
+            if (capture) capture_rows(c, h, S, r0, m, k0, nk);
+            emb_nn_gemm(m, dh, nk, 1.0f, S, nk, vb + (size_t)k0 * H, H, qr, H);
+        } else if (nk > 0) {
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, nk, dh, c->scale, qr, H, kb + (size_t)k0 * H, H,
                         0.0f, S, nk);
             empty = scores_softmax(c, h, S, r0, m, k0, nk);

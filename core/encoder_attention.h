@@ -6,13 +6,17 @@
 #define EMBED_ENCODER_ATTENTION_H
 #include <stdint.h>
 
+/* Floats of scratch per worker: T*T scores, then the keys of a head transposed (dh*T). */
+#define EMB_ATTENTION_SCRATCH(T, dh) ((size_t)(T) * (size_t)(T) + (size_t)(dh) * (size_t)(T))
+
 typedef struct {
     int NH, T, H, dh;           /* heads, padded length, hidden size, head size */
     const int32_t *lens;        /* real tokens of each sequence (the keys past them are padding) */
     float *q, *k, *v;           /* B*T*H each, heads side by side in a row; q receives the context */
-    float *scores;              /* one T*T block per worker */
+    float *scores;              /* one EMB_ATTENTION_SCRATCH(T, dh) block per worker */
     float scale;                /* 1 / sqrt(dh) */
-    int split;                  /* issue the products in blocks OpenBLAS keeps on the calling thread */
+    int own_kernels;            /* the products on nn_gemm (AVX-512F), else on OpenBLAS */
+    int split;                  /* OpenBLAS: issue the products in blocks it keeps on the calling thread */
     const float *rope;          /* this layer's rotary table (T rows of rot), or NULL */
     int rot;
     int half_window;            /* this layer's window (-1: full attention) */

@@ -1,5 +1,5 @@
 /* What the forward pass's element-wise kernels share (encoder.c, encoder_attention.c): the
- * target clones and the exp they use. GCC builds the kernels for AVX-512, AVX2 and baseline
+ * target clones and the exp and erf they use. GCC builds the kernels for AVX-512, AVX2 and baseline
  * x86-64 and picks one at load time (ifunc); without -ftrapping-math the clamps and selects
  * if-convert, so the loops vectorize on every target. A file brackets its kernels with
  * EMB_KERNELS_BEGIN / EMB_KERNELS_END, and emb_expf is compiled under the same options so
@@ -42,6 +42,24 @@ static inline float emb_expf(float x) {
     union { int32_t i; float f; } u;
     u.i = ((int32_t)n + 127) << 23;
     return y * u.f;
+}
+
+/* erf as a rational function, evaluated in double: |error| < 7e-8 */
+static inline double emb_erf(double x) {
+    x = x > 4.0 ? 4.0 : x;
+    x = x < -4.0 ? -4.0 : x;
+    double x2 = x * x;
+    double p = x2 * -2.72614225801306e-10 + 2.77068142495902e-08;
+    p = x2 * p + -2.10102402082508e-06;
+    p = x2 * p + -5.69250639462346e-05;
+    p = x2 * p + -7.34990630326855e-04;
+    p = x2 * p + -2.95459980854025e-03;
+    p = x2 * p + -1.60960333262415e-02;
+    double q = x2 * -1.45660718464996e-05 + -2.13374055278905e-04;
+    q = x2 * q + -1.68282697438203e-03;
+    q = x2 * q + -7.37332916720468e-03;
+    q = x2 * q + -1.42647390514189e-02;
+    return x * p / q;
 }
 EMB_KERNELS_END
 #endif

@@ -3,11 +3,13 @@
  * element of each of the 12 weight rows. A block of 16 rows takes k in pairs instead of leaving
  * half the registers empty. Tiles go back to C through 16 x 16 transposes. */
 #include "sgemm_bcast.h"
+#include "gelu.h"
 #include "sgemm_rows.h"
 #include <stdint.h>
 #include <string.h>
 
 size_t emb_sgemm_bcast_scratch(int K) { return 32 * (size_t)K + 16; }
+size_t emb_sgemm_bcast_panel_floats(int M, int N) { return (size_t)(M + 31) / 32 * 32 * (size_t)N; }
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
@@ -77,7 +79,7 @@ T_AVX512 static void add_transposed(const __m512 *cols, int ncols, int rows, con
 
 /* Accumulating into C: its tile's rows are fetched while the tile is computed. */
 static inline void prefetch_rows(const float *bias, int rows, const float *C, int ldc) {
-    if (!bias)
+    if (!bias && C)
         for (int i = 0; i < rows; i++) __builtin_prefetch(C + (size_t)i * ldc, 1, 3);
 }
 
@@ -85,8 +87,10 @@ static inline void prefetch_rows(const float *bias, int rows, const float *C, in
 #define WROW(j) (W + (size_t)((j) < nr ? (j) : nr - 1) * ldw)
 
 /* Columns n0..n0+nr-1 (nr <= 12) of rows 0..mr-1 (mr <= 32), from A packed 32 wide. */
+/* ... into C, or with gelu_out into GELU(bias + sums) as 32-row panel columns (32 floats per
+ * column, every lane: those past mr hold GELU of padding, never read back into C). */
 T_AVX512 static void kernel_32x12(int mr, int nr, int K, const float *P, const float *W, int ldw, const float *bias,
-                                  float *C, int ldc) {
+                                  float *C, int ldc, float *gelu_out) {
     prefetch_rows(bias, mr, C, ldc);
     const float *w[12];
     for (int j = 0; j < 12; j++) w[j] = WROW(j);
@@ -101,6 +105,15 @@ T_AVX512 static void kernel_32x12(int mr, int nr, int K, const float *P, const f
             lo[j] = _mm512_fmadd_ps(a0, b, lo[j]);
             hi[j] = _mm512_fmadd_ps(a1, b, hi[j]);
         }
+    }
+    if (gelu_out) {
+        for (int j = 0; j < nr; j++) {
+            __m512 b = _mm512_set1_ps(bias ? bias[j] : 0.0f);
+            _mm512_store_ps(gelu_out + 32 * j, _mm512_add_ps(lo[j], b));
+            _mm512_store_ps(gelu_out + 32 * j + 16, _mm512_add_ps(hi[j], b));
+        }
+        emb_gelu(gelu_out, (size_t)nr * 32);
+        return;
     }
     add_transposed(lo, nr, mr < 16 ? mr : 16, bias, C, ldc);
     if (mr > 16) add_transposed(hi, nr, mr - 16, bias, C + (size_t)16 * ldc, ldc);
@@ -182,10 +195,16 @@ T_AVX512 static void kernel_16x12(int mr, int nr, int K, const float *P, const f
 
 /* Rows 0..mr-1 (mr <= 32) of A and C. Below 16 rows the dot-product kernels of sgemm_rows are
  * faster (no packing, no empty lanes); 16 to 24 rows run as 16 in pairs of k plus the rest;
- * above 24, one 32-row tile (its empty lanes cost less than a second pass over W). */
-static void row_block(int mr, int N, int K, const float *A, int lda, const float *W, int ldw, const float *bias,
-                      float *C, int ldc, float *P) {
-    if (mr < 16) {
+ * above 24, one 32-row tile (its empty lanes cost less than a second pass over W). Panels in or
+ * out (a_panel: A already packed; gelu_out) take the 32-row tile whatever mr. */
+static void row_block(int mr, int N, int K, const float *A, int lda, const float *a_panel, const float *W, int ldw,
+                      const float *bias, float *C, int ldc, float *gelu_out, float *P) {
+    if (a_panel || gelu_out) {
+        if (!a_panel) pack_rows(mr, 32, K, A, lda, P);
+        for (int n0 = 0; n0 < N; n0 += 12)
+            kernel_32x12(mr, N - n0 < 12 ? N - n0 : 12, K, a_panel ? a_panel : P, W + (size_t)n0 * ldw, ldw,
+                         bias ? bias + n0 : NULL, C ? C + n0 : NULL, ldc, gelu_out ? gelu_out + (size_t)n0 * 32 : NULL);
+    } else if (mr < 16) {
         if (bias)
             for (int i = 0; i < mr; i++) memcpy(C + (size_t)i * ldc, bias, (size_t)N * sizeof(float));
         emb_sgemm_rows(mr, N, K, A, lda, W, ldw, C, ldc);
@@ -193,19 +212,20 @@ static void row_block(int mr, int N, int K, const float *A, int lda, const float
         pack_rows(mr, 32, K, A, lda, P);
         for (int n0 = 0; n0 < N; n0 += 12)
             kernel_32x12(mr, N - n0 < 12 ? N - n0 : 12, K, P, W + (size_t)n0 * ldw, ldw, bias ? bias + n0 : NULL,
-                         C + n0, ldc);
+                         C + n0, ldc, NULL);
     } else {
         pack_pairs(16, K, A, lda, P);
         for (int n0 = 0; n0 < N; n0 += 12)
             kernel_16x12(16, N - n0 < 12 ? N - n0 : 12, K, P, W + (size_t)n0 * ldw, ldw, bias ? bias + n0 : NULL,
                          C + n0, ldc);
-        if (mr > 16) row_block(mr - 16, N, K, A + (size_t)16 * lda, lda, W, ldw, bias, C + (size_t)16 * ldc, ldc, P);
+        if (mr > 16)
+            row_block(mr - 16, N, K, A + (size_t)16 * lda, lda, NULL, W, ldw, bias, C + (size_t)16 * ldc, ldc, NULL, P);
     }
 }
 
 typedef struct {
-    const float *A, *W, *bias;
-    float *C, *scratch;
+    const float *A, *a_panels, *W, *bias;
+    float *C, *gelu_panels, *scratch;
     size_t scratch_n;
     int M, N, K, lda, ldw, ldc, nchunks, nstep;
 } bcast_job;
@@ -218,12 +238,14 @@ static void bcast_task(void *cv, int t, int worker) {
     int mr = j->M - m0 < 32 ? j->M - m0 : 32, nc = j->N - n0 < j->nstep ? j->N - n0 : j->nstep;
     float *P = (float *)(((uintptr_t)(j->scratch + (size_t)worker * j->scratch_n) + 63) & ~(uintptr_t)63);
     if (nc > 0)
-        row_block(mr, nc, j->K, j->A + (size_t)m0 * j->lda, j->lda, j->W + (size_t)n0 * j->ldw, j->ldw,
-                  j->bias ? j->bias + n0 : NULL, j->C + (size_t)m0 * j->ldc + n0, j->ldc, P);
+        row_block(mr, nc, j->K, j->A ? j->A + (size_t)m0 * j->lda : NULL, j->lda,
+                  j->a_panels ? j->a_panels + (size_t)m0 * j->K : NULL, j->W + (size_t)n0 * j->ldw, j->ldw,
+                  j->bias ? j->bias + n0 : NULL, j->C ? j->C + (size_t)m0 * j->ldc + n0 : NULL, j->ldc,
+                  j->gelu_panels ? j->gelu_panels + (size_t)m0 * j->N + (size_t)n0 * 32 : NULL, P);
 }
 
-void emb_sgemm_bcast(int M, int N, int K, const float *A, int lda, const float *W, int ldw, const float *bias,
-                     float *C, int ldc, float *scratch, emb_workers *workers) {
+static void run(bcast_job *j, emb_workers *workers) {
+    int M = j->M, N = j->N, K = j->K;
     int threads = emb_workers_helpers(workers) + 1, mblocks = (M + 31) / 32, nchunks = 1;
     if (threads > 1 && (double)M * N * K >= EMB_SGEMM_BCAST_PAR_MACS && mblocks < 2 * threads) {
         /* too few row blocks to share out: split the columns too, in chunks of >= 96 (each task
@@ -231,17 +253,48 @@ void emb_sgemm_bcast(int M, int N, int K, const float *A, int lda, const float *
         nchunks = (2 * threads + mblocks - 1) / mblocks;
         if (nchunks > (N + 95) / 96) nchunks = (N + 95) / 96;
     }
-    bcast_job j = {A, W, bias, C, scratch, emb_sgemm_bcast_scratch(K), M, N, K, lda, ldw, ldc, nchunks, 0};
-    j.nstep = ((N + nchunks - 1) / nchunks + 23) / 24 * 24;
-    j.nchunks = (N + j.nstep - 1) / j.nstep;
-    emb_workers_run((double)M * N * K >= EMB_SGEMM_BCAST_PAR_MACS ? workers : NULL, mblocks * j.nchunks, bcast_task,
-                    &j);
+    j->scratch_n = emb_sgemm_bcast_scratch(K);
+    j->nstep = ((N + nchunks - 1) / nchunks + 23) / 24 * 24;
+    j->nchunks = (N + j->nstep - 1) / j->nstep;
+    emb_workers_run((double)M * N * K >= EMB_SGEMM_BCAST_PAR_MACS ? workers : NULL, mblocks * j->nchunks, bcast_task,
+                    j);
+}
+
+void emb_sgemm_bcast(int M, int N, int K, const float *A, int lda, const float *W, int ldw, const float *bias,
+                     float *C, int ldc, float *scratch, emb_workers *workers) {
+    bcast_job j = {.A = A, .W = W, .bias = bias, .C = C, .scratch = scratch, .M = M, .N = N, .K = K, .lda = lda,
+                   .ldw = ldw, .ldc = ldc};
+    run(&j, workers);
+}
+
+void emb_sgemm_bcast_gelu_panels(int M, int N, int K, const float *A, int lda, const float *W, int ldw,
+                                 const float *bias, float *panels, float *scratch, emb_workers *workers) {
+    bcast_job j = {.A = A, .W = W, .bias = bias, .gelu_panels = panels, .scratch = scratch, .M = M, .N = N, .K = K,
+                   .lda = lda, .ldw = ldw};
+    run(&j, workers);
+}
+
+void emb_sgemm_bcast_panels(int M, int N, int K, const float *panels, const float *W, int ldw, const float *bias,
+                            float *C, int ldc, float *scratch, emb_workers *workers) {
+    bcast_job j = {.a_panels = panels, .W = W, .bias = bias, .C = C, .scratch = scratch, .M = M, .N = N, .K = K,
+                   .ldw = ldw, .ldc = ldc};
+    run(&j, workers);
 }
 #else
 int emb_sgemm_bcast_supported(void) { return 0; }
 void emb_sgemm_bcast(int M, int N, int K, const float *A, int lda, const float *W, int ldw, const float *bias,
                      float *C, int ldc, float *scratch, emb_workers *workers) {
     (void)bias, (void)M, (void)N, (void)K, (void)A, (void)lda, (void)W, (void)ldw, (void)C, (void)ldc, (void)scratch;
+    (void)workers;
+}
+void emb_sgemm_bcast_gelu_panels(int M, int N, int K, const float *A, int lda, const float *W, int ldw,
+                                 const float *bias, float *panels, float *scratch, emb_workers *workers) {
+    (void)M, (void)N, (void)K, (void)A, (void)lda, (void)W, (void)ldw, (void)bias, (void)panels, (void)scratch;
+    (void)workers;
+}
+void emb_sgemm_bcast_panels(int M, int N, int K, const float *panels, const float *W, int ldw, const float *bias,
+                            float *C, int ldc, float *scratch, emb_workers *workers) {
+    (void)M, (void)N, (void)K, (void)panels, (void)W, (void)ldw, (void)bias, (void)C, (void)ldc, (void)scratch;
     (void)workers;
 }
 #endif

@@ -6,9 +6,12 @@
  * pairs), row strides wider than the rows, unaligned matrices and scratch, and nothing written
  * outside C. With a bias, C = bias + A W^T is written without being read (C starts as NaN). Split
  * over 1, 2 and 3 helper threads, by rows and by columns, the results are the same bits as on one
- * thread. Skipped (one passing check saying so)
+ * thread. A feed-forward through panels (GELU(A W1^T + b1) W2^T + C) agrees with double sums and
+ * libm's erf, on one thread and on three; where every row block is a 32-row tile, its panels hold
+ * exactly emb_gelu of emb_sgemm_bcast's output. Skipped (one passing check saying so)
  * on a CPU without AVX-512F. */
 #include "check.h"
+#include "gelu.h"
 #include "sgemm_bcast.h"
 #include "workers.h"
 #include <math.h>
@@ -114,6 +117,55 @@ static void run_threads(shape s, int helpers) {
     emb_workers_free(w);
 }
 
+/* GELU(A W1^T + b1) W2^T added onto C, through panels, against double sums and libm's erf. */
+static void run_ffn(int M, int F, int K, int N, int helpers) {
+    emb_workers *w = helpers ? emb_workers_new(helpers) : NULL;
+    float *A = malloc(sizeof(float) * M * K), *W1 = malloc(sizeof(float) * F * K), *b1 = malloc(sizeof(float) * F),
+          *W2 = malloc(sizeof(float) * N * F), *C = malloc(sizeof(float) * M * N), *C0 = malloc(sizeof(float) * M * N),
+          *C1 = malloc(sizeof(float) * M * F), *panels = aligned_alloc(64, sizeof(float) * emb_sgemm_bcast_panel_floats(M, F)),
+          *scratch = malloc(sizeof(float) * (helpers + 1) * emb_sgemm_bcast_scratch(K > F ? K : F));
+    double *inner = malloc(sizeof(double) * M * F);
+    for (int i = 0; i < M * K; i++) A[i] = draw(0);
+    for (int i = 0; i < F * K; i++) W1[i] = draw(0);
+    for (int i = 0; i < F; i++) b1[i] = draw(0);
+    for (int i = 0; i < N * F; i++) W2[i] = draw(0);
+    for (int i = 0; i < M * N; i++) C[i] = C0[i] = draw(0);
+    emb_sgemm_bcast_gelu_panels(M, F, K, A, K, W1, K, b1, panels, scratch, w);
+    emb_sgemm_bcast_panels(M, N, F, panels, W2, F, NULL, C, N, scratch, w);
+    for (int m = 0; m < M; m++)
+        for (int f = 0; f < F; f++) {
+            double x = b1[f];
+            for (int k = 0; k < K; k++) x += (double)A[m * K + k] * W1[f * K + k];
+            inner[m * F + f] = 0.5 * x * (1.0 + erf(x / sqrt(2.0)));
+        }
+    int bad = 0;
+    double worst = 0;
+    for (int m = 0; m < M; m++)
+        for (int n = 0; n < N; n++) {
+            double want = C0[m * N + n], mag = fabs(want);
+            for (int f = 0; f < F; f++) {
+                want += inner[m * F + f] * W2[n * F + f];
+                mag += fabs(inner[m * F + f] * W2[n * F + f]);
+            }
+            double err = fabs(C[m * N + n] - want);
+            if (!(err <= 1e-5 * (mag + 1.0))) bad++;
+            if (err > worst) worst = err;
+        }
+    CHECK(bad == 0, "feed-forward %d x %d x %d -> %d through panels, %d threads: %d results off, worst |error| %.3g", M,
+          K, F, N, helpers + 1, bad, worst);
+    if (M % 32 == 0 || M % 32 > 24) { /* every block a 32-row tile: the same sums as emb_sgemm_bcast */
+        emb_sgemm_bcast(M, F, K, A, K, W1, K, b1, C1, F, scratch, NULL);
+        emb_gelu(C1, (size_t)M * F);
+        int differ = 0;
+        for (int m = 0; m < M; m++)
+            for (int f = 0; f < F; f++)
+                differ += memcmp(&C1[m * F + f], &panels[(size_t)m / 32 * 32 * F + (size_t)f * 32 + m % 32], 4) != 0;
+        CHECK(differ == 0, "panels of %d x %d: %d values differ from emb_gelu(emb_sgemm_bcast)", M, F, differ);
+    }
+    free(A), free(W1), free(b1), free(W2), free(C), free(C0), free(C1), free(panels), free(scratch), free(inner);
+    emb_workers_free(w);
+}
+
 int main(void) {
     if (!emb_sgemm_bcast_supported()) {
         CHECK(1, "no AVX-512F here: the encoder uses OpenBLAS for every product");
@@ -130,5 +182,8 @@ int main(void) {
     static const shape par[] = {{16, 384, 384}, {130, 384, 384}, {40, 1536, 64}, {8, 3072, 384}};
     for (size_t i = 0; i < sizeof par / sizeof par[0]; i++)
         for (int h = 1; h <= 3; h++) run_threads(par[i], h);
+    static const int ffn[][4] = {{1, 13, 17, 11}, {20, 48, 40, 24}, {33, 50, 19, 12}, {64, 96, 64, 40}, {94, 37, 70, 13}};
+    for (size_t i = 0; i < sizeof ffn / sizeof ffn[0]; i++)
+        for (int h = 0; h <= 2; h += 2) run_ffn(ffn[i][0], ffn[i][1], ffn[i][2], ffn[i][3], h);
     return check_report();
 }

@@ -1,0 +1,10 @@
+/* GELU (exact: x Phi(x), erf in double) in place over n floats: the feed-forward's activation,
+ * one definition for the row tasks and for the products that apply it in their epilogue, so
+ * both give the same bits. Internal to the encoder's files. */
+#ifndef EMBED_GELU_H
+#define EMBED_GELU_H
+#include <stddef.h>
+
+void emb_gelu(float *y, size_t n);
+
+#endif

@@ -1,0 +1,76 @@
+/* See nn_gemm.h. One kernel per width in vectors (1 to 4 x 16 columns), rows per tile chosen so
+ * that the accumulators fill 24 registers; the last vector of a tile is masked at N's end, and
+ * the rows past M repeat the last row, whose sums are dropped. */
+#include "nn_gemm.h"
+#include <stddef.h>
+
+void emb_transpose(int N, int D, const float *X, int ldx, float *T) {
+    for (int n0 = 0; n0 < N; n0 += 16) { /* 16 rows of X at a time: T's rows fill a line each */
+        int n1 = N - n0 < 16 ? N : n0 + 16;
+        for (int d = 0; d < D; d++)
+            for (int n = n0; n < n1; n++) T[(size_t)d * N + n] = X[(size_t)n * ldx + d];
+    }
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define T_AVX512 __attribute__((target("avx512f")))
+
+int emb_nn_gemm_supported(void) {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512f");
+}
+
+#define NN_KERNEL(NV, MR)                                                                                       \
+    T_AVX512 static void tile_##NV(int mr, int K, float alpha, const float *A, int lda, const float *B, int ldb,  \
+                                   __mmask16 last, float *C, int ldc) {                                           \
+        const float *a[MR];                                                                                       \
+        for (int i = 0; i < MR; i++) a[i] = A + (size_t)(i < mr ? i : mr - 1) * lda;                             \
+        __m512 acc[MR][NV];                                                                                       \
+        _Pragma("GCC unroll 24") for (int i = 0; i < MR; i++)                                                     \
+            _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++) acc[i][v] = _mm512_setzero_ps();                \
+        for (int k = 0; k < K; k++) {                                                                             \
+            __m512 b[NV];                                                                                         \
+            _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++)                                                  \
+                b[v] = _mm512_maskz_loadu_ps(v == NV - 1 ? last : (__mmask16)0xFFFF, B + (size_t)k * ldb + 16 * v); \
+            _Pragma("GCC unroll 24") for (int i = 0; i < MR; i++) {                                               \
+                __m512 x = _mm512_set1_ps(a[i][k]);                                                               \
+                _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++) acc[i][v] = _mm512_fmadd_ps(x, b[v], acc[i][v]); \
+            }                                                                                                     \
+        }                                                                                                         \
+        __m512 s = _mm512_set1_ps(alpha);                                                                         \
+        _Pragma("GCC unroll 24") for (int i = 0; i < MR; i++) /* constant indices: acc stays in registers */  \
+            _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++) if (i < mr)                                      \
+                _mm512_mask_storeu_ps(C + (size_t)i * ldc + 16 * v, v == NV - 1 ? last : (__mmask16)0xFFFF,      \
+                                      _mm512_mul_ps(acc[i][v], s));                                               \
+    }
+NN_KERNEL(1, 24)
+NN_KERNEL(2, 12)
+NN_KERNEL(3, 8)
+NN_KERNEL(4, 6)
+
+void emb_nn_gemm(int M, int N, int K, float alpha, const float *A, int lda, const float *B, int ldb, float *C,
+                 int ldc) {
+    for (int n0 = 0; n0 < N; n0 += 64) {
+        int n = N - n0 < 64 ? N - n0 : 64, nv = (n + 15) / 16, mrows = 24 / nv;
+        __mmask16 last = (__mmask16)(0xFFFFu >> (16 * nv - n));
+        for (int m0 = 0; m0 < M; m0 += mrows) {
+            int mr = M - m0 < mrows ? M - m0 : mrows;
+            const float *a = A + (size_t)m0 * lda, *b = B + n0;
+            float *c = C + (size_t)m0 * ldc + n0;
+            switch (nv) {
+            case 1: tile_1(mr, K, alpha, a, lda, b, ldb, last, c, ldc); break;
+            case 2: tile_2(mr, K, alpha, a, lda, b, ldb, last, c, ldc); break;
+            case 3: tile_3(mr, K, alpha, a, lda, b, ldb, last, c, ldc); break;
+            default: tile_4(mr, K, alpha, a, lda, b, ldb, last, c, ldc); break;
+            }
+        }
+    }
+}
+#else
+int emb_nn_gemm_supported(void) { return 0; }
+void emb_nn_gemm(int M, int N, int K, float alpha, const float *A, int lda, const float *B, int ldb, float *C,
+                 int ldc) {
+    (void)M, (void)N, (void)K, (void)alpha, (void)A, (void)lda, (void)B, (void)ldb, (void)C, (void)ldc;
+}
+#endif

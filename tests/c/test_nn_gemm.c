@@ -1,0 +1,89 @@
+/* Attention's small products (core/nn_gemm.h): C = alpha A B with B row-major. Small-integer
+ * inputs and alpha a power of two give exact float32 sums, compared with 64-bit integer sums;
+ * random inputs agree with double sums to float rounding. Shapes cover each register tile (1 to
+ * 4 vectors of columns, 24 to 6 rows), ragged rows and columns (masked at N's end), widths past
+ * 64 columns, strides wider than the rows, and nothing written outside C (C is never read:
+ * it starts as NaN). emb_transpose against its definition. Without AVX-512F the products are
+ * skipped (one passing check says so); the transpose runs anywhere. */
+#include "check.h"
+#include "nn_gemm.h"
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+static unsigned long long rng = 0x9E3779B97F4A7C15ull;
+static float draw(int ints) {
+    unsigned long long r = check_rng(&rng);
+    return ints ? (float)((int)(r % 15) - 7) : (float)((double)(r >> 11) / 4503599627370496.0 - 1.0);
+}
+
+typedef struct { int M, N, K; } shape;
+static const shape shapes[] = {{1, 1, 1},    {5, 16, 3},    {24, 16, 32},  {25, 17, 7},   {12, 32, 128},
+                               {13, 33, 16}, {8, 48, 20},   {9, 47, 64},   {6, 64, 32},   {7, 63, 5},
+                               {128, 128, 32}, {128, 32, 128}, {30, 130, 9}, {16, 200, 64}};
+#define NSHAPES (sizeof shapes / sizeof shapes[0])
+
+static void run_shape(shape s, int ints) {
+    int M = s.M, N = s.N, K = s.K, lda = K + 2, ldb = N + 3, ldc = N + 5;
+    float alpha = ints ? 0.5f : 0.37f;
+    float *A = malloc(sizeof(float) * M * lda), *B = malloc(sizeof(float) * K * ldb),
+          *C = malloc(sizeof(float) * (M + 1) * ldc);
+    for (int i = 0; i < M * lda; i++) A[i] = draw(ints);
+    for (int i = 0; i < K * ldb; i++) B[i] = draw(ints);
+    for (int i = 0; i < (M + 1) * ldc; i++) C[i] = NAN;
+    emb_nn_gemm(M, N, K, alpha, A, lda, B, ldb, C, ldc);
+    int bad = 0, outside = 0;
+    double worst = 0;
+    for (int m = 0; m <= M; m++)
+        for (int n = 0; n < ldc; n++) {
+            float got = C[(size_t)m * ldc + n];
+            if (m == M || n >= N) {
+                outside += !isnan(got);
+                continue;
+            }
+            double sum = 0, mag = 0;
+            int64_t isum = 0;
+            for (int k = 0; k < K; k++) {
+                double t = (double)A[m * lda + k] * B[k * ldb + n];
+                sum += t;
+                mag += fabs(t);
+                isum += (int64_t)A[m * lda + k] * (int64_t)B[k * ldb + n];
+            }
+            double want = ints ? (double)isum * alpha : sum * alpha, err = fabs((double)got - want);
+            if (!(ints ? err == 0 : err <= (K + 2) * 2.4e-7 * (mag * alpha + 1e-30))) bad++;
+            if (err > worst) worst = err;
+        }
+    CHECK(bad == 0, "%d x %d x %d (%s): %d results off, worst |error| %.3g", M, N, K, ints ? "integers, exact" : "floats",
+          bad, worst);
+    CHECK(outside == 0, "%d x %d x %d: %d values written outside C's %d rows and %d columns", M, N, K, outside, M, N);
+    free(A);
+    free(B);
+    free(C);
+}
+
+static void check_transpose(void) {
+    int N = 37, D = 20, ldx = 23;
+    float *X = malloc(sizeof(float) * N * ldx), *T = malloc(sizeof(float) * D * N);
+    for (int i = 0; i < N * ldx; i++) X[i] = (float)i;
+    emb_transpose(N, D, X, ldx, T);
+    int bad = 0;
+    for (int d = 0; d < D; d++)
+        for (int n = 0; n < N; n++) bad += T[d * N + n] != X[n * ldx + d];
+    CHECK(bad == 0, "emb_transpose 37 x 20 (stride 23): %d values misplaced", bad);
+    free(X);
+    free(T);
+}
+
+int main(void) {
+    check_transpose();
+    if (!emb_nn_gemm_supported()) {
+        CHECK(1, "no AVX-512F here: attention's products run on OpenBLAS");
+        return check_report();
+    }
+    for (size_t i = 0; i < NSHAPES; i++) {
+        run_shape(shapes[i], 1);
+        run_shape(shapes[i], 0);
+    }
+    return check_report();
+}
