@@ -35,7 +35,7 @@ EXT_SO   = $(if $(filter build,$(BUILD)),embed.so,$(BUILD)/embed.so)
 # where it looks for it by default.
 PRELOAD_SO = $(dir $(EXT_SO))embed_preload.so
 
-.PHONY: all deps demo test asan valgrind fuzz stress bench clean install uninstall check-fresh cluster-test cluster-demo
+.PHONY: all deps demo test asan tsan valgrind fuzz stress bench clean install uninstall check-fresh cluster-test cluster-demo
 all: $(EXT_SO) $(PRELOAD_SO) $(BUILD)/libembedcore.a $(CTEST_BIN)
 
 deps:
@@ -78,6 +78,17 @@ asan: deps
 	@$(MAKE) --no-print-directory BUILD=build-asan OPT=-O1 \
 	  SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" all
 	@SANITIZE=1 bash tests/run.sh build-asan build-asan/embed.so
+
+# ThreadSanitizer on the C suites whose work is split over threads (the encoder's helper threads,
+# the products' splits), with two OpenBLAS threads. The SQL suites are left out: an instrumented
+# embed.so cannot be loaded into Debian's uninstrumented python3.
+TSAN_TESTS = test_sgemm_bcast test_nn_gemm test_int8_gemm test_bf16_gemm test_encoder test_encoder_weights
+tsan: deps
+	@$(MAKE) --no-print-directory BUILD=build-tsan OPT=-O1 SAN="-fsanitize=thread" $(TSAN_TESTS:%=build-tsan/tests/%)
+	@fail=0; for t in $(TSAN_TESTS); do \
+	  OPENBLAS_NUM_THREADS=2 TSAN_OPTIONS="halt_on_error=1 exitcode=66" build-tsan/tests/$$t >build-tsan/$$t.log 2>&1 \
+	    || { fail=1; grep -A30 -m1 ThreadSanitizer build-tsan/$$t.log; }; \
+	  printf '%-24s %s\n' $$t "$$(tail -1 build-tsan/$$t.log)"; done; exit $$fail
 
 # The SQL surface (tests/sql/leak_check*.sql) under valgrind: memory errors and definite leaks.
 valgrind: all

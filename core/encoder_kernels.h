@@ -18,7 +18,8 @@
 #define EMB_KERNELS_BEGIN
 #define EMB_KERNELS_END
 #endif
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && !defined(__SANITIZE_ADDRESS__) && !defined(EMB_NO_CLONES)
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && !defined(__SANITIZE_ADDRESS__) && \
+    !defined(__SANITIZE_THREAD__) && !defined(EMB_NO_CLONES) /* sanitizers: ifunc resolvers run too early */
 #define EMB_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
 #else
 #define EMB_CLONES

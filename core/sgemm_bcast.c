@@ -171,7 +171,9 @@ T_AVX512 static void kernel_16x12(int mr, int nr, int K, const float *P, const f
         __m512 a0 = _mm512_load_ps(P + (size_t)k * 16), a1 = _mm512_load_ps(P + (size_t)k * 16 + 16);
 #pragma GCC unroll 12
         for (int j = 0; j < 12; j++) {
-            __m512 b = _mm512_castpd_ps(_mm512_broadcastsd_pd(_mm_load_sd((const double *)(w[j] + k))));
+            double pair; /* two floats of the weight row, 4-byte aligned: memcpy, not a double load */
+            memcpy(&pair, w[j] + k, sizeof pair);
+            __m512 b = _mm512_castpd_ps(_mm512_set1_pd(pair));
             lo[j] = _mm512_fmadd_ps(a0, b, lo[j]);
             hi[j] = _mm512_fmadd_ps(a1, b, hi[j]);
         }
