@@ -615,9 +615,11 @@ int emb_encoder_forward_capture(const emb_encoder *e, emb_workspace *ws, int B, 
     if (want_workers && !ws->workers) ws->workers = emb_workers_new(nthr - 1); /* NULL: run on the caller alone */
     int n_workers = emb_workers_helpers(ws->workers) + 1;
     size_t need = BT * (size_t)(3 * H > FFin ? 3 * H : FFin); /* q, k, v; later the FFN's inner activations */
-    int ffn_panels = bcast && FFin == FF && !c->pre_norm && BT > 24;
-    if (ffn_panels && need < emb_sgemm_bcast_panel_floats((int)BT, FF)) need = emb_sgemm_bcast_panel_floats((int)BT, FF);
-    if (grow(&ws->arena, &ws->arena_n, need) || grow(&ws->scores, &ws->scores_n, (size_t)n_workers * EMB_ATTENTION_SCRATCH(T, dh)) ||
+    int ffn_panels = bcast && FFin == FF && !c->pre_norm && BT > 24; /* see fwd_ctx */
+    size_t panels = ffn_panels ? emb_sgemm_bcast_panel_floats((int)BT, FF) : 0;
+    if (need < panels) need = panels;
+    if (grow(&ws->arena, &ws->arena_n, need) ||
+        grow(&ws->scores, &ws->scores_n, (size_t)n_workers * EMB_ATTENTION_SCRATCH(T, dh)) ||
         (bcast && grow(&ws->packs, &ws->packs_n, (size_t)n_workers * emb_sgemm_bcast_scratch(H > FF ? H : FF))) ||
         (c->pre_norm && grow(&ws->xn, &ws->xn_n, BT * H)) || (c->pos_kind == EMB_POS_ROTARY && rope_tables(c, ws, T)))
         return emb_fail(err, "out of memory for a batch of %d x %d tokens", B, T);
@@ -661,9 +663,9 @@ int emb_encoder_forward_capture(const emb_encoder *e, emb_workspace *ws, int B, 
                (double)B * NH * T * T * dh >= PAR_MIN_ATT_MNK ? ws->workers : NULL, row_tasks, ffn_tasks};
     fc.next = n_layers > 0 && !c->pre_norm ? &e->L[0] : NULL;
     fc.bias_in_gemm = e->L8 || e->LB || bcast;
-    /* without AVX-512, a short batch's products stay on one of OpenBLAS's threads */
     fc.packs = bcast ? ws->packs : NULL;
     fc.ffn_panels = ffn_panels;
+    /* without AVX-512, a short batch's products stay on one of OpenBLAS's threads */
     fc.short_products = !bcast && BT <= EMB_SGEMM_ROWS_MAX && nthr > 1;
     fc.act = &ws->act;
     fc.bact = &ws->bact;

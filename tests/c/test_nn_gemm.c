@@ -54,8 +54,8 @@ static void run_shape(shape s, int ints) {
             if (!(ints ? err == 0 : err <= (K + 2) * 2.4e-7 * (mag * alpha + 1e-30))) bad++;
             if (err > worst) worst = err;
         }
-    CHECK(bad == 0, "%d x %d x %d (%s): %d results off, worst |error| %.3g", M, N, K, ints ? "integers, exact" : "floats",
-          bad, worst);
+    CHECK(bad == 0, "%d x %d x %d (%s): %d results off, worst |error| %.3g", M, N, K,
+          ints ? "integers, exact" : "floats", bad, worst);
     CHECK(outside == 0, "%d x %d x %d: %d values written outside C's %d rows and %d columns", M, N, K, outside, M, N);
     free(A);
     free(B);

@@ -122,7 +122,8 @@ static void run_ffn(int M, int F, int K, int N, int helpers) {
     emb_workers *w = helpers ? emb_workers_new(helpers) : NULL;
     float *A = malloc(sizeof(float) * M * K), *W1 = malloc(sizeof(float) * F * K), *b1 = malloc(sizeof(float) * F),
           *W2 = malloc(sizeof(float) * N * F), *C = malloc(sizeof(float) * M * N), *C0 = malloc(sizeof(float) * M * N),
-          *C1 = malloc(sizeof(float) * M * F), *panels = aligned_alloc(64, sizeof(float) * emb_sgemm_bcast_panel_floats(M, F)),
+          *C1 = malloc(sizeof(float) * M * F),
+          *panels = aligned_alloc(64, sizeof(float) * emb_sgemm_bcast_panel_floats(M, F)),
           *scratch = malloc(sizeof(float) * (helpers + 1) * emb_sgemm_bcast_scratch(K > F ? K : F));
     double *inner = malloc(sizeof(double) * M * F);
     for (int i = 0; i < M * K; i++) A[i] = draw(0);
@@ -182,7 +183,8 @@ int main(void) {
     static const shape par[] = {{16, 384, 384}, {130, 384, 384}, {40, 1536, 64}, {8, 3072, 384}};
     for (size_t i = 0; i < sizeof par / sizeof par[0]; i++)
         for (int h = 1; h <= 3; h++) run_threads(par[i], h);
-    static const int ffn[][4] = {{1, 13, 17, 11}, {20, 48, 40, 24}, {33, 50, 19, 12}, {64, 96, 64, 40}, {94, 37, 70, 13}};
+    static const int ffn[][4] = {{1, 13, 17, 11},  {20, 48, 40, 24}, {33, 50, 19, 12},
+                                 {64, 96, 64, 40}, {94, 37, 70, 13}};
     for (size_t i = 0; i < sizeof ffn / sizeof ffn[0]; i++)
         for (int h = 0; h <= 2; h += 2) run_ffn(ffn[i][0], ffn[i][1], ffn[i][2], ffn[i][3], h);
     return check_report();
