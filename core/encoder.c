@@ -36,6 +36,8 @@ struct emb_workspace {
     emb_workers *workers;       /* helper threads, or NULL */
     float *packs;               /* float32 on AVX-512: each thread's scratch for emb_sgemm_bcast */
     size_t packs_n;
+    float *panels;              /* float32 on AVX-512, over 24 rows: the hidden states packed for Q, K, V */
+    size_t panels_n;
     emb_i8_act act;             /* int8 weights: the quantized input of the current product */
     emb_bf16_act bact;          /* bf16 weights: the rounded input of the current product */
 };
@@ -176,12 +178,13 @@ void emb_workspace_free(emb_workspace *w) {
     free(w->rope);
     free(w->pos_ids);
     free(w->packs);
+    free(w->panels);
     emb_i8_act_free(&w->act);
     emb_bf16_act_free(&w->bact);
     free(w);
 }
 size_t emb_workspace_bytes(const emb_workspace *w) {
-    return (w->arena_n + w->scores_n + w->xn_n + w->rope_n + w->packs_n) * sizeof(float) + w->pos_n * sizeof(int32_t);
+    return (w->arena_n + w->scores_n + w->xn_n + w->rope_n + w->packs_n + w->panels_n) * sizeof(float) + w->pos_n * sizeof(int32_t);
 }
 
 /* Grows by at least half again, so that batches of slowly increasing size (length-sorted
@@ -238,6 +241,8 @@ typedef struct {
     int ffn_panels;                       /* float32 on AVX-512, BERT's feed-forward, over 24 rows: its
                                            * inner activations go from one product to the next as
                                            * GELU'd panels (emb_sgemm_bcast_gelu_panels) in inter */
+    float *qkv_panels;                    /* float32 on AVX-512, over 24 rows: Q, K and V read one
+                                           * packing of their input from here; else NULL */
     int short_products;                   /* float32 on OpenBLAS, a short batch on several threads: the
                                            * products run as tiles on the calling thread */
     const emb_layer_weights *next;        /* layer whose Q/K/V biases the row tasks preload, or NULL */
@@ -470,6 +475,14 @@ static void qkv_in(fwd_ctx *fc, const emb_layer_weights *w, const float *A) {
             fc->failed = 1;
         return;
     }
+    if (!w8 && fc->qkv_panels) {
+        float *P = fc->qkv_panels;
+        emb_sgemm_bcast_pack_panels(BT, H, A, H, P, gw);
+        emb_sgemm_bcast_panels(BT, H, H, P, w->wq, H, w->bq, fc->q, H, fc->packs, gw);
+        emb_sgemm_bcast_panels(BT, H, H, P, w->wk, H, w->bk, fc->k, H, fc->packs, gw);
+        emb_sgemm_bcast_panels(BT, H, H, P, w->wv, H, w->bv, fc->v, H, fc->packs, gw);
+        return;
+    }
     if (!w8) {
         linear_acc(fc, A, H, w->wq, LIN_NONE, w->bq, fc->q, H, BT, H, H);
         linear_acc(fc, A, H, w->wk, LIN_NONE, w->bk, fc->k, H, BT, H, H);
@@ -615,12 +628,13 @@ int emb_encoder_forward_capture(const emb_encoder *e, emb_workspace *ws, int B, 
     if (want_workers && !ws->workers) ws->workers = emb_workers_new(nthr - 1); /* NULL: run on the caller alone */
     int n_workers = emb_workers_helpers(ws->workers) + 1;
     size_t need = BT * (size_t)(3 * H > FFin ? 3 * H : FFin); /* q, k, v; later the FFN's inner activations */
-    int ffn_panels = bcast && FFin == FF && !c->pre_norm && BT > 24; /* see fwd_ctx */
+    int panels_ok = bcast && BT > 24, ffn_panels = panels_ok && FFin == FF && !c->pre_norm; /* see fwd_ctx */
     size_t panels = ffn_panels ? emb_sgemm_bcast_panel_floats((int)BT, FF) : 0;
     if (need < panels) need = panels;
     if (grow(&ws->arena, &ws->arena_n, need) ||
         grow(&ws->scores, &ws->scores_n, (size_t)n_workers * EMB_ATTENTION_SCRATCH(T, dh)) ||
         (bcast && grow(&ws->packs, &ws->packs_n, (size_t)n_workers * emb_sgemm_bcast_scratch(H > FF ? H : FF))) ||
+        (panels_ok && grow(&ws->panels, &ws->panels_n, emb_sgemm_bcast_panel_floats((int)BT, H))) ||
         (c->pre_norm && grow(&ws->xn, &ws->xn_n, BT * H)) || (c->pos_kind == EMB_POS_ROTARY && rope_tables(c, ws, T)))
         return emb_fail(err, "out of memory for a batch of %d x %d tokens", B, T);
     if (c->pos_offset) {
@@ -665,6 +679,7 @@ int emb_encoder_forward_capture(const emb_encoder *e, emb_workspace *ws, int B, 
     fc.bias_in_gemm = e->L8 || e->LB || bcast;
     fc.packs = bcast ? ws->packs : NULL;
     fc.ffn_panels = ffn_panels;
+    fc.qkv_panels = panels_ok ? ws->panels : NULL;
     /* without AVX-512, a short batch's products stay on one of OpenBLAS's threads */
     fc.short_products = !bcast && BT <= EMB_SGEMM_ROWS_MAX && nthr > 1;
     fc.act = &ws->act;

@@ -276,6 +276,24 @@ void emb_sgemm_bcast_gelu_panels(int M, int N, int K, const float *A, int lda, c
     run(&j, workers);
 }
 
+typedef struct {
+    const float *A;
+    float *panels;
+    int M, K, lda;
+} pack_job;
+static void pack_task(void *cv, int t, int worker) {
+    (void)worker;
+    const pack_job *j = cv;
+    int m0 = t * 32;
+    pack_rows(j->M - m0 < 32 ? j->M - m0 : 32, 32, j->K, j->A + (size_t)m0 * j->lda, j->lda,
+              j->panels + (size_t)m0 * j->K);
+}
+
+void emb_sgemm_bcast_pack_panels(int M, int K, const float *A, int lda, float *panels, emb_workers *workers) {
+    pack_job j = {A, panels, M, K, lda};
+    emb_workers_run((double)M * K >= 65536.0 ? workers : NULL, (M + 31) / 32, pack_task, &j);
+}
+
 void emb_sgemm_bcast_panels(int M, int N, int K, const float *panels, const float *W, int ldw, const float *bias,
                             float *C, int ldc, float *scratch, emb_workers *workers) {
     bcast_job j = {.a_panels = panels, .W = W, .bias = bias, .C = C, .scratch = scratch, .M = M, .N = N, .K = K,
@@ -293,6 +311,9 @@ void emb_sgemm_bcast_gelu_panels(int M, int N, int K, const float *A, int lda, c
                                  const float *bias, float *panels, float *scratch, emb_workers *workers) {
     (void)M, (void)N, (void)K, (void)A, (void)lda, (void)W, (void)ldw, (void)bias, (void)panels, (void)scratch;
     (void)workers;
+}
+void emb_sgemm_bcast_pack_panels(int M, int K, const float *A, int lda, float *panels, emb_workers *workers) {
+    (void)M, (void)K, (void)A, (void)lda, (void)panels, (void)workers;
 }
 void emb_sgemm_bcast_panels(int M, int N, int K, const float *panels, const float *W, int ldw, const float *bias,
                             float *C, int ldc, float *scratch, emb_workers *workers) {

@@ -26,12 +26,15 @@ size_t emb_sgemm_bcast_scratch(int K);
 void emb_sgemm_bcast(int M, int N, int K, const float *A, int lda, const float *W, int ldw, const float *bias,
                      float *C, int ldc, float *scratch, emb_workers *workers);
 
-/* A feed-forward's two products without its inner rows: panels = GELU(A W^T + bias) (N wide,
- * exact GELU as emb_gelu) stored as the next product reads its input, 32 rows per panel, each
- * column's 32 floats together (panels must be 64-byte aligned, emb_sgemm_bcast_panel_floats(M, N)
- * floats); then C = panels W2^T + bias (or C += without a bias) with K the first product's N.
- * Every row block runs the 32-row tile. */
+/* Products that share an input read it as panels: 32 rows per panel, each column's 32 floats
+ * together (64-byte aligned, emb_sgemm_bcast_panel_floats(M, K) floats for M rows of K). Every
+ * row block then runs the 32-row tile. emb_sgemm_bcast_pack_panels writes A's panels (Q, K and V
+ * read one packing of the hidden states); emb_sgemm_bcast_gelu_panels writes GELU(A W^T + bias)
+ * (exact GELU as emb_gelu) as the panels of the next product's input, a feed-forward's inner rows
+ * never stored as rows; emb_sgemm_bcast_panels computes C = panels W^T + bias (or C += without a
+ * bias). */
 size_t emb_sgemm_bcast_panel_floats(int M, int N);
+void emb_sgemm_bcast_pack_panels(int M, int K, const float *A, int lda, float *panels, emb_workers *workers);
 void emb_sgemm_bcast_gelu_panels(int M, int N, int K, const float *A, int lda, const float *W, int ldw,
                                  const float *bias, float *panels, float *scratch, emb_workers *workers);
 void emb_sgemm_bcast_panels(int M, int N, int K, const float *panels, const float *W, int ldw, const float *bias,

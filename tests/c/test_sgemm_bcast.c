@@ -6,7 +6,9 @@
  * pairs), row strides wider than the rows, unaligned matrices and scratch, and nothing written
  * outside C. With a bias, C = bias + A W^T is written without being read (C starts as NaN). Split
  * over 1, 2 and 3 helper threads, by rows and by columns, the results are the same bits as on one
- * thread. A feed-forward through panels (GELU(A W1^T + b1) W2^T + C) agrees with double sums and
+ * thread. Inputs packed once as panels (Q, K, V's shared input) give bias + product within float
+ * rounding, the same bits as emb_sgemm_bcast where every block is a 32-row tile, and the same
+ * bits on three threads as on one. A feed-forward through panels (GELU(A W1^T + b1) W2^T + C) agrees with double sums and
  * libm's erf, on one thread and on three; where every row block is a 32-row tile, its panels hold
  * exactly emb_gelu of emb_sgemm_bcast's output. Skipped (one passing check saying so)
  * on a CPU without AVX-512F. */
@@ -167,6 +169,43 @@ static void run_ffn(int M, int F, int K, int N, int helpers) {
     emb_workers_free(w);
 }
 
+/* bias + A W^T from A packed once as panels. */
+static void run_packed(int M, int N, int K) {
+    emb_workers *w = emb_workers_new(2);
+    problem p;
+    problem_new(&p, (shape){M, N, K}, 0, 3);
+    float *panels = aligned_alloc(64, sizeof(float) * emb_sgemm_bcast_panel_floats(M, K)),
+          *direct = malloc(sizeof(float) * M * p.ldc), *one = malloc(sizeof(float) * M * p.ldc);
+    emb_sgemm_bcast_pack_panels(M, K, p.A, p.lda, panels, NULL);
+    emb_sgemm_bcast_panels(M, N, K, panels, p.W, p.ldw, p.bias, p.C, p.ldc, p.scratch, NULL);
+    memcpy(one, p.C, sizeof(float) * M * p.ldc);
+    emb_sgemm_bcast(M, N, K, p.A, p.lda, p.W, p.ldw, p.bias, direct, p.ldc, p.scratch, NULL);
+    emb_sgemm_bcast_pack_panels(M, K, p.A, p.lda, panels, w);
+    emb_sgemm_bcast_panels(M, N, K, panels, p.W, p.ldw, p.bias, p.C, p.ldc, p.scratch, w);
+    int bad = 0, differ = 0, threads_differ = 0;
+    for (int m = 0; m < M; m++)
+        for (int n = 0; n < N; n++) {
+            size_t at = (size_t)m * p.ldc + n;
+            double sum = p.bias[n], mag = 0;
+            for (int k = 0; k < K; k++) {
+                double t = (double)p.A[(size_t)m * p.lda + k] * p.W[(size_t)n * p.ldw + k];
+                sum += t;
+                mag += fabs(t);
+            }
+            if (!(fabs(one[at] - sum) <= (K + 1) * 2.4e-7 * (mag + 1.0))) bad++;
+            differ += memcmp(&one[at], &direct[at], sizeof(float)) != 0;
+            threads_differ += memcmp(&one[at], &p.C[at], sizeof(float)) != 0;
+        }
+    CHECK(bad == 0, "%d x %d x %d from packed panels: %d results off", M, N, K, bad);
+    if (M % 32 == 0 || M % 32 > 24)
+        CHECK(differ == 0, "%d x %d x %d from packed panels: %d values differ from emb_sgemm_bcast", M, N, K, differ);
+    CHECK(threads_differ == 0, "%d x %d x %d from packed panels on 3 threads: %d values differ from 1", M, N, K,
+          threads_differ);
+    free(panels), free(direct), free(one);
+    problem_free(&p);
+    emb_workers_free(w);
+}
+
 int main(void) {
     if (!emb_sgemm_bcast_supported()) {
         CHECK(1, "no AVX-512F here: the encoder uses OpenBLAS for every product");
@@ -183,6 +222,8 @@ int main(void) {
     static const shape par[] = {{16, 384, 384}, {130, 384, 384}, {40, 1536, 64}, {8, 3072, 384}};
     for (size_t i = 0; i < sizeof par / sizeof par[0]; i++)
         for (int h = 1; h <= 3; h++) run_threads(par[i], h);
+    static const int packed[][3] = {{1, 5, 3}, {20, 37, 64}, {64, 384, 384}, {90, 50, 129}, {130, 24, 40}};
+    for (size_t i = 0; i < sizeof packed / sizeof packed[0]; i++) run_packed(packed[i][0], packed[i][1], packed[i][2]);
     static const int ffn[][4] = {{1, 13, 17, 11},  {20, 48, 40, 24}, {33, 50, 19, 12},
                                  {64, 96, 64, 40}, {94, 37, 70, 13}};
     for (size_t i = 0; i < sizeof ffn / sizeof ffn[0]; i++)
