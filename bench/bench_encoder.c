@@ -425,10 +425,8 @@ static long peak_rss_kb(void) {
 
 /* ours (float32), ours_int8, ours_bf16 */
 static const char *result_impl(emb_weights wt) {
-    static char name[3][16];
-    if (wt == EMB_WEIGHTS_F32) return "ours";
-    snprintf(name[wt % 3], sizeof name[0], "ours_%s", emb_weights_name(wt));
-    return name[wt % 3];
+    static const char *const names[MAX_KINDS] = {"ours", "ours_int8", "ours_bf16"}; /* by emb_weights */
+    return names[wt];
 }
 
 static void append_result(const char *impl, const msize *m, int th, int w, double tps) {

@@ -243,7 +243,7 @@ typedef struct {
                                            * GELU'd panels (emb_sgemm_bcast_gelu_panels) in inter */
     float *qkv_panels;                    /* float32 on AVX-512, over 24 rows: Q, K and V read one
                                            * packing of their input from here; else NULL */
-    int short_products;                   /* float32 on OpenBLAS, a short batch on several threads: the
+    int tile_products;                    /* float32 on OpenBLAS, a short batch on several threads: the
                                            * products run as tiles on the calling thread */
     const emb_layer_weights *next;        /* layer whose Q/K/V biases the row tasks preload, or NULL */
     int B, T, H, NH, dh, FF;
@@ -400,10 +400,11 @@ static void layer_attention(fwd_ctx *fc, const emb_encoder_config *c, const emb_
 /* OpenBLAS 0.3.21 splits a product over its own threads above 65536 * 4 multiply-adds and has no
  * per-call thread count. For the products of a short batch that split costs more than it saves
  * (16 rows, 2 threads on the shared 2-core VM: 1.2-1.4x slower than one thread, and its idle
- * threads spin beside ours), so with several threads a product of at most EMB_SGEMM_ROWS_MAX rows runs
+ * threads spin beside ours), so with several threads a product of at most TILE_MAX_ROWS rows runs
  * on the calling thread alone, as tiles small enough that OpenBLAS keeps each there: blocks of
  * TILE_COLS output columns, each block's K slices in order. */
 #define OPENBLAS_ONE_THREAD_MNK 262144
+#define TILE_MAX_ROWS 32
 #define TILE_COLS 32
 static void product_tiles(const float *A, int lda, const float *W, float *C, int ldc, int M, int N, int K) {
     int kb = OPENBLAS_ONE_THREAD_MNK / (M * TILE_COLS) / 16 * 16;
@@ -440,7 +441,7 @@ static void linear_acc(fwd_ctx *fc, const float *A, int lda, const float *W, lin
         if (emb_bf16_gemm(A, lda, M, WB, bias, bias ? 0.0f : 1.0f, C, ldc, fc->bact, fc->gemm_workers)) fc->failed = 1;
     } else if (!W8 && fc->packs)
         emb_sgemm_bcast(M, N, K, A, lda, W, K, bias, C, ldc, fc->packs, fc->gemm_workers);
-    else if (!W8 && fc->short_products)
+    else if (!W8 && fc->tile_products)
         product_tiles(A, lda, W, C, ldc, M, N, K);
     else if (!W8)
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, N, K, 1.0f, A, lda, W, K, 1.0f, C, ldc);
@@ -681,7 +682,7 @@ int emb_encoder_forward_capture(const emb_encoder *e, emb_workspace *ws, int B, 
     fc.ffn_panels = ffn_panels;
     fc.qkv_panels = panels_ok ? ws->panels : NULL;
     /* without AVX-512, a short batch's products stay on one of OpenBLAS's threads */
-    fc.short_products = !bcast && BT <= EMB_SGEMM_ROWS_MAX && nthr > 1;
+    fc.tile_products = !bcast && BT <= TILE_MAX_ROWS && nthr > 1;
     fc.act = &ws->act;
     fc.bact = &ws->bact;
     quantize_in_tasks(&fc, fc.next ? fc.X : NULL, H, H);

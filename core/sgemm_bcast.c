@@ -15,10 +15,8 @@ size_t emb_sgemm_bcast_panel_floats(int M, int N) { return (size_t)(M + 31) / 32
 #include <immintrin.h>
 #define T_AVX512 __attribute__((target("avx512f")))
 
-int emb_sgemm_bcast_supported(void) {
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx512f");
-}
+/* Its short blocks run on sgemm_rows: the same CPUs. */
+int emb_sgemm_bcast_supported(void) { return emb_sgemm_rows_supported(); }
 
 /* r[i] lane j -> r[j] lane i. */
 T_AVX512 static inline void transpose16(__m512 *r) {
@@ -45,9 +43,9 @@ T_AVX512 static inline void transpose16(__m512 *r) {
     }
 }
 
-/* P[k * width + m] = A[m][k] for m < mr (zeros up to width, a multiple of 16), k < K. */
-T_AVX512 static void pack_rows(int mr, int width, int K, const float *A, int lda, float *P) {
-    for (int g = 0; g < width; g += 16)
+/* P[k * 32 + m] = A[m][k] for m < mr (zeros up to 32), k < K. */
+T_AVX512 static void pack_rows(int mr, int K, const float *A, int lda, float *P) {
+    for (int g = 0; g < 32; g += 16)
         for (int k0 = 0; k0 < K; k0 += 16) {
             int kn = K - k0 < 16 ? K - k0 : 16;
             __mmask16 km = (__mmask16)((1u << kn) - 1u);
@@ -55,7 +53,7 @@ T_AVX512 static void pack_rows(int mr, int width, int K, const float *A, int lda
             for (int i = 0; i < 16; i++)
                 r[i] = g + i < mr ? _mm512_maskz_loadu_ps(km, A + (size_t)(g + i) * lda + k0) : _mm512_setzero_ps();
             transpose16(r);
-            for (int i = 0; i < kn; i++) _mm512_store_ps(P + (size_t)(k0 + i) * width + g, r[i]);
+            for (int i = 0; i < kn; i++) _mm512_store_ps(P + (size_t)(k0 + i) * 32 + g, r[i]);
         }
 }
 
@@ -202,7 +200,7 @@ T_AVX512 static void kernel_16x12(int mr, int nr, int K, const float *P, const f
 static void row_block(int mr, int N, int K, const float *A, int lda, const float *a_panel, const float *W, int ldw,
                       const float *bias, float *C, int ldc, float *gelu_out, float *P) {
     if (a_panel || gelu_out) {
-        if (!a_panel) pack_rows(mr, 32, K, A, lda, P);
+        if (!a_panel) pack_rows(mr, K, A, lda, P);
         for (int n0 = 0; n0 < N; n0 += 12)
             kernel_32x12(mr, N - n0 < 12 ? N - n0 : 12, K, a_panel ? a_panel : P, W + (size_t)n0 * ldw, ldw,
                          bias ? bias + n0 : NULL, C ? C + n0 : NULL, ldc, gelu_out ? gelu_out + (size_t)n0 * 32 : NULL);
@@ -211,7 +209,7 @@ static void row_block(int mr, int N, int K, const float *A, int lda, const float
             for (int i = 0; i < mr; i++) memcpy(C + (size_t)i * ldc, bias, (size_t)N * sizeof(float));
         emb_sgemm_rows(mr, N, K, A, lda, W, ldw, C, ldc);
     } else if (mr > 24) {
-        pack_rows(mr, 32, K, A, lda, P);
+        pack_rows(mr, K, A, lda, P);
         for (int n0 = 0; n0 < N; n0 += 12)
             kernel_32x12(mr, N - n0 < 12 ? N - n0 : 12, K, P, W + (size_t)n0 * ldw, ldw, bias ? bias + n0 : NULL,
                          C + n0, ldc, NULL);
@@ -285,7 +283,7 @@ static void pack_task(void *cv, int t, int worker) {
     (void)worker;
     const pack_job *j = cv;
     int m0 = t * 32;
-    pack_rows(j->M - m0 < 32 ? j->M - m0 : 32, 32, j->K, j->A + (size_t)m0 * j->lda, j->lda,
+    pack_rows(j->M - m0 < 32 ? j->M - m0 : 32, j->K, j->A + (size_t)m0 * j->lda, j->lda,
               j->panels + (size_t)m0 * j->K);
 }
 

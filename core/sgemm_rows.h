@@ -6,10 +6,10 @@
 #ifndef EMBED_SGEMM_ROWS_H
 #define EMBED_SGEMM_ROWS_H
 
-/* The most rows a call takes, and whether this CPU runs the kernels (AVX-512F). */
-#define EMB_SGEMM_ROWS_MAX 32
+/* Whether this CPU runs the kernels (AVX-512F). */
 int emb_sgemm_rows_supported(void);
-/* M in 1..EMB_SGEMM_ROWS_MAX; row strides lda, ldw, ldc (floats). Call only when supported. */
+/* Any M (faster than sgemm_bcast below 16 rows); row strides lda, ldw, ldc (floats). Call only when
+ * supported. */
 void emb_sgemm_rows(int M, int N, int K, const float *A, int lda, const float *W, int ldw, float *C, int ldc);
 
 #endif

@@ -24,8 +24,7 @@ struct emb_workers {
     pthread_t *th;
     pthread_mutex_t mu;
     pthread_cond_t start;
-    uint32_t gen;               /* under mu, with fn, ctx, ntasks */
-    _Atomic uint32_t gen_seen;  /* gen, readable without mu: what spinning helpers watch */
+    _Atomic uint32_t gen;       /* changed under mu, with fn, ctx, ntasks; spinning helpers watch it */
     int stop;
     emb_task_fn fn;
     void *ctx;
@@ -47,7 +46,7 @@ static void spin_for_next(emb_workers *p, uint32_t seen) {
     struct timespec t0;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     for (unsigned i = 1;; i++) {
-        if (atomic_load_explicit(&p->gen_seen, memory_order_acquire) != seen) return;
+        if (atomic_load_explicit(&p->gen, memory_order_acquire) != seen) return;
         if (i % 64 == 0 && elapsed_ns(&t0) > SPIN_NS) return;
         CPU_RELAX();
     }
@@ -92,7 +91,6 @@ void emb_workers_free(emb_workers *p) {
     if (!p) return;
     pthread_mutex_lock(&p->mu);
     p->stop = 1;
-    atomic_fetch_add(&p->gen_seen, 1); /* ends the helpers' spinning */
     pthread_cond_broadcast(&p->start);
     pthread_mutex_unlock(&p->mu);
     for (int i = 0; i < p->n; i++) pthread_join(p->th[i], NULL);
@@ -111,7 +109,6 @@ emb_workers *emb_workers_new(int n) {
     pthread_cond_init(&p->start, NULL);
     atomic_store(&p->ticket, 0);
     atomic_store(&p->done, 0);
-    atomic_store(&p->gen_seen, 0);
     for (int i = 0; i < n; i++) {
         helper_arg *ha = malloc(sizeof *ha);
         if (!ha) break;
@@ -139,7 +136,6 @@ void emb_workers_run(emb_workers *p, int ntasks, emb_task_fn fn, void *ctx) {
     p->ntasks = ntasks;
     atomic_store(&p->done, 0);
     atomic_store(&p->ticket, (uint64_t)gen << 32);
-    atomic_store_explicit(&p->gen_seen, gen, memory_order_release);
     pthread_cond_broadcast(&p->start);
     pthread_mutex_unlock(&p->mu);
     run_tasks(p, gen, fn, ctx, ntasks, 0);
