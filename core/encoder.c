@@ -133,10 +133,7 @@ static void glu_rows(float *Y, size_t rows, int n, emb_activation act) {
         float *y = Y + r * 2 * (size_t)n;
         if (act == EMB_ACT_GELU) {
 #pragma omp simd
-            for (int i = 0; i < n; i++) {
-                double x = (double)y[i];
-                y[i] = (float)(0.5 * x * (1.0 + emb_erf(x * 0.70710678118654752440))) * y[n + i];
-            }
+            for (int i = 0; i < n; i++) y[i] = emb_gelu_of(y[i]) * y[n + i];
         } else if (act == EMB_ACT_SILU) {
 #pragma omp simd
             for (int i = 0; i < n; i++) y[i] = y[i] / (1.0f + emb_expf(-y[i])) * y[n + i];

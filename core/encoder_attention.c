@@ -39,6 +39,38 @@ static void softmax_rows(float *S, int rows, int n) {
 }
 EMB_KERNELS_END
 
+#if defined(__x86_64__) && defined(__GNUC__)
+#include "vexp512.h"
+/* s = exp(s - max(s)) over a row of n, left unnormalised; returns 1 / the sum (the context
+ * product applies it: one pass over the weights fewer). */
+EMB_T_AVX512_FMA static float exp_row(float *s, int n) {
+    __m512 mx = _mm512_set1_ps(-INFINITY), sum = _mm512_setzero_ps();
+    for (int i = 0; i < n; i += 16) {
+        __mmask16 m = n - i >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (n - i)) - 1u);
+        mx = _mm512_mask_max_ps(mx, m, mx, _mm512_maskz_loadu_ps(m, s + i));
+    }
+    __m512 top = _mm512_set1_ps(_mm512_reduce_max_ps(mx));
+    for (int i = 0; i < n; i += 16) {
+        __mmask16 m = n - i >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (n - i)) - 1u);
+        __m512 e = emb_vexp512(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, s + i), top));
+        _mm512_mask_storeu_ps(s + i, m, e);
+        sum = _mm512_mask_add_ps(sum, m, sum, e);
+    }
+    return 1.0f / _mm512_reduce_add_ps(sum);
+}
+#else
+static float exp_row(float *s, int n) { /* not reached: own_kernels needs AVX-512 */
+    softmax_rows(s, 1, n);
+    return 1.0f;
+}
+#endif
+
+/* One row's softmax: normalised in place (inv NULL), or unnormalised with its 1 / sum in *inv. */
+static void softmax_row(float *s, int n, float *inv) {
+    if (inv) *inv = exp_row(s, n);
+    else softmax_rows(s, 1, n);
+}
+
 /* The context of query rows whose window holds no real key (padding far past the text in a
  * sliding-window layer): transformers' mask makes every score equal there, so the softmax is
  * uniform over all T keys and the context the mean of the head's values. */
@@ -50,16 +82,18 @@ static void mean_context(float *out, const float *vb, int T, int H, int dh) {
 }
 
 /* Scores of rows [r0, r0+m) against keys [k0, k0+nk) (row stride nk): ALiBi's bias, then the
- * softmax over each row's keys (its window's only, the rest 0). Returns how many rows have an
- * empty window. */
-static int scores_softmax(const emb_attention_job *c, int h, float *Sr, int r0, int m, int k0, int nk) {
+ * softmax over each row's keys (its window's only, the rest 0), normalised (inv NULL) or left
+ * for the context product to scale by inv[i] (0 for an empty window). Returns how many rows
+ * have an empty window. */
+static int scores_softmax(const emb_attention_job *c, int h, float *Sr, int r0, int m, int k0, int nk, float *inv) {
     if (c->slopes) {
         float slope = c->slopes[h];
         for (int i = 0; i < m; i++)
             for (int j = 0; j < nk; j++) Sr[(size_t)i * nk + j] -= alibi_penalty(slope, r0 + i - (k0 + j));
     }
     if (c->half_window < 0) {
-        softmax_rows(Sr, m, nk);
+        if (!inv) softmax_rows(Sr, m, nk);
+        for (int i = 0; inv && i < m; i++) inv[i] = exp_row(Sr + (size_t)i * nk, nk);
         return 0;
     }
     int empty = 0, w = c->half_window;
@@ -71,20 +105,22 @@ static int scores_softmax(const emb_attention_job *c, int h, float *Sr, int r0, 
         if (lo >= hi) { empty++; lo = hi = 0; }
         for (int j = 0; j < lo; j++) row[j] = 0;
         for (int j = hi; j < nk; j++) row[j] = 0;
-        if (hi > lo) softmax_rows(row + lo, 1, hi - lo);
+        if (inv) inv[i] = 0;
+        if (hi > lo) softmax_row(row + lo, hi - lo, inv ? inv + i : NULL);
     }
     return empty;
 }
 
-/* Copies the weights of rows [r0, r0+m) (keys [k0, k0+nk), row stride nk) into the capture
- * of head h: full rows of T, 0 for the keys outside [k0, k0+nk). */
-static void capture_rows(const emb_attention_job *c, int h, const float *Sr, int r0, int m, int k0, int nk) {
+/* Copies the weights of rows [r0, r0+m) (keys [k0, k0+nk), row stride nk; normalised, or scaled
+ * here by inv) into the capture of head h: full rows of T, 0 for the keys outside [k0, k0+nk). */
+static void capture_rows(const emb_attention_job *c, int h, const float *Sr, const float *inv, int r0, int m, int k0,
+                         int nk) {
     int T = c->T;
     float *P = c->capture + (size_t)(h - c->capture_h0) * T * T;
     for (int i = 0; i < m; i++) {
         float *row = P + (size_t)(r0 + i) * T;
         memset(row, 0, (size_t)T * sizeof(float));
-        if (nk > 0) memcpy(row + k0, Sr + (size_t)i * nk, (size_t)nk * sizeof(float));
+        for (int j = 0; j < nk; j++) row[k0 + j] = inv ? Sr[(size_t)i * nk + j] * inv[i] : Sr[(size_t)i * nk + j];
     }
 }
 
@@ -102,6 +138,7 @@ void emb_attention_task(void *cv, int t, int worker) {
     size_t off = (size_t)b * T * H + (size_t)h * dh;
     float *qb = c->q + off, *kb = c->k + off, *vb = c->v + off;
     float *S = c->scores + (size_t)worker * EMB_ATTENTION_SCRATCH(T, dh), *kt = S + (size_t)T * T;
+    float *inv = kt + (size_t)dh * T; /* own kernels: each row's 1 / sum of its weights */
     int capture = c->capture && b == 0 && h >= c->capture_h0 && h < c->capture_h0 + c->capture_nh;
     if (c->rope) {
         for (int i = 0; i < T; i++) emb_rope_rotate(qb + (size_t)i * H, c->rope + (size_t)i * c->rot, c->rot);
@@ -130,19 +167,19 @@ void emb_attention_task(void *cv, int t, int worker) {
         if (nk > 0 && c->own_kernels) {
             if (r0 == 0 || w >= 0) emb_transpose(nk, dh, kb + (size_t)k0 * H, H, kt); /* the keys, dh x nk */
             emb_nn_gemm(m, nk, dh, c->scale, qr, H, kt, nk, S, nk);
-            empty = scores_softmax(c, h, S, r0, m, k0, nk);
-            if (capture) capture_rows(c, h, S, r0, m, k0, nk);
-            emb_nn_gemm(m, dh, nk, 1.0f, S, nk, vb + (size_t)k0 * H, H, qr, H);
+            empty = scores_softmax(c, h, S, r0, m, k0, nk, inv);
+            if (capture) capture_rows(c, h, S, inv, r0, m, k0, nk);
+            emb_nn_gemm_scaled(m, dh, nk, inv, S, nk, vb + (size_t)k0 * H, H, qr, H);
         } else if (nk > 0) {
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, nk, dh, c->scale, qr, H, kb + (size_t)k0 * H, H,
                         0.0f, S, nk);
-            empty = scores_softmax(c, h, S, r0, m, k0, nk);
-            if (capture) capture_rows(c, h, S, r0, m, k0, nk);
+            empty = scores_softmax(c, h, S, r0, m, k0, nk, NULL);
+            if (capture) capture_rows(c, h, S, NULL, r0, m, k0, nk);
             /* the context overwrites these query rows of this head (no longer needed) */
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, dh, nk, 1.0f, S, nk, vb + (size_t)k0 * H, H,
                         0.0f, qr, H);
         } else if (capture) {
-            capture_rows(c, h, S, r0, m, k0, 0);
+            capture_rows(c, h, S, NULL, r0, m, k0, 0);
         }
         for (int i = 0; empty > 0 && i < m; i++) {
             int q = r0 + i;

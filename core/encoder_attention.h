@@ -6,8 +6,9 @@
 #define EMBED_ENCODER_ATTENTION_H
 #include <stdint.h>
 
-/* Floats of scratch per worker: T*T scores, then the keys of a head transposed (dh*T). */
-#define EMB_ATTENTION_SCRATCH(T, dh) ((size_t)(T) * (size_t)(T) + (size_t)(dh) * (size_t)(T))
+/* Floats of scratch per worker: T*T scores, the keys of a head transposed (dh*T), each row's
+ * 1 / sum of its weights (T). */
+#define EMB_ATTENTION_SCRATCH(T, dh) ((size_t)(T) * (size_t)(T) + ((size_t)(dh) + 1) * (size_t)(T))
 
 typedef struct {
     int NH, T, H, dh;           /* heads, padded length, hidden size, head size */

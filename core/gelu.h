@@ -1,6 +1,6 @@
-/* GELU (exact: x Phi(x), erf in double) in place over n floats: the feed-forward's activation,
- * one definition for the row tasks and for the products that apply it in their epilogue, so
- * both give the same bits. Internal to the encoder's files. */
+/* GELU (exact: x Phi(x), the formula of emb_gelu_of in encoder_kernels.h) in place over n
+ * floats: the feed-forward's activation, one definition for the row tasks and for the products
+ * that apply it in their epilogue, so both give the same bits. Internal to the encoder's files. */
 #ifndef EMBED_GELU_H
 #define EMBED_GELU_H
 #include <stddef.h>

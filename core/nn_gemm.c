@@ -4,7 +4,7 @@
 #include "nn_gemm.h"
 #include <stddef.h>
 
-void emb_transpose(int N, int D, const float *X, int ldx, float *T) {
+static void transpose_any(int N, int D, const float *X, int ldx, float *T) {
     for (int n0 = 0; n0 < N; n0 += 16) { /* 16 rows of X at a time: T's rows fill a line each */
         int n1 = N - n0 < 16 ? N : n0 + 16;
         for (int d = 0; d < D; d++)
@@ -13,17 +13,37 @@ void emb_transpose(int N, int D, const float *X, int ldx, float *T) {
 }
 
 #if defined(__x86_64__) && defined(__GNUC__)
-#include <immintrin.h>
+#include "transpose16.h"
+#include "vexp512.h"
 #define T_AVX512 __attribute__((target("avx512f")))
 
-int emb_nn_gemm_supported(void) {
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx512f");
+/* 16 x 16 blocks in registers, masked at N's and D's ends */
+T_AVX512 static void transpose512(int N, int D, const float *X, int ldx, float *T) {
+    for (int n0 = 0; n0 < N; n0 += 16) {
+        int nn = N - n0 < 16 ? N - n0 : 16;
+        __mmask16 nm = (__mmask16)((1u << nn) - 1u);
+        for (int d0 = 0; d0 < D; d0 += 16) {
+            int dn = D - d0 < 16 ? D - d0 : 16;
+            __mmask16 dm = (__mmask16)((1u << dn) - 1u);
+            __m512 r[16];
+            for (int i = 0; i < 16; i++)
+                r[i] = i < nn ? _mm512_maskz_loadu_ps(dm, X + (size_t)(n0 + i) * ldx + d0) : _mm512_setzero_ps();
+            emb_transpose16(r);
+            for (int i = 0; i < dn; i++) _mm512_mask_storeu_ps(T + (size_t)(d0 + i) * N + n0, nm, r[i]);
+        }
+    }
 }
 
+void emb_transpose(int N, int D, const float *X, int ldx, float *T) {
+    if (emb_vexp512_supported()) transpose512(N, D, X, ldx, T);
+    else transpose_any(N, D, X, ldx, T);
+}
+
+int emb_nn_gemm_supported(void) { return emb_vexp512_supported(); } /* attention's softmax needs FMA too */
+
 #define NN_KERNEL(NV, MR)                                                                                       \
-    T_AVX512 static void tile_##NV(int mr, int K, float alpha, const float *A, int lda, const float *B, int ldb,  \
-                                   __mmask16 last, float *C, int ldc) {                                           \
+    T_AVX512 static void tile_##NV(int mr, int K, float alpha, const float *rs, const float *A, int lda,         \
+                                   const float *B, int ldb, __mmask16 last, float *C, int ldc) {                  \
         const float *a[MR];                                                                                       \
         for (int i = 0; i < MR; i++) a[i] = A + (size_t)(i < mr ? i : mr - 1) * lda;                             \
         __m512 acc[MR][NV];                                                                                       \
@@ -40,37 +60,55 @@ int emb_nn_gemm_supported(void) {
         }                                                                                                         \
         __m512 s = _mm512_set1_ps(alpha);                                                                         \
         _Pragma("GCC unroll 24") for (int i = 0; i < MR; i++) /* constant indices: acc stays in registers */  \
-            _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++) if (i < mr)                                      \
-                _mm512_mask_storeu_ps(C + (size_t)i * ldc + 16 * v, v == NV - 1 ? last : (__mmask16)0xFFFF,      \
-                                      _mm512_mul_ps(acc[i][v], s));                                               \
+            if (i < mr) {                                                                                         \
+                __m512 si = rs ? _mm512_set1_ps(rs[i]) : s;                                                       \
+                _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++)                                              \
+                    _mm512_mask_storeu_ps(C + (size_t)i * ldc + 16 * v, v == NV - 1 ? last : (__mmask16)0xFFFF,  \
+                                          _mm512_mul_ps(acc[i][v], si));                                          \
+            }                                                                                                     \
     }
 NN_KERNEL(1, 24)
 NN_KERNEL(2, 12)
 NN_KERNEL(3, 8)
 NN_KERNEL(4, 6)
 
-void emb_nn_gemm(int M, int N, int K, float alpha, const float *A, int lda, const float *B, int ldb, float *C,
-                 int ldc) {
+static void nn_gemm(int M, int N, int K, float alpha, const float *rs, const float *A, int lda, const float *B,
+                    int ldb, float *C, int ldc) {
     for (int n0 = 0; n0 < N; n0 += 64) {
         int n = N - n0 < 64 ? N - n0 : 64, nv = (n + 15) / 16, mrows = 24 / nv;
         __mmask16 last = (__mmask16)(0xFFFFu >> (16 * nv - n));
         for (int m0 = 0; m0 < M; m0 += mrows) {
             int mr = M - m0 < mrows ? M - m0 : mrows;
             const float *a = A + (size_t)m0 * lda, *b = B + n0;
+            const float *r = rs ? rs + m0 : NULL;
             float *c = C + (size_t)m0 * ldc + n0;
             switch (nv) {
-            case 1: tile_1(mr, K, alpha, a, lda, b, ldb, last, c, ldc); break;
-            case 2: tile_2(mr, K, alpha, a, lda, b, ldb, last, c, ldc); break;
-            case 3: tile_3(mr, K, alpha, a, lda, b, ldb, last, c, ldc); break;
-            default: tile_4(mr, K, alpha, a, lda, b, ldb, last, c, ldc); break;
+            case 1: tile_1(mr, K, alpha, r, a, lda, b, ldb, last, c, ldc); break;
+            case 2: tile_2(mr, K, alpha, r, a, lda, b, ldb, last, c, ldc); break;
+            case 3: tile_3(mr, K, alpha, r, a, lda, b, ldb, last, c, ldc); break;
+            default: tile_4(mr, K, alpha, r, a, lda, b, ldb, last, c, ldc); break;
             }
         }
     }
 }
+
+void emb_nn_gemm(int M, int N, int K, float alpha, const float *A, int lda, const float *B, int ldb, float *C,
+                 int ldc) {
+    nn_gemm(M, N, K, alpha, NULL, A, lda, B, ldb, C, ldc);
+}
+void emb_nn_gemm_scaled(int M, int N, int K, const float *row_scale, const float *A, int lda, const float *B, int ldb,
+                        float *C, int ldc) {
+    nn_gemm(M, N, K, 1.0f, row_scale, A, lda, B, ldb, C, ldc);
+}
 #else
+void emb_transpose(int N, int D, const float *X, int ldx, float *T) { transpose_any(N, D, X, ldx, T); }
 int emb_nn_gemm_supported(void) { return 0; }
 void emb_nn_gemm(int M, int N, int K, float alpha, const float *A, int lda, const float *B, int ldb, float *C,
                  int ldc) {
     (void)M, (void)N, (void)K, (void)alpha, (void)A, (void)lda, (void)B, (void)ldb, (void)C, (void)ldc;
+}
+void emb_nn_gemm_scaled(int M, int N, int K, const float *row_scale, const float *A, int lda, const float *B, int ldb,
+                        float *C, int ldc) {
+    (void)M, (void)N, (void)K, (void)row_scale, (void)A, (void)lda, (void)B, (void)ldb, (void)C, (void)ldc;
 }
 #endif

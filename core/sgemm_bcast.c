@@ -12,36 +12,11 @@ size_t emb_sgemm_bcast_scratch(int K) { return 32 * (size_t)K + 16; }
 size_t emb_sgemm_bcast_panel_floats(int M, int N) { return (size_t)(M + 31) / 32 * 32 * (size_t)N; }
 
 #if defined(__x86_64__) && defined(__GNUC__)
-#include <immintrin.h>
+#include "transpose16.h"
 #define T_AVX512 __attribute__((target("avx512f")))
 
 /* Its short blocks run on sgemm_rows: the same CPUs. */
 int emb_sgemm_bcast_supported(void) { return emb_sgemm_rows_supported(); }
-
-/* r[i] lane j -> r[j] lane i. */
-T_AVX512 static inline void transpose16(__m512 *r) {
-    __m512 t[16];
-    for (int i = 0; i < 8; i++) {
-        t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
-        t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
-    }
-    for (int i = 0; i < 4; i++) {
-        r[4 * i] = _mm512_shuffle_ps(t[4 * i], t[4 * i + 2], 0x44);
-        r[4 * i + 1] = _mm512_shuffle_ps(t[4 * i], t[4 * i + 2], 0xEE);
-        r[4 * i + 2] = _mm512_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0x44);
-        r[4 * i + 3] = _mm512_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0xEE);
-    }
-    for (int i = 0; i < 4; i++) {
-        t[i] = _mm512_shuffle_f32x4(r[i], r[i + 4], 0x88);
-        t[i + 4] = _mm512_shuffle_f32x4(r[i], r[i + 4], 0xDD);
-        t[i + 8] = _mm512_shuffle_f32x4(r[i + 8], r[i + 12], 0x88);
-        t[i + 12] = _mm512_shuffle_f32x4(r[i + 8], r[i + 12], 0xDD);
-    }
-    for (int i = 0; i < 8; i++) {
-        r[i] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0x88);
-        r[i + 8] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0xDD);
-    }
-}
 
 /* P[k * 32 + m] = A[m][k] for m < mr (zeros up to 32), k < K. */
 T_AVX512 static void pack_rows(int mr, int K, const float *A, int lda, float *P) {
@@ -52,7 +27,7 @@ T_AVX512 static void pack_rows(int mr, int K, const float *A, int lda, float *P)
             __m512 r[16];
             for (int i = 0; i < 16; i++)
                 r[i] = g + i < mr ? _mm512_maskz_loadu_ps(km, A + (size_t)(g + i) * lda + k0) : _mm512_setzero_ps();
-            transpose16(r);
+            emb_transpose16(r);
             for (int i = 0; i < kn; i++) _mm512_store_ps(P + (size_t)(k0 + i) * 32 + g, r[i]);
         }
 }
@@ -62,7 +37,7 @@ T_AVX512 static void pack_rows(int mr, int K, const float *A, int lda, float *P)
 T_AVX512 static void add_transposed(const __m512 *cols, int ncols, int rows, const float *bias, float *C, int ldc) {
     __m512 r[16];
     for (int j = 0; j < 16; j++) r[j] = j < ncols ? cols[j] : _mm512_setzero_ps();
-    transpose16(r);
+    emb_transpose16(r);
     __mmask16 m = (__mmask16)((1u << ncols) - 1u);
     if (bias) {
         __m512 b = _mm512_maskz_loadu_ps(m, bias);

@@ -3,8 +3,9 @@
  * random inputs agree with double sums to float rounding. Shapes cover each register tile (1 to
  * 4 vectors of columns, 24 to 6 rows), ragged rows and columns (masked at N's end), widths past
  * 64 columns, strides wider than the rows, and nothing written outside C (C is never read:
- * it starts as NaN). emb_transpose against its definition. Without AVX-512F the products are
- * skipped (one passing check says so); the transpose runs anywhere. */
+ * it starts as NaN); the same with a scale per row (emb_nn_gemm_scaled). emb_transpose against
+ * its definition, on blocks of 16 and ragged edges, writing nothing past its output. Without
+ * AVX-512F the products are skipped (one passing check says so); the transpose runs anywhere. */
 #include "check.h"
 #include "nn_gemm.h"
 #include <math.h>
@@ -24,15 +25,18 @@ static const shape shapes[] = {{1, 1, 1},    {5, 16, 3},    {24, 16, 32},  {25, 
                                {128, 128, 32}, {128, 32, 128}, {30, 130, 9}, {16, 200, 64}};
 #define NSHAPES (sizeof shapes / sizeof shapes[0])
 
-static void run_shape(shape s, int ints) {
+/* scaled: emb_nn_gemm_scaled with a scale per row (powers of two with integer inputs) */
+static void run_shape(shape s, int ints, int scaled) {
     int M = s.M, N = s.N, K = s.K, lda = K + 2, ldb = N + 3, ldc = N + 5;
-    float alpha = ints ? 0.5f : 0.37f;
     float *A = malloc(sizeof(float) * M * lda), *B = malloc(sizeof(float) * K * ldb),
-          *C = malloc(sizeof(float) * (M + 1) * ldc);
+          *C = malloc(sizeof(float) * (M + 1) * ldc), *rs = malloc(sizeof(float) * M);
     for (int i = 0; i < M * lda; i++) A[i] = draw(ints);
     for (int i = 0; i < K * ldb; i++) B[i] = draw(ints);
     for (int i = 0; i < (M + 1) * ldc; i++) C[i] = NAN;
-    emb_nn_gemm(M, N, K, alpha, A, lda, B, ldb, C, ldc);
+    for (int i = 0; i < M; i++)
+        rs[i] = !scaled ? (ints ? 0.5f : 0.37f) : ints ? ldexpf(1.0f, i % 5 - 2) : 0.1f + 0.05f * (i % 7);
+    if (scaled) emb_nn_gemm_scaled(M, N, K, rs, A, lda, B, ldb, C, ldc);
+    else emb_nn_gemm(M, N, K, rs[0], A, lda, B, ldb, C, ldc);
     int bad = 0, outside = 0;
     double worst = 0;
     for (int m = 0; m <= M; m++)
@@ -50,40 +54,51 @@ static void run_shape(shape s, int ints) {
                 mag += fabs(t);
                 isum += (int64_t)A[m * lda + k] * (int64_t)B[k * ldb + n];
             }
-            double want = ints ? (double)isum * alpha : sum * alpha, err = fabs((double)got - want);
+            double alpha = rs[m], want = ints ? (double)isum * alpha : sum * alpha, err = fabs((double)got - want);
             if (!(ints ? err == 0 : err <= (K + 2) * 2.4e-7 * (mag * alpha + 1e-30))) bad++;
             if (err > worst) worst = err;
         }
-    CHECK(bad == 0, "%d x %d x %d (%s): %d results off, worst |error| %.3g", M, N, K,
-          ints ? "integers, exact" : "floats", bad, worst);
+    CHECK(bad == 0, "%d x %d x %d (%s%s): %d results off, worst |error| %.3g", M, N, K,
+          ints ? "integers, exact" : "floats", scaled ? ", a scale per row" : "", bad, worst);
     CHECK(outside == 0, "%d x %d x %d: %d values written outside C's %d rows and %d columns", M, N, K, outside, M, N);
     free(A);
     free(B);
     free(C);
+    free(rs);
 }
 
-static void check_transpose(void) {
-    int N = 37, D = 20, ldx = 23;
-    float *X = malloc(sizeof(float) * N * ldx), *T = malloc(sizeof(float) * D * N);
+/* T is followed by 16 NaN sentinels, which must stay */
+static void check_transpose(int N, int D, int ldx) {
+    float *X = malloc(sizeof(float) * N * ldx), *T = malloc(sizeof(float) * (D * N + 16));
     for (int i = 0; i < N * ldx; i++) X[i] = (float)i;
+    for (int i = 0; i < D * N + 16; i++) T[i] = NAN;
     emb_transpose(N, D, X, ldx, T);
-    int bad = 0;
+    int bad = 0, outside = 0;
     for (int d = 0; d < D; d++)
         for (int n = 0; n < N; n++) bad += T[d * N + n] != X[n * ldx + d];
-    CHECK(bad == 0, "emb_transpose 37 x 20 (stride 23): %d values misplaced", bad);
+    for (int i = 0; i < 16; i++) outside += !isnan(T[D * N + i]);
+    CHECK(bad == 0 && outside == 0, "emb_transpose %d x %d (stride %d): %d values misplaced, %d written past T", N, D,
+          ldx, bad, outside);
     free(X);
     free(T);
 }
 
 int main(void) {
-    check_transpose();
+    check_transpose(37, 20, 23);
+    check_transpose(1, 1, 1);
+    check_transpose(16, 16, 16);
+    check_transpose(128, 32, 384);
+    check_transpose(33, 17, 40);
+    check_transpose(5, 64, 64);
     if (!emb_nn_gemm_supported()) {
         CHECK(1, "no AVX-512F here: attention's products run on OpenBLAS");
         return check_report();
     }
     for (size_t i = 0; i < NSHAPES; i++) {
-        run_shape(shapes[i], 1);
-        run_shape(shapes[i], 0);
+        run_shape(shapes[i], 1, 0);
+        run_shape(shapes[i], 0, 0);
+        run_shape(shapes[i], 1, 1);
+        run_shape(shapes[i], 0, 1);
     }
     return check_report();
 }

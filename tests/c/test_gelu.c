@@ -1,0 +1,80 @@
+/* GELU (core/gelu.h, and emb_gelu_of of encoder_kernels.h, the path of CPUs without AVX-512)
+ * against x Phi(x) from libm's erfc in double, on 2^21 + 1 evenly spaced points of [-12, 12]
+ * and on special values: within 3e-6 relatively wherever |GELU(x)| > 1e-6 (the erf in double
+ * used before left 0.14 there, 1 + erf(x) cancelling for negative x), and within 5e-7
+ * absolutely everywhere; NaN stays NaN, +inf gives +inf and -inf NaN (-inf * 0, as in PyTorch).
+ * Every length from 1 to 130 runs the vector loop and its masked tail: each value the same bits
+ * as in the long run. */
+#include "check.h"
+#include "encoder_kernels.h"
+#include "gelu.h"
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define NPOINTS ((1 << 21) + 1)
+
+static double gelu_ref(float x) { return 0.5 * (double)x * erfc(-(double)x / sqrt(2.0)); }
+
+/* worst relative error where |ref| > 1e-6, and worst absolute error, of y against x */
+static void errors(const float *x, const float *y, size_t n, double *rel, double *abs_err, float *at) {
+    *rel = *abs_err = 0;
+    *at = 0;
+    for (size_t i = 0; i < n; i++) {
+        double ref = gelu_ref(x[i]), e = fabs((double)y[i] - ref);
+        if (e > *abs_err) *abs_err = e;
+        if (fabs(ref) > 1e-6 && e / fabs(ref) > *rel) {
+            *rel = e / fabs(ref);
+            *at = x[i];
+        }
+    }
+}
+
+int main(void) {
+    float *x = malloc(sizeof(float) * NPOINTS), *y = malloc(sizeof(float) * NPOINTS);
+    for (int i = 0; i < NPOINTS; i++) x[i] = (float)(-12.0 + 24.0 * i / (NPOINTS - 1));
+    memcpy(y, x, sizeof(float) * NPOINTS);
+    emb_gelu(y, NPOINTS);
+    double rel, abs_err;
+    float at;
+    errors(x, y, NPOINTS, &rel, &abs_err, &at);
+    CHECK(rel <= 3e-6, "emb_gelu: relative error %.3g at x = %.9g", rel, at);
+    CHECK(abs_err <= 5e-7, "emb_gelu: absolute error %.3g", abs_err);
+
+    float *z = malloc(sizeof(float) * NPOINTS);
+    for (int i = 0; i < NPOINTS; i++) z[i] = emb_gelu_of(x[i]);
+    errors(x, z, NPOINTS, &rel, &abs_err, &at);
+    CHECK(rel <= 3e-6, "emb_gelu_of: relative error %.3g at x = %.9g", rel, at);
+    CHECK(abs_err <= 5e-7, "emb_gelu_of: absolute error %.3g", abs_err);
+
+    int differ = 0;
+    float part[130];
+    for (int n = 1; n <= 130; n++) {
+        int from = (n * 7919) % (NPOINTS - 130);
+        memcpy(part, x + from, sizeof(float) * n);
+        emb_gelu(part, (size_t)n);
+        differ += memcmp(part, y + from, sizeof(float) * n) != 0;
+    }
+    CHECK(differ == 0, "emb_gelu over 1..130 values: %d lengths differ from the long run", differ);
+
+    float special[] = {0.0f, -0.0f, 1e-30f, -1e-30f, 1e-45f, 3e38f, -3e38f, INFINITY, -INFINITY, NAN, -20.0f, 20.0f};
+    size_t ns = sizeof special / sizeof special[0];
+    float out[sizeof special / sizeof special[0]];
+    memcpy(out, special, sizeof special);
+    emb_gelu(out, ns);
+    for (size_t i = 0; i < ns; i++) {
+        float s = special[i], got = out[i], of = emb_gelu_of(s);
+        int ok;
+        if (isnan(s) || s == -INFINITY) ok = isnan(got) && isnan(of);
+        else if (s == INFINITY) ok = got == INFINITY && of == INFINITY;
+        else {
+            double ref = gelu_ref(s), tol = fabs(ref) * 3e-6 + 1e-37;
+            ok = fabs(got - ref) <= tol && fabs(of - ref) <= tol && signbit(got) == signbit((float)ref);
+        }
+        CHECK(ok, "GELU(%g): emb_gelu %g, emb_gelu_of %g, want %g", s, got, of, gelu_ref(s));
+    }
+    free(x);
+    free(y);
+    free(z);
+    return check_report();
+}
