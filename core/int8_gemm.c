@@ -336,13 +336,22 @@ int emb_i8_gemm_q(const emb_i8_act *a, const emb_i8w *w, const float *bias, floa
         emb_i8k_run(j.path, &g, 0, a->M, 0, j.panels);
         return 0;
     }
-    /* panels in blocks of 4 (one AVX-512 tile's width), at least two blocks per thread; rows
-     * split too (in multiples of the 6-row tile) when there are too few panel blocks */
-    int blocks = (j.panels + 3) / 4, want = 2 * threads;
-    j.panel_tasks = blocks < want ? blocks : want;
-    j.panel_step = (j.panels + j.panel_tasks - 1) / j.panel_tasks;
-    j.panel_tasks = (j.panels + j.panel_step - 1) / j.panel_step;
-    int row_tasks = (want + j.panel_tasks - 1) / j.panel_tasks;
+    /* With at least two 6-row tiles for each of two tasks per thread, by rows alone (each task
+     * runs full-width tiles). Else by panels, in whole blocks of 4 (one AVX-512 tile's width: a
+     * split inside a block leaves its tasks on narrower tiles), the block count per task that
+     * gives the busiest thread the fewest blocks; rows split too (in multiples of the 6-row tile)
+     * when there are fewer panel tasks than threads. */
+    int blocks = (j.panels + 3) / 4, want = 2 * threads, row_tasks = want;
+    if (a->M < 12 * want) {
+        int step = blocks, load = blocks;
+        for (int b = 1; b <= blocks; b++) {
+            int tasks = (blocks + b - 1) / b, busiest = (tasks + threads - 1) / threads * b;
+            if (busiest <= load) step = b, load = busiest; /* the fewest tasks of that load */
+        }
+        j.panel_step = step * 4;
+        j.panel_tasks = (j.panels + j.panel_step - 1) / j.panel_step;
+        row_tasks = (threads + j.panel_tasks - 1) / j.panel_tasks;
+    }
     j.row_step = (a->M + row_tasks - 1) / row_tasks;
     j.row_step = (j.row_step + 5) / 6 * 6;
     row_tasks = (a->M + j.row_step - 1) / j.row_step;
