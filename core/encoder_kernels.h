@@ -41,7 +41,8 @@ static inline float emb_expf(float x) {
     p = p * r + 5.0000001201E-1f;
     float y = p * (r * r) + r + 1.0f;
     union { int32_t i; float f; } u;
-    u.i = ((int32_t)n + 127) << 23;
+    int32_t ni = n == n ? (int32_t)n : 0; /* NaN: y is NaN already; the shift must stay defined */
+    u.i = (ni + 127) << 23;
     return y * u.f;
 }
 
