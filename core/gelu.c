@@ -32,7 +32,7 @@ EMB_T_AVX512_FMA static inline __m512 gelu16(__m512 x) {
     return _mm512_mul_ps(x, _mm512_mask_sub_ps(h, pos, one, h)); /* x >= 0: 1 - h; else (and NaN) h */
 }
 
-/* two vectors a step: the polynomial is a chain of dependent operations */
+/* four vectors a step: the polynomial is a chain of dependent operations */
 EMB_T_AVX512_FMA static void gelu_avx512(float *y, size_t n) {
     size_t i = 0;
     for (; i + 64 <= n; i += 64) {
