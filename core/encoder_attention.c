@@ -92,8 +92,10 @@ static int scores_softmax(const emb_attention_job *c, int h, float *Sr, int r0, 
             for (int j = 0; j < nk; j++) Sr[(size_t)i * nk + j] -= alibi_penalty(slope, r0 + i - (k0 + j));
     }
     if (c->half_window < 0) {
-        if (!inv) softmax_rows(Sr, m, nk);
-        for (int i = 0; inv && i < m; i++) inv[i] = exp_row(Sr + (size_t)i * nk, nk);
+        if (inv)
+            for (int i = 0; i < m; i++) inv[i] = exp_row(Sr + (size_t)i * nk, nk);
+        else
+            softmax_rows(Sr, m, nk);
         return 0;
     }
     int empty = 0, w = c->half_window;

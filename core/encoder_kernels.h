@@ -25,6 +25,14 @@
 #define EMB_CLONES
 #endif
 
+/* The polynomials of emb_expf and emb_gelu_of, highest power first, for them and for their
+ * AVX-512 forms (vexp512.h, gelu.c): Cephes' expf on [-ln 2 / 2, ln 2 / 2], and Numerical
+ * Recipes' erfcc fit P(t) (erfc(z) = t exp(-z^2 + P(t)), t = 1 / (1 + z / 2)). */
+#define EMB_EXP_POLY 1.9875691500E-4f, 1.3981999507E-3f, 8.3334519073E-3f, 4.1665795894E-2f, 1.6666665459E-1f, \
+                     5.0000001201E-1f
+#define EMB_ERFC_POLY 0.17087277f, -0.82215223f, 1.48851587f, -1.13520398f, 0.27886807f, -0.18628806f, \
+                      0.09678418f, 0.37409196f, 1.00002368f, -1.26551223f
+
 EMB_KERNELS_BEGIN
 /* exp for x <= 88 (Cephes polynomial, ~1 ulp; clamped below at -87 where the result is < 2e-38) */
 static inline float emb_expf(float x) {
@@ -33,12 +41,10 @@ static inline float emb_expf(float x) {
     float n = (x * 1.44269504088896341f + 12582912.0f) - 12582912.0f; /* round to nearest */
     float r = x - n * 0.693359375f;
     r = r - n * -2.12194440e-4f;
-    float p = 1.9875691500E-4f;
-    p = p * r + 1.3981999507E-3f;
-    p = p * r + 8.3334519073E-3f;
-    p = p * r + 4.1665795894E-2f;
-    p = p * r + 1.6666665459E-1f;
-    p = p * r + 5.0000001201E-1f;
+    static const float c[] = {EMB_EXP_POLY};
+    float p = c[0];
+#pragma GCC unroll 6
+    for (int i = 1; i < 6; i++) p = p * r + c[i];
     float y = p * (r * r) + r + 1.0f;
     union { int32_t i; float f; } u;
     int32_t ni = n == n ? (int32_t)n : 0; /* NaN: y is NaN already; the shift must stay defined */
@@ -53,16 +59,10 @@ static inline float emb_expf(float x) {
 static inline float emb_gelu_of(float x) {
     float z = (x < 0 ? -x : x) * 0.70710678118654752f;
     float t = 1.0f / (1.0f + 0.5f * z);
-    float p = 0.17087277f;
-    p = p * t + -0.82215223f;
-    p = p * t + 1.48851587f;
-    p = p * t + -1.13520398f;
-    p = p * t + 0.27886807f;
-    p = p * t + -0.18628806f;
-    p = p * t + 0.09678418f;
-    p = p * t + 0.37409196f;
-    p = p * t + 1.00002368f;
-    p = p * t + -1.26551223f;
+    static const float c[] = {EMB_ERFC_POLY};
+    float p = c[0];
+#pragma GCC unroll 10
+    for (int i = 1; i < 10; i++) p = p * t + c[i];
     float h = 0.5f * t * emb_expf(p - z * z); /* Phi(-|x|) = erfc(z) / 2 */
     return x * (x >= 0 ? 1.0f - h : h);
 }

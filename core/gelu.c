@@ -16,16 +16,10 @@ EMB_T_AVX512_FMA static inline __m512 gelu16(__m512 x) {
                              _mm512_set1_ps(16.0f));
     __m512 d = _mm512_fmadd_ps(z, half, one), t = _mm512_rcp14_ps(d); /* 1 / d: one Newton step */
     t = _mm512_fmadd_ps(t, _mm512_fnmadd_ps(d, t, one), t);
-    __m512 p = _mm512_set1_ps(0.17087277f);
-    p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(-0.82215223f));
-    p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(1.48851587f));
-    p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(-1.13520398f));
-    p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(0.27886807f));
-    p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(-0.18628806f));
-    p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(0.09678418f));
-    p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(0.37409196f));
-    p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(1.00002368f));
-    p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(-1.26551223f));
+    static const float c[] = {EMB_ERFC_POLY};
+    __m512 p = _mm512_set1_ps(c[0]);
+#pragma GCC unroll 10
+    for (int i = 1; i < 10; i++) p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(c[i]));
     __m512 h = _mm512_mul_ps(_mm512_mul_ps(half, t), emb_vexp512(_mm512_fnmadd_ps(z, z, p)));
     h = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(z, _mm512_set1_ps(11.0f), _CMP_LT_OQ), h);
     __mmask16 pos = _mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_GE_OQ);

@@ -4,39 +4,13 @@
 #include "nn_gemm.h"
 #include <stddef.h>
 
-static void transpose_any(int N, int D, const float *X, int ldx, float *T) {
-    for (int n0 = 0; n0 < N; n0 += 16) { /* 16 rows of X at a time: T's rows fill a line each */
-        int n1 = N - n0 < 16 ? N : n0 + 16;
-        for (int d = 0; d < D; d++)
-            for (int n = n0; n < n1; n++) T[(size_t)d * N + n] = X[(size_t)n * ldx + d];
-    }
-}
-
 #if defined(__x86_64__) && defined(__GNUC__)
 #include "transpose16.h"
 #include "vexp512.h"
 #define T_AVX512 __attribute__((target("avx512f")))
 
-/* 16 x 16 blocks in registers, masked at N's and D's ends */
-T_AVX512 static void transpose512(int N, int D, const float *X, int ldx, float *T) {
-    for (int n0 = 0; n0 < N; n0 += 16) {
-        int nn = N - n0 < 16 ? N - n0 : 16;
-        __mmask16 nm = (__mmask16)((1u << nn) - 1u);
-        for (int d0 = 0; d0 < D; d0 += 16) {
-            int dn = D - d0 < 16 ? D - d0 : 16;
-            __mmask16 dm = (__mmask16)((1u << dn) - 1u);
-            __m512 r[16];
-            for (int i = 0; i < 16; i++)
-                r[i] = i < nn ? _mm512_maskz_loadu_ps(dm, X + (size_t)(n0 + i) * ldx + d0) : _mm512_setzero_ps();
-            emb_transpose16(r);
-            for (int i = 0; i < dn; i++) _mm512_mask_storeu_ps(T + (size_t)(d0 + i) * N + n0, nm, r[i]);
-        }
-    }
-}
-
-void emb_transpose(int N, int D, const float *X, int ldx, float *T) {
-    if (emb_vexp512_supported()) transpose512(N, D, X, ldx, T);
-    else transpose_any(N, D, X, ldx, T);
+T_AVX512 void emb_transpose(int N, int D, const float *X, int ldx, float *T) {
+    emb_transpose_rows(N, N, D, X, ldx, T, N);
 }
 
 int emb_nn_gemm_supported(void) { return emb_vexp512_supported(); } /* attention's softmax needs FMA too */
@@ -101,7 +75,9 @@ void emb_nn_gemm_scaled(int M, int N, int K, const float *row_scale, const float
     nn_gemm(M, N, K, 1.0f, row_scale, A, lda, B, ldb, C, ldc);
 }
 #else
-void emb_transpose(int N, int D, const float *X, int ldx, float *T) { transpose_any(N, D, X, ldx, T); }
+void emb_transpose(int N, int D, const float *X, int ldx, float *T) {
+    (void)N, (void)D, (void)X, (void)ldx, (void)T;
+}
 int emb_nn_gemm_supported(void) { return 0; }
 void emb_nn_gemm(int M, int N, int K, float alpha, const float *A, int lda, const float *B, int ldb, float *C,
                  int ldc) {

@@ -20,16 +20,7 @@ int emb_sgemm_bcast_supported(void) { return emb_sgemm_rows_supported(); }
 
 /* P[k * 32 + m] = A[m][k] for m < mr (zeros up to 32), k < K. */
 T_AVX512 static void pack_rows(int mr, int K, const float *A, int lda, float *P) {
-    for (int g = 0; g < 32; g += 16)
-        for (int k0 = 0; k0 < K; k0 += 16) {
-            int kn = K - k0 < 16 ? K - k0 : 16;
-            __mmask16 km = (__mmask16)((1u << kn) - 1u);
-            __m512 r[16];
-            for (int i = 0; i < 16; i++)
-                r[i] = g + i < mr ? _mm512_maskz_loadu_ps(km, A + (size_t)(g + i) * lda + k0) : _mm512_setzero_ps();
-            emb_transpose16(r);
-            for (int i = 0; i < kn; i++) _mm512_store_ps(P + (size_t)(k0 + i) * 32 + g, r[i]);
-        }
+    emb_transpose_rows(mr, 32, K, A, lda, P, 32);
 }
 
 /* C[i][j] = bias[j] + cols[j] lane i, or without a bias C[i][j] += cols[j] lane i, for i < rows,

@@ -4,6 +4,7 @@
  * come out as subnormals. Include only on x86-64 with GCC or clang. Internal to the encoder's files. */
 #ifndef EMBED_VEXP512_H
 #define EMBED_VEXP512_H
+#include "encoder_kernels.h"
 #include <immintrin.h>
 
 #define EMB_T_AVX512_FMA __attribute__((target("avx512f,fma")))
@@ -15,12 +16,10 @@ EMB_T_AVX512_FMA static inline __m512 emb_vexp512(__m512 x) {
                                     _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
     __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
     r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
-    __m512 p = _mm512_set1_ps(1.9875691500E-4f);
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507E-3f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073E-3f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894E-2f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459E-1f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201E-1f));
+    static const float c[] = {EMB_EXP_POLY};
+    __m512 p = _mm512_set1_ps(c[0]);
+#pragma GCC unroll 6
+    for (int i = 1; i < 6; i++) p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(c[i]));
     __m512 y = _mm512_add_ps(_mm512_fmadd_ps(p, _mm512_mul_ps(r, r), r), _mm512_set1_ps(1.0f));
     return _mm512_scalef_ps(y, n);
 }
