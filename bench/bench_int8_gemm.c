@@ -396,6 +396,7 @@ static void accuracy(void) {
 }
 
 int main(int argc, char **argv) {
+    bench_openblas_sleeps(argv);
     srand48(12345);
     int quick = argc > 1 && !strcmp(argv[1], "--quick");
     const char *r = getenv("REPS");
