@@ -338,10 +338,11 @@ int emb_i8_gemm_q(const emb_i8_act *a, const emb_i8w *w, const float *bias, floa
     }
     /* With at least two 6-row tiles for each of two tasks per thread, by rows alone (each task
      * runs full-width tiles; at 128 rows on two threads, 2 tasks of 11 tiles, not 4 of 6, 6, 6
-     * and 4, which left one thread 12 tiles: bert-base 1 x 128, 9 % faster). Else by panels, in whole blocks of 4 (one AVX-512 tile's width: a
-     * split inside a block leaves its tasks on narrower tiles), the block count per task that
-     * gives the busiest thread the fewest blocks; rows split too (in multiples of the 6-row tile)
-     * when there are fewer panel tasks than threads. */
+     * and 4, which left one thread 12 tiles: bert-base 1 x 128, 9 % faster). Else by panels, in
+     * whole blocks of 4 (one AVX-512 tile's width: a split inside a block leaves its tasks on
+     * narrower tiles), the block count per task that gives the busiest thread the fewest
+     * blocks; rows split too (in multiples of the 6-row tile) when there are fewer panel tasks
+     * than threads. */
     int blocks = (j.panels + 3) / 4, want = 2 * threads, row_tasks = want;
     if (a->M >= 12 * want) { /* one or two tasks per thread, whichever leaves the busiest fewer tiles */
         int tiles = (a->M + 5) / 6, load = tiles + 1;
