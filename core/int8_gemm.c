@@ -326,6 +326,12 @@ static void gemm_task(void *ctx, int task, int worker) {
     emb_i8k_run(j->path, j->g, m0, m1, p0, p1);
 }
 
+/* The units the busiest of `threads` threads runs when `units` are cut into tasks of `step`. */
+static int busiest_share(int units, int step, int threads) {
+    int tasks = (units + step - 1) / step;
+    return (tasks + threads - 1) / threads * step;
+}
+
 int emb_i8_gemm_q(const emb_i8_act *a, const emb_i8w *w, const float *bias, float beta, float *C, int ldc,
                   emb_workers *workers) {
     if (a->K != w->K) return -1;
@@ -337,33 +343,28 @@ int emb_i8_gemm_q(const emb_i8_act *a, const emb_i8w *w, const float *bias, floa
         return 0;
     }
     /* With at least two 6-row tiles for each of two tasks per thread, by rows alone (each task
-     * runs full-width tiles; at 128 rows on two threads, 2 tasks of 11 tiles, not 4 of 6, 6, 6
-     * and 4, which left one thread 12 tiles: bert-base 1 x 128, 9 % faster). Else by panels, in
+     * runs full-width tiles), in one or two tasks per thread, whichever leaves the busiest
+     * thread fewer tiles (at 128 rows on two threads, 2 tasks of 11 tiles, not 4 of 6, 6, 6 and
+     * 4, which left one thread 12 tiles: bert-base 1 x 128, 9 % faster). Else by panels, in
      * whole blocks of 4 (one AVX-512 tile's width: a split inside a block leaves its tasks on
      * narrower tiles), the block count per task that gives the busiest thread the fewest
      * blocks; rows split too (in multiples of the 6-row tile) when there are fewer panel tasks
      * than threads. */
-    int blocks = (j.panels + 3) / 4, want = 2 * threads, row_tasks = want;
-    if (a->M >= 12 * want) { /* one or two tasks per thread, whichever leaves the busiest fewer tiles */
-        int tiles = (a->M + 5) / 6, load = tiles + 1;
-        for (int k = threads; k <= want; k += threads) {
-            int step = (tiles + k - 1) / k, tasks = (tiles + step - 1) / step;
-            int busiest = (tasks + threads - 1) / threads * step;
-            if (busiest <= load) load = busiest, row_tasks = k; /* ties: more tasks, for a thread held up */
-        }
+    int want = 2 * threads;
+    if (a->M >= 12 * want) {
+        int tiles = (a->M + 5) / 6, one = (tiles + threads - 1) / threads, two = (tiles + want - 1) / want;
+        /* ties: two, for a thread held up */
+        j.row_step = 6 * (busiest_share(tiles, two, threads) <= busiest_share(tiles, one, threads) ? two : one);
     } else {
-        int step = blocks, load = blocks;
-        for (int b = 1; b <= blocks; b++) {
-            int tasks = (blocks + b - 1) / b, busiest = (tasks + threads - 1) / threads * b;
-            if (busiest <= load) step = b, load = busiest; /* the fewest tasks of that load */
-        }
+        int blocks = (j.panels + 3) / 4, step = 1;
+        for (int b = 2; b <= blocks; b++) /* ties: the fewer tasks */
+            if (busiest_share(blocks, b, threads) <= busiest_share(blocks, step, threads)) step = b;
         j.panel_step = step * 4;
         j.panel_tasks = (j.panels + j.panel_step - 1) / j.panel_step;
-        row_tasks = (threads + j.panel_tasks - 1) / j.panel_tasks;
+        int row_tasks = (threads + j.panel_tasks - 1) / j.panel_tasks;
+        j.row_step = ((a->M + row_tasks - 1) / row_tasks + 5) / 6 * 6;
     }
-    j.row_step = (a->M + row_tasks - 1) / row_tasks;
-    j.row_step = (j.row_step + 5) / 6 * 6;
-    row_tasks = (a->M + j.row_step - 1) / j.row_step;
+    int row_tasks = (a->M + j.row_step - 1) / j.row_step;
     emb_workers_run(workers, row_tasks * j.panel_tasks, gemm_task, &j);
     return 0;
 }

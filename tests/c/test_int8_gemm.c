@@ -183,9 +183,8 @@ static void test_dequantized(void) {
 }
 
 /* Two threads (every shape is past EMB_I8_PAR_MIN_MACS; split by rows alone from 48 rows, in two
- * tasks (128, 200 rows) or four (301), else
- * by whole blocks of 4 panels, ragged at N's end, with rows too below two panel tasks) give the
- * bits of one. */
+ * tasks (128, 200 rows) or four (301), else by whole blocks of 4 panels, ragged at N's end, with
+ * rows too below two panel tasks) give the bits of one. */
 static void test_threads(void) {
     char err[EMB_ERR_LEN];
     emb_workers *wk = emb_workers_new(1);
