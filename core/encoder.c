@@ -11,6 +11,7 @@
 #include "relpos.h"
 #include "gelu.h"
 #include "nn_gemm.h"
+#include "panel_norm.h"
 #include "sgemm_bcast.h"
 #include "sgemm_rows.h"
 #include "workers.h"
@@ -36,7 +37,8 @@ struct emb_workspace {
     emb_workers *workers;       /* helper threads, or NULL */
     float *packs;               /* float32 on AVX-512: each thread's scratch for emb_sgemm_bcast */
     size_t packs_n;
-    float *panels;              /* float32 on AVX-512, over 24 rows: the hidden states packed for Q, K, V */
+    float *panels;              /* float32 on AVX-512, over 24 rows: BERT's residual stream, or the
+                                 * hidden states packed for Q, K, V */
     size_t panels_n;
     emb_i8_act act;             /* int8 weights: the quantized input of the current product */
     emb_bf16_act bact;          /* bf16 weights: the rounded input of the current product */
@@ -235,9 +237,9 @@ typedef struct {
     const float *act_of;                  /* int8: whose rows act holds, ready for a product, or NULL */
     float *packs;                         /* float32 on AVX-512: the products run on emb_sgemm_bcast
                                            * with this scratch; else NULL and OpenBLAS */
-    int ffn_panels;                       /* float32 on AVX-512, BERT's feed-forward, over 24 rows: its
-                                           * inner activations go from one product to the next as
-                                           * GELU'd panels (emb_sgemm_bcast_gelu_panels) in inter */
+    float *stream_panels;                 /* float32 on AVX-512, BERT's layers, over 24 rows: the residual
+                                           * stream between the embeddings and the last layer, kept as
+                                           * panels (layers_post_norm_panels); else NULL */
     float *qkv_panels;                    /* float32 on AVX-512, over 24 rows: Q, K and V read one
                                            * packing of their input from here; else NULL */
     int tile_products;                    /* float32 on OpenBLAS, a short batch on several threads: the
@@ -254,7 +256,8 @@ typedef struct {
     const emb_attention_span *span;       /* the layers whose weights are captured into probs, or NULL */
     float *probs;
     const float *res_bias;                /* pre-norm: the bias the residual stream still lacks, or NULL */
-    const float *norm_g, *norm_b;         /* pre-norm: the norm the row task applies into xn (NULL: none) */
+    const float *norm_g, *norm_b;         /* pre-norm: the norm the row task applies into xn (NULL: none);
+                                           * stream panels: the norm task_panel_ln applies */
 } fwd_ctx;
 
 /* Q, K, V rows [r0, r0+n) start as the next layer's biases */
@@ -353,6 +356,13 @@ static void task_ln2(void *cv, int t, int worker) {
     bias_ln(c->X + r0 * c->H, c->w->b2, c->w->ln2_g, c->w->ln2_b, n, c->H, c->eps);
     preload_qkv(c, r0, n);
     quantize_rows(c, r0, n);
+}
+
+/* One 32-row panel of the residual stream through the current norm. */
+static void task_panel_ln(void *cv, int t, int worker) {
+    (void)worker;
+    fwd_ctx *c = cv;
+    emb_panel_layernorm(c->stream_panels + (size_t)t * 32 * c->H, c->norm_g, c->norm_b, c->H, c->eps);
 }
 
 /* RoBERTa's position ids, as transformers' create_position_ids_from_input_ids: padding_idx plus
@@ -460,6 +470,14 @@ static void ffn_in(fwd_ctx *fc, const emb_layer_weights *w, const float *A) {
     }
 }
 
+/* float32 on AVX-512: Q, K and V from one packing of their input. */
+static void qkv_from_panels(fwd_ctx *fc, const emb_layer_weights *w, const float *P) {
+    int BT = (int)fc->BT, H = fc->H;
+    emb_sgemm_bcast_panels(BT, H, H, P, w->wq, H, w->bq, fc->q, H, fc->packs, fc->gemm_workers);
+    emb_sgemm_bcast_panels(BT, H, H, P, w->wk, H, w->bk, fc->k, H, fc->packs, fc->gemm_workers);
+    emb_sgemm_bcast_panels(BT, H, H, P, w->wv, H, w->bv, fc->v, H, fc->packs, fc->gemm_workers);
+}
+
 /* Q, K and V from A: int8 quantizes A once for the three products, bf16 rounds it once. */
 static void qkv_in(fwd_ctx *fc, const emb_layer_weights *w, const float *A) {
     int BT = (int)fc->BT, H = fc->H;
@@ -474,11 +492,8 @@ static void qkv_in(fwd_ctx *fc, const emb_layer_weights *w, const float *A) {
         return;
     }
     if (!w8 && fc->qkv_panels) {
-        float *P = fc->qkv_panels;
-        emb_sgemm_bcast_pack_panels(BT, H, A, H, P, gw);
-        emb_sgemm_bcast_panels(BT, H, H, P, w->wq, H, w->bq, fc->q, H, fc->packs, gw);
-        emb_sgemm_bcast_panels(BT, H, H, P, w->wk, H, w->bk, fc->k, H, fc->packs, gw);
-        emb_sgemm_bcast_panels(BT, H, H, P, w->wv, H, w->bv, fc->v, H, fc->packs, gw);
+        emb_sgemm_bcast_pack_panels(BT, H, A, H, fc->qkv_panels, gw);
+        qkv_from_panels(fc, w, fc->qkv_panels);
         return;
     }
     if (!w8) {
@@ -501,19 +516,51 @@ typedef struct {
     int row_tasks, ffn_tasks;
 } plan;
 
-/* Q, K, V from A (onto the biases the row tasks preloaded), attention, and its output projection
- * added onto the residual stream X. */
-static void attention_block(fwd_ctx *fc, const emb_workspace *ws, const plan *pl, int l, const float *A) {
-    const emb_layer_weights *w = fc->w;
-    int BT = (int)fc->BT, H = fc->H;
-    qkv_in(fc, w, A);
+/* Layer l's attention over Q, K and V, its context written over Q. */
+static void attend(fwd_ctx *fc, const emb_workspace *ws, const plan *pl, int l) {
     layer_attention(fc, &fc->e->cfg, ws, l);
     const emb_attention_span *s = fc->span;
     fc->att.capture = s && l + 1 >= s->first_layer && l + 1 <= s->last_layer
                           ? fc->probs + (size_t)(l + 1 - s->first_layer) * fc->att.capture_nh * fc->T * fc->T
                           : NULL;
     emb_workers_run(pl->att, fc->B * fc->NH, emb_attention_task, &fc->att);
+}
+/* Q, K, V from A (onto the biases the row tasks preloaded), attention, and its output projection
+ * added onto the residual stream X. */
+static void attention_block(fwd_ctx *fc, const emb_workspace *ws, const plan *pl, int l, const float *A) {
+    const emb_layer_weights *w = fc->w;
+    int BT = (int)fc->BT, H = fc->H;
+    qkv_in(fc, w, A);
+    attend(fc, ws, pl, l);
     linear_acc(fc, fc->q, H, w->wo, LIN_O, NULL, fc->X, H, BT, H, H);
+}
+
+/* BERT's layers with the residual stream kept as 32-row panels, the layout the products read
+ * (float32 on AVX-512, over 24 rows): the output projection and the feed-forward add (bias +
+ * product) onto the panels, the norms run down their columns, and Q, K, V and the feed-forward
+ * read them in place; the stream is packed once after the embeddings and unpacked once at the
+ * end, instead of two packings and two transposed write-backs in every layer. */
+static void layers_post_norm_panels(fwd_ctx *fc, const emb_workspace *ws, const plan *pl, int n_layers) {
+    const emb_encoder *e = fc->e;
+    int BT = (int)fc->BT, H = fc->H, FF = fc->FF, panels = (BT + 31) / 32;
+    float *X = fc->stream_panels;
+    emb_workers *gw = fc->gemm_workers;
+    if (n_layers == 0) return;
+    emb_sgemm_bcast_pack_panels(BT, H, fc->X, H, X, gw);
+    for (int l = 0; l < n_layers; l++) {
+        const emb_layer_weights *w = &e->L[l];
+        fc->w = w;
+        qkv_from_panels(fc, w, X);
+        attend(fc, ws, pl, l);
+        emb_sgemm_bcast_to_panels(BT, H, H, fc->q, H, NULL, w->wo, H, w->bo, EMB_PANELS_ADD, X, fc->packs, gw);
+        fc->norm_g = w->ln1_g, fc->norm_b = w->ln1_b;
+        emb_workers_run(pl->rows, panels, task_panel_ln, fc);
+        emb_sgemm_bcast_to_panels(BT, FF, H, NULL, 0, X, w->w1, H, w->b1, EMB_PANELS_GELU, fc->inter, fc->packs, gw);
+        emb_sgemm_bcast_to_panels(BT, H, FF, NULL, 0, fc->inter, w->w2, FF, w->b2, EMB_PANELS_ADD, X, fc->packs, gw);
+        fc->norm_g = w->ln2_g, fc->norm_b = w->ln2_b;
+        emb_workers_run(pl->rows, panels, task_panel_ln, fc);
+    }
+    emb_sgemm_bcast_unpack_panels(BT, H, X, fc->X, H, gw);
 }
 
 /* BERT's layers: LayerNorm after attention and after the feed-forward, each with its residual. */
@@ -530,18 +577,10 @@ static void layers_post_norm(fwd_ctx *fc, const emb_workspace *ws, const plan *p
         attention_block(fc, ws, pl, l, fc->X);
         quantize_in_tasks(fc, fc->X, fc->H, fc->H);
         emb_workers_run(pl->rows, pl->row_tasks, task_ln1, fc);
-        if (fc->ffn_panels) {
-            int BT = (int)fc->BT;
-            emb_sgemm_bcast_gelu_panels(BT, fc->FF, fc->H, fc->X, fc->H, w->w1, fc->H, w->b1, fc->inter, fc->packs,
-                                        fc->gemm_workers);
-            emb_sgemm_bcast_panels(BT, fc->H, fc->FF, fc->inter, w->w2, fc->FF, NULL, fc->X, fc->H, fc->packs,
-                                   fc->gemm_workers);
-        } else {
-            ffn_in(fc, w, fc->X);
-            quantize_in_tasks(fc, fc->inter, fc->FFin, fc->FF);
-            emb_workers_run(pl->rows, pl->ffn_tasks, task_gelu, fc);
-            linear_acc(fc, fc->inter, fc->FFin, w->w2, LIN_FFN_OUT, NULL, fc->X, fc->H, (int)fc->BT, fc->H, fc->FF);
-        }
+        ffn_in(fc, w, fc->X);
+        quantize_in_tasks(fc, fc->inter, fc->FFin, fc->FF);
+        emb_workers_run(pl->rows, pl->ffn_tasks, task_gelu, fc);
+        linear_acc(fc, fc->inter, fc->FFin, w->w2, LIN_FFN_OUT, NULL, fc->X, fc->H, (int)fc->BT, fc->H, fc->FF);
         quantize_in_tasks(fc, fc->next ? fc->X : NULL, fc->H, fc->H);
         emb_workers_run(pl->rows, pl->row_tasks, task_ln2, fc);
     }
@@ -626,8 +665,8 @@ int emb_encoder_forward_capture(const emb_encoder *e, emb_workspace *ws, int B, 
     if (want_workers && !ws->workers) ws->workers = emb_workers_new(nthr - 1); /* NULL: run on the caller alone */
     int n_workers = emb_workers_helpers(ws->workers) + 1;
     size_t need = BT * (size_t)(3 * H > FFin ? 3 * H : FFin); /* q, k, v; later the FFN's inner activations */
-    int panels_ok = bcast && BT > 24, ffn_panels = panels_ok && FFin == FF && !c->pre_norm; /* see fwd_ctx */
-    size_t panels = ffn_panels ? emb_sgemm_bcast_panel_floats((int)BT, FF) : 0;
+    int panels_ok = bcast && BT > 24, stream_panels = panels_ok && FFin == FF && !c->pre_norm; /* see fwd_ctx */
+    size_t panels = stream_panels ? emb_sgemm_bcast_panel_floats((int)BT, FF) : 0; /* the inner GELU panels */
     if (need < panels) need = panels;
     if (grow(&ws->arena, &ws->arena_n, need) ||
         grow(&ws->scores, &ws->scores_n, (size_t)n_workers * EMB_ATTENTION_SCRATCH(T, dh)) ||
@@ -676,8 +715,8 @@ int emb_encoder_forward_capture(const emb_encoder *e, emb_workspace *ws, int B, 
     fc.next = n_layers > 0 && !c->pre_norm ? &e->L[0] : NULL;
     fc.bias_in_gemm = e->L8 || e->LB || bcast;
     fc.packs = bcast ? ws->packs : NULL;
-    fc.ffn_panels = ffn_panels;
-    fc.qkv_panels = panels_ok ? ws->panels : NULL;
+    fc.stream_panels = stream_panels ? ws->panels : NULL;
+    fc.qkv_panels = panels_ok && !stream_panels ? ws->panels : NULL;
     /* without AVX-512, a short batch's products stay on one of OpenBLAS's threads */
     fc.tile_products = !bcast && BT <= TILE_MAX_ROWS && nthr > 1;
     fc.act = &ws->act;
@@ -686,6 +725,7 @@ int emb_encoder_forward_capture(const emb_encoder *e, emb_workspace *ws, int B, 
     emb_workers_run(pl.rows, row_tasks, task_embed, &fc);
     fc.gemm_workers = ws->workers;
     if (c->pre_norm) layers_pre_norm(&fc, ws, &pl, n_layers);
+    else if (fc.stream_panels) layers_post_norm_panels(&fc, ws, &pl, n_layers);
     else layers_post_norm(&fc, ws, &pl, n_layers);
     if (fc.failed) return emb_fail(err, "out of memory for a batch of %d x %d tokens", B, T);
     return 0;

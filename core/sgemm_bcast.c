@@ -50,12 +50,15 @@ static inline void prefetch_rows(const float *bias, int rows, const float *C, in
 /* Weight row j of a tile of nr (short tiles repeat their last row, whose sums are dropped). */
 #define WROW(j) (W + (size_t)((j) < nr ? (j) : nr - 1) * ldw)
 
+/* Where a 32-row tile's sums go: into C's rows, or into 32-row panel columns (32 floats per
+ * column, every lane: those past mr hold padding, never read back into C) as bias + sums, that
+ * added onto what the panel holds (bias + sums first, then the panel's value), or GELU of it. */
+typedef enum { OUT_ROWS, OUT_SET_PANELS, OUT_ADD_PANELS, OUT_GELU_PANELS } out_kind;
+
 /* Columns n0..n0+nr-1 (nr <= 12) of rows 0..mr-1 (mr <= 32), from A packed 32 wide. */
-/* ... into C, or with gelu_out into GELU(bias + sums) as 32-row panel columns (32 floats per
- * column, every lane: those past mr hold GELU of padding, never read back into C). */
 T_AVX512 static void kernel_32x12(int mr, int nr, int K, const float *P, const float *W, int ldw, const float *bias,
-                                  float *C, int ldc, float *gelu_out) {
-    prefetch_rows(bias, mr, C, ldc);
+                                  float *C, int ldc, out_kind out) {
+    if (out == OUT_ROWS) prefetch_rows(bias, mr, C, ldc);
     const float *w[12];
     for (int j = 0; j < 12; j++) w[j] = WROW(j);
     __m512 lo[12], hi[12];
@@ -70,17 +73,21 @@ T_AVX512 static void kernel_32x12(int mr, int nr, int K, const float *P, const f
             hi[j] = _mm512_fmadd_ps(a1, b, hi[j]);
         }
     }
-    if (gelu_out) {
-        for (int j = 0; j < nr; j++) {
-            __m512 b = _mm512_set1_ps(bias ? bias[j] : 0.0f);
-            _mm512_store_ps(gelu_out + 32 * j, _mm512_add_ps(lo[j], b));
-            _mm512_store_ps(gelu_out + 32 * j + 16, _mm512_add_ps(hi[j], b));
-        }
-        emb_gelu(gelu_out, (size_t)nr * 32);
+    if (out == OUT_ROWS) {
+        add_transposed(lo, nr, mr < 16 ? mr : 16, bias, C, ldc);
+        if (mr > 16) add_transposed(hi, nr, mr - 16, bias, C + (size_t)16 * ldc, ldc);
         return;
     }
-    add_transposed(lo, nr, mr < 16 ? mr : 16, bias, C, ldc);
-    if (mr > 16) add_transposed(hi, nr, mr - 16, bias, C + (size_t)16 * ldc, ldc);
+    for (int j = 0; j < nr; j++) {
+        __m512 b = _mm512_set1_ps(bias ? bias[j] : 0.0f), x0 = _mm512_add_ps(lo[j], b), x1 = _mm512_add_ps(hi[j], b);
+        if (out == OUT_ADD_PANELS) {
+            x0 = _mm512_add_ps(x0, _mm512_load_ps(C + 32 * j));
+            x1 = _mm512_add_ps(x1, _mm512_load_ps(C + 32 * j + 16));
+        }
+        _mm512_store_ps(C + 32 * j, x0);
+        _mm512_store_ps(C + 32 * j + 16, x1);
+    }
+    if (out == OUT_GELU_PANELS) emb_gelu(C, (size_t)nr * 32);
 }
 
 /* P[(k / 2) * 32 + 2 m + k % 2] = A[m][k] for m < mr, k < K (zeros elsewhere, up to an even K):
@@ -162,36 +169,35 @@ T_AVX512 static void kernel_16x12(int mr, int nr, int K, const float *P, const f
 /* Rows 0..mr-1 (mr <= 32) of A and C. Below 16 rows the dot-product kernels of sgemm_rows are
  * faster (no packing, no empty lanes); 16 to 24 rows run as 16 in pairs of k plus the rest;
  * above 24, one 32-row tile (its empty lanes cost less than a second pass over W). Panels in or
- * out (a_panel: A already packed; gelu_out) take the 32-row tile whatever mr. */
+ * out (a_panel: A already packed; out other than OUT_ROWS: C is this block's panel) take the
+ * 32-row tile whatever mr. */
 static void row_block(int mr, int N, int K, const float *A, int lda, const float *a_panel, const float *W, int ldw,
-                      const float *bias, float *C, int ldc, float *gelu_out, float *P) {
-    if (a_panel || gelu_out) {
+                      const float *bias, float *C, int ldc, out_kind out, float *P) {
+    if (a_panel || out != OUT_ROWS || mr > 24) {
         if (!a_panel) pack_rows(mr, K, A, lda, P);
         for (int n0 = 0; n0 < N; n0 += 12)
             kernel_32x12(mr, N - n0 < 12 ? N - n0 : 12, K, a_panel ? a_panel : P, W + (size_t)n0 * ldw, ldw,
-                         bias ? bias + n0 : NULL, C ? C + n0 : NULL, ldc, gelu_out ? gelu_out + (size_t)n0 * 32 : NULL);
+                         bias ? bias + n0 : NULL, out == OUT_ROWS ? C + n0 : C + (size_t)n0 * 32, ldc, out);
     } else if (mr < 16) {
         if (bias)
             for (int i = 0; i < mr; i++) memcpy(C + (size_t)i * ldc, bias, (size_t)N * sizeof(float));
         emb_sgemm_rows(mr, N, K, A, lda, W, ldw, C, ldc);
-    } else if (mr > 24) {
-        pack_rows(mr, K, A, lda, P);
-        for (int n0 = 0; n0 < N; n0 += 12)
-            kernel_32x12(mr, N - n0 < 12 ? N - n0 : 12, K, P, W + (size_t)n0 * ldw, ldw, bias ? bias + n0 : NULL,
-                         C + n0, ldc, NULL);
     } else {
         pack_pairs(16, K, A, lda, P);
         for (int n0 = 0; n0 < N; n0 += 12)
             kernel_16x12(16, N - n0 < 12 ? N - n0 : 12, K, P, W + (size_t)n0 * ldw, ldw, bias ? bias + n0 : NULL,
                          C + n0, ldc);
         if (mr > 16)
-            row_block(mr - 16, N, K, A + (size_t)16 * lda, lda, NULL, W, ldw, bias, C + (size_t)16 * ldc, ldc, NULL, P);
+            row_block(mr - 16, N, K, A + (size_t)16 * lda, lda, NULL, W, ldw, bias, C + (size_t)16 * ldc, ldc,
+                      OUT_ROWS, P);
     }
 }
 
+/* A product's input (A's rows, or its panels) and output (C's rows, or panels of N columns). */
 typedef struct {
     const float *A, *a_panels, *W, *bias;
-    float *C, *gelu_panels, *scratch;
+    float *C, *scratch;
+    out_kind out;
     size_t scratch_n;
     int M, N, K, lda, ldw, ldc, nchunks, nstep;
 } bcast_job;
@@ -203,11 +209,11 @@ static void bcast_task(void *cv, int t, int worker) {
     int m0 = t / j->nchunks * 32, n0 = t % j->nchunks * j->nstep;
     int mr = j->M - m0 < 32 ? j->M - m0 : 32, nc = j->N - n0 < j->nstep ? j->N - n0 : j->nstep;
     float *P = (float *)(((uintptr_t)(j->scratch + (size_t)worker * j->scratch_n) + 63) & ~(uintptr_t)63);
+    float *C = j->out == OUT_ROWS ? j->C + (size_t)m0 * j->ldc + n0 : j->C + (size_t)m0 * j->N + (size_t)n0 * 32;
     if (nc > 0)
         row_block(mr, nc, j->K, j->A ? j->A + (size_t)m0 * j->lda : NULL, j->lda,
                   j->a_panels ? j->a_panels + (size_t)m0 * j->K : NULL, j->W + (size_t)n0 * j->ldw, j->ldw,
-                  j->bias ? j->bias + n0 : NULL, j->C ? j->C + (size_t)m0 * j->ldc + n0 : NULL, j->ldc,
-                  j->gelu_panels ? j->gelu_panels + (size_t)m0 * j->N + (size_t)n0 * 32 : NULL, P);
+                  j->bias ? j->bias + n0 : NULL, C, j->ldc, j->out, P);
 }
 
 static void run(bcast_job *j, emb_workers *workers) {
@@ -228,40 +234,56 @@ static void run(bcast_job *j, emb_workers *workers) {
 
 void emb_sgemm_bcast(int M, int N, int K, const float *A, int lda, const float *W, int ldw, const float *bias,
                      float *C, int ldc, float *scratch, emb_workers *workers) {
-    bcast_job j = {.A = A, .W = W, .bias = bias, .C = C, .scratch = scratch, .M = M, .N = N, .K = K, .lda = lda,
-                   .ldw = ldw, .ldc = ldc};
+    bcast_job j = {.A = A, .W = W, .bias = bias, .C = C, .scratch = scratch, .out = OUT_ROWS, .M = M, .N = N, .K = K,
+                   .lda = lda, .ldw = ldw, .ldc = ldc};
     run(&j, workers);
 }
 
-void emb_sgemm_bcast_gelu_panels(int M, int N, int K, const float *A, int lda, const float *W, int ldw,
-                                 const float *bias, float *panels, float *scratch, emb_workers *workers) {
-    bcast_job j = {.A = A, .W = W, .bias = bias, .gelu_panels = panels, .scratch = scratch, .M = M, .N = N, .K = K,
-                   .lda = lda, .ldw = ldw};
+void emb_sgemm_bcast_to_panels(int M, int N, int K, const float *A, int lda, const float *a_panels, const float *W,
+                               int ldw, const float *bias, emb_panels_out out, float *panels, float *scratch,
+                               emb_workers *workers) {
+    bcast_job j = {.A = a_panels ? NULL : A, .a_panels = a_panels, .W = W, .bias = bias, .C = panels,
+                   .scratch = scratch,
+                   .out = out == EMB_PANELS_GELU ? OUT_GELU_PANELS : out == EMB_PANELS_ADD ? OUT_ADD_PANELS
+                                                                                             : OUT_SET_PANELS,
+                   .M = M, .N = N, .K = K, .lda = lda, .ldw = ldw};
     run(&j, workers);
 }
 
+/* Packs (to_rows 0) or unpacks one 32-row panel per task. */
 typedef struct {
-    const float *A;
-    float *panels;
-    int M, K, lda;
+    const float *src;
+    float *dst;
+    int M, K, ld, to_rows;
 } pack_job;
 static void pack_task(void *cv, int t, int worker) {
     (void)worker;
     const pack_job *j = cv;
-    int m0 = t * 32;
-    pack_rows(j->M - m0 < 32 ? j->M - m0 : 32, j->K, j->A + (size_t)m0 * j->lda, j->lda,
-              j->panels + (size_t)m0 * j->K);
+    int m0 = t * 32, mr = j->M - m0 < 32 ? j->M - m0 : 32;
+    if (j->to_rows) /* the panel's K columns of 32 floats become mr rows of K */
+        emb_transpose_rows(j->K, j->K, mr, j->src + (size_t)m0 * j->K, 32, j->dst + (size_t)m0 * j->ld, j->ld);
+    else
+        pack_rows(mr, j->K, j->src + (size_t)m0 * j->ld, j->ld, j->dst + (size_t)m0 * j->K);
+}
+
+static void run_packing(pack_job *j, emb_workers *workers) {
+    emb_workers_run((double)j->M * j->K >= 65536.0 ? workers : NULL, (j->M + 31) / 32, pack_task, j);
 }
 
 void emb_sgemm_bcast_pack_panels(int M, int K, const float *A, int lda, float *panels, emb_workers *workers) {
-    pack_job j = {A, panels, M, K, lda};
-    emb_workers_run((double)M * K >= 65536.0 ? workers : NULL, (M + 31) / 32, pack_task, &j);
+    pack_job j = {A, panels, M, K, lda, 0};
+    run_packing(&j, workers);
+}
+
+void emb_sgemm_bcast_unpack_panels(int M, int N, const float *panels, float *C, int ldc, emb_workers *workers) {
+    pack_job j = {panels, C, M, N, ldc, 1};
+    run_packing(&j, workers);
 }
 
 void emb_sgemm_bcast_panels(int M, int N, int K, const float *panels, const float *W, int ldw, const float *bias,
                             float *C, int ldc, float *scratch, emb_workers *workers) {
-    bcast_job j = {.a_panels = panels, .W = W, .bias = bias, .C = C, .scratch = scratch, .M = M, .N = N, .K = K,
-                   .ldw = ldw, .ldc = ldc};
+    bcast_job j = {.a_panels = panels, .W = W, .bias = bias, .C = C, .scratch = scratch, .out = OUT_ROWS, .M = M,
+                   .N = N, .K = K, .ldw = ldw, .ldc = ldc};
     run(&j, workers);
 }
 #else
@@ -271,10 +293,14 @@ void emb_sgemm_bcast(int M, int N, int K, const float *A, int lda, const float *
     (void)bias, (void)M, (void)N, (void)K, (void)A, (void)lda, (void)W, (void)ldw, (void)C, (void)ldc, (void)scratch;
     (void)workers;
 }
-void emb_sgemm_bcast_gelu_panels(int M, int N, int K, const float *A, int lda, const float *W, int ldw,
-                                 const float *bias, float *panels, float *scratch, emb_workers *workers) {
-    (void)M, (void)N, (void)K, (void)A, (void)lda, (void)W, (void)ldw, (void)bias, (void)panels, (void)scratch;
-    (void)workers;
+void emb_sgemm_bcast_to_panels(int M, int N, int K, const float *A, int lda, const float *a_panels, const float *W,
+                               int ldw, const float *bias, emb_panels_out out, float *panels, float *scratch,
+                               emb_workers *workers) {
+    (void)M, (void)N, (void)K, (void)A, (void)lda, (void)a_panels, (void)W, (void)ldw, (void)bias, (void)out;
+    (void)panels, (void)scratch, (void)workers;
+}
+void emb_sgemm_bcast_unpack_panels(int M, int N, const float *panels, float *C, int ldc, emb_workers *workers) {
+    (void)M, (void)N, (void)panels, (void)C, (void)ldc, (void)workers;
 }
 void emb_sgemm_bcast_pack_panels(int M, int K, const float *A, int lda, float *panels, emb_workers *workers) {
     (void)M, (void)K, (void)A, (void)lda, (void)panels, (void)workers;

@@ -27,17 +27,23 @@ void emb_sgemm_bcast(int M, int N, int K, const float *A, int lda, const float *
                      float *C, int ldc, float *scratch, emb_workers *workers);
 
 /* Products that share an input read it as panels: 32 rows per panel, each column's 32 floats
- * together (64-byte aligned, emb_sgemm_bcast_panel_floats(M, K) floats for M rows of K). Every
- * row block then runs the 32-row tile. emb_sgemm_bcast_pack_panels writes A's panels (Q, K and V
- * read one packing of the hidden states); emb_sgemm_bcast_gelu_panels writes GELU(A W^T + bias)
- * (exact GELU as emb_gelu) as the panels of the next product's input, a feed-forward's inner rows
- * never stored as rows; emb_sgemm_bcast_panels computes C = panels W^T + bias (or C += without a
- * bias). */
+ * together (64-byte aligned, emb_sgemm_bcast_panel_floats(M, K) floats for M rows of K; the lanes
+ * past M are padding, computed like the others and never read back). Every row block then runs
+ * the 32-row tile. emb_sgemm_bcast_pack_panels writes A's panels, emb_sgemm_bcast_unpack_panels
+ * turns panels back into rows; emb_sgemm_bcast_panels computes C = panels W^T + bias (or C +=
+ * without a bias). emb_sgemm_bcast_to_panels writes its output as panels of N columns, from A's
+ * rows (lda) or, when a_panels is given, from its panels: A W^T + bias (EMB_PANELS_SET), that
+ * added onto what the panels hold (EMB_PANELS_ADD: a residual stream kept as panels), or GELU of
+ * it (EMB_PANELS_GELU, exact GELU as emb_gelu: a feed-forward's inner rows never stored as rows).
+ * bias may be NULL. */
+typedef enum { EMB_PANELS_SET, EMB_PANELS_ADD, EMB_PANELS_GELU } emb_panels_out;
 size_t emb_sgemm_bcast_panel_floats(int M, int N);
 void emb_sgemm_bcast_pack_panels(int M, int K, const float *A, int lda, float *panels, emb_workers *workers);
-void emb_sgemm_bcast_gelu_panels(int M, int N, int K, const float *A, int lda, const float *W, int ldw,
-                                 const float *bias, float *panels, float *scratch, emb_workers *workers);
+void emb_sgemm_bcast_unpack_panels(int M, int N, const float *panels, float *C, int ldc, emb_workers *workers);
 void emb_sgemm_bcast_panels(int M, int N, int K, const float *panels, const float *W, int ldw, const float *bias,
                             float *C, int ldc, float *scratch, emb_workers *workers);
+void emb_sgemm_bcast_to_panels(int M, int N, int K, const float *A, int lda, const float *a_panels, const float *W,
+                               int ldw, const float *bias, emb_panels_out out, float *panels, float *scratch,
+                               emb_workers *workers);
 
 #endif

@@ -10,8 +10,10 @@
  * rounding, the same bits as emb_sgemm_bcast where every block is a 32-row tile, and the same
  * bits on three threads as on one. A feed-forward through panels (GELU(A W1^T + b1) W2^T + C) agrees with double sums and
  * libm's erf, on one thread and on three; where every row block is a 32-row tile, its panels hold
- * exactly emb_gelu of emb_sgemm_bcast's output. Skipped (one passing check saying so)
- * on a CPU without AVX-512F. */
+ * exactly emb_gelu of emb_sgemm_bcast's output. Products written as panels (bias + A W^T set,
+ * or added onto panels holding C) agree with double sums, from A's rows or its panels, with the
+ * same bits either way and on three threads; panels unpack to the very rows packed, leaving the
+ * columns past N untouched. Skipped (one passing check saying so) on a CPU without AVX-512F. */
 #include "check.h"
 #include "gelu.h"
 #include "sgemm_bcast.h"
@@ -133,7 +135,7 @@ static void run_ffn(int M, int F, int K, int N, int helpers) {
     for (int i = 0; i < F; i++) b1[i] = draw(0);
     for (int i = 0; i < N * F; i++) W2[i] = draw(0);
     for (int i = 0; i < M * N; i++) C[i] = C0[i] = draw(0);
-    emb_sgemm_bcast_gelu_panels(M, F, K, A, K, W1, K, b1, panels, scratch, w);
+    emb_sgemm_bcast_to_panels(M, F, K, A, K, NULL, W1, K, b1, EMB_PANELS_GELU, panels, scratch, w);
     emb_sgemm_bcast_panels(M, N, F, panels, W2, F, NULL, C, N, scratch, w);
     for (int m = 0; m < M; m++)
         for (int f = 0; f < F; f++) {
@@ -206,6 +208,70 @@ static void run_packed(int M, int N, int K) {
     emb_workers_free(w);
 }
 
+/* Rows packed as panels and unpacked again: the same bits, nothing written past N in a row. */
+static void run_roundtrip(int M, int N) {
+    emb_workers *w = emb_workers_new(2);
+    problem p;
+    problem_new(&p, (shape){M, N, 1}, 0, 1);
+    float *panels = aligned_alloc(64, sizeof(float) * emb_sgemm_bcast_panel_floats(M, N));
+    for (int helpers = 0; helpers <= 2; helpers += 2) {
+        for (size_t i = 0; i < (size_t)M * p.ldc; i++) p.C[i] = -1.0f;
+        emb_sgemm_bcast_pack_panels(M, N, p.C0, p.ldc, panels, helpers ? w : NULL);
+        emb_sgemm_bcast_unpack_panels(M, N, panels, p.C, p.ldc, helpers ? w : NULL);
+        int differ = 0, past = 0;
+        for (int m = 0; m < M; m++) {
+            differ += memcmp(p.C + (size_t)m * p.ldc, p.C0 + (size_t)m * p.ldc, sizeof(float) * N) != 0;
+            for (int n = N; n < p.ldc; n++) past += p.C[(size_t)m * p.ldc + n] != -1.0f;
+        }
+        CHECK(differ == 0 && past == 0, "%d x %d packed and unpacked on %d threads: %d rows differ, %d floats past N",
+              M, N, helpers + 1, differ, past);
+    }
+    free(panels);
+    problem_free(&p);
+    emb_workers_free(w);
+}
+
+/* bias + A W^T as panels, set or added onto panels holding C0, against double sums; from A's
+ * rows and from its panels, on one thread and on three: the same bits all three ways. */
+static void run_to_panels(int M, int N, int K, emb_panels_out mode) {
+    emb_workers *w = emb_workers_new(2);
+    problem p;
+    problem_new(&p, (shape){M, N, K}, 0, 3);
+    float *a_panels = aligned_alloc(64, sizeof(float) * emb_sgemm_bcast_panel_floats(M, K)),
+          *out = aligned_alloc(64, sizeof(float) * emb_sgemm_bcast_panel_floats(M, N)), *rows[3];
+    emb_sgemm_bcast_pack_panels(M, K, p.A, p.lda, a_panels, NULL);
+    for (int v = 0; v < 3; v++) { /* A's rows; its panels; its panels on 3 threads */
+        rows[v] = malloc(sizeof(float) * M * p.ldc);
+        if (mode == EMB_PANELS_ADD) emb_sgemm_bcast_pack_panels(M, N, p.C0, p.ldc, out, NULL);
+        else
+            for (size_t i = 0; i < emb_sgemm_bcast_panel_floats(M, N); i++) out[i] = NAN;
+        emb_sgemm_bcast_to_panels(M, N, K, v ? NULL : p.A, p.lda, v ? a_panels : NULL, p.W, p.ldw, p.bias, mode, out,
+                                  p.scratch, v == 2 ? w : NULL);
+        emb_sgemm_bcast_unpack_panels(M, N, out, rows[v], p.ldc, NULL);
+    }
+    int bad = 0, differ = 0;
+    for (int m = 0; m < M; m++)
+        for (int n = 0; n < N; n++) {
+            size_t at = (size_t)m * p.ldc + n;
+            double sum = p.bias[n], mag = fabs(p.bias[n]);
+            for (int k = 0; k < K; k++) {
+                double t = (double)p.A[(size_t)m * p.lda + k] * p.W[(size_t)n * p.ldw + k];
+                sum += t;
+                mag += fabs(t);
+            }
+            if (mode == EMB_PANELS_ADD) sum += p.C0[at], mag += fabs(p.C0[at]);
+            if (!(fabs(rows[0][at] - sum) <= (K + 2) * 2.4e-7 * (mag + 1.0))) bad++;
+            differ += memcmp(&rows[0][at], &rows[1][at], 4) != 0 || memcmp(&rows[0][at], &rows[2][at], 4) != 0;
+        }
+    const char *how = mode == EMB_PANELS_ADD ? "added onto panels" : "written as panels";
+    CHECK(bad == 0, "%d x %d x %d %s: %d results off", M, N, K, how, bad);
+    CHECK(differ == 0, "%d x %d x %d %s: %d values differ between rows, panels and 3 threads", M, N, K, how, differ);
+    for (int v = 0; v < 3; v++) free(rows[v]);
+    free(a_panels), free(out);
+    problem_free(&p);
+    emb_workers_free(w);
+}
+
 int main(void) {
     if (!emb_sgemm_bcast_supported()) {
         CHECK(1, "no AVX-512F here: the encoder uses OpenBLAS for every product");
@@ -228,5 +294,11 @@ int main(void) {
                                  {64, 96, 64, 40}, {94, 37, 70, 13}};
     for (size_t i = 0; i < sizeof ffn / sizeof ffn[0]; i++)
         for (int h = 0; h <= 2; h += 2) run_ffn(ffn[i][0], ffn[i][1], ffn[i][2], ffn[i][3], h);
+    static const int to_panels[][3] = {{1, 5, 3}, {20, 37, 64}, {56, 384, 384}, {90, 50, 129}, {130, 24, 1536}};
+    for (size_t i = 0; i < sizeof to_panels / sizeof to_panels[0]; i++)
+        for (int add = 0; add <= 1; add++)
+            run_to_panels(to_panels[i][0], to_panels[i][1], to_panels[i][2], add ? EMB_PANELS_ADD : EMB_PANELS_SET);
+    static const int roundtrip[][2] = {{1, 1}, {17, 20}, {32, 16}, {100, 384}};
+    for (size_t i = 0; i < sizeof roundtrip / sizeof roundtrip[0]; i++) run_roundtrip(roundtrip[i][0], roundtrip[i][1]);
     return check_report();
 }
