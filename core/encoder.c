@@ -550,9 +550,16 @@ static void layers_post_norm_panels(fwd_ctx *fc, const emb_workspace *ws, const 
     for (int l = 0; l < n_layers; l++) {
         const emb_layer_weights *w = &e->L[l];
         fc->w = w;
-        qkv_from_panels(fc, w, X);
+        if (fc->att.qk_panels) {
+            emb_sgemm_bcast_to_panels(BT, H, H, NULL, 0, X, w->wq, H, w->bq, EMB_PANELS_SET, fc->q, fc->packs, gw);
+            emb_sgemm_bcast_to_panels(BT, H, H, NULL, 0, X, w->wk, H, w->bk, EMB_PANELS_SET, fc->k, fc->packs, gw);
+            emb_sgemm_bcast_panels(BT, H, H, X, w->wv, H, w->bv, fc->v, H, fc->packs, gw);
+        } else {
+            qkv_from_panels(fc, w, X);
+        }
         attend(fc, ws, pl, l);
-        emb_sgemm_bcast_to_panels(BT, H, H, fc->q, H, NULL, w->wo, H, w->bo, EMB_PANELS_ADD, X, fc->packs, gw);
+        const float *ctx = fc->att.ctx ? fc->att.ctx : fc->q;
+        emb_sgemm_bcast_to_panels(BT, H, H, ctx, H, NULL, w->wo, H, w->bo, EMB_PANELS_ADD, X, fc->packs, gw);
         fc->norm_g = w->ln1_g, fc->norm_b = w->ln1_b;
         emb_workers_run(pl->rows, panels, task_panel_ln, fc);
         emb_sgemm_bcast_to_panels(BT, FF, H, NULL, 0, X, w->w1, H, w->b1, EMB_PANELS_GELU, fc->inter, fc->packs, gw);
@@ -666,8 +673,13 @@ int emb_encoder_forward_capture(const emb_encoder *e, emb_workspace *ws, int B, 
     int n_workers = emb_workers_helpers(ws->workers) + 1;
     size_t need = BT * (size_t)(3 * H > FFin ? 3 * H : FFin); /* q, k, v; later the FFN's inner activations */
     int panels_ok = bcast && BT > 24, stream_panels = panels_ok && FFin == FF && !c->pre_norm; /* see fwd_ctx */
+    /* the stream's queries and keys as panels too, which attention reads in place (no rotation
+     * to apply to them), its context into rows of its own after the values */
+    int qk_panels = stream_panels && emb_nn_gemm_supported() && c->pos_kind != EMB_POS_ROTARY;
+    size_t qk_floats = emb_sgemm_bcast_panel_floats((int)BT, H);
     size_t panels = stream_panels ? emb_sgemm_bcast_panel_floats((int)BT, FF) : 0; /* the inner GELU panels */
     if (need < panels) need = panels;
+    if (qk_panels && need < 2 * qk_floats + 2 * BT * H) need = 2 * qk_floats + 2 * BT * H;
     if (grow(&ws->arena, &ws->arena_n, need) ||
         grow(&ws->scores, &ws->scores_n, (size_t)n_workers * EMB_ATTENTION_SCRATCH(T, dh)) ||
         (bcast && grow(&ws->packs, &ws->packs_n, (size_t)n_workers * emb_sgemm_bcast_scratch(H > FF ? H : FF))) ||
@@ -690,11 +702,13 @@ int emb_encoder_forward_capture(const emb_encoder *e, emb_workspace *ws, int B, 
     fc.ids = ids; fc.type_ids = type_ids; fc.lens = lens;
     fc.pos_ids = c->pos_offset ? ws->pos_ids : NULL;
     fc.X = out;
-    fc.q = ws->arena; fc.k = fc.q + BT * H; fc.v = fc.k + BT * H;
+    size_t qk_n = qk_panels ? qk_floats : BT * H; /* floats of q and of k */
+    fc.q = ws->arena; fc.k = fc.q + qk_n; fc.v = fc.k + qk_n;
     fc.inter = ws->arena;
     fc.xn = ws->xn;
     fc.eps = c->ln_eps;
     fc.att = (emb_attention_job){.NH = NH, .T = T, .H = H, .dh = dh, .lens = lens, .q = fc.q, .k = fc.k, .v = fc.v,
+                                 .qk_panels = qk_panels, .ctx = qk_panels ? fc.v + BT * H : NULL,
                                  .scores = ws->scores, .scale = (float)(1.0 / sqrt((double)dh)),
                                  .own_kernels = emb_nn_gemm_supported(),
                                  .split = nthr > 1, /* keep every attention product on its calling thread */

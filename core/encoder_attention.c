@@ -138,7 +138,7 @@ void emb_attention_task(void *cv, int t, int worker) {
     const emb_attention_job *c = cv;
     int b = t / c->NH, h = t % c->NH, T = c->T, H = c->H, dh = c->dh, len = c->lens[b];
     size_t off = (size_t)b * T * H + (size_t)h * dh;
-    float *qb = c->q + off, *kb = c->k + off, *vb = c->v + off;
+    float *qb = c->q + off, *kb = c->k + off, *vb = c->v + off, *cb = (c->ctx ? c->ctx : c->q) + off;
     float *S = c->scores + (size_t)worker * EMB_ATTENTION_SCRATCH(T, dh), *kt = S + (size_t)T * T;
     float *inv = kt + (size_t)dh * T; /* own kernels: each row's 1 / sum of its weights */
     int capture = c->capture && b == 0 && h >= c->capture_h0 && h < c->capture_h0 + c->capture_nh;
@@ -165,28 +165,34 @@ void emb_attention_task(void *cv, int t, int worker) {
             if (k1 < k0) k1 = k0;
         }
         int nk = k1 - k0, empty = m;
-        float *qr = qb + (size_t)r0 * H;
+        float *qr = qb + (size_t)r0 * H, *cr = cb + (size_t)r0 * H;
         if (nk > 0 && c->own_kernels) {
-            if (r0 == 0 || w >= 0) emb_transpose(nk, dh, kb + (size_t)k0 * H, H, kt); /* the keys, dh x nk */
-            emb_nn_gemm(m, nk, dh, c->scale, qr, H, kt, nk, S, nk);
+            if (c->qk_panels) { /* the keys, dh x nk, and the queries from the panels */
+                int row0 = b * T; /* the panels' row of this sequence's token 0 */
+                if (r0 == 0 || w >= 0) emb_panel_columns_t(nk, dh, c->k, H, row0 + k0, h * dh, kt);
+                emb_nn_gemm_panel_a(m, nk, dh, c->scale, c->q, H, row0 + r0, h * dh, kt, nk, S, nk);
+            } else {
+                if (r0 == 0 || w >= 0) emb_transpose(nk, dh, kb + (size_t)k0 * H, H, kt);
+                emb_nn_gemm(m, nk, dh, c->scale, qr, H, kt, nk, S, nk);
+            }
             empty = scores_softmax(c, h, S, r0, m, k0, nk, inv);
             if (capture) capture_rows(c, h, S, inv, r0, m, k0, nk);
-            emb_nn_gemm_scaled(m, dh, nk, inv, S, nk, vb + (size_t)k0 * H, H, qr, H);
+            emb_nn_gemm_scaled(m, dh, nk, inv, S, nk, vb + (size_t)k0 * H, H, cr, H);
         } else if (nk > 0) {
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, nk, dh, c->scale, qr, H, kb + (size_t)k0 * H, H,
                         0.0f, S, nk);
             empty = scores_softmax(c, h, S, r0, m, k0, nk, NULL);
             if (capture) capture_rows(c, h, S, NULL, r0, m, k0, nk);
-            /* the context overwrites these query rows of this head (no longer needed) */
+            /* the context (without ctx, over these query rows of this head: no longer needed) */
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, dh, nk, 1.0f, S, nk, vb + (size_t)k0 * H, H,
-                        0.0f, qr, H);
+                        0.0f, cr, H);
         } else if (capture) {
             capture_rows(c, h, S, NULL, r0, m, k0, 0);
         }
         for (int i = 0; empty > 0 && i < m; i++) {
             int q = r0 + i;
             if (nk == 0 || q - w >= len) {
-                mean_context(qr + (size_t)i * H, vb, T, H, dh);
+                mean_context(cr + (size_t)i * H, vb, T, H, dh);
                 if (capture) capture_uniform(c, h, q);
                 empty--;
             }

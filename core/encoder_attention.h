@@ -14,6 +14,9 @@ typedef struct {
     int NH, T, H, dh;           /* heads, padded length, hidden size, head size */
     const int32_t *lens;        /* real tokens of each sequence (the keys past them are padding) */
     float *q, *k, *v;           /* B*T*H each, heads side by side in a row; q receives the context */
+    int qk_panels;              /* own kernels, no rotary: q and k are 32-row panels of H columns
+                                 * (sgemm_bcast.h), read in place; the context goes to ctx */
+    float *ctx;                 /* B*T*H rows for the context, or NULL: into q */
     float *scores;              /* one EMB_ATTENTION_SCRATCH(T, dh) block per worker */
     float scale;                /* 1 / sqrt(dh) */
     int own_kernels;            /* the products on nn_gemm (AVX-512F), else on OpenBLAS */

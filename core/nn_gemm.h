@@ -21,4 +21,12 @@ void emb_nn_gemm_scaled(int M, int N, int K, const float *row_scale, const float
  * the scores. Call only when supported. */
 void emb_transpose(int N, int D, const float *X, int ldx, float *T);
 
+/* The same with rows kept as 32-row panels of ldp columns (sgemm_bcast.h: each column's 32 floats
+ * together), row r being lane r % 32 of panel r / 32: emb_nn_gemm with A's row i the panels' row
+ * row0 + i from column col0 (a head's queries); and T[d][n] = row row0 + n's column col0 + d for
+ * n < N, d < D (a head's keys transposed: copies of runs of a panel's column, no transpose). */
+void emb_nn_gemm_panel_a(int M, int N, int K, float alpha, const float *panels, int ldp, int row0, int col0,
+                         const float *B, int ldb, float *C, int ldc);
+void emb_panel_columns_t(int N, int D, const float *panels, int ldp, int row0, int col0, float *T);
+
 #endif

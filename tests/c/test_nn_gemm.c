@@ -4,7 +4,10 @@
  * 4 vectors of columns, 24 to 6 rows), ragged rows and columns (masked at N's end), widths past
  * 64 columns, strides wider than the rows, and nothing written outside C (C is never read:
  * it starts as NaN); the same with a scale per row (emb_nn_gemm_scaled). emb_transpose against
- * its definition, on blocks of 16 and ragged edges, writing nothing past its output. Without
+ * its definition, on blocks of 16 and ragged edges, writing nothing past its output. With the
+ * rows in 32-row panels (a head's queries and keys in place), from rows that start mid-panel and
+ * span several: the products give the same bits as from the same rows stored as rows, and the
+ * keys' copy matches its definition, writing nothing past its output. Without
  * AVX-512F (and FMA) all of it is skipped (one passing check says so): the encoder calls none of
  * it there. */
 #include "check.h"
@@ -84,6 +87,38 @@ static void check_transpose(int N, int D, int ldx) {
     free(T);
 }
 
+/* R rows of P columns as 32-row panels: row r, column c at [(r / 32) * 32 * P + c * 32 + r % 32]. */
+static float *to_panels(const float *X, int R, int P) {
+    float *panels = calloc((size_t)(R + 31) / 32 * 32 * P, sizeof(float));
+    for (int r = 0; r < R; r++)
+        for (int c = 0; c < P; c++) panels[(size_t)(r / 32) * 32 * P + (size_t)c * 32 + r % 32] = X[(size_t)r * P + c];
+    return panels;
+}
+
+/* Rows row0.. of a head's columns col0.. read from panels: the same products (integer inputs:
+ * exact) as from the rows themselves, and the transposed copy of the columns. */
+static void check_panels(int M, int N, int K, int row0, int col0, int P) {
+    int R = row0 + (M > N ? M : N) + 3;
+    float *X = malloc(sizeof(float) * R * P), *B = malloc(sizeof(float) * K * N), *C = malloc(sizeof(float) * M * N),
+          *C1 = malloc(sizeof(float) * M * N), *T = malloc(sizeof(float) * (K * N + 16));
+    for (int i = 0; i < R * P; i++) X[i] = draw(1);
+    for (int i = 0; i < K * N; i++) B[i] = draw(1);
+    float *panels = to_panels(X, R, P);
+    emb_nn_gemm(M, N, K, 0.25f, X + (size_t)row0 * P + col0, P, B, N, C, N);
+    emb_nn_gemm_panel_a(M, N, K, 0.25f, panels, P, row0, col0, B, N, C1, N);
+    CHECK(memcmp(C, C1, sizeof(float) * M * N) == 0, "%d x %d x %d from panels (row %d, column %d of %d): %s", M, N,
+          K, row0, col0, P, "the same bits as from rows");
+    for (int i = 0; i < K * N + 16; i++) T[i] = NAN;
+    emb_panel_columns_t(N, K, panels, P, row0, col0, T);
+    int bad = 0, outside = 0;
+    for (int d = 0; d < K; d++)
+        for (int n = 0; n < N; n++) bad += T[d * N + n] != X[(size_t)(row0 + n) * P + col0 + d];
+    for (int i = 0; i < 16; i++) outside += !isnan(T[K * N + i]);
+    CHECK(bad == 0 && outside == 0, "columns %d.. of rows %d..%d from panels: %d values misplaced, %d written past T",
+          col0, row0, row0 + N - 1, bad, outside);
+    free(X), free(B), free(C), free(C1), free(T), free(panels);
+}
+
 int main(void) {
     if (!emb_nn_gemm_supported()) {
         CHECK(1, "no AVX-512F here: attention's products run on OpenBLAS");
@@ -95,6 +130,10 @@ int main(void) {
     check_transpose(128, 32, 384);
     check_transpose(33, 17, 40);
     check_transpose(5, 64, 64);
+    check_panels(128, 128, 32, 0, 32, 384);
+    check_panels(37, 50, 16, 5, 16, 64);
+    check_panels(7, 9, 8, 60, 0, 8);
+    check_panels(100, 70, 24, 33, 40, 72);
     for (size_t i = 0; i < NSHAPES; i++) {
         run_shape(shapes[i], 1, 0);
         run_shape(shapes[i], 0, 0);
