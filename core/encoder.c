@@ -516,7 +516,7 @@ typedef struct {
     int row_tasks, ffn_tasks;
 } plan;
 
-/* Layer l's attention over Q, K and V, its context written over Q. */
+/* Layer l's attention over Q, K and V, its context written into att.ctx (or over Q). */
 static void attend(fwd_ctx *fc, const emb_workspace *ws, const plan *pl, int l) {
     layer_attention(fc, &fc->e->cfg, ws, l);
     const emb_attention_span *s = fc->span;
