@@ -8,11 +8,11 @@
  * Usage: ab_encoder DIR f32|int8 B T PAIRS THREADS (DIR: a model folder, e.g. from
  * bench_encoder --write). Uses only the encoder's load / set-weights / workspace / forward
  * calls, so that it links against older builds too. */
+#include "bench_clock.h"
 #include "encoder.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 void openblas_set_num_threads(int);
 int old_emb_encoder_load(const char *, emb_encoder **, char[EMB_ERR_LEN]);
@@ -22,16 +22,6 @@ emb_workspace *old_emb_workspace_new(void);
 void old_emb_workspace_free(emb_workspace *);
 int old_emb_encoder_forward(const emb_encoder *, emb_workspace *, int, int, const int32_t *, const int32_t *,
                             const int32_t *, int, float *, char[EMB_ERR_LEN]);
-
-static double now(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-static int by_value(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
 
 int main(int argc, char **argv) {
     if (argc != 7) {
@@ -45,6 +35,7 @@ int main(int argc, char **argv) {
         fprintf(stderr, "ab_encoder: B, T, PAIRS and THREADS must be positive\n");
         return 2;
     }
+    bench_openblas_sleeps(argv);
     char err[EMB_ERR_LEN];
     emb_encoder *enc[2] = {NULL, NULL}; /* 0: old, 1: new */
     if (old_emb_encoder_load(dir, &enc[0], err) || emb_encoder_load(dir, &enc[1], err) ||
@@ -69,14 +60,14 @@ int main(int argc, char **argv) {
     for (int i = -1; i < n; i++) /* pair -1: untimed, both warm */
         for (int k = 0; k < 2; k++) {
             int v = (i & 1) ^ k;
-            double s = now();
+            double s = bench_now();
             int rc = v ? emb_encoder_forward(enc[1], ws[1], B, T, ids, NULL, lens, L, out[1], err)
                        : old_emb_encoder_forward(enc[0], ws[0], B, T, ids, NULL, lens, L, out[0], err);
             if (rc) {
                 fprintf(stderr, "ab_encoder: %s\n", err);
                 return 1;
             }
-            if (i >= 0) t[v][i] = now() - s;
+            if (i >= 0) t[v][i] = bench_now() - s;
         }
     for (int i = 0; i < n; i++) ratio[i] = t[1][i] / t[0][i];
     double diff = 0;
@@ -85,13 +76,13 @@ int main(int argc, char **argv) {
         if (d < 0) d = -d;
         if (d > diff) diff = d;
     }
-    qsort(t[0], n, sizeof(double), by_value);
-    qsort(t[1], n, sizeof(double), by_value);
-    qsort(ratio, n, sizeof(double), by_value);
+    qsort(t[0], n, sizeof(double), bench_cmp_double);
+    qsort(t[1], n, sizeof(double), bench_cmp_double);
+    double median = bench_median(ratio, (size_t)n); /* sorts ratio: its quartiles below */
     printf("%-8s %-4s %3d x %-4d %dt  old %9.2f / %9.2f ms  new %9.2f / %9.2f ms (fastest / median)  "
            "new/old %.3f (quartiles %.3f-%.3f)  max |new - old| %.2g\n",
            strrchr(dir, '/') ? strrchr(dir, '/') + 1 : dir, argv[2], B, T, threads, t[0][0] * 1e3, t[0][n / 2] * 1e3,
-           t[1][0] * 1e3, t[1][n / 2] * 1e3, ratio[n / 2], ratio[n / 4], ratio[(3 * n) / 4], diff);
+           t[1][0] * 1e3, t[1][n / 2] * 1e3, median, ratio[n / 4], ratio[(3 * n) / 4], diff);
     for (int v = 0; v < 2; v++) free(out[v]), free(t[v]);
     free(ids), free(lens), free(ratio);
     old_emb_workspace_free(ws[0]);

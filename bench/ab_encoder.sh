@@ -8,8 +8,8 @@
 # (default 1,2), SHAPES (B x T x pairs, default "1x16x200 1x128x40 32x23x20 32x128x8"; bert-base
 # runs a quarter of the pairs of the batches), AB_DIR (where the old build and the models go;
 # default a temporary folder, removed at the end).
-# OpenBLAS picks its own kernels (OPENBLAS_CORETYPE unset, as in encoder_peers.sh) and its idle
-# threads sleep at once (OPENBLAS_THREAD_TIMEOUT=4: their spinning would land on our helper's core).
+# OpenBLAS picks its own kernels (OPENBLAS_CORETYPE unset, as in encoder_peers.sh); the driver
+# asks its idle threads to sleep at once (bench_openblas_sleeps), as the other C benchmarks do.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:?usage: bench/ab_encoder.sh BUILD_DIR OLD_COMMIT}
@@ -20,18 +20,21 @@ bench="$build/bench/bench_encoder"
 dir=${AB_DIR:-$(mktemp -d /tmp/ab_encoder_XXXXXX)}
 [ -n "${AB_DIR:-}" ] || trap 'git worktree remove --force "$dir/old" 2>/dev/null || true; rm -rf "$dir"' EXIT
 mkdir -p "$dir"
-if [ ! -f "$dir/old.a" ]; then
+rev=$(git rev-parse "$old^{commit}")
+if [ ! -f "$dir/old.a" ] || [ "$(cat "$dir/old.rev" 2>/dev/null)" != "$rev" ]; then # built once per commit
     echo "### building $old in $dir/old"
-    git worktree add --force --detach "$dir/old" "$old" >/dev/null
+    git worktree remove --force "$dir/old" 2>/dev/null || true
+    git worktree add --force --detach "$dir/old" "$rev" >/dev/null
     make -C "$dir/old" -s BUILD=build-ab -j"$(nproc)" build-ab/libembedcore.a
     # every symbol the old library defines becomes old_*, its own calls included
     nm -g --defined-only "$dir/old/build-ab/libembedcore.a" | awk 'NF == 3 { print $3 " old_" $3 }' | sort -u \
         >"$dir/old.map"
     objcopy --redefine-syms="$dir/old.map" "$dir/old/build-ab/libembedcore.a" "$dir/old.a"
+    echo "$rev" >"$dir/old.rev"
 fi
 libs="$(pkg-config --libs openblas) -lutf8proc -lcjson -lxxhash -lpthread -lm"
 # shellcheck disable=SC2086
-cc -O2 -std=c11 -D_GNU_SOURCE -Icore -Iinclude/sqlite-embed $(pkg-config --cflags openblas) bench/ab_encoder.c \
+cc -O2 -std=c11 -Wall -Wextra -Werror -D_GNU_SOURCE -Icore -Iinclude/sqlite-embed $(pkg-config --cflags openblas) bench/ab_encoder.c \
     -o "$dir/ab_encoder" "$build/libembedcore.a" "$dir/old.a" $libs
 models=${MODELS:-minilm,base}
 weights=${WEIGHTS:-f32}
@@ -39,7 +42,6 @@ threads=${THREADS:-1,2}
 for m in ${models//,/ }; do
     [ -f "$dir/models/$m/config.json" ] || "$bench" --write "$dir/models" --model "$m" >/dev/null
 done
-export OPENBLAS_THREAD_TIMEOUT=4
 unset OPENBLAS_CORETYPE OPENBLAS_L2_SIZE
 echo "### $(git rev-parse --short HEAD) (new) against $(git rev-parse --short "$old") (old); $(uptime)"
 for m in ${models//,/ }; do

@@ -470,12 +470,19 @@ static void ffn_in(fwd_ctx *fc, const emb_layer_weights *w, const float *A) {
     }
 }
 
-/* float32 on AVX-512: Q, K and V from one packing of their input. */
+/* float32 on AVX-512: Q, K and V from one packing of their input; Q and K as panels where
+ * attention reads them so (att.qk_panels), else as rows. */
 static void qkv_from_panels(fwd_ctx *fc, const emb_layer_weights *w, const float *P) {
     int BT = (int)fc->BT, H = fc->H;
-    emb_sgemm_bcast_panels(BT, H, H, P, w->wq, H, w->bq, fc->q, H, fc->packs, fc->gemm_workers);
-    emb_sgemm_bcast_panels(BT, H, H, P, w->wk, H, w->bk, fc->k, H, fc->packs, fc->gemm_workers);
-    emb_sgemm_bcast_panels(BT, H, H, P, w->wv, H, w->bv, fc->v, H, fc->packs, fc->gemm_workers);
+    emb_workers *gw = fc->gemm_workers;
+    if (fc->att.qk_panels) {
+        emb_sgemm_bcast_to_panels(BT, H, H, NULL, 0, P, w->wq, H, w->bq, EMB_PANELS_SET, fc->q, fc->packs, gw);
+        emb_sgemm_bcast_to_panels(BT, H, H, NULL, 0, P, w->wk, H, w->bk, EMB_PANELS_SET, fc->k, fc->packs, gw);
+    } else {
+        emb_sgemm_bcast_panels(BT, H, H, P, w->wq, H, w->bq, fc->q, H, fc->packs, gw);
+        emb_sgemm_bcast_panels(BT, H, H, P, w->wk, H, w->bk, fc->k, H, fc->packs, gw);
+    }
+    emb_sgemm_bcast_panels(BT, H, H, P, w->wv, H, w->bv, fc->v, H, fc->packs, gw);
 }
 
 /* Q, K and V from A: int8 quantizes A once for the three products, bf16 rounds it once. */
@@ -550,13 +557,7 @@ static void layers_post_norm_panels(fwd_ctx *fc, const emb_workspace *ws, const 
     for (int l = 0; l < n_layers; l++) {
         const emb_layer_weights *w = &e->L[l];
         fc->w = w;
-        if (fc->att.qk_panels) {
-            emb_sgemm_bcast_to_panels(BT, H, H, NULL, 0, X, w->wq, H, w->bq, EMB_PANELS_SET, fc->q, fc->packs, gw);
-            emb_sgemm_bcast_to_panels(BT, H, H, NULL, 0, X, w->wk, H, w->bk, EMB_PANELS_SET, fc->k, fc->packs, gw);
-            emb_sgemm_bcast_panels(BT, H, H, X, w->wv, H, w->bv, fc->v, H, fc->packs, gw);
-        } else {
-            qkv_from_panels(fc, w, X);
-        }
+        qkv_from_panels(fc, w, X);
         attend(fc, ws, pl, l);
         const float *ctx = fc->att.ctx ? fc->att.ctx : fc->q;
         emb_sgemm_bcast_to_panels(BT, H, H, ctx, H, NULL, w->wo, H, w->bo, EMB_PANELS_ADD, X, fc->packs, gw);
@@ -675,7 +676,8 @@ int emb_encoder_forward_capture(const emb_encoder *e, emb_workspace *ws, int B, 
     int panels_ok = bcast && BT > 24, stream_panels = panels_ok && FFin == FF && !c->pre_norm; /* see fwd_ctx */
     /* the stream's queries and keys as panels too, which attention reads in place (no rotation
      * to apply to them), its context into rows of its own after the values */
-    int qk_panels = stream_panels && emb_nn_gemm_supported() && c->pos_kind != EMB_POS_ROTARY;
+    int own_att = emb_nn_gemm_supported(); /* attention's products on nn_gemm */
+    int qk_panels = stream_panels && own_att && c->pos_kind != EMB_POS_ROTARY;
     size_t qk_floats = emb_sgemm_bcast_panel_floats((int)BT, H);
     size_t panels = stream_panels ? emb_sgemm_bcast_panel_floats((int)BT, FF) : 0; /* the inner GELU panels */
     if (need < panels) need = panels;
@@ -710,7 +712,7 @@ int emb_encoder_forward_capture(const emb_encoder *e, emb_workspace *ws, int B, 
     fc.att = (emb_attention_job){.NH = NH, .T = T, .H = H, .dh = dh, .lens = lens, .q = fc.q, .k = fc.k, .v = fc.v,
                                  .qk_panels = qk_panels, .ctx = qk_panels ? fc.v + BT * H : NULL,
                                  .scores = ws->scores, .scale = (float)(1.0 / sqrt((double)dh)),
-                                 .own_kernels = emb_nn_gemm_supported(),
+                                 .own_kernels = own_att,
                                  .split = nthr > 1, /* keep every attention product on its calling thread */
                                  .half_window = -1, .rot = c->rope_dims, .slopes = e->alibi_slopes,
                                  .capture_h0 = span ? span->first_head : 0,

@@ -50,14 +50,15 @@ static inline void prefetch_rows(const float *bias, int rows, const float *C, in
 /* Weight row j of a tile of nr (short tiles repeat their last row, whose sums are dropped). */
 #define WROW(j) (W + (size_t)((j) < nr ? (j) : nr - 1) * ldw)
 
-/* Where a 32-row tile's sums go: into C's rows, or into 32-row panel columns (32 floats per
- * column, every lane: those past mr hold padding, never read back into C) as bias + sums, that
- * added onto what the panel holds (bias + sums first, then the panel's value), or GELU of it. */
-typedef enum { OUT_ROWS, OUT_SET_PANELS, OUT_ADD_PANELS, OUT_GELU_PANELS } out_kind;
+/* Where a 32-row tile's sums go: into C's rows (OUT_ROWS), or, as an emb_panels_out says, into
+ * 32-row panel columns (32 floats per column, every lane: those past mr hold padding, never read
+ * back into C) as bias + sums, that added onto what the panel holds (bias + sums first, then the
+ * panel's value), or GELU of it. */
+#define OUT_ROWS (-1)
 
 /* Columns n0..n0+nr-1 (nr <= 12) of rows 0..mr-1 (mr <= 32), from A packed 32 wide. */
 T_AVX512 static void kernel_32x12(int mr, int nr, int K, const float *P, const float *W, int ldw, const float *bias,
-                                  float *C, int ldc, out_kind out) {
+                                  float *C, int ldc, int out) {
     if (out == OUT_ROWS) prefetch_rows(bias, mr, C, ldc);
     const float *w[12];
     for (int j = 0; j < 12; j++) w[j] = WROW(j);
@@ -80,14 +81,14 @@ T_AVX512 static void kernel_32x12(int mr, int nr, int K, const float *P, const f
     }
     for (int j = 0; j < nr; j++) {
         __m512 b = _mm512_set1_ps(bias ? bias[j] : 0.0f), x0 = _mm512_add_ps(lo[j], b), x1 = _mm512_add_ps(hi[j], b);
-        if (out == OUT_ADD_PANELS) {
+        if (out == EMB_PANELS_ADD) {
             x0 = _mm512_add_ps(x0, _mm512_load_ps(C + 32 * j));
             x1 = _mm512_add_ps(x1, _mm512_load_ps(C + 32 * j + 16));
         }
         _mm512_store_ps(C + 32 * j, x0);
         _mm512_store_ps(C + 32 * j + 16, x1);
     }
-    if (out == OUT_GELU_PANELS) emb_gelu(C, (size_t)nr * 32);
+    if (out == EMB_PANELS_GELU) emb_gelu(C, (size_t)nr * 32);
 }
 
 /* P[(k / 2) * 32 + 2 m + k % 2] = A[m][k] for m < mr, k < K (zeros elsewhere, up to an even K):
@@ -172,7 +173,7 @@ T_AVX512 static void kernel_16x12(int mr, int nr, int K, const float *P, const f
  * out (a_panel: A already packed; out other than OUT_ROWS: C is this block's panel) take the
  * 32-row tile whatever mr. */
 static void row_block(int mr, int N, int K, const float *A, int lda, const float *a_panel, const float *W, int ldw,
-                      const float *bias, float *C, int ldc, out_kind out, float *P) {
+                      const float *bias, float *C, int ldc, int out, float *P) {
     if (a_panel || out != OUT_ROWS || mr > 24) {
         if (!a_panel) pack_rows(mr, K, A, lda, P);
         for (int n0 = 0; n0 < N; n0 += 12)
@@ -197,7 +198,7 @@ static void row_block(int mr, int N, int K, const float *A, int lda, const float
 typedef struct {
     const float *A, *a_panels, *W, *bias;
     float *C, *scratch;
-    out_kind out;
+    int out; /* OUT_ROWS or an emb_panels_out */
     size_t scratch_n;
     int M, N, K, lda, ldw, ldc, nchunks, nstep;
 } bcast_job;
@@ -243,10 +244,7 @@ void emb_sgemm_bcast_to_panels(int M, int N, int K, const float *A, int lda, con
                                int ldw, const float *bias, emb_panels_out out, float *panels, float *scratch,
                                emb_workers *workers) {
     bcast_job j = {.A = a_panels ? NULL : A, .a_panels = a_panels, .W = W, .bias = bias, .C = panels,
-                   .scratch = scratch,
-                   .out = out == EMB_PANELS_GELU ? OUT_GELU_PANELS : out == EMB_PANELS_ADD ? OUT_ADD_PANELS
-                                                                                             : OUT_SET_PANELS,
-                   .M = M, .N = N, .K = K, .lda = lda, .ldw = ldw};
+                   .scratch = scratch, .out = (int)out, .M = M, .N = N, .K = K, .lda = lda, .ldw = ldw};
     run(&j, workers);
 }
 
