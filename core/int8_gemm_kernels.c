@@ -57,6 +57,11 @@ static void run_scalar(const emb_i8k_args *g, int m0, int m1, int p0, int p1) {
     }
 }
 
+int emb_i8k_row_chunk(int Kp) {
+    int mc = (256 * 1024) / Kp - 64;
+    return mc < 48 ? 48 : mc > 1536 ? 1536 : mc / 6 * 6;
+}
+
 /* The order of the tiles (MR = 6 rows x `width` panels each). When the task's panels fit a 512 KB
  * share of L2, row tiles outside, panels inside: the output is written row by row (at M = 4096,
  * N = 1152 1.5x faster than by columns). Otherwise blocks of rows that, with one group of panels
@@ -65,13 +70,12 @@ static void run_scalar(const emb_i8k_args *g, int m0, int m1, int p0, int p1) {
 typedef void (*tile_any_fn)(const emb_i8k_args *g, int m, int p, int mr, int np);
 static void run_blocked(const emb_i8k_args *g, int m0, int m1, int p0, int p1, int width, tile_any_fn tile) {
     const size_t Kp = (size_t)g->Kp;
-    if ((size_t)(p1 - p0) * 16 * Kp <= 512 * 1024) {
+    if ((size_t)(p1 - p0) * 16 * Kp <= EMB_I8K_L2_WEIGHTS) {
         for (int m = m0; m < m1; m += 6)
             for (int p = p0; p < p1; p += width) tile(g, m, p, m1 - m < 6 ? m1 - m : 6, p1 - p < width ? p1 - p : width);
         return;
     }
-    int mc = (int)((256 * 1024) / Kp) - 64;
-    mc = mc < 48 ? 48 : mc > 1536 ? 1536 : mc / 6 * 6;
+    int mc = emb_i8k_row_chunk((int)Kp);
     for (int c0 = m0; c0 < m1; c0 += mc) {
         int c1 = m1 - c0 < mc ? m1 : c0 + mc;
         for (int p = p0; p < p1; p += width)

@@ -20,7 +20,11 @@ typedef struct {
     int ldp;
 } emb_i8k_args;
 
-/* Rows m0..m1-1, panels p0..p1-1 (columns 16 p0 .. min(16 p1, N) - 1). */
+/* Rows m0..m1-1, panels p0..p1-1 (columns 16 p0 .. min(16 p1, N) - 1). When the panels' codes
+ * exceed EMB_I8K_L2_WEIGHTS bytes, rows go in chunks of emb_i8k_row_chunk(Kp) (their codes stay in
+ * L2) and each chunk sweeps the panels: the weights are read once per chunk. */
+#define EMB_I8K_L2_WEIGHTS (512 * 1024)
+int emb_i8k_row_chunk(int Kp);
 void emb_i8k_run(emb_i8_path p, const emb_i8k_args *g, int m0, int m1, int p0, int p1);
 
 /* One row's codes: u[k] for k < K from x, zeros up to Kp; *sa, *zp as int8_gemm.h says. The

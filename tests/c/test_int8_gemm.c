@@ -184,13 +184,14 @@ static void test_dequantized(void) {
 
 /* Two threads (every shape is past EMB_I8_PAR_MIN_MACS; split by rows alone from 48 rows, in two
  * tasks (128, 200 rows) or four (301), else by whole blocks of 4 panels, ragged at N's end, with
- * rows too below two panel tasks) give the bits of one. */
+ * rows too below two panel tasks; by panels also a weight past 1 MB whose 128 rows fit one row
+ * chunk) give the bits of one. */
 static void test_threads(void) {
     char err[EMB_ERR_LEN];
     emb_workers *wk = emb_workers_new(1);
     CHECK(wk != NULL, "a helper thread");
     const shape big[] = {{128, 768, 384}, {200, 1152, 160}, {32, 3072, 384}, {301, 40, 2600}, {16, 64, 2600},
-                         {20, 400, 384}, {47, 384, 384}};
+                         {20, 400, 384}, {47, 384, 384}, {128, 1540, 768}};
     for (size_t s = 0; s < sizeof big / sizeof big[0]; s++) {
         int M = big[s].M, N = big[s].N, K = big[s].K;
         CHECK((double)M * N * K >= EMB_I8_PAR_MIN_MACS, "%dx%dx%d is split", M, N, K);
