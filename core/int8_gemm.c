@@ -353,7 +353,7 @@ int emb_i8_gemm_q(const emb_i8_act *a, const emb_i8w *w, const float *bias, floa
     int want = 2 * threads;
     /* A weight too large for L2 whose rows all fit one of the kernels' row chunks is split by
      * panels instead: by rows, every thread would stream the whole weight from memory once,
-     * where by panels each streams its share (bert-base 1 x 128 on two threads: 8 % faster;
+     * where by panels each streams its share (bert-base 1 x 128 on two threads: 4-8 % faster;
      * at 4 x 128, or with MiniLM's weights, which stay in L2, rows were as fast or faster) */
     int by_rows = a->M >= 12 * want;
     if (by_rows && (size_t)w->Np * w->Kp > 2 * EMB_I8K_L2_WEIGHTS && a->M <= emb_i8k_row_chunk(w->Kp)) by_rows = 0;

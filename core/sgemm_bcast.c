@@ -233,7 +233,7 @@ static void run(bcast_job *j, emb_workers *workers) {
     if (par && mblocks <= 2 * threads) {
         /* too few row blocks to share out: split the columns instead, each task all the rows of
          * its chunk, so that each weight row is streamed by one thread (by rows, every thread
-         * streamed the whole weight: bert-base 1 x 128 on two threads 4 % faster); chunks of >= 96
+         * streamed the whole weight: bert-base 1 x 128 on two threads 4-6 % faster); chunks of >= 96
          * (each task packs A's rows again, a cost that small chunks would not repay) */
         nchunks = 2 * threads;
         if (nchunks > (N + 95) / 96) nchunks = (N + 95) / 96;

@@ -5,8 +5,8 @@
  * than 16 rows), ragged tails of rows, columns (12-column tiles), K (16 lanes, odd K for the
  * pairs), row strides wider than the rows, unaligned matrices and scratch, and nothing written
  * outside C. With a bias, C = bias + A W^T is written without being read (C starts as NaN). Split
- * over 1, 2 and 3 helper threads, by row blocks or by columns, the results are the same bits as on one
- * thread. Inputs packed once as panels (Q, K, V's shared input) give bias + product within float
+ * over 1, 2 and 3 helper threads, by row blocks or by columns, the results are the same bits as on
+ * one thread. Inputs packed once as panels (Q, K, V's shared input) give bias + product within float
  * rounding, the same bits as emb_sgemm_bcast where every block is a 32-row tile, and the same
  * bits on three threads as on one. A feed-forward through panels (GELU(A W1^T + b1) W2^T + C) agrees with double sums and
  * libm's erf, on one thread and on three; where every row block is a 32-row tile, its panels hold
@@ -284,8 +284,8 @@ int main(void) {
         }
     }
     /* split by columns, each task every row block of its columns, up to 2 row blocks per thread:
-     * 16 rows; 128 rows (4 blocks, on 2 threads); 40 rows (a block of 8 on the dot-product
-     * kernels); 130 rows on 3 and 4 threads (5 blocks), by row blocks on 2 */
+     * 16 rows; 8 rows and 40 rows (a block of 8 on the dot-product kernels); 128 rows (4 blocks,
+     * on 2 threads); 130 rows on 3 and 4 threads (5 blocks), by row blocks on 2 */
     static const shape par[] = {{16, 384, 384}, {130, 384, 384}, {40, 1536, 64}, {8, 3072, 384}, {128, 768, 96}};
     for (size_t i = 0; i < sizeof par / sizeof par[0]; i++)
         for (int h = 1; h <= 3; h++) run_threads(par[i], h);
