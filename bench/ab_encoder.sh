@@ -32,10 +32,12 @@ if [ ! -f "$dir/old.a" ] || [ "$(cat "$dir/old.rev" 2>/dev/null)" != "$rev" ]; t
     objcopy --redefine-syms="$dir/old.map" "$dir/old/build-ab/libembedcore.a" "$dir/old.a"
     echo "$rev" >"$dir/old.rev"
 fi
-libs="$(pkg-config --libs openblas) -lutf8proc -lcjson -lxxhash -lpthread -lm"
+# the driver is built with the Makefile's own flags and libraries (its ALL_CFLAGS and LIBS)
+# shellcheck disable=SC2016 # $(...) is for make to expand
+{ read -r cflags; read -r libs; } < <(printf 'ab-flags:\n\t@echo $(ALL_CFLAGS)\n\t@echo $(LIBS)\n' |
+    make -s --no-print-directory -f Makefile -f - ab-flags)
 # shellcheck disable=SC2086
-cc -O2 -std=c11 -Wall -Wextra -Werror -D_GNU_SOURCE -Icore -Iinclude/sqlite-embed $(pkg-config --cflags openblas) bench/ab_encoder.c \
-    -o "$dir/ab_encoder" "$build/libembedcore.a" "$dir/old.a" $libs
+cc $cflags bench/ab_encoder.c -o "$dir/ab_encoder" "$build/libembedcore.a" "$dir/old.a" $libs
 models=${MODELS:-minilm,base}
 weights=${WEIGHTS:-f32}
 threads=${THREADS:-1,2}
