@@ -823,6 +823,37 @@ static void thread_tests(void) {
         emb_workspace_free(w1);
         free(ids4); free(o_1); free(o_2); free(o_s);
     }
+    /* a batch of 1,024 rows or more on one thread, which a model this narrow runs as sub-batches
+     * of whole sequences (9 x 128: four of 2 and one of 1): every sequence, its lengths and
+     * token types, as it is alone, with float32 and with int8 weights */
+    for (int kind = 0; kind < 2; kind++) {
+        enum { B9 = 9, T9 = 128 };
+        int32_t *ids9 = malloc(sizeof(int32_t) * B9 * T9), *types9 = malloc(sizeof(int32_t) * B9 * T9);
+        int32_t lens9[B9] = {128, 5, 77, 128, 128, 1, 64, 100, 33};
+        float *o9 = malloc(sizeof(float) * B9 * T9 * 48), *o_s = malloc(sizeof(float) * T9 * 48);
+        for (int i = 0; i < B9 * T9; i++) ids9[i] = 1000 + (i * 7919) % 28000, types9[i] = (i / 7) % 2;
+        if (kind == 1 && emb_encoder_set_weights(e, EMB_WEIGHTS_INT8, err)) {
+            CHECK(0, "int8 weights: %s", err);
+            free(ids9); free(types9); free(o9); free(o_s);
+            break;
+        }
+        int saved = openblas_get_num_threads();
+        openblas_set_num_threads(1);
+        emb_workspace *w9 = emb_workspace_new();
+        rc = emb_encoder_forward(e, w9, B9, T9, ids9, types9, lens9, 3, o9, err);
+        double dseq = 0;
+        for (int b = 0; b < B9 && !rc; b++) {
+            int32_t l = lens9[b];
+            rc |= emb_encoder_forward(e, w9, 1, l, ids9 + (size_t)b * T9, types9 + (size_t)b * T9, &l, 3, o_s, err);
+            double d = maxdiff(o_s, o9 + (size_t)b * T9 * 48, (size_t)l * 48);
+            if (d > dseq) dseq = d;
+        }
+        openblas_set_num_threads(saved);
+        CHECK(rc == 0 && dseq <= 1e-5, "%s 9 x 128 batch on one thread: each sequence as alone (max diff %.3g) %s",
+              kind ? "int8" : "float32", dseq, rc ? err : "");
+        emb_workspace_free(w9);
+        free(ids9); free(types9); free(o9); free(o_s);
+    }
     emb_workspace_free(ws);
     emb_workspace_free(fresh);
     free(solo); free(o1); free(o2);
