@@ -42,6 +42,7 @@ struct emb_workspace {
     size_t panels_n;
     emb_i8_act act;             /* int8 weights: the quantized input of the current product */
     emb_bf16_act bact;          /* bf16 weights: the rounded input of the current product */
+    emb_workspace *share[16];   /* a batch split by sequences over the threads: each worker's own */
 };
 
 const float *emb_encoder_word_row(const emb_encoder *e, int32_t id) {
@@ -171,6 +172,7 @@ emb_workspace *emb_workspace_new(void) { return calloc(1, sizeof(emb_workspace))
 void emb_workspace_free(emb_workspace *w) {
     if (!w) return;
     emb_workers_free(w->workers);
+    for (int i = 0; i < 16; i++) emb_workspace_free(w->share[i]);
     free(w->arena);
     free(w->scores);
     free(w->xn);
@@ -183,7 +185,11 @@ void emb_workspace_free(emb_workspace *w) {
     free(w);
 }
 size_t emb_workspace_bytes(const emb_workspace *w) {
-    return (w->arena_n + w->scores_n + w->xn_n + w->rope_n + w->packs_n + w->panels_n) * sizeof(float) + w->pos_n * sizeof(int32_t);
+    size_t n = (w->arena_n + w->scores_n + w->xn_n + w->rope_n + w->packs_n + w->panels_n) * sizeof(float) +
+               w->pos_n * sizeof(int32_t);
+    for (int i = 0; i < 16; i++)
+        if (w->share[i]) n += emb_workspace_bytes(w->share[i]);
+    return n;
 }
 
 /* Grows by at least half again, so that batches of slowly increasing size (length-sorted
@@ -630,28 +636,32 @@ static void layers_pre_norm(fwd_ctx *fc, const emb_workspace *ws, const plan *pl
     if (fc->res_bias || fc->norm_g) emb_workers_run(pl->rows, pl->row_tasks, task_pn_attn_in, fc);
 }
 
-/* On one thread, a model whose activations for SUB_BATCH_ROWS rows fit SUB_BATCH_BYTES (MiniLM's
- * width: 256 rows of its 1,536-wide feed-forward are 1.5 MiB) runs a batch of SUB_BATCH_MIN
- * rows or more as sub-batches of whole sequences, SUB_BATCH_ROWS to 3 x SUB_BATCH_ROWS rows
- * each: a layer's activations then stay in the caches instead of a batch-sized buffer that
+/* A model whose activations for SUB_BATCH_ROWS rows fit SUB_BATCH_BYTES (MiniLM's width: 256
+ * rows of its 1,536-wide feed-forward are 1.5 MiB) runs a batch of SUB_BATCH_MIN rows or more on
+ * one thread as sub-batches of whole sequences, SUB_BATCH_ROWS to 3 x SUB_BATCH_ROWS rows each:
+ * a layer's activations then stay in the core's caches instead of a batch-sized buffer that
  * spills to memory (4,096 rows of MiniLM are about 40 MB a layer). A layer's weights are read
  * once per sub-batch instead of once per batch, which these models' small layers afford and
- * bert-base's do not (float32 3-6 % slower). On two threads MiniLM was level or slower. The
- * products compute 32-row blocks, so the size chosen is the one that pads the fewest rows:
- * sub-batches of 200 rows (2 x 100) cost 11 % more than one batch of 300. The sequences are
- * independent, so the result is the batch's, bit for bit. */
+ * bert-base's do not (float32 3-6 % slower). The sequences are independent, so the result is
+ * the batch's, bit for bit. */
 #define SUB_BATCH_ROWS 256
 #define SUB_BATCH_MIN 1024
 #define SUB_BATCH_BYTES ((size_t)3 << 19)
-static size_t padded_rows(size_t rows) { return (rows + 31) / 32 * 32; }
-static int sub_batch_sequences(const emb_encoder *e, int B, int T, int nthr) {
+static int small_layers(const emb_encoder *e) {
     const emb_encoder_config *c = &e->cfg;
     size_t widest = (size_t)3 * c->dims.hidden, ffin = (size_t)(c->gated ? 2 : 1) * c->dims.intermediate;
     if (ffin > widest) widest = ffin;
     int own_kernels = e->L8 || e->LB || emb_sgemm_bcast_supported(); /* measured there, not on OpenBLAS */
+    return own_kernels && SUB_BATCH_ROWS * widest * sizeof(float) <= SUB_BATCH_BYTES;
+}
+
+/* Sequences per sub-batch on one thread: the products compute 32-row blocks, so the size chosen
+ * is the one that pads the fewest rows (sub-batches of 200 rows, 2 x 100, cost 11 % more than
+ * one batch of 300). */
+static size_t padded_rows(size_t rows) { return (rows + 31) / 32 * 32; }
+static int sub_batch_sequences(const emb_encoder *e, int B, int T) {
     size_t BT = (size_t)B * T;
-    if (nthr > 1 || !own_kernels || BT < SUB_BATCH_MIN || SUB_BATCH_ROWS * widest * sizeof(float) > SUB_BATCH_BYTES)
-        return B;
+    if (BT < SUB_BATCH_MIN || !small_layers(e)) return B;
     int best = B;
     size_t best_rows = padded_rows(BT) + padded_rows(BT) / 50; /* a split must pad under 2 % more */
     for (int g = 1; g < B && (size_t)g * T <= 3 * SUB_BATCH_ROWS; g++) {
@@ -666,6 +676,57 @@ static int forward_batch(const emb_encoder *, emb_workspace *, int B, int T, con
                          const int32_t *, int, float *, const emb_attention_span *, float *, int nthr,
                          char err[EMB_ERR_LEN]);
 
+/* The workspace's helper threads: as many as OpenBLAS has threads, minus the caller (started if
+ * wanted and not yet there; NULL if they could not be: everything then runs on the caller). */
+static void use_workers(emb_workspace *ws, int nthr, int wanted) {
+    if (ws->workers && emb_workers_helpers(ws->workers) != nthr - 1) { /* OpenBLAS's count changed */
+        emb_workers_free(ws->workers);
+        ws->workers = NULL;
+    }
+    if (wanted && !ws->workers) ws->workers = emb_workers_new(nthr - 1);
+}
+
+/* A batch on one thread, as sub-batches where they pay. */
+static int forward_sub_batches(const emb_encoder *e, emb_workspace *ws, int B, int T, const int32_t *ids,
+                               const int32_t *type_ids, const int32_t *lens, int n_layers, float *out,
+                               char err[EMB_ERR_LEN]) {
+    int g = sub_batch_sequences(e, B, T);
+    for (int b = 0; b < B; b += g) {
+        size_t r0 = (size_t)b * T;
+        int rc = forward_batch(e, ws, B - b < g ? B - b : g, T, ids + r0, type_ids ? type_ids + r0 : NULL, lens + b,
+                               n_layers, out + r0 * e->cfg.dims.hidden, NULL, NULL, 1, err);
+        if (rc) return rc;
+    }
+    return 0;
+}
+
+/* On several threads, a batch of such a model (of SHARE_MIN_ROWS rows or more a thread) is split
+ * by sequences instead of splitting every step: an equal share of the sequences for each thread,
+ * run there alone (as sub-batches where they pay) with a workspace of its own, so that no
+ * thread waits for another between the steps of a layer. MiniLM on two threads, one-process A/B
+ * against every product and step split over both, 2 x 64 to 32 x 128: float32 0.86-0.94 of the
+ * time, int8 0.78-0.84. bert-base, whose weights each thread would then stream whole, was level. */
+#define SHARE_MIN_ROWS 32
+typedef struct {
+    const emb_encoder *e;
+    emb_workspace *ws;
+    int B, T, n_layers, shares;
+    const int32_t *ids, *type_ids, *lens;
+    float *out;
+    int rc[16];
+    char err[16][EMB_ERR_LEN];
+} share_job;
+static void share_task(void *cv, int t, int worker) {
+    share_job *j = cv;
+    int b0 = (int)((int64_t)j->B * t / j->shares), b1 = (int)((int64_t)j->B * (t + 1) / j->shares);
+    emb_workspace *ws = j->ws->share[worker];
+    size_t r0 = (size_t)b0 * j->T;
+    j->rc[t] = !ws ? -1
+                   : forward_sub_batches(j->e, ws, b1 - b0, j->T, j->ids + r0, j->type_ids ? j->type_ids + r0 : NULL,
+                                         j->lens + b0, j->n_layers, j->out + r0 * j->e->cfg.dims.hidden, j->err[t]);
+    if (!ws) snprintf(j->err[t], EMB_ERR_LEN, "out of memory for a batch of %d x %d tokens", j->B, j->T);
+}
+
 int emb_encoder_forward(const emb_encoder *e, emb_workspace *ws, int B, int T, const int32_t *ids,
                         const int32_t *type_ids, const int32_t *lens, int n_layers, float *out,
                         char err[EMB_ERR_LEN]) {
@@ -676,7 +737,6 @@ int emb_encoder_forward_capture(const emb_encoder *e, emb_workspace *ws, int B, 
                                 const int32_t *type_ids, const int32_t *lens, int n_layers, float *out,
                                 const emb_attention_span *span, float *probs, char err[EMB_ERR_LEN]) {
     const emb_encoder_config *c = &e->cfg;
-    const int H = c->dims.hidden;
     if (B < 1 || T < 1) return emb_fail(err, "batch %d x %d tokens: both must be at least 1", B, T);
     if (T > emb_encoder_max_tokens(e))
         return emb_fail(err, "%d tokens exceed the model's maximum of %d positions", T, emb_encoder_max_tokens(e));
@@ -697,14 +757,20 @@ int emb_encoder_forward_capture(const emb_encoder *e, emb_workspace *ws, int B, 
     int nthr = openblas_get_num_threads();
     if (nthr < 1) nthr = 1;
     if (nthr > 16) nthr = 16;
-    int g = span ? B : sub_batch_sequences(e, B, T, nthr);
-    for (int b = 0; b < B; b += g) {
-        int n = B - b < g ? B - b : g;
-        size_t r0 = (size_t)b * T;
-        int rc = forward_batch(e, ws, n, T, ids + r0, type_ids ? type_ids + r0 : NULL, lens + b, n_layers,
-                               out + r0 * H, span, probs, nthr, err);
-        if (rc) return rc;
-    }
+    if (span || !small_layers(e) || (nthr > 1 && (B < nthr || (size_t)B * T < (size_t)nthr * SHARE_MIN_ROWS)))
+        return forward_batch(e, ws, B, T, ids, type_ids, lens, n_layers, out, span, probs, nthr, err);
+    if (nthr == 1) return forward_sub_batches(e, ws, B, T, ids, type_ids, lens, n_layers, out, err);
+    use_workers(ws, nthr, 1);
+    share_job j = {.e = e, .ws = ws, .B = B, .T = T, .n_layers = n_layers, .ids = ids, .type_ids = type_ids,
+                   .lens = lens, .out = out, .shares = emb_workers_helpers(ws->workers) + 1};
+    for (int w = 0; w < j.shares; w++)
+        if (!ws->share[w]) ws->share[w] = emb_workspace_new();
+    emb_workers_run(ws->workers, j.shares, share_task, &j);
+    for (int t = 0; t < j.shares; t++)
+        if (j.rc[t]) {
+            snprintf(err, EMB_ERR_LEN, "%s", j.err[t]);
+            return j.rc[t];
+        }
     return 0;
 }
 
@@ -719,11 +785,7 @@ static int forward_batch(const emb_encoder *e, emb_workspace *ws, int B, int T, 
     int bcast = !e->L8 && !e->LB && emb_sgemm_bcast_supported(); /* float32 products on emb_sgemm_bcast */
     int want_workers = nthr > 1 && ((size_t)BT * H >= PAR_MIN_ELEMS || (double)B * NH * T * T * dh >= PAR_MIN_ATT_MNK ||
                                     (double)BT * H * H >= EMB_SGEMM_BCAST_PAR_MACS);
-    if (ws->workers && emb_workers_helpers(ws->workers) != nthr - 1) { /* OpenBLAS's count changed */
-        emb_workers_free(ws->workers);
-        ws->workers = NULL;
-    }
-    if (want_workers && !ws->workers) ws->workers = emb_workers_new(nthr - 1); /* NULL: run on the caller alone */
+    use_workers(ws, nthr, want_workers);
     int n_workers = emb_workers_helpers(ws->workers) + 1;
     size_t need = BT * (size_t)(3 * H > FFin ? 3 * H : FFin); /* q, k, v; later the FFN's inner activations */
     int panels_ok = bcast && BT > 24, stream_panels = panels_ok && FFin == FF && !c->pre_norm; /* see fwd_ctx */

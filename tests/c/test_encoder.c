@@ -264,10 +264,10 @@ static char *subdir(const char *name) {
     return b;
 }
 
-static const char *BERT_CFG =
-    "{\"model_type\":\"bert\",\"hidden_size\":8,\"num_hidden_layers\":2,\"num_attention_heads\":2,"
-    "\"intermediate_size\":16,\"max_position_embeddings\":16,\"type_vocab_size\":2,\"vocab_size\":20,"
-    "\"layer_norm_eps\":1e-12,\"hidden_act\":\"gelu\"}";
+#define BERT_CFG_FMT                                                                                         \
+    "{\"model_type\":\"bert\",\"hidden_size\":8,\"num_hidden_layers\":2,\"num_attention_heads\":2,"     \
+    "\"intermediate_size\":%d,\"max_position_embeddings\":%d,\"type_vocab_size\":2,\"vocab_size\":20,"     \
+    "\"layer_norm_eps\":1e-12,\"hidden_act\":\"gelu\"}"
 
 enum { O_DTYPE_F32, O_DTYPE_BF16, O_DTYPE_F16, O_DTYPE_I32 };
 typedef struct {
@@ -279,6 +279,7 @@ typedef struct {
     const char *reshape;   /* suffix of a 2-D tensor written with half its columns */
     int shards;            /* 0: model.safetensors; 2: two shards + index */
     int extra_head;        /* add cls.predictions.bias */
+    int ff, positions;     /* intermediate size and position table (0: 16 and 16) */
 } synth_opts;
 
 static uint16_t f32_to_f16_exact(float f) { /* for values exactly representable, normal or zero */
@@ -292,7 +293,7 @@ static uint16_t f32_to_f16_exact(float f) { /* for values exactly representable,
 /* Writes a 2-layer BERT (H=8, heads=2, I=16, vocab 20, 16 positions) with weights k/256,
  * exactly representable in F16 and BF16, so every dtype variant holds the same values. */
 static int write_synth(const char *dir, const synth_opts *o) {
-    const int H = 8, FF = 16, V = 20, P = 16, L = 2;
+    const int H = 8, FF = o->ff ? o->ff : 16, V = 20, P = o->positions ? o->positions : 16, L = 2;
     char names[64][128];
     int64_t shapes[64][2];
     int n = 0;
@@ -361,7 +362,9 @@ static int write_synth(const char *dir, const synth_opts *o) {
     rng = saved;
     char err[EMB_ERR_LEN], p[1024];
     int rc = 0;
-    write_text(dir, "config.json", BERT_CFG);
+    char cfg[512];
+    snprintf(cfg, sizeof cfg, BERT_CFG_FMT, FF, P);
+    write_text(dir, "config.json", cfg);
     if (o->shards) {
         int half = m / 2;
         snprintf(p, sizeof p, "%s/model-00001-of-00002.safetensors", dir);
@@ -518,7 +521,9 @@ static void synthetic_tests(void) {
     CHECK(load_fails_with(d, "embeddings.word_embeddings.weight' has shape [20,8], expected [30522,8]", NULL, err), "vocab mismatch: %s", err);
     d = subdir("empty");
     CHECK(load_fails_with(d, "config.json", "cannot open", err), "no config.json: %s", err);
-    write_text(d, "config.json", BERT_CFG);
+    char cfg[512];
+    snprintf(cfg, sizeof cfg, BERT_CFG_FMT, 16, 16);
+    write_text(d, "config.json", cfg);
     CHECK(load_fails_with(d, "model.safetensors", NULL, err), "no weights: %s", err);
 
     /* forward argument errors */
@@ -823,9 +828,10 @@ static void thread_tests(void) {
         emb_workspace_free(w1);
         free(ids4); free(o_1); free(o_2); free(o_s);
     }
-    /* a batch of 1,024 rows or more on one thread, which a model this narrow runs as sub-batches
-     * of whole sequences (9 x 128: four of 2 and one of 1): every sequence, its lengths and
-     * token types, as it is alone, with float32 and with int8 weights */
+    /* a model this narrow runs a batch of 1,024 rows or more on one thread as sub-batches of whole
+     * sequences (9 x 128: four of 2 and one of 1), and splits a batch by sequences over two
+     * threads (9 x 128: 4 and 5; 3 x 50: 1 and 2, too few rows for sub-batches): every sequence,
+     * its length and token types, as it is alone, with float32 and with int8 weights */
     for (int kind = 0; kind < 2; kind++) {
         enum { B9 = 9, T9 = 128 };
         int32_t *ids9 = malloc(sizeof(int32_t) * B9 * T9), *types9 = malloc(sizeof(int32_t) * B9 * T9);
@@ -837,26 +843,69 @@ static void thread_tests(void) {
             free(ids9); free(types9); free(o9); free(o_s);
             break;
         }
+        const struct { int B, T, threads; } runs[] = {{B9, T9, 1}, {B9, T9, 2}, {3, 50, 2}};
         int saved = openblas_get_num_threads();
-        openblas_set_num_threads(1);
         emb_workspace *w9 = emb_workspace_new();
-        rc = emb_encoder_forward(e, w9, B9, T9, ids9, types9, lens9, 3, o9, err);
-        double dseq = 0;
-        for (int b = 0; b < B9 && !rc; b++) {
-            int32_t l = lens9[b];
-            rc |= emb_encoder_forward(e, w9, 1, l, ids9 + (size_t)b * T9, types9 + (size_t)b * T9, &l, 3, o_s, err);
-            double d = maxdiff(o_s, o9 + (size_t)b * T9 * 48, (size_t)l * 48);
-            if (d > dseq) dseq = d;
+        for (int r = 0; r < 3; r++) {
+            int B = runs[r].B, T = runs[r].T;
+            int32_t lens[B9];
+            for (int b = 0; b < B; b++) lens[b] = lens9[b] < T ? lens9[b] : T;
+            openblas_set_num_threads(runs[r].threads);
+            rc = emb_encoder_forward(e, w9, B, T, ids9, types9, lens, 3, o9, err);
+            double dseq = 0;
+            for (int b = 0; b < B && !rc; b++) {
+                int32_t l = lens[b];
+                rc |= emb_encoder_forward(e, w9, 1, l, ids9 + (size_t)b * T, types9 + (size_t)b * T, &l, 3, o_s, err);
+                double d = maxdiff(o_s, o9 + (size_t)b * T * 48, (size_t)l * 48);
+                if (d > dseq) dseq = d;
+            }
+            CHECK(rc == 0 && dseq <= 1e-5, "%s %d x %d batch on %d thread(s): each sequence as alone (max diff %.3g) %s",
+                  kind ? "int8" : "float32", B, T, runs[r].threads, dseq, rc ? err : "");
         }
         openblas_set_num_threads(saved);
-        CHECK(rc == 0 && dseq <= 1e-5, "%s 9 x 128 batch on one thread: each sequence as alone (max diff %.3g) %s",
-              kind ? "int8" : "float32", dseq, rc ? err : "");
         emb_workspace_free(w9);
         free(ids9); free(types9); free(o9); free(o_s);
     }
     emb_workspace_free(ws);
     emb_workspace_free(fresh);
     free(solo); free(o1); free(o2);
+    emb_encoder_free(e);
+}
+
+/* A model too wide for sub-batches and for splitting a batch by sequences (a 1,600-wide
+ * feed-forward) runs a batch on two threads by splitting each step: the helpers' row tasks,
+ * attention per sequence and head, and the products by rows. 32 x 64 reaches every one of
+ * those thresholds; the result must be one thread's, and each sequence's alone. */
+static void wide_batch_tests(void) {
+    synth_opts o = {.ff = 1600, .positions = 64};
+    char *d = subdir("wide"), err[EMB_ERR_LEN];
+    emb_encoder *e;
+    if (write_synth(d, &o) || emb_encoder_load(d, &e, err)) { CHECK(0, "wide synthetic model: %s", err); return; }
+    enum { B = 32, T = 64, H = 8 };
+    int32_t ids[B * T], lens[B];
+    for (int i = 0; i < B * T; i++) ids[i] = 1 + (i * 7) % 19;
+    for (int b = 0; b < B; b++) lens[b] = 1 + (b * 13) % T;
+    float *o1 = malloc(sizeof(float) * B * T * H), *o2 = malloc(sizeof(float) * B * T * H), s[T * H];
+    int saved = openblas_get_num_threads();
+    emb_workspace *ws = emb_workspace_new();
+    openblas_set_num_threads(1);
+    int rc = emb_encoder_forward(e, ws, B, T, ids, NULL, lens, 2, o1, err);
+    openblas_set_num_threads(2);
+    rc |= emb_encoder_forward(e, ws, B, T, ids, NULL, lens, 2, o2, err);
+    double dthr = 0, dseq = 0;
+    for (int b = 0; b < B && !rc; b++) {
+        int32_t l = lens[b];
+        rc |= emb_encoder_forward(e, ws, 1, l, ids + b * T, NULL, &l, 2, s, err);
+        double d1 = maxdiff(o1 + (size_t)b * T * H, o2 + (size_t)b * T * H, (size_t)l * H), d2 = maxdiff(s, o2 + (size_t)b * T * H, (size_t)l * H);
+        if (d1 > dthr) dthr = d1;
+        if (d2 > dseq) dseq = d2;
+    }
+    openblas_set_num_threads(saved);
+    CHECK(rc == 0 && dthr <= 1e-5 && dseq <= 1e-5,
+          "wide model, 32 x 64 batch: 1 vs 2 threads differ by %.3g, batch vs each sequence alone by %.3g %s", dthr, dseq,
+          rc ? err : "");
+    emb_workspace_free(ws);
+    free(o1), free(o2);
     emb_encoder_free(e);
 }
 
@@ -875,6 +924,7 @@ int main(void) {
     snprintf(tmpdir, sizeof tmpdir, "/tmp/test_encoder_XXXXXX");
     if (!mkdtemp(tmpdir)) { perror("mkdtemp"); return 1; }
     synthetic_tests();
+    wide_batch_tests();
     corrupt_tests();
     sinusoidal_fallback_test();
     sbert_config_tests();
