@@ -700,13 +700,24 @@ static int forward_sub_batches(const emb_encoder *e, emb_workspace *ws, int B, i
     return 0;
 }
 
-/* On several threads, a batch of such a model (of SHARE_MIN_ROWS rows or more a thread) is split
- * by sequences instead of splitting every step: an equal share of the sequences for each thread,
- * run there alone (as sub-batches where they pay) with a workspace of its own, so that no
- * thread waits for another between the steps of a layer. MiniLM on two threads, one-process A/B
- * against every product and step split over both, 2 x 64 to 32 x 128: float32 0.86-0.94 of the
- * time, int8 0.78-0.84. bert-base, whose weights each thread would then stream whole, was level. */
+/* On several threads, a batch of SHARE_MIN_ROWS rows or more a thread, of a model whose layers'
+ * weights take SHARE_MAX_WEIGHTS or less as the products read them, is split by sequences
+ * instead of splitting every step: an equal share of the sequences for each thread, run there
+ * alone (as sub-batches where they pay) with a workspace of its own, so that no thread waits for
+ * another between the steps of a layer, but each streams every weight. One-process A/B on two
+ * threads against every product and step split over both, 2 x 64 to 32 x 128: MiniLM float32
+ * (6.8 MiB a layer) 0.86-0.94 of the time, int8 0.78-0.84; bert-base int8 (6.8 MiB) 0.89-0.96;
+ * bert-base float32 (27 MiB) 0.92-1.27, as much slower as faster. */
 #define SHARE_MIN_ROWS 32
+#define SHARE_MAX_WEIGHTS ((size_t)8 << 20)
+static int shares_pay(const emb_encoder *e, int B, int T, int nthr) {
+    const emb_encoder_config *c = &e->cfg;
+    size_t H = (size_t)c->dims.hidden, FF = (size_t)c->dims.intermediate;
+    size_t layer = (4 * H * H + (c->gated ? 3 : 2) * H * FF) * (e->L8 ? 1 : e->LB ? 2 : 4);
+    int own_kernels = e->L8 || e->LB || emb_sgemm_bcast_supported();
+    return nthr > 1 && own_kernels && B >= nthr && (size_t)B * T >= (size_t)nthr * SHARE_MIN_ROWS &&
+           layer <= SHARE_MAX_WEIGHTS;
+}
 typedef struct {
     const emb_encoder *e;
     emb_workspace *ws;
@@ -757,7 +768,7 @@ int emb_encoder_forward_capture(const emb_encoder *e, emb_workspace *ws, int B, 
     int nthr = openblas_get_num_threads();
     if (nthr < 1) nthr = 1;
     if (nthr > 16) nthr = 16;
-    if (span || !small_layers(e) || (nthr > 1 && (B < nthr || (size_t)B * T < (size_t)nthr * SHARE_MIN_ROWS)))
+    if (span || e->steps_only || (nthr == 1 ? !small_layers(e) : !shares_pay(e, B, T, nthr)))
         return forward_batch(e, ws, B, T, ids, type_ids, lens, n_layers, out, span, probs, nthr, err);
     if (nthr == 1) return forward_sub_batches(e, ws, B, T, ids, type_ids, lens, n_layers, out, err);
     use_workers(ws, nthr, 1);

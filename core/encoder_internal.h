@@ -54,6 +54,8 @@ struct emb_encoder {
     XXH3_state_t *hash;
     uint64_t fingerprint;       /* of what the forward pass multiplies with */
     uint64_t fingerprint_f32;   /* of the float32 weights as loaded */
+    int steps_only;             /* tests: 1 runs every batch as one, each step split over the
+                                 * threads (no sub-batches, no split by sequences) */
 };
 
 /* Frees the packed weights (emb_encoder_free, and switching back to float32). */

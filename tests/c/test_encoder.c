@@ -3,6 +3,7 @@
  * load errors, sentence-transformers config and pooling. Run from the repo root. */
 #include "check.h"
 #include "encoder.h"
+#include "encoder_internal.h" /* steps_only */
 #include "file.h"
 #include "encoder_config.h"
 #include "pooling.h"
@@ -264,10 +265,10 @@ static char *subdir(const char *name) {
     return b;
 }
 
-#define BERT_CFG_FMT                                                                                         \
-    "{\"model_type\":\"bert\",\"hidden_size\":8,\"num_hidden_layers\":2,\"num_attention_heads\":2,"     \
-    "\"intermediate_size\":%d,\"max_position_embeddings\":%d,\"type_vocab_size\":2,\"vocab_size\":20,"     \
-    "\"layer_norm_eps\":1e-12,\"hidden_act\":\"gelu\"}"
+static const char *BERT_CFG =
+    "{\"model_type\":\"bert\",\"hidden_size\":8,\"num_hidden_layers\":2,\"num_attention_heads\":2,"
+    "\"intermediate_size\":16,\"max_position_embeddings\":16,\"type_vocab_size\":2,\"vocab_size\":20,"
+    "\"layer_norm_eps\":1e-12,\"hidden_act\":\"gelu\"}";
 
 enum { O_DTYPE_F32, O_DTYPE_BF16, O_DTYPE_F16, O_DTYPE_I32 };
 typedef struct {
@@ -279,7 +280,6 @@ typedef struct {
     const char *reshape;   /* suffix of a 2-D tensor written with half its columns */
     int shards;            /* 0: model.safetensors; 2: two shards + index */
     int extra_head;        /* add cls.predictions.bias */
-    int ff, positions;     /* intermediate size and position table (0: 16 and 16) */
 } synth_opts;
 
 static uint16_t f32_to_f16_exact(float f) { /* for values exactly representable, normal or zero */
@@ -293,7 +293,7 @@ static uint16_t f32_to_f16_exact(float f) { /* for values exactly representable,
 /* Writes a 2-layer BERT (H=8, heads=2, I=16, vocab 20, 16 positions) with weights k/256,
  * exactly representable in F16 and BF16, so every dtype variant holds the same values. */
 static int write_synth(const char *dir, const synth_opts *o) {
-    const int H = 8, FF = o->ff ? o->ff : 16, V = 20, P = o->positions ? o->positions : 16, L = 2;
+    const int H = 8, FF = 16, V = 20, P = 16, L = 2;
     char names[64][128];
     int64_t shapes[64][2];
     int n = 0;
@@ -362,9 +362,7 @@ static int write_synth(const char *dir, const synth_opts *o) {
     rng = saved;
     char err[EMB_ERR_LEN], p[1024];
     int rc = 0;
-    char cfg[512];
-    snprintf(cfg, sizeof cfg, BERT_CFG_FMT, FF, P);
-    write_text(dir, "config.json", cfg);
+    write_text(dir, "config.json", BERT_CFG);
     if (o->shards) {
         int half = m / 2;
         snprintf(p, sizeof p, "%s/model-00001-of-00002.safetensors", dir);
@@ -521,9 +519,7 @@ static void synthetic_tests(void) {
     CHECK(load_fails_with(d, "embeddings.word_embeddings.weight' has shape [20,8], expected [30522,8]", NULL, err), "vocab mismatch: %s", err);
     d = subdir("empty");
     CHECK(load_fails_with(d, "config.json", "cannot open", err), "no config.json: %s", err);
-    char cfg[512];
-    snprintf(cfg, sizeof cfg, BERT_CFG_FMT, 16, 16);
-    write_text(d, "config.json", cfg);
+    write_text(d, "config.json", BERT_CFG);
     CHECK(load_fails_with(d, "model.safetensors", NULL, err), "no weights: %s", err);
 
     /* forward argument errors */
@@ -800,9 +796,11 @@ static void thread_tests(void) {
     rc |= emb_encoder_forward(e, fresh, 1, 5, ids, NULL, &len, 3, b, err);
     CHECK(rc == 0 && memcmp(a, b, sizeof a) == 0, "reused workspace gives the same result");
     (void)H;
-    /* a batch large enough for the helper threads (rows x hidden >= 16384): the same
+    /* a batch large enough for the helper threads (rows x hidden >= 16384), run as a model too
+     * large for a split by sequences would run it, each step split over the threads: the same
      * result with 1 and with 2 OpenBLAS threads, and against the sequences one by one */
     {
+        e->steps_only = 1;
         enum { B4 = 4, T4 = 160 };
         int32_t *ids4 = malloc(sizeof(int32_t) * B4 * T4), lens4[B4] = {160, 97, 131, 8};
         float *o_1 = malloc(sizeof(float) * B4 * T4 * 48), *o_2 = malloc(sizeof(float) * B4 * T4 * 48),
@@ -824,6 +822,7 @@ static void thread_tests(void) {
             if (d1 > dseq) dseq = d1;
         }
         openblas_set_num_threads(saved);
+        e->steps_only = 0;
         CHECK(rc == 0 && dmax <= 1e-5 && dseq <= 1e-5, "4 x 160 batch: 1 vs 2 threads differ by %.3g, batch vs single by %.3g (%s)", dmax, dseq, rc ? err : "");
         emb_workspace_free(w1);
         free(ids4); free(o_1); free(o_2); free(o_s);
@@ -872,43 +871,6 @@ static void thread_tests(void) {
     emb_encoder_free(e);
 }
 
-/* A model too wide for sub-batches and for splitting a batch by sequences (a 1,600-wide
- * feed-forward) runs a batch on two threads by splitting each step: the helpers' row tasks,
- * attention per sequence and head, and the products by rows. 32 x 64 reaches every one of
- * those thresholds; the result must be one thread's, and each sequence's alone. */
-static void wide_batch_tests(void) {
-    synth_opts o = {.ff = 1600, .positions = 64};
-    char *d = subdir("wide"), err[EMB_ERR_LEN];
-    emb_encoder *e;
-    if (write_synth(d, &o) || emb_encoder_load(d, &e, err)) { CHECK(0, "wide synthetic model: %s", err); return; }
-    enum { B = 32, T = 64, H = 8 };
-    int32_t ids[B * T], lens[B];
-    for (int i = 0; i < B * T; i++) ids[i] = 1 + (i * 7) % 19;
-    for (int b = 0; b < B; b++) lens[b] = 1 + (b * 13) % T;
-    float *o1 = malloc(sizeof(float) * B * T * H), *o2 = malloc(sizeof(float) * B * T * H), s[T * H];
-    int saved = openblas_get_num_threads();
-    emb_workspace *ws = emb_workspace_new();
-    openblas_set_num_threads(1);
-    int rc = emb_encoder_forward(e, ws, B, T, ids, NULL, lens, 2, o1, err);
-    openblas_set_num_threads(2);
-    rc |= emb_encoder_forward(e, ws, B, T, ids, NULL, lens, 2, o2, err);
-    double dthr = 0, dseq = 0;
-    for (int b = 0; b < B && !rc; b++) {
-        int32_t l = lens[b];
-        rc |= emb_encoder_forward(e, ws, 1, l, ids + b * T, NULL, &l, 2, s, err);
-        double d1 = maxdiff(o1 + (size_t)b * T * H, o2 + (size_t)b * T * H, (size_t)l * H), d2 = maxdiff(s, o2 + (size_t)b * T * H, (size_t)l * H);
-        if (d1 > dthr) dthr = d1;
-        if (d2 > dseq) dseq = d2;
-    }
-    openblas_set_num_threads(saved);
-    CHECK(rc == 0 && dthr <= 1e-5 && dseq <= 1e-5,
-          "wide model, 32 x 64 batch: 1 vs 2 threads differ by %.3g, batch vs each sequence alone by %.3g %s", dthr, dseq,
-          rc ? err : "");
-    emb_workspace_free(ws);
-    free(o1), free(o2);
-    emb_encoder_free(e);
-}
-
 static void rm_rf(const char *d) {
     char cmd[600];
     if (strncmp(d, "/tmp/", 5) == 0 && strlen(d) > 10) {
@@ -924,7 +886,6 @@ int main(void) {
     snprintf(tmpdir, sizeof tmpdir, "/tmp/test_encoder_XXXXXX");
     if (!mkdtemp(tmpdir)) { perror("mkdtemp"); return 1; }
     synthetic_tests();
-    wide_batch_tests();
     corrupt_tests();
     sinusoidal_fallback_test();
     sbert_config_tests();
