@@ -21,6 +21,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#define MAX_THREADS 16 /* helper threads and the caller, whatever OpenBLAS's count */
+
 struct emb_workspace {
     float *arena;
     size_t arena_n;
@@ -42,7 +44,7 @@ struct emb_workspace {
     size_t panels_n;
     emb_i8_act act;             /* int8 weights: the quantized input of the current product */
     emb_bf16_act bact;          /* bf16 weights: the rounded input of the current product */
-    emb_workspace *share[16];   /* a batch split by sequences over the threads: each worker's own */
+    emb_workspace *share[MAX_THREADS]; /* a batch split by sequences over the threads: each worker's own */
 };
 
 const float *emb_encoder_word_row(const emb_encoder *e, int32_t id) {
@@ -172,7 +174,7 @@ emb_workspace *emb_workspace_new(void) { return calloc(1, sizeof(emb_workspace))
 void emb_workspace_free(emb_workspace *w) {
     if (!w) return;
     emb_workers_free(w->workers);
-    for (int i = 0; i < 16; i++) emb_workspace_free(w->share[i]);
+    for (int i = 0; i < MAX_THREADS; i++) emb_workspace_free(w->share[i]);
     free(w->arena);
     free(w->scores);
     free(w->xn);
@@ -187,7 +189,7 @@ void emb_workspace_free(emb_workspace *w) {
 size_t emb_workspace_bytes(const emb_workspace *w) {
     size_t n = (w->arena_n + w->scores_n + w->xn_n + w->rope_n + w->packs_n + w->panels_n) * sizeof(float) +
                w->pos_n * sizeof(int32_t);
-    for (int i = 0; i < 16; i++)
+    for (int i = 0; i < MAX_THREADS; i++)
         if (w->share[i]) n += emb_workspace_bytes(w->share[i]);
     return n;
 }
@@ -647,12 +649,14 @@ static void layers_pre_norm(fwd_ctx *fc, const emb_workspace *ws, const plan *pl
 #define SUB_BATCH_ROWS 256
 #define SUB_BATCH_MIN 1024
 #define SUB_BATCH_BYTES ((size_t)3 << 19)
+/* Whether the products run on our kernels (int8, bf16, or float32 on AVX-512F): the cuts below
+ * were measured there, not on OpenBLAS. */
+static int own_kernels(const emb_encoder *e) { return e->L8 || e->LB || emb_sgemm_bcast_supported(); }
 static int small_layers(const emb_encoder *e) {
     const emb_encoder_config *c = &e->cfg;
     size_t widest = (size_t)3 * c->dims.hidden, ffin = (size_t)(c->gated ? 2 : 1) * c->dims.intermediate;
     if (ffin > widest) widest = ffin;
-    int own_kernels = e->L8 || e->LB || emb_sgemm_bcast_supported(); /* measured there, not on OpenBLAS */
-    return own_kernels && SUB_BATCH_ROWS * widest * sizeof(float) <= SUB_BATCH_BYTES;
+    return own_kernels(e) && SUB_BATCH_ROWS * widest * sizeof(float) <= SUB_BATCH_BYTES;
 }
 
 /* Sequences per sub-batch on one thread: the products compute 32-row blocks, so the size chosen
@@ -706,16 +710,16 @@ static int forward_sub_batches(const emb_encoder *e, emb_workspace *ws, int B, i
  * alone (as sub-batches where they pay) with a workspace of its own, so that no thread waits for
  * another between the steps of a layer, but each streams every weight. One-process A/B on two
  * threads against every product and step split over both, 2 x 64 to 32 x 128: MiniLM float32
- * (6.8 MiB a layer) 0.86-0.94 of the time, int8 0.78-0.84; bert-base int8 (6.8 MiB) 0.89-0.96;
- * bert-base float32 (27 MiB) 0.92-1.27, as much slower as faster. */
+ * (6.8 MiB a layer) 0.86-0.94 of the time, int8 0.78-0.84; bert-base int8 (6.8 MiB) 0.77-0.96,
+ * ModernBERT-base int8 (4.8 MiB) 0.79-0.86; bert-base float32 (27 MiB) 0.92-1.27, as much slower
+ * as faster. */
 #define SHARE_MIN_ROWS 32
 #define SHARE_MAX_WEIGHTS ((size_t)8 << 20)
 static int shares_pay(const emb_encoder *e, int B, int T, int nthr) {
     const emb_encoder_config *c = &e->cfg;
     size_t H = (size_t)c->dims.hidden, FF = (size_t)c->dims.intermediate;
     size_t layer = (4 * H * H + (c->gated ? 3 : 2) * H * FF) * (e->L8 ? 1 : e->LB ? 2 : 4);
-    int own_kernels = e->L8 || e->LB || emb_sgemm_bcast_supported();
-    return nthr > 1 && own_kernels && B >= nthr && (size_t)B * T >= (size_t)nthr * SHARE_MIN_ROWS &&
+    return nthr > 1 && own_kernels(e) && B >= nthr && (size_t)B * T >= (size_t)nthr * SHARE_MIN_ROWS &&
            layer <= SHARE_MAX_WEIGHTS;
 }
 typedef struct {
@@ -724,8 +728,8 @@ typedef struct {
     int B, T, n_layers, shares;
     const int32_t *ids, *type_ids, *lens;
     float *out;
-    int rc[16];
-    char err[16][EMB_ERR_LEN];
+    int rc[MAX_THREADS];
+    char err[MAX_THREADS][EMB_ERR_LEN];
 } share_job;
 static void share_task(void *cv, int t, int worker) {
     share_job *j = cv;
@@ -767,7 +771,7 @@ int emb_encoder_forward_capture(const emb_encoder *e, emb_workspace *ws, int B, 
     /* helpers: as many as OpenBLAS has threads, minus the caller */
     int nthr = openblas_get_num_threads();
     if (nthr < 1) nthr = 1;
-    if (nthr > 16) nthr = 16;
+    if (nthr > MAX_THREADS) nthr = MAX_THREADS;
     if (span || e->steps_only || (nthr == 1 ? !small_layers(e) : !shares_pay(e, B, T, nthr)))
         return forward_batch(e, ws, B, T, ids, type_ids, lens, n_layers, out, span, probs, nthr, err);
     if (nthr == 1) return forward_sub_batches(e, ws, B, T, ids, type_ids, lens, n_layers, out, err);
