@@ -210,8 +210,8 @@ static int grow(float **p, size_t *cap, size_t n) {
 
 double emb_encoder_flops(const emb_encoder *e, int B, int T, const int32_t *lens, int n_layers) {
     const emb_encoder_config *c = &e->cfg;
-    double H = c->dims.hidden, FF = c->dims.intermediate, BT = (double)B * T;
-    double proj = 2.0 * BT * (4 * H * H + (c->gated ? 3 : 2) * H * FF), total = 0;
+    double H = c->dims.hidden, BT = (double)B * T;
+    double proj = 2.0 * BT * (double)emb_encoder_config_linear_weights(c), total = 0;
     for (int l = 0; l < n_layers; l++) {
         double att = 0;
         for (int b = 0; b < B; b++) {
@@ -718,9 +718,8 @@ static int forward_sub_batches(const emb_encoder *e, emb_workspace *ws, int B, i
 #define SHARE_MIN_ROWS 32
 #define SHARE_MAX_WEIGHTS ((size_t)8 << 20)
 static int shares_pay(const emb_encoder *e, int B, int T, int nthr) {
-    const emb_encoder_config *c = &e->cfg;
-    size_t H = (size_t)c->dims.hidden, FF = (size_t)c->dims.intermediate;
-    size_t layer = (4 * H * H + (c->gated ? 3 : 2) * H * FF) * (e->L8 ? 1 : e->LB ? 2 : 4);
+    size_t layer = e->L8 || e->LB ? e->info.packed_bytes / (size_t)e->cfg.dims.layers
+                                  : emb_encoder_config_linear_weights(&e->cfg) * sizeof(float);
     return nthr > 1 && own_kernels(e) && B >= nthr && (size_t)B * T >= (size_t)nthr * SHARE_MIN_ROWS &&
            layer <= SHARE_MAX_WEIGHTS;
 }
@@ -738,10 +737,11 @@ static void share_task(void *cv, int t, int worker) {
     int b0 = (int)((int64_t)j->B * t / j->shares), b1 = (int)((int64_t)j->B * (t + 1) / j->shares);
     emb_workspace *ws = j->ws->share[worker];
     size_t r0 = (size_t)b0 * j->T;
-    j->rc[t] = !ws ? -1
-                   : forward_sub_batches(j->e, ws, b1 - b0, j->T, j->ids + r0, j->type_ids ? j->type_ids + r0 : NULL,
-                                         j->lens + b0, j->n_layers, j->out + r0 * j->e->cfg.dims.hidden, j->err[t]);
-    if (!ws) snprintf(j->err[t], EMB_ERR_LEN, "out of memory for a batch of %d x %d tokens", j->B, j->T);
+    if (!ws)
+        j->rc[t] = emb_fail(j->err[t], "out of memory for a batch of %d x %d tokens", j->B, j->T);
+    else
+        j->rc[t] = forward_sub_batches(j->e, ws, b1 - b0, j->T, j->ids + r0, j->type_ids ? j->type_ids + r0 : NULL,
+                                       j->lens + b0, j->n_layers, j->out + r0 * j->e->cfg.dims.hidden, j->err[t]);
 }
 
 int emb_encoder_forward(const emb_encoder *e, emb_workspace *ws, int B, int T, const int32_t *ids,
@@ -774,7 +774,7 @@ int emb_encoder_forward_capture(const emb_encoder *e, emb_workspace *ws, int B, 
     int nthr = openblas_get_num_threads();
     if (nthr < 1) nthr = 1;
     if (nthr > MAX_THREADS) nthr = MAX_THREADS;
-    if (span || e->steps_only || (nthr == 1 ? !small_layers(e) : !shares_pay(e, B, T, nthr)))
+    if (span || e->steps_only || (nthr > 1 && !shares_pay(e, B, T, nthr)))
         return forward_batch(e, ws, B, T, ids, type_ids, lens, n_layers, out, span, probs, nthr, err);
     if (nthr == 1) return forward_sub_batches(e, ws, B, T, ids, type_ids, lens, n_layers, out, err);
     use_workers(ws, nthr, 1);

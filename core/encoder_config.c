@@ -345,3 +345,8 @@ const char *emb_pos_kind_name(emb_pos_kind k) {
 int emb_encoder_config_layer_is_local(const emb_encoder_config *c, int l) {
     return c->global_every > 0 && l % c->global_every != 0;
 }
+
+size_t emb_encoder_config_linear_weights(const emb_encoder_config *c) {
+    size_t H = (size_t)c->dims.hidden, FF = (size_t)c->dims.intermediate;
+    return 4 * H * H + (size_t)(c->gated ? 3 : 2) * H * FF;
+}

@@ -56,4 +56,7 @@ int emb_encoder_config_load(const char *dir, emb_encoder_config *out, char err[E
 const char *emb_pos_kind_name(emb_pos_kind k);
 /* Layer l (0-based) of a sliding-window model attends only within its window. */
 int emb_encoder_config_layer_is_local(const emb_encoder_config *c, int l);
+/* Weights of one layer's linear products (Q, K, V, the output projection and the feed-forward,
+ * gated or not), biases left out. */
+size_t emb_encoder_config_linear_weights(const emb_encoder_config *c);
 #endif

@@ -136,8 +136,7 @@ int emb_encoder_set_weights(emb_encoder *e, emb_weights w, char err[EMB_ERR_LEN]
     } else if (pack_all(e, w, err)) {
         return -1;
     }
-    size_t linear = (size_t)d->layers * ((size_t)4 * d->hidden + (size_t)(e->cfg.gated ? 3 : 2) * d->intermediate) *
-                    (size_t)d->hidden * sizeof(float);
+    size_t linear = (size_t)d->layers * emb_encoder_config_linear_weights(&e->cfg) * sizeof(float);
     e->info.used_bytes = e->info.weight_bytes - (w == EMB_WEIGHTS_F32 ? 0 : linear) + e->info.packed_bytes;
     e->weights = w;
     /* a model that multiplies with other weights gives other vectors: its own fingerprint
