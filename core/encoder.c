@@ -131,12 +131,16 @@ static void bias_ln(float *X, const float *bias, const float *g, const float *b,
     }
 }
 
-/* Gated feed-forward: each row holds [a | b] (2n wide); its first n become act(a) * b. */
+/* Gated feed-forward: each row holds [a | b] (2n wide); its first n become act(a) * b (GELU as
+ * emb_gelu_quick where `quick`). */
 EMB_CLONES
-static void glu_rows(float *Y, size_t rows, int n, emb_activation act) {
+static void glu_rows(float *Y, size_t rows, int n, emb_activation act, int quick) {
     for (size_t r = 0; r < rows; r++) {
         float *y = Y + r * 2 * (size_t)n;
-        if (act == EMB_ACT_GELU) {
+        if (act == EMB_ACT_GELU && quick) {
+#pragma omp simd
+            for (int i = 0; i < n; i++) y[i] = emb_gelu_quick_of(y[i]) * y[n + i];
+        } else if (act == EMB_ACT_GELU) {
 #pragma omp simd
             for (int i = 0; i < n; i++) y[i] = emb_gelu_of(y[i]) * y[n + i];
         } else if (act == EMB_ACT_SILU) {
@@ -330,7 +334,11 @@ static void task_gelu(void *cv, int t, int worker) {
     fwd_ctx *c = cv;
     size_t r0, n;
     row_range(c, t, c->ffn_rows, &r0, &n);
-    if (c->FFin != c->FF) glu_rows(c->inter + r0 * c->FFin, n, c->FF, c->e->cfg.act);
+    /* quantized weights: the GELU's output is quantized or rounded next, which keeps nothing of
+     * the exact form's last digits */
+    int quick = c->w8 || c->wb;
+    if (c->FFin != c->FF) glu_rows(c->inter + r0 * c->FFin, n, c->FF, c->e->cfg.act, quick);
+    else if (quick) emb_gelu_quick(c->inter + r0 * c->FF, n * (size_t)c->FF);
     else emb_gelu(c->inter + r0 * c->FF, n * (size_t)c->FF);
     quantize_rows(c, r0, n);
 }

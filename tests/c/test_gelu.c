@@ -6,7 +6,8 @@
  * Every length from 1 to 130 runs the vector loop and its masked tail: each value the same bits
  * as in the long run. The exp of AVX-512 kernels (vexp512.h, attention's softmax) against libm's
  * exp in double: within 2 float ulps over [-87, 88], NaN kept, exp(-inf) below 1e-37, exp(0)
- * exactly 1. */
+ * exactly 1. The quick GELU of int8 and bf16 weights (emb_gelu_quick, emb_gelu_quick_of): within
+ * 1e-6 absolutely on the same points, the same special values and lengths. */
 #include "check.h"
 #include "encoder_kernels.h"
 #include "gelu.h"
@@ -69,6 +70,47 @@ static void errors(const float *x, const float *y, size_t n, double *rel, double
     }
 }
 
+/* emb_gelu_quick and emb_gelu_quick_of: within 1e-6 absolutely on the grid x, every length of
+ * 1..130 the long run's bits, the special values as emb_gelu gives them (NaN, +inf, -inf -> NaN,
+ * the rest within 1e-6 with the reference's sign or 0). */
+static void check_quick(const float *x, size_t n, const float *special, size_t ns) {
+    float *y = malloc(sizeof(float) * n), *z = malloc(sizeof(float) * n);
+    memcpy(y, x, sizeof(float) * n);
+    emb_gelu_quick(y, n);
+    for (size_t i = 0; i < n; i++) z[i] = emb_gelu_quick_of(x[i]);
+    double rel, abs_y, abs_z;
+    float at;
+    errors(x, y, n, &rel, &abs_y, &at);
+    errors(x, z, n, &rel, &abs_z, &at);
+    CHECK(abs_y <= 1e-6 && abs_z <= 1e-6, "emb_gelu_quick: absolute error %.3g, emb_gelu_quick_of %.3g", abs_y,
+          abs_z);
+    int differ = 0;
+    float part[130];
+    for (int len = 1; len <= 130; len++) {
+        size_t from = ((size_t)len * 7919) % (n - 130);
+        memcpy(part, x + from, sizeof(float) * len);
+        emb_gelu_quick(part, (size_t)len);
+        differ += memcmp(part, y + from, sizeof(float) * len) != 0;
+    }
+    CHECK(differ == 0, "emb_gelu_quick over 1..130 values: %d lengths differ from the long run", differ);
+    float out[32];
+    memcpy(out, special, sizeof(float) * ns);
+    emb_gelu_quick(out, ns);
+    for (size_t i = 0; i < ns; i++) {
+        float s = special[i], got = out[i], of = emb_gelu_quick_of(s);
+        int ok;
+        if (isnan(s) || s == -INFINITY) ok = isnan(got) && isnan(of);
+        else if (s == INFINITY) ok = got == INFINITY && of == INFINITY;
+        else {
+            double ref = gelu_ref(s);
+            ok = fabs(got - ref) <= 1e-6 && fabs(of - ref) <= 1e-6 && (got == 0 || signbit(got) == signbit((float)ref));
+        }
+        CHECK(ok, "quick GELU(%g): emb_gelu_quick %g, emb_gelu_quick_of %g, want %g", s, got, of, gelu_ref(s));
+    }
+    free(y);
+    free(z);
+}
+
 int main(void) {
     check_vexp();
     float *x = malloc(sizeof(float) * NPOINTS), *y = malloc(sizeof(float) * NPOINTS);
@@ -113,6 +155,7 @@ int main(void) {
         }
         CHECK(ok, "GELU(%g): emb_gelu %g, emb_gelu_of %g, want %g", s, got, of, gelu_ref(s));
     }
+    check_quick(x, NPOINTS, special, ns);
     free(x);
     free(y);
     free(z);
