@@ -219,22 +219,6 @@ static void tile256_any(const emb_i8k_args *g, int m, int p, int mr, int np) {
 
 /* ---------- AVX-512 VNNI: MR (<= 6) rows x NP (<= 4) panels, 24 accumulators at most ---------- */
 
-T_AVX512 INLINE void epilogue16(const emb_i8k_args *g, int m, int n, __m512i acc) {
-    int valid = g->N - n;
-    __mmask16 mask = valid >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << valid) - 1u);
-    __m512i P = _mm512_sub_epi32(acc, _mm512_mullo_epi32(_mm512_set1_epi32(g->zp[m]), _mm512_loadu_si512(g->colsum + n)));
-    if (g->P) {
-        _mm512_mask_storeu_epi32(g->P + (size_t)m * g->ldp + n, mask, P);
-        return;
-    }
-    __m512 s = _mm512_mul_ps(_mm512_set1_ps(g->sa[m]), _mm512_loadu_ps(g->sw + n));
-    __m512 t = _mm512_mul_ps(_mm512_cvtepi32_ps(P), s);
-    t = _mm512_add_ps(t, g->bias ? _mm512_maskz_loadu_ps(mask, g->bias + n) : _mm512_setzero_ps());
-    float *c = g->C + (size_t)m * g->ldc + n;
-    if (g->beta) t = _mm512_add_ps(_mm512_maskz_loadu_ps(mask, c), t);
-    _mm512_mask_storeu_ps(c, mask, t);
-}
-
 /* Named accumulators, as above. */
 #define FOR_NP(X, r) X(r, 0) X(r, 1) X(r, 2) X(r, 3)
 #define FOR_TILE(X) FOR_NP(X, 0) FOR_NP(X, 1) FOR_NP(X, 2) FOR_NP(X, 3) FOR_NP(X, 4) FOR_NP(X, 5)
@@ -252,10 +236,43 @@ T_AVX512 INLINE void epilogue16(const emb_i8k_args *g, int m, int n, __m512i acc
 #define ACC512_STORE(r, v) \
     if (MR > r && NP > v) _mm512_store_si512(sums + 16 * (4 * r + v), c##r##v);
 
+/* epilogue1 over the tile, 16 channels a vector: each panel's column terms loaded once, g's fields
+ * held in locals (the masked stores may alias anything: GCC reloaded every field for every vector) */
 T_AVX512 __attribute__((noinline)) static void epilogue_tile16(const emb_i8k_args *g, int m, int p, int MR, int NP,
                                                               const int32_t *sums) {
-    for (int r = 0; r < MR; r++)
-        for (int v = 0; v < NP; v++) epilogue16(g, m + r, 16 * (p + v), _mm512_load_si512(sums + 16 * (4 * r + v)));
+    const int32_t *zp = g->zp;
+    const float *sa = g->sa;
+    int32_t *const Pout = g->P;
+    float *const C = g->C;
+    const size_t ldc = (size_t)g->ldc, ldp = (size_t)g->ldp;
+    const int beta = g->beta;
+    __m512i colsum[4];
+    __m512 sw[4], bias[4];
+    __mmask16 mask[4];
+    for (int v = 0; v < NP; v++) {
+        int n = 16 * (p + v), valid = g->N - n;
+        mask[v] = valid >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << valid) - 1u);
+        colsum[v] = _mm512_loadu_si512(g->colsum + n);
+        sw[v] = _mm512_loadu_ps(g->sw + n);
+        bias[v] = g->bias ? _mm512_maskz_loadu_ps(mask[v], g->bias + n) : _mm512_setzero_ps();
+    }
+    for (int r = 0; r < MR; r++) {
+        const __m512i z = _mm512_set1_epi32(zp[m + r]);
+        const __m512 a = _mm512_set1_ps(sa[m + r]);
+        for (int v = 0; v < NP; v++) {
+            size_t n = (size_t)16 * (p + v);
+            __m512i P = _mm512_sub_epi32(_mm512_load_si512(sums + 16 * (4 * r + v)), _mm512_mullo_epi32(z, colsum[v]));
+            if (Pout) {
+                _mm512_mask_storeu_epi32(Pout + (size_t)(m + r) * ldp + n, mask[v], P);
+                continue;
+            }
+            /* as epilogue1: s = sa sw, P s, + bias, + C */
+            __m512 t = _mm512_add_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(P), _mm512_mul_ps(a, sw[v])), bias[v]);
+            float *c = C + (size_t)(m + r) * ldc + n;
+            if (beta) t = _mm512_add_ps(_mm512_maskz_loadu_ps(mask[v], c), t);
+            _mm512_mask_storeu_ps(c, mask[v], t);
+        }
+    }
 }
 
 T_AVX512 INLINE void tile_avx512(const emb_i8k_args *g, int m, int p, const int MR, const int NP) {
