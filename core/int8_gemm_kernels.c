@@ -385,15 +385,19 @@ T_AVX512 static void quantize_row_avx512(const float *x, int K, int Kp, uint8_t 
     }
     float inv = 0.0f;
     if (!row_params(_mm512_reduce_min_ps(lo), _mm512_reduce_max_ps(hi), bad != 0, Kp, u, sa, zp, &inv)) return;
-    const __m512 vinv = _mm512_set1_ps(inv), magic = _mm512_set1_ps(ROUND_MAGIC), fz = _mm512_set1_ps((float)*zp),
-                 top = _mm512_set1_ps(255.0f);
+    /* code_of in integers: |x inv| <= 255 (the range holds x), so converting with rounding to
+     * nearest even gives the magic number's integer exactly; + zp, then 0 .. 255 (the store
+     * saturates above) */
+    const __m512 vinv = _mm512_set1_ps(inv);
+    const __m512i vzp = _mm512_set1_epi32(*zp), izero = _mm512_setzero_si512();
     for (int k = 0; k < Kp; k += 16) {
         __mmask16 m = K - k >= 16 ? (__mmask16)0xffff : K > k ? (__mmask16)((1u << (K - k)) - 1u) : 0;
         __mmask16 store = Kp - k >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (Kp - k)) - 1u);
-        __m512 q = _mm512_add_ps(_mm512_sub_ps(_mm512_add_ps(_mm512_mul_ps(_mm512_maskz_loadu_ps(m, x + k), vinv), magic), magic), fz);
-        q = _mm512_min_ps(_mm512_max_ps(q, zero), top);
+        __m512i q = _mm512_cvt_roundps_epi32(_mm512_mul_ps(_mm512_maskz_loadu_ps(m, x + k), vinv),
+                                             _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+        q = _mm512_max_epi32(_mm512_add_epi32(q, vzp), izero);
         /* codes past K are zero, not the zero point */
-        _mm512_mask_cvtusepi32_storeu_epi8(u + k, store, _mm512_maskz_cvttps_epi32(m, q));
+        _mm512_mask_cvtusepi32_storeu_epi8(u + k, store, _mm512_maskz_mov_epi32(m, q));
     }
 }
 #endif

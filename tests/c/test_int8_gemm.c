@@ -6,6 +6,7 @@
 #include "check.h"
 #include "int8_gemm.h"
 #include <float.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -301,6 +302,31 @@ static void test_env_path(const char *self) {
           emb_i8_path_name(emb_i8_path_default()));
 }
 
+/* Halfway codes round to even on every set: a row spanning [-100, 155] has scale 1 and zero point
+ * 100, so x is coded round(x) + 100 exactly, its ties to the even integer; past 255 - 100 and
+ * below -100 the codes clamp (the row's range is set by its own ends, which are kept). */
+static void test_ties(void) {
+    enum { K = 40 };
+    float A[K];
+    uint8_t want[K];
+    A[0] = -100.0f, want[0] = 0;
+    A[1] = 155.0f, want[1] = 255;
+    for (int k = 2; k < K; k++) {
+        double x = -99.5 + 6.5 * (k - 2); /* -99.5, -93, -86.5, ...: every other one a tie */
+        A[k] = (float)x;
+        want[k] = (uint8_t)(nearbyint(x) + 100); /* libm in the default mode: to nearest, ties to even */
+    }
+    for (int p = 0; p < EMB_I8_NPATHS; p++) {
+        if (!emb_i8_path_supported((emb_i8_path)p)) continue;
+        emb_i8_act a = EMB_I8_ACT_INIT;
+        int ok = emb_i8_quantize_path((emb_i8_path)p, A, K, 1, K, &a, NULL) == 0 && a.scale[0] == 1.0f && a.zp[0] == 100;
+        for (int k = 0; ok && k < K; k++) ok = a.u[k] == want[k];
+        CHECK(ok, "%s: ties to even (codes %d %d %d for %g %g %g)", emb_i8_path_name((emb_i8_path)p), a.u ? a.u[2] : -1,
+              a.u ? a.u[3] : -1, a.u ? a.u[4] : -1, A[2], A[3], A[4]);
+        emb_i8_act_free(&a);
+    }
+}
+
 int main(int argc, char **argv) {
     if (argc > 1 && !strcmp(argv[1], "--print-path")) {
         printf("%s\n", emb_i8_path_name(emb_i8_path_default()));
@@ -309,6 +335,7 @@ int main(int argc, char **argv) {
     test_exact_products();
     test_int32_range();
     test_dequantized();
+    test_ties();
     test_threads();
     test_edges();
     test_env_path(argv[0]);
