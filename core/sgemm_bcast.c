@@ -142,8 +142,8 @@ T_AVX512 static void kernel_16x12(int mr, int nr, int K, const float *P, const f
     for (; k + 2 <= K; k += 2) {
         __m512 a0 = _mm512_load_ps(P + (size_t)k * 16), a1 = _mm512_load_ps(P + (size_t)k * 16 + 16);
         /* At each 16th k the 12 weight rows' lines at k are asked for at once (into L2), before
-         * the loads that read them. One-process A/B at 1 x 16: bert-base 0.94-0.97 of the time on
-         * one and two threads, MiniLM 0.92-1.00 on one, 0.96 on two; same bits. Why was not
+         * the loads that read them. One-process A/B at 1 x 16: bert-base 0.93-0.97 of the time on
+         * one and two threads, MiniLM 0.92-1.00 on one, 0.95-0.96 on two; same bits. Why was not
          * measured (perhaps the loads, queued behind multiply-adds that wait on earlier ones,
          * reached a missing line late). Lines 2 to 8 ahead were slower on MiniLM (whose weights
          * partly stay in L3), and the same in the 32-row kernel cost MiniLM 3-5 % on two threads.

@@ -302,9 +302,8 @@ static void test_env_path(const char *self) {
           emb_i8_path_name(emb_i8_path_default()));
 }
 
-/* Halfway codes round to even on every set: a row spanning [-100, 155] has scale 1 and zero point
- * 100, so x is coded round(x) + 100 exactly, its ties to the even integer; past 255 - 100 and
- * below -100 the codes clamp (the row's range is set by its own ends, which are kept). */
+/* Halfway codes round to even on every set: a row spanning [-100, 155] (its first two values) has
+ * scale 1 and zero point 100, so x is coded round(x) + 100 exactly, its ties to the even integer. */
 static void test_ties(void) {
     enum { K = 40 };
     float A[K];
