@@ -72,8 +72,9 @@ static inline float emb_gelu_of(float x) {
 
 /* GELU for activations that are quantized to 8 bits (or rounded to bf16) next: Phi from
  * Abramowitz and Stegun's 7.1.28, no exp, within 1e-6 of the exact GELU absolutely (test_gelu):
- * about a ten-thousandth of an int8 code step there (a row's range / 255). z is bounded so that Q^16 stays finite; from z = 10, where
- * erfc(z) is 0 in float, h is 0, as in emb_gelu_of (which makes -inf give NaN there too). */
+ * about a ten-thousandth of an int8 code step there (a row's range / 255). z is bounded so that
+ * Q^16 stays finite; from z = 10, where erfc(z) is 0 in float, h is 0, as in emb_gelu_of (which
+ * makes -inf give NaN there too). */
 static inline float emb_gelu_quick_of(float x) {
     float z = (x < 0 ? -x : x) * 0.70710678118654752f;
     float zc = z < 10.0f ? z : 10.0f;
