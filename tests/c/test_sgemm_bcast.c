@@ -29,11 +29,12 @@ static float draw(int ints) {
     return ints ? (float)((int)(r % 15) - 7) : (float)((double)(r >> 11) / 4503599627370496.0 - 1.0);
 }
 
+/* On one thread, 2 to 8 row blocks run by column chunks of 96 (250 x 200), more by row blocks. */
 typedef struct { int M, N, K; } shape;
 static const shape shapes[] = {{1, 1, 1},      {15, 13, 17},   {16, 24, 16},    {16, 25, 33},   {17, 12, 15},
                                {31, 11, 100},  {32, 12, 16},   {32, 23, 384},   {33, 37, 31},   {40, 50, 64},
                                {48, 97, 129},  {64, 384, 384}, {100, 61, 1000}, {16, 384, 384}, {130, 1536, 96},
-                               {56, 29, 47},   {20, 40, 384},  {60, 13, 18}};
+                               {56, 29, 47},   {20, 40, 384},  {60, 13, 18},   {250, 200, 40}, {257, 200, 40}};
 #define NSHAPES (sizeof shapes / sizeof shapes[0])
 
 typedef struct {
