@@ -8,11 +8,15 @@
  * whose 1,000 would take minutes a pass on one core), on 1 and 2 OpenBLAS threads.
  * The folder is loaded once per weight type (float32, and int8 by emb_encoder_set_weights), and
  * the two encoders run in alternating passes, so that int8 / float32 compares like with like.
+ * Each batch runs through emb_encoder_forward_grouped, as emb_model_embed runs its batches: a
+ * batch of sentences of unequal lengths in groups of similar lengths, its padding hardly
+ * computed (the peers in encoder_peers.sh compute every padded row of the same batches).
  *
  * For each row: tokens/s (real tokens), GFLOP/s of the whole forward pass (the float32 count for
- * int8 too), the fraction of the rate that cblas_sgemm alone reaches on exactly the same sequence
- * of matrix shapes (projections over B*T rows, per-head attention products in the encoder's row
- * blocks and windows), measured in the same run, and for int8 its tokens/s over float32's. Peak
+ * int8 too; for the sentences, the count of their padded batches, as the peers run them), the
+ * fraction of the rate that cblas_sgemm alone reaches on exactly the same sequence of matrix
+ * shapes (projections over B*T rows, per-head attention products in the encoder's row blocks and
+ * windows), measured in the same run, and for int8 its tokens/s over float32's. Peak
  * RSS (getrusage) is compared with the weight bytes. Before timing, a check that the model runs as
  * its architecture should (config as written, finite outputs, a padded batch equal to the
  * sequences alone) and, for int8, the cosine of its contextual vectors to float32's on that batch
@@ -383,7 +387,8 @@ static int time_ways(int n, pass_fn const fn[], void *const ctx[], const workloa
 typedef struct { const emb_encoder *enc; emb_workspace *ws; const msize *m; float *out; char err[EMB_ERR_LEN]; } enc_ctx;
 static int encoder_pass(void *cv, const workload *w, int k) {
     enc_ctx *c = cv;
-    if (!emb_encoder_forward(c->enc, c->ws, w->B[k], w->T[k], w->ids[k], NULL, w->lens[k], c->m->L, c->out, c->err))
+    if (!emb_encoder_forward_grouped(c->enc, c->ws, w->B[k], w->T[k], w->ids[k], NULL, w->lens[k], c->m->L, c->out,
+                                     c->err))
         return 0;
     fprintf(stderr, "forward: %s\n", c->err);
     return 1;

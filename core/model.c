@@ -303,8 +303,9 @@ int emb_model_rotary(const emb_model *m, int *rot_dims, double *theta) {
 }
 
 /* Runs the encoder over sequences seq[0..B) of the flat token arrays (ids and types, with
- * starts[] and lens[] per sequence), padded to the longest of them. The hidden states land
- * in r->hidden, B x *T x hidden. */
+ * starts[] and lens[] per sequence), padded to the longest of them (run in groups of similar
+ * lengths when seq is in length order). The hidden states of the real tokens land in
+ * r->hidden, B x *T x hidden. */
 static int run_batch(emb_model *m, runner *r, const int32_t *ids, const int32_t *types,
                      const size_t *starts, const int32_t *lens, const size_t *seq, int B,
                      int n_layers, int *T_out, char err[EMB_ERR_LEN]) {
@@ -326,8 +327,7 @@ static int run_batch(emb_model *m, runner *r, const int32_t *ids, const int32_t 
         r->lens[b] = n;
     }
     *T_out = T;
-    return emb_encoder_forward(m->enc, r->ws, B, T, r->ids, r->types, r->lens, n_layers,
-                               r->hidden, err);
+    return emb_encoder_forward_grouped(m->enc, r->ws, B, T, r->ids, r->types, r->lens, n_layers, r->hidden, err);
 }
 
 int emb_model_hidden_states(emb_model *m, const emb_encoding *enc, int n_layers, float *out,

@@ -31,6 +31,10 @@ static const char *MODELS2[] = {"xlmr-tiny", "xlmr-tiny-st", "bert-unigram-tiny"
 
 static double worst_all = 0;
 
+/* The larger of two errors, NaN if either is: a NaN output is the worst error and stays so
+ * (a plain "larger" test let the next finite error replace it). */
+static double worse(double m, double d) { return isnan(m) || isnan(d) ? NAN : d > m ? d : m; }
+
 /* max |ref - x| over a JSON array of n numbers; INFINITY if the shape differs */
 static double diff1(const cJSON *a, const float *x, int n) {
     if (!cJSON_IsArray(a) || cJSON_GetArraySize(a) != n) return INFINITY;
@@ -38,7 +42,7 @@ static double diff1(const cJSON *a, const float *x, int n) {
     int i = 0;
     for (const cJSON *v = a->child; v; v = v->next, i++) {
         double d = fabs(v->valuedouble - (double)x[i]);
-        if (!(d <= m)) m = d; /* NaN propagates as "bad" */
+        m = worse(m, d);
     }
     return m;
 }
@@ -49,7 +53,7 @@ static double diff2(const cJSON *a, const float *x, int rows, int n) {
     const cJSON *r = a->child;
     for (int i = 0; i < rows; i++, r = r->next) {
         double d = diff1(r, x + (size_t)i * n, n);
-        if (!(d <= m)) m = d;
+        m = worse(m, d);
     }
     return m;
 }
@@ -63,7 +67,7 @@ static double maxdiff(const float *a, const float *b, size_t n) {
     double m = 0;
     for (size_t i = 0; i < n; i++) {
         double d = fabs((double)a[i] - b[i]);
-        if (!(d <= m)) m = d;
+        m = worse(m, d);
     }
     return m;
 }
@@ -201,27 +205,26 @@ static void parity(const char *set, const char *model, double tol) {
         for (int b = 0; b < B; b++, lhs = lhs->next, pm = pm->next, pc = pc->next, pn = pn->next) {
             const float *x = hs + (size_t)b * P * H;
             double v = diff2(lhs, x, lens[b], H);
-            if (v > dv) dv = v;
+            dv = worse(dv, v);
             /* padded rows, as HF computes them */
             const cJSON *r = lhs->child;
             for (int t = 0; t < P; t++, r = r->next)
-                if (t >= lens[b]) { v = diff1(r, x + (size_t)t * H, H); if (!(v <= dpad)) dpad = v; }
+                if (t >= lens[b]) { v = diff1(r, x + (size_t)t * H, H); dpad = worse(dpad, v); }
             float p[3][4096];
             emb_pool(x, P, H, lens[b], EMB_POOL_MEAN, p[0]);
             emb_pool(x, P, H, lens[b], EMB_POOL_CLS, p[1]);
             memcpy(p[2], p[0], sizeof(float) * H);
             emb_vec_normalize(p[2], p[2], (size_t)H);
-            v = diff1(pm, p[0], H); if (!(v <= dm)) dm = v;
-            v = diff1(pc, p[1], H); if (!(v <= dc)) dc = v;
-            v = diff1(pn, p[2], H); if (!(v <= dn)) dn = v;
-            /* unbatched run of the same sequence */
+            v = diff1(pm, p[0], H); dm = worse(dm, v);
+            v = diff1(pc, p[1], H); dc = worse(dc, v);
+            v = diff1(pn, p[2], H); dn = worse(dn, v);
             int32_t l1 = lens[b];
             rc = emb_encoder_forward(enc, ws, 1, l1, ids + (size_t)b * P, tt + (size_t)b * P, &l1, L, one, err);
             CHECK(rc == 0, "%s/%s: unbatched forward failed: %s", model, cid, err);
-            v = maxdiff(one, x, (size_t)l1 * H); if (!(v <= dun)) dun = v;
+            v = maxdiff(one, x, (size_t)l1 * H); dun = worse(dun, v);
             float q[4096];
             emb_pool(one, l1, H, l1, EMB_POOL_MEAN, q);
-            v = maxdiff(q, p[0], (size_t)H); if (!(v <= dun)) dun = v;
+            v = maxdiff(q, p[0], (size_t)H); dun = worse(dun, v);
         }
         CMP("batch last_hidden_state (valid positions)", dv);
         CMP("batch last_hidden_state (padded positions)", dpad);
@@ -673,7 +676,7 @@ static void sinusoidal_fallback_test(void) {
         double dm = 0;
         for (int p = 0; p < 512; p++) {
             double x = maxdiff(emb_encoder_position_row(a, p), emb_encoder_position_row(b, p), 32);
-            if (x > dm) dm = x;
+            dm = worse(dm, x);
         }
         CHECK(dm <= 2e-6, "generated sinusoidal table equals the stored one (max diff %.3g)", dm);
         printf("sinusoidal table built at load vs stored: max diff %.3g\n", dm);
@@ -815,11 +818,11 @@ static void thread_tests(void) {
         double dmax = 0, dseq = 0;
         for (int b = 0; b < B4; b++) {
             double d1 = maxdiff(o_1 + (size_t)b * T4 * 48, o_2 + (size_t)b * T4 * 48, (size_t)lens4[b] * 48);
-            if (d1 > dmax) dmax = d1;
+            dmax = worse(dmax, d1);
             int32_t l = lens4[b];
             rc |= emb_encoder_forward(e, w1, 1, l, ids4 + (size_t)b * T4, NULL, &l, 3, o_s, err);
             d1 = maxdiff(o_s, o_2 + (size_t)b * T4 * 48, (size_t)l * 48);
-            if (d1 > dseq) dseq = d1;
+            dseq = worse(dseq, d1);
         }
         openblas_set_num_threads(saved);
         e->steps_only = 0;

@@ -1,0 +1,86 @@
+/* A batch sorted by length, run as groups padded only to their own longest sequence: a batch
+ * of 32 sentences whose lengths span 30 tokens is a fifth padding when padded whole, and the
+ * padding rows cost as much as real ones in every product. */
+#include "encoder.h"
+#include "emb_common.h"
+#include <stdlib.h>
+#include <string.h>
+
+/* Rows the products compute for B sequences padded to T: whole 32-row blocks (sgemm_bcast.h),
+ * plus EMB_GROUP_COST rows for each forward pass's fixed work, so that a cut must save more than
+ * it adds. */
+static double group_rows(int B, int T) { return (double)(((long)B * T + 31) / 32 * 32) + EMB_GROUP_COST; }
+
+int emb_encoder_groups(const int32_t *lens, int B, int *starts) {
+    if (B < 1) return 0;
+    for (int b = 1; b < B; b++)
+        if (lens[b] < lens[b - 1]) { /* not sorted: one group */
+            starts[0] = 0;
+            starts[1] = B;
+            return 1;
+        }
+    /* cost[j]: the fewest rows for the first j sequences; from[j]: where their last group starts */
+    double *cost = malloc(sizeof(double) * ((size_t)B + 1));
+    int *from = malloc(sizeof(int) * ((size_t)B + 1));
+    if (!cost || !from) {
+        free(cost);
+        free(from);
+        starts[0] = 0;
+        starts[1] = B;
+        return 1;
+    }
+    cost[0] = 0;
+    for (int j = 1; j <= B; j++) {
+        cost[j] = -1;
+        for (int i = 0; i < j; i++) { /* the last group: sequences i..j-1, padded to lens[j - 1] */
+            double c = cost[i] + group_rows(j - i, lens[j - 1]);
+            if (cost[j] < 0 || c < cost[j]) cost[j] = c, from[j] = i;
+        }
+    }
+    int n = 0;
+    for (int j = B; j > 0; j = from[j]) n++;
+    starts[n] = B;
+    for (int j = B, g = n - 1; j > 0; j = from[j], g--) starts[g] = from[j];
+    free(cost);
+    free(from);
+    return n;
+}
+
+int emb_encoder_forward_grouped(const emb_encoder *e, emb_workspace *ws, int B, int T, const int32_t *ids,
+                                const int32_t *type_ids, const int32_t *lens, int n_layers, float *out,
+                                char err[EMB_ERR_LEN]) {
+    if (B < 2 || T < 1 || T > emb_encoder_max_tokens(e) || (size_t)B * (size_t)T > (size_t)1 << 26) /* its errors */
+        return emb_encoder_forward(e, ws, B, T, ids, type_ids, lens, n_layers, out, err);
+    for (int b = 0; b < B; b++) /* before anything is read with these lengths */
+        if (lens[b] < 1 || lens[b] > T) return emb_fail(err, "sequence %d has length %d, expected 1..%d", b, lens[b], T);
+    int *starts = malloc(sizeof(int) * ((size_t)B + 1));
+    if (!starts) return emb_fail(err, "out of memory");
+    int ng = emb_encoder_groups(lens, B, starts);
+    if (ng == 1) {
+        free(starts);
+        return emb_encoder_forward(e, ws, B, T, ids, type_ids, lens, n_layers, out, err);
+    }
+    size_t H = (size_t)emb_encoder_get_config(e)->dims.hidden;
+    int32_t *g_ids = malloc(sizeof(int32_t) * (size_t)B * T), *g_types = type_ids ? malloc(sizeof(int32_t) * (size_t)B * T) : NULL;
+    int rc = g_ids && (g_types || !type_ids) ? 0 : emb_fail(err, "out of memory");
+    for (int g = 0; rc == 0 && g < ng; g++) {
+        int b0 = starts[g], nb = starts[g + 1] - b0, Tg = lens[starts[g + 1] - 1];
+        for (int b = 0; b < nb; b++) { /* the group's sequences, each cut to Tg tokens */
+            memcpy(g_ids + (size_t)b * Tg, ids + (size_t)(b0 + b) * T, sizeof(int32_t) * (size_t)Tg);
+            if (type_ids) memcpy(g_types + (size_t)b * Tg, type_ids + (size_t)(b0 + b) * T, sizeof(int32_t) * (size_t)Tg);
+        }
+        /* the group's rows go where its sequences' rows start (nb x Tg rows of its nb x T), then
+         * spread out to T rows a sequence from the last row back (a row moves only forward) */
+        float *o = out + (size_t)b0 * T * H;
+        rc = emb_encoder_forward(e, ws, nb, Tg, g_ids, type_ids ? g_types : NULL, lens + b0, n_layers, o, err);
+        for (int b = nb - 1; rc == 0 && b >= 0; b--) {
+            float *dst = o + (size_t)b * T * H;
+            memmove(dst, o + (size_t)b * Tg * H, sizeof(float) * (size_t)lens[b0 + b] * H);
+            memset(dst + (size_t)lens[b0 + b] * H, 0, sizeof(float) * (size_t)(T - lens[b0 + b]) * H);
+        }
+    }
+    free(starts);
+    free(g_ids);
+    free(g_types);
+    return rc;
+}
