@@ -90,17 +90,19 @@ int emb_encoder_forward(const emb_encoder *, emb_workspace *, int B, int T, cons
 
 /* emb_encoder_forward for a batch whose lens are in increasing order (as emb_model_embed sorts
  * its texts), run as consecutive groups each padded only to its own longest sequence, where
- * that computes fewer rows (emb_encoder_groups): padding is then hardly computed. The real
- * tokens' rows of out are emb_encoder_forward's within float32 rounding (a sequence's rows
- * depend slightly on the shape of its batch); padding rows are 0. Lengths in any other order
- * run as one batch. */
+ * that computes fewer rows (emb_encoder_groups): padding is then hardly computed (nor are the
+ * ids past a group's length read). The real tokens' rows of out are emb_encoder_forward's
+ * within float32 rounding (a sequence's rows depend slightly on the shape of its batch);
+ * padding rows are 0. Lengths in any other order run as one batch. */
 int emb_encoder_forward_grouped(const emb_encoder *, emb_workspace *, int B, int T, const int32_t *ids,
                                 const int32_t *type_ids, const int32_t *lens, int n_layers, float *out,
                                 char err[EMB_ERR_LEN]);
 /* The groups: starts[0] = 0 < starts[1] < ... < starts[n] = B (starts holds B + 1 ints), n
  * returned, chosen to minimise the rows computed, each group B_g x T_g counted in whole 32-row
- * blocks plus EMB_GROUP_COST rows for a pass's fixed work. One group unless lens increase. */
+ * blocks plus EMB_GROUP_COST rows for a pass's fixed work, and of at most EMB_GROUP_MAX
+ * sequences (so that the search stays linear in B). One group unless lens increase. */
 #define EMB_GROUP_COST 16
+#define EMB_GROUP_MAX 512
 int emb_encoder_groups(const int32_t *lens, int B, int *starts);
 
 /* Which softmax weights of attention emb_encoder_attention returns: layers first_layer ..

@@ -32,7 +32,7 @@ int emb_encoder_groups(const int32_t *lens, int B, int *starts) {
     cost[0] = 0;
     for (int j = 1; j <= B; j++) {
         cost[j] = -1;
-        for (int i = 0; i < j; i++) { /* the last group: sequences i..j-1, padded to lens[j - 1] */
+        for (int i = j > EMB_GROUP_MAX ? j - EMB_GROUP_MAX : 0; i < j; i++) { /* the last group: i..j-1 */
             double c = cost[i] + group_rows(j - i, lens[j - 1]);
             if (cost[j] < 0 || c < cost[j]) cost[j] = c, from[j] = i;
         }

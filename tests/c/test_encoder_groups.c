@@ -63,6 +63,16 @@ static void check_groups_optimal(void) {
     for (int b = 0; b < 32; b++) two[b] = b < 16 ? 10 : 100;
     int st[33], n = emb_encoder_groups(two, 32, st);
     CHECK(n == 2 && st[1] == 16, "16 x 10 then 16 x 100: %d groups, the second from %d", n, n > 1 ? st[1] : -1);
+    int32_t *many = malloc(sizeof(int32_t) * 1200);
+    int *mst = malloc(sizeof(int) * 1201), longest = 0;
+    for (int b = 0; b < 1200; b++) many[b] = 7;
+    n = emb_encoder_groups(many, 1200, mst);
+    for (int g = 0; g < n; g++)
+        if (mst[g + 1] - mst[g] > longest) longest = mst[g + 1] - mst[g];
+    CHECK(n >= 3 && mst[n] == 1200 && longest <= EMB_GROUP_MAX, "1,200 equal lengths: %d groups, the longest %d", n,
+          longest);
+    free(many);
+    free(mst);
     int32_t unsorted[4] = {5, 300, 3, 200};
     n = emb_encoder_groups(unsorted, 4, st);
     CHECK(n == 1 && st[0] == 0 && st[1] == 4, "unsorted lengths: %d groups", n);
