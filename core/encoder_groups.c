@@ -52,7 +52,8 @@ int emb_encoder_forward_grouped(const emb_encoder *e, emb_workspace *ws, int B, 
     if (B < 2 || T < 1 || T > emb_encoder_max_tokens(e) || (size_t)B * (size_t)T > (size_t)1 << 26) /* its errors */
         return emb_encoder_forward(e, ws, B, T, ids, type_ids, lens, n_layers, out, err);
     for (int b = 0; b < B; b++) /* before anything is read with these lengths */
-        if (lens[b] < 1 || lens[b] > T) return emb_fail(err, "sequence %d has length %d, expected 1..%d", b, lens[b], T);
+        if (lens[b] < 1 || lens[b] > T)
+            return emb_fail(err, "sequence %d has length %d, expected 1..%d", b, lens[b], T);
     int *starts = malloc(sizeof(int) * ((size_t)B + 1));
     if (!starts) return emb_fail(err, "out of memory");
     int ng = emb_encoder_groups(lens, B, starts);
@@ -61,13 +62,15 @@ int emb_encoder_forward_grouped(const emb_encoder *e, emb_workspace *ws, int B, 
         return emb_encoder_forward(e, ws, B, T, ids, type_ids, lens, n_layers, out, err);
     }
     size_t H = (size_t)emb_encoder_get_config(e)->dims.hidden;
-    int32_t *g_ids = malloc(sizeof(int32_t) * (size_t)B * T), *g_types = type_ids ? malloc(sizeof(int32_t) * (size_t)B * T) : NULL;
+    size_t cells = (size_t)B * (size_t)T;
+    int32_t *g_ids = malloc(sizeof(int32_t) * cells), *g_types = type_ids ? malloc(sizeof(int32_t) * cells) : NULL;
     int rc = g_ids && (g_types || !type_ids) ? 0 : emb_fail(err, "out of memory");
     for (int g = 0; rc == 0 && g < ng; g++) {
         int b0 = starts[g], nb = starts[g + 1] - b0, Tg = lens[starts[g + 1] - 1];
         for (int b = 0; b < nb; b++) { /* the group's sequences, each cut to Tg tokens */
             memcpy(g_ids + (size_t)b * Tg, ids + (size_t)(b0 + b) * T, sizeof(int32_t) * (size_t)Tg);
-            if (type_ids) memcpy(g_types + (size_t)b * Tg, type_ids + (size_t)(b0 + b) * T, sizeof(int32_t) * (size_t)Tg);
+            if (type_ids)
+                memcpy(g_types + (size_t)b * Tg, type_ids + (size_t)(b0 + b) * T, sizeof(int32_t) * (size_t)Tg);
         }
         /* the group's rows go where its sequences' rows start (nb x Tg rows of its nb x T), then
          * spread out to T rows a sequence from the last row back (a row moves only forward) */

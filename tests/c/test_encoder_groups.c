@@ -87,13 +87,22 @@ static double diff_rows(const cJSON *rows, const float *x, int n, int H) {
     for (int i = 0; i < n; i++, r = r->next) {
         if (!r || cJSON_GetArraySize(r) != H) return INFINITY;
         int k = 0;
-        for (const cJSON *v = r->child; v; v = v->next, k++) m = worse(m, fabs(v->valuedouble - (double)x[(size_t)i * H + k]));
+        for (const cJSON *v = r->child; v; v = v->next, k++)
+            m = worse(m, fabs(v->valuedouble - (double)x[(size_t)i * H + k]));
     }
     return m;
 }
 
-/* The model's golden cases of up to max_len tokens as one batch, sorted by length (with
- * sorted = 0: in the file's order), padded to the longest. */
+static void swap_ints(int32_t *a, int32_t *b, int n) {
+    for (int i = 0; i < n; i++) {
+        int32_t t = a[i];
+        a[i] = b[i];
+        b[i] = t;
+    }
+}
+
+/* The model's golden cases of up to max_len tokens as one batch, sorted by length and padded to
+ * the longest. */
 static void check_model(const char *set, const char *model, int max_len, double tol) {
     char path[512], err[EMB_ERR_LEN], *txt;
     size_t len;
@@ -133,7 +142,8 @@ static void check_model(const char *set, const char *model, int max_len, double 
     for (int b = 0; b < B; b++) {
         lens[b] = cJSON_GetObjectItem(cs[b], "seq_len")->valueint;
         int k = 0;
-        for (const cJSON *v = cJSON_GetObjectItem(cs[b], "input_ids")->child; v; v = v->next) ids[(size_t)b * T + k++] = v->valueint;
+        for (const cJSON *v = cJSON_GetObjectItem(cs[b], "input_ids")->child; v; v = v->next)
+            ids[(size_t)b * T + k++] = v->valueint;
         k = 0;
         for (const cJSON *v = cJSON_GetObjectItem(cs[b], "token_type_ids")->child; v; v = v->next)
             tt[(size_t)b * T + k++] = v->valueint;
@@ -146,23 +156,21 @@ static void check_model(const char *set, const char *model, int max_len, double 
     double worst = 0;
     int pad_nonzero = 0;
     for (int b = 0; rc == 0 && b < B; b++) {
-        worst = worse(worst, diff_rows(cJSON_GetObjectItem(cs[b], "last_hidden_state"), out + (size_t)b * T * H, lens[b], H));
-        for (size_t i = (size_t)lens[b] * H; i < (size_t)T * H; i++) pad_nonzero += out[(size_t)b * T * H + i] != 0.0f;
+        const float *x = out + (size_t)b * T * H;
+        worst = worse(worst, diff_rows(cJSON_GetObjectItem(cs[b], "last_hidden_state"), x, lens[b], H));
+        for (size_t i = (size_t)lens[b] * H; i < (size_t)T * H; i++) pad_nonzero += x[i] != 0.0f;
     }
     CHECK(groups > 1, "%s: %d cases of 2 to %d tokens ran as one group", model, B, T);
-    CHECK(worst <= tol, "%s: %d cases in %d groups: max |HF - ours| %.3g (tolerance %.0e)", model, B, groups, worst, tol);
+    CHECK(worst <= tol, "%s: %d cases in %d groups: max |HF - ours| %.3g (tolerance %.0e)", model, B, groups, worst,
+          tol);
     CHECK(pad_nonzero == 0, "%s: %d padding values not 0", model, pad_nonzero);
     printf("  %s: %d cases of up to %d tokens in %d groups, max abs error vs HF %.3g\n", model, B, T, groups, worst);
 
-    /* the same batch in the file's length order reversed is not sorted: one batch, bit for bit */
+    /* the same batch longest first is not in increasing order: one batch, bit for bit */
     for (int b = 0; b < B / 2; b++) {
-        int32_t t = lens[b];
-        lens[b] = lens[B - 1 - b];
-        lens[B - 1 - b] = t;
-        for (int k = 0; k < T; k++) {
-            t = ids[(size_t)b * T + k], ids[(size_t)b * T + k] = ids[(size_t)(B - 1 - b) * T + k], ids[(size_t)(B - 1 - b) * T + k] = t;
-            t = tt[(size_t)b * T + k], tt[(size_t)b * T + k] = tt[(size_t)(B - 1 - b) * T + k], tt[(size_t)(B - 1 - b) * T + k] = t;
-        }
+        swap_ints(lens + b, lens + B - 1 - b, 1);
+        swap_ints(ids + (size_t)b * T, ids + (size_t)(B - 1 - b) * T, T);
+        swap_ints(tt + (size_t)b * T, tt + (size_t)(B - 1 - b) * T, T);
     }
     rc = emb_encoder_forward_grouped(enc, ws, B, T, ids, tt, lens, L, out, err) ||
          emb_encoder_forward(enc, ws, B, T, ids, tt, lens, L, whole, err);
@@ -176,7 +184,8 @@ static void check_model(const char *set, const char *model, int max_len, double 
     lens[0] = 1;
     int big = emb_encoder_max_tokens(enc) + 1;
     rc = emb_encoder_forward_grouped(enc, ws, 2, big, ids, tt, lens, L, out, err);
-    CHECK(rc != 0 && strstr(err, "exceed the model's maximum"), "%s: T past the positions: %s", model, rc ? err : "no error");
+    CHECK(rc != 0 && strstr(err, "exceed the model's maximum"), "%s: T past the positions: %s", model,
+          rc ? err : "no error");
 
     emb_workspace_free(ws);
     emb_encoder_free(enc);
