@@ -758,9 +758,8 @@ int emb_encoder_forward(const emb_encoder *e, emb_workspace *ws, int B, int T, c
     return emb_encoder_forward_capture(e, ws, B, T, ids, type_ids, lens, n_layers, out, NULL, NULL, err);
 }
 
-int emb_encoder_forward_capture(const emb_encoder *e, emb_workspace *ws, int B, int T, const int32_t *ids,
-                                const int32_t *type_ids, const int32_t *lens, int n_layers, float *out,
-                                const emb_attention_span *span, float *probs, char err[EMB_ERR_LEN]) {
+int emb_encoder_check_batch(const emb_encoder *e, int B, int T, const int32_t *ids, const int32_t *type_ids,
+                            const int32_t *lens, int n_layers, char err[EMB_ERR_LEN]) {
     const emb_encoder_config *c = &e->cfg;
     if (B < 1 || T < 1) return emb_fail(err, "batch %d x %d tokens: both must be at least 1", B, T);
     if (T > emb_encoder_max_tokens(e))
@@ -778,6 +777,19 @@ int emb_encoder_forward_capture(const emb_encoder *e, emb_workspace *ws, int B, 
             return emb_fail(err, "token type id %d out of range (type vocabulary size %d)", type_ids[i],
                             c->dims.type_vocab);
     }
+    return 0;
+}
+
+int emb_encoder_forward_capture(const emb_encoder *e, emb_workspace *ws, int B, int T, const int32_t *ids,
+                                const int32_t *type_ids, const int32_t *lens, int n_layers, float *out,
+                                const emb_attention_span *span, float *probs, char err[EMB_ERR_LEN]) {
+    if (emb_encoder_check_batch(e, B, T, ids, type_ids, lens, n_layers, err)) return -1;
+    return emb_encoder_run_batch(e, ws, B, T, ids, type_ids, lens, n_layers, out, span, probs, err);
+}
+
+int emb_encoder_run_batch(const emb_encoder *e, emb_workspace *ws, int B, int T, const int32_t *ids,
+                          const int32_t *type_ids, const int32_t *lens, int n_layers, float *out,
+                          const emb_attention_span *span, float *probs, char err[EMB_ERR_LEN]) {
     /* helpers: as many as OpenBLAS has threads, minus the caller */
     int nthr = openblas_get_num_threads();
     if (nthr < 1) nthr = 1;

@@ -90,10 +90,10 @@ int emb_encoder_forward(const emb_encoder *, emb_workspace *, int B, int T, cons
 
 /* emb_encoder_forward for a batch whose lens are in increasing order (as emb_model_embed sorts
  * its texts), run as consecutive groups each padded only to its own longest sequence, where
- * that computes fewer rows (emb_encoder_groups): padding is then hardly computed (nor are the
- * ids past a group's length read). The real tokens' rows of out are emb_encoder_forward's
- * within float32 rounding (a sequence's rows depend slightly on the shape of its batch);
- * padding rows are 0. Lengths in any other order run as one batch. */
+ * that computes fewer rows (emb_encoder_groups): padding is then hardly computed. Its arguments
+ * are checked as emb_encoder_forward checks them, with the same errors. The real tokens' rows
+ * of out are emb_encoder_forward's within float32 rounding (a sequence's rows depend slightly on
+ * the shape of its batch); padding rows are 0. Lengths in any other order run as one batch. */
 int emb_encoder_forward_grouped(const emb_encoder *, emb_workspace *, int B, int T, const int32_t *ids,
                                 const int32_t *type_ids, const int32_t *lens, int n_layers, float *out,
                                 char err[EMB_ERR_LEN]);

@@ -1,7 +1,7 @@
 /* A batch sorted by length, run as groups padded only to their own longest sequence: a batch
  * of 32 sentences whose lengths span 30 tokens is a fifth padding when padded whole, and the
  * padding rows cost as much as real ones in every product. */
-#include "encoder.h"
+#include "encoder_internal.h"
 #include "emb_common.h"
 #include <stdlib.h>
 #include <string.h>
@@ -13,28 +13,23 @@ static double group_rows(int B, int T) { return (double)(((long)B * T + 31) / 32
 
 int emb_encoder_groups(const int32_t *lens, int B, int *starts) {
     if (B < 1) return 0;
-    for (int b = 1; b < B; b++)
-        if (lens[b] < lens[b - 1]) { /* not sorted: one group */
-            starts[0] = 0;
-            starts[1] = B;
-            return 1;
-        }
+    int sorted = 1;
+    for (int b = 1; b < B; b++) sorted &= lens[b] >= lens[b - 1];
     /* cost[j]: the fewest rows for the first j sequences; from[j]: where their last group starts */
-    double *cost = malloc(sizeof(double) * ((size_t)B + 1));
-    int *from = malloc(sizeof(int) * ((size_t)B + 1));
-    if (!cost || !from) {
+    double *cost = sorted ? malloc(sizeof(double) * ((size_t)B + 1)) : NULL;
+    int *from = cost ? malloc(sizeof(int) * ((size_t)B + 1)) : NULL;
+    if (!from) { /* not sorted (or no memory): one group */
         free(cost);
-        free(from);
         starts[0] = 0;
         starts[1] = B;
         return 1;
     }
     cost[0] = 0;
     for (int j = 1; j <= B; j++) {
-        cost[j] = -1;
-        for (int i = j > EMB_GROUP_MAX ? j - EMB_GROUP_MAX : 0; i < j; i++) { /* the last group: i..j-1 */
+        int first = j > EMB_GROUP_MAX ? j - EMB_GROUP_MAX : 0;
+        for (int i = first; i < j; i++) { /* the last group: sequences i..j-1, padded to lens[j - 1] */
             double c = cost[i] + group_rows(j - i, lens[j - 1]);
-            if (cost[j] < 0 || c < cost[j]) cost[j] = c, from[j] = i;
+            if (i == first || c < cost[j]) cost[j] = c, from[j] = i;
         }
     }
     int n = 0;
@@ -49,17 +44,14 @@ int emb_encoder_groups(const int32_t *lens, int B, int *starts) {
 int emb_encoder_forward_grouped(const emb_encoder *e, emb_workspace *ws, int B, int T, const int32_t *ids,
                                 const int32_t *type_ids, const int32_t *lens, int n_layers, float *out,
                                 char err[EMB_ERR_LEN]) {
-    if (B < 2 || T < 1 || T > emb_encoder_max_tokens(e) || (size_t)B * (size_t)T > (size_t)1 << 26) /* its errors */
-        return emb_encoder_forward(e, ws, B, T, ids, type_ids, lens, n_layers, out, err);
-    for (int b = 0; b < B; b++) /* before anything is read with these lengths */
-        if (lens[b] < 1 || lens[b] > T)
-            return emb_fail(err, "sequence %d has length %d, expected 1..%d", b, lens[b], T);
+    /* the whole batch checked once, as emb_encoder_forward checks it; the groups run unchecked */
+    if (emb_encoder_check_batch(e, B, T, ids, type_ids, lens, n_layers, err)) return -1;
     int *starts = malloc(sizeof(int) * ((size_t)B + 1));
     if (!starts) return emb_fail(err, "out of memory");
     int ng = emb_encoder_groups(lens, B, starts);
     if (ng == 1) {
         free(starts);
-        return emb_encoder_forward(e, ws, B, T, ids, type_ids, lens, n_layers, out, err);
+        return emb_encoder_run_batch(e, ws, B, T, ids, type_ids, lens, n_layers, out, NULL, NULL, err);
     }
     size_t H = (size_t)emb_encoder_get_config(e)->dims.hidden;
     size_t cells = (size_t)B * (size_t)T;
@@ -75,7 +67,8 @@ int emb_encoder_forward_grouped(const emb_encoder *e, emb_workspace *ws, int B, 
         /* the group's rows go where its sequences' rows start (nb x Tg rows of its nb x T), then
          * spread out to T rows a sequence from the last row back (a row moves only forward) */
         float *o = out + (size_t)b0 * T * H;
-        rc = emb_encoder_forward(e, ws, nb, Tg, g_ids, type_ids ? g_types : NULL, lens + b0, n_layers, o, err);
+        rc = emb_encoder_run_batch(e, ws, nb, Tg, g_ids, type_ids ? g_types : NULL, lens + b0, n_layers, o, NULL,
+                                   NULL, err);
         for (int b = nb - 1; rc == 0 && b >= 0; b--) {
             float *dst = o + (size_t)b * T * H;
             memmove(dst, o + (size_t)b * Tg * H, sizeof(float) * (size_t)lens[b0 + b] * H);

@@ -66,5 +66,12 @@ void emb_encoder_free_weights(emb_encoder *);
 int emb_encoder_forward_capture(const emb_encoder *, emb_workspace *, int B, int T, const int32_t *ids,
                                 const int32_t *type_ids, const int32_t *lens, int n_layers, float *out,
                                 const emb_attention_span *span, float *probs, char err[EMB_ERR_LEN]);
+/* emb_encoder_forward_capture in its two steps: the checks of its arguments (sizes, lengths,
+ * layers, every id and type id of the B x T cells), and the pass over arguments so checked. */
+int emb_encoder_check_batch(const emb_encoder *, int B, int T, const int32_t *ids, const int32_t *type_ids,
+                            const int32_t *lens, int n_layers, char err[EMB_ERR_LEN]);
+int emb_encoder_run_batch(const emb_encoder *, emb_workspace *, int B, int T, const int32_t *ids,
+                          const int32_t *type_ids, const int32_t *lens, int n_layers, float *out,
+                          const emb_attention_span *span, float *probs, char err[EMB_ERR_LEN]);
 
 #endif
