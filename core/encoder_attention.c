@@ -50,7 +50,19 @@ EMB_T_AVX512_FMA static float exp_row(float *s, int n) {
         mx = _mm512_mask_max_ps(mx, m, mx, _mm512_maskz_loadu_ps(m, s + i));
     }
     __m512 top = _mm512_set1_ps(_mm512_reduce_max_ps(mx));
-    for (int i = 0; i < n; i += 16) {
+    int i = 0;
+    for (; i + 64 <= n; i += 64) { /* 4 vectors a step (emb_vexp512_n), summed in the same order */
+        __m512 e[4];
+#pragma GCC unroll 4
+        for (int u = 0; u < 4; u++) e[u] = _mm512_sub_ps(_mm512_loadu_ps(s + i + 16 * u), top);
+        emb_vexp512_n(e, 4);
+#pragma GCC unroll 4
+        for (int u = 0; u < 4; u++) {
+            _mm512_storeu_ps(s + i + 16 * u, e[u]);
+            sum = _mm512_add_ps(sum, e[u]);
+        }
+    }
+    for (; i < n; i += 16) {
         __mmask16 m = n - i >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (n - i)) - 1u);
         __m512 e = emb_vexp512(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, s + i), top));
         _mm512_mask_storeu_ps(s + i, m, e);
