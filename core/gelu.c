@@ -16,7 +16,7 @@
  * The operations are those of emb_gelu_of, so U changes no bit. */
 #define EACH(U) _Pragma("GCC unroll 4") for (int u = 0; u < (U); u++)
 
-/* emb_gelu_of's formula on v[0..U-1] */
+/* emb_gelu_of's formula on v[0..U-1], U <= 4 */
 EMB_T_AVX512_FMA static inline __attribute__((always_inline)) void gelu_vectors(__m512 *v, const int U) {
     const __m512 one = _mm512_set1_ps(1.0f), half = _mm512_set1_ps(0.5f);
     static const float c[] = {EMB_ERFC_POLY};
@@ -41,8 +41,8 @@ EMB_T_AVX512_FMA static inline __attribute__((always_inline)) void gelu_vectors(
     }
 }
 
-/* emb_gelu_quick_of's formula: the same operations, with the reciprocal as rcp14 and one
- * Newton step */
+/* emb_gelu_quick_of's formula on v[0..U-1], U <= 4: the same operations, with the reciprocal as
+ * rcp14 and one Newton step */
 EMB_T_AVX512_FMA static inline __attribute__((always_inline)) void gelu_quick_vectors(__m512 *v, const int U) {
     const __m512 one = _mm512_set1_ps(1.0f), ten = _mm512_set1_ps(10.0f);
     static const float c[] = {EMB_ERF_AS28_POLY};

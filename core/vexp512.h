@@ -17,7 +17,8 @@ EMB_T_AVX512_FMA static inline __attribute__((always_inline)) void emb_vexp512_n
     __m512 n[8], r[8], p[8];
     /* max and min return their second operand when either is NaN: a NaN stays NaN */
 #pragma GCC unroll 8
-    for (int u = 0; u < U; u++) x[u] = _mm512_min_ps(_mm512_set1_ps(88.0f), _mm512_max_ps(_mm512_set1_ps(-88.0f), x[u]));
+    for (int u = 0; u < U; u++)
+        x[u] = _mm512_min_ps(_mm512_set1_ps(88.0f), _mm512_max_ps(_mm512_set1_ps(-88.0f), x[u]));
 #pragma GCC unroll 8
     for (int u = 0; u < U; u++)
         n[u] = _mm512_roundscale_ps(_mm512_mul_ps(x[u], _mm512_set1_ps(1.44269504088896341f)),
