@@ -674,7 +674,7 @@ static int small_layers(const emb_encoder *e) {
  * medians 0.87-0.98 of the time, but one 1.03, 32 x 49, which measured 0.94 when repeated;
  * 8 % rather than 4 % cuts 32 x 97, 32 x 123, 24 x 65, 16 x 97 and a few more, each 4.1-5.2 %
  * more rows: int8 0.85-0.92, float32 0.95-1.01). */
-static size_t padded_rows(size_t rows) { return (rows + 31) / 32 * 32; }
+static size_t padded_rows(size_t rows) { return emb_sgemm_bcast_panel_floats((int)rows, 1); }
 static int sub_batch_sequences(const emb_encoder *e, int B, int T) {
     size_t BT = (size_t)B * T;
     if (BT < SUB_BATCH_MIN || !small_layers(e)) return B;

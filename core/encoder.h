@@ -93,14 +93,16 @@ int emb_encoder_forward(const emb_encoder *, emb_workspace *, int B, int T, cons
  * that computes fewer rows (emb_encoder_groups): padding is then hardly computed. Its arguments
  * are checked as emb_encoder_forward checks them, with the same errors. The real tokens' rows
  * of out are emb_encoder_forward's within float32 rounding (a sequence's rows depend slightly on
- * the shape of its batch); padding rows are 0. Lengths in any other order run as one batch. */
+ * the shape of its batch). A batch cut into groups leaves its padding rows 0; one that runs
+ * whole, as lengths in any other order do, is emb_encoder_forward's, padding rows included. */
 int emb_encoder_forward_grouped(const emb_encoder *, emb_workspace *, int B, int T, const int32_t *ids,
                                 const int32_t *type_ids, const int32_t *lens, int n_layers, float *out,
                                 char err[EMB_ERR_LEN]);
 /* The groups: starts[0] = 0 < starts[1] < ... < starts[n] = B (starts holds B + 1 ints), n
  * returned, chosen to minimise the rows computed, each group B_g x T_g counted in whole 32-row
  * blocks plus EMB_GROUP_COST rows for a pass's fixed work, and of at most EMB_GROUP_MAX
- * sequences (so that the search stays linear in B). One group unless lens increase. */
+ * sequences (so that the search stays linear in B). One group unless lens increase. lens are
+ * lengths emb_encoder_forward accepts (each at most the model's emb_encoder_max_tokens). */
 #define EMB_GROUP_COST 16
 #define EMB_GROUP_MAX 512
 int emb_encoder_groups(const int32_t *lens, int B, int *starts);

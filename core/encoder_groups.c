@@ -3,20 +3,21 @@
  * padding rows cost as much as real ones in every product. */
 #include "encoder_internal.h"
 #include "emb_common.h"
+#include "sgemm_bcast.h"
 #include <stdlib.h>
 #include <string.h>
 
-/* Rows the products compute for B sequences padded to T: whole 32-row blocks (sgemm_bcast.h),
- * plus EMB_GROUP_COST rows for each forward pass's fixed work, so that a cut must save more than
- * it adds. */
-static double group_rows(int B, int T) { return (double)(((long)B * T + 31) / 32 * 32) + EMB_GROUP_COST; }
+/* Rows the products compute for B sequences padded to T (their panels of 32 rows), plus
+ * EMB_GROUP_COST rows for each forward pass's fixed work, so that a cut must save more than it
+ * adds. */
+static size_t group_rows(int B, int T) { return emb_sgemm_bcast_panel_floats(B * T, 1) + EMB_GROUP_COST; }
 
 int emb_encoder_groups(const int32_t *lens, int B, int *starts) {
     if (B < 1) return 0;
     int sorted = 1;
     for (int b = 1; b < B; b++) sorted &= lens[b] >= lens[b - 1];
     /* cost[j]: the fewest rows for the first j sequences; from[j]: where their last group starts */
-    double *cost = sorted ? malloc(sizeof(double) * ((size_t)B + 1)) : NULL;
+    size_t *cost = sorted ? malloc(sizeof(size_t) * ((size_t)B + 1)) : NULL;
     int *from = cost ? malloc(sizeof(int) * ((size_t)B + 1)) : NULL;
     if (!from) { /* not sorted (or no memory): one group */
         free(cost);
@@ -28,7 +29,7 @@ int emb_encoder_groups(const int32_t *lens, int B, int *starts) {
     for (int j = 1; j <= B; j++) {
         int first = j > EMB_GROUP_MAX ? j - EMB_GROUP_MAX : 0;
         for (int i = first; i < j; i++) { /* the last group: sequences i..j-1, padded to lens[j - 1] */
-            double c = cost[i] + group_rows(j - i, lens[j - 1]);
+            size_t c = cost[i] + group_rows(j - i, lens[j - 1]);
             if (i == first || c < cost[j]) cost[j] = c, from[j] = i;
         }
     }
