@@ -16,6 +16,12 @@
 # and Debian's PyTorch, which also calls OpenBLAS, to AVX2 while ONNX Runtime's own kernels use
 # AVX-512); KEEP_OPENBLAS_ENV=1 keeps the environment's. SENTENCES=N overrides the sentence count;
 # WEIGHTS (default f32,int8) is bench_encoder's --weights.
+# One-thread runs of every engine are pinned (taskset) to one CPU, ONE_CPU (default the last one
+# this process may use; ONE_CPU=none: not pinned): the two vCPUs of the shared machines seen here
+# differ by up to a third at a time (another tenant on a core's sibling), and a process lands on
+# either, so unpinned one-thread ratios mixed the two. Each round measures one thread then two,
+# each with every engine in turn, and records both CPUs' FMA and VNNI peaks (bench_peak) at its
+# start.
 # Installs what it needs: Debian's python3-torch (apt-get) and npm onnxruntime-node into
 # bench/node_modules (bench/package.json, --ignore-scripts). Tests do not depend on any of this.
 set -euo pipefail
@@ -57,21 +63,43 @@ echo "### writing the models ($all), workloads and our check outputs into $dir"
 for m in $(echo "$ort_models,$torch_models" | tr , '\n' | sort -u); do
     "$py" bench/peers/torch_encoder.py "$dir" "$m" $( [[ ",$ort_models," == *",$m,"* ]] && echo --export )
 done
-ours() { "$bin" --dir "$dir" --model "$models" --weights "${WEIGHTS:-f32,int8}" --results "$dir/results.$1" $quick "${sent[@]}"; }
+cpus=$(awk '/^Cpus_allowed_list/ { print $2 }' /proc/self/status | tr , '\n' |
+    awk -F- '{ for (c = $1; c <= ($2 == "" ? $1 : $2); c++) print c }')
+one_cpu=${ONE_CPU:-$(echo "$cpus" | tail -n 1)}
+# run "$@" with TH threads: one thread on one_cpu, more wherever the scheduler puts them
+on() {
+    local th=$1
+    shift
+    if [ "$th" = 1 ] && [ "$one_cpu" != none ]; then taskset -c "$one_cpu" "$@"; else "$@"; fi
+}
+ours() { on "$2" "$bin" --dir "$dir" --model "$models" --threads "$2" --weights "${WEIGHTS:-f32,int8}" --results "$dir/results.$1" $quick "${sent[@]}"; }
 # a peer that fails is reported and left out of the tables; the other measurements go on
 peers() {
     for m in ${ort_models//,/ }; do
-        node bench/peers/ort_encoder.js "$dir" "$m" --results "$dir/results.$1" $quick || echo "### ONNX Runtime on $m failed"
+        on "$2" node bench/peers/ort_encoder.js "$dir" "$m" --threads "$2" --results "$dir/results.$1" $quick ||
+            echo "### ONNX Runtime on $m failed"
     done
     for m in ${torch_models//,/ }; do
-        "$py" bench/peers/torch_encoder.py "$dir" "$m" --bench --results "$dir/results.$1" $quick || echo "### PyTorch on $m failed"
+        on "$2" "$py" bench/peers/torch_encoder.py "$dir" "$m" --bench --threads "$2" --results "$dir/results.$1" $quick ||
+            echo "### PyTorch on $m failed"
     done
 }
+# "peak CPU FMA_GFLOPS VNNI_GOPS" for each CPU (bench_peak pinned there)
+peaks() {
+    [ -x "$build/bench/bench_peak" ] || return 0
+    for c in $cpus; do
+        echo "peak $c $(taskset -c "$c" "$build/bench/bench_peak" | awk '/^RESULT/ { print $3 }' | paste -sd ' ')"
+    done
+}
+echo "### one-thread runs on CPU $one_cpu"
 for r in $(seq 1 "$rounds"); do
     echo; echo "### round $r: $(uptime)"
     rm -f "$dir/results.$r"
     echo "load $(cut -d' ' -f1-3 /proc/loadavg)" >"$dir/results.$r"
-    if [ $((r % 2)) = 1 ]; then ours "$r"; peers "$r"; else peers "$r"; ours "$r"; fi
+    peaks | tee -a "$dir/results.$r"
+    for th in 1 2; do
+        if [ $((r % 2)) = 1 ]; then ours "$r" "$th"; peers "$r" "$th"; else peers "$r" "$th"; ours "$r" "$th"; fi
+    done
     echo "load_end $(cut -d' ' -f1-3 /proc/loadavg)" >>"$dir/results.$r"
 done
 echo; echo "### after the rounds: $(uptime)"

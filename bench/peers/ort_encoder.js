@@ -3,7 +3,7 @@
 // against our outputs (check.txt / check.f32), and times the workloads of workloads.txt with the
 // same rule as ours (the largest batch once, then the best of whole passes: at least 1 s and
 // 2 passes, one pass when it takes over 2 s), intra-op threads 1 and 2, inter-op 1.
-// Usage: node ort_encoder.js DIR KEY [--threads 1,2] [--results FILE] [--quick]
+// Usage: node ort_encoder.js DIR KEY [--threads 1,2] [--results FILE] [--quick] [--workload KEY (that one alone)]
 'use strict';
 const fs = require('fs');
 const path = require('path');
@@ -67,10 +67,11 @@ async function main() {
   const opt = (name, def) => { const i = args.indexOf(name); return i >= 0 ? args[i + 1] : def; };
   const dir = path.join(args[0], args[1]), key = args[1];
   const threads = opt('--threads', '1,2').split(',').map(Number), results = opt('--results', null);
-  const quick = args.includes('--quick');
+  const quick = args.includes('--quick'), only = opt('--workload', null);
   const cfg = JSON.parse(fs.readFileSync(path.join(dir, 'config.json'), 'utf8'));
   const H = cfg.hidden_size || cfg.n_embd;
   const work = readBatches(path.join(dir, 'workloads.txt'));
+  if (only !== null && !work.has(only)) { console.error(`ort_encoder: no workload ${only} in ${dir}/workloads.txt`); process.exit(1); }
   for (const th of threads) {
     const session = await ort.InferenceSession.create(path.join(dir, 'model.onnx'), {
       executionProviders: ['cpu'], graphOptimizationLevel: 'all', intraOpNumThreads: th, interOpNumThreads: 1,
@@ -81,6 +82,7 @@ async function main() {
       if (!(d < 1e-3)) { console.error(`ort_encoder: ${key}: ONNX Runtime differs from our encoder by ${d}`); process.exit(1); }
     }
     for (const [wk, w] of work) {
+      if (only !== null && wk !== only) continue;
       const t = await timeWorkload(session, w.batches, quick ? 0.3 : 1.0);
       const tps = w.tokens / t;
       console.log(`ort        ${key.padEnd(10)} threads ${th} ${wk.padEnd(10)} ${tps.toFixed(0).padStart(9)} tokens/s`);

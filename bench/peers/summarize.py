@@ -1,8 +1,9 @@
 """Tables of bench/encoder_peers.sh from its results files (one per round, lines
 "IMPL MODEL THREADS WORKLOAD TOKENS_PER_S", "load L1 L5 L15" at the start of the round and
-"load_end L1 L5 L15" at its end): our tokens/s (float32 and int8 weights) and share of the
-same-run sgemm rate; ours / peer per workload and thread count, as the mean of the rounds' ratios
-followed by each round's ratio; and issue 13's targets, each ratio against its bound."""
+"load_end L1 L5 L15" at its end, "peak CPU FMA VNNI" for each CPU at its start): our tokens/s
+(float32 and int8 weights) and share of the same-run sgemm rate; ours / peer per workload and
+thread count, as the mean of the rounds' ratios followed by each round's ratio; and issue 13's
+targets, each ratio against its bound."""
 import sys
 from collections import defaultdict
 
@@ -25,6 +26,8 @@ def read(paths):
             f = line.split()
             if f and f[0] in ("load", "load_end"):
                 loads[r][f[0]] = " ".join(f[1:])
+            elif len(f) == 4 and f[0] == "peak":  # peak CPU FMA_GFLOPS VNNI_GOPS
+                loads[r].setdefault("peaks", []).append(f"CPU {f[1]} {f[2]} GFLOP/s FMA, {f[3]} GOPS VNNI")
             elif len(f) == 5:
                 data[(f[0], f[1], int(f[2]), f[3])][r] = float(f[4])
     return data, loads
@@ -35,6 +38,9 @@ def main(paths):
     rounds = sorted(loads) or [1]
     print("load averages (1, 5, 15 min), 2 CPUs: " + "; ".join(
         f"round {r}: {loads[r].get('load', '?')} at the start, {loads[r].get('load_end', '?')} at the end" for r in rounds))
+    for r in rounds:
+        if loads[r].get("peaks"):
+            print(f"one core's peaks at round {r}'s start (bench_peak): " + "; ".join(loads[r]["peaks"]))
     models = sorted({k[1] for k in data if k[0] in ("ours", "ours_int8", "ours_bf16")},
                     key=["minilm", "base", "nomic", "modernbert"].index)
     threads = sorted({k[2] for k in data})

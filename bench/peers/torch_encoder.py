@@ -6,7 +6,7 @@ the same workloads (workloads.txt), threads and timing rule (the largest batch o
 of whole passes: at least 1 s and 2 passes, one pass when it takes over 2 s).
 
 Usage: python3 torch_encoder.py DIR KEY (the model folder DIR/KEY) [--export] [--bench] [--threads 1,2] [--results FILE]
-       [--quick]
+       [--quick] [--workload KEY] [--impl torch_fp32|torch_int8]  (--workload, --impl: that one alone)
 Debian's python3 with python3-torch (bench/encoder_peers.sh installs it)."""
 import argparse, json, math, os, struct, sys, time, warnings
 import numpy as np
@@ -269,6 +269,8 @@ def main():
     ap.add_argument("--threads", default="1,2")
     ap.add_argument("--results")
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--workload")
+    ap.add_argument("--impl", choices=["torch_fp32", "torch_int8"])
     a = ap.parse_args()
     a.dir = os.path.join(a.dir, a.key)
     torch.set_num_interop_threads(1)
@@ -292,11 +294,17 @@ def main():
     q8 = torch.quantization.quantize_dynamic(model, {nn.Linear}, dtype=torch.qint8)
     check(q8, a.dir, H, "PyTorch int8", a.key)
     work = read_batches(f"{a.dir}/workloads.txt")
+    if a.workload:
+        if a.workload not in work:
+            sys.exit(f"torch_encoder: no workload {a.workload} in {a.dir}/workloads.txt")
+        work = {a.workload: work[a.workload]}
     prepared = {k: (tok, [(torch.from_numpy(ids), torch.from_numpy(mask_of(ids, lens))) for ids, lens in bs])
                 for k, (tok, bs) in work.items()}
     for th in [int(t) for t in a.threads.split(",")]:
         torch.set_num_threads(th)
         for impl, m in (("torch_fp32", model), ("torch_int8", q8)):
+            if a.impl and impl != a.impl:
+                continue
             for key, (tokens, batches) in prepared.items():
                 with torch.inference_mode():
                     t = time_workload(m, batches, 0.3 if a.quick else 1.0)
