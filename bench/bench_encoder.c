@@ -361,8 +361,8 @@ static double one_pass(pass_fn fn, void *ctx, const workload *w) {
  * up, then the best pass of each (more_reps on the slowest). A pass shorter than WARM_PASS_S is
  * timed after an untimed one of the same way: the way before it has filled the caches with its
  * own weights (bert-base's float32 ones are 400 MB), and a peer, timed alone in its own process,
- * runs warm. At 0.05 s, bert-base's float32 1 x 128 (120-190 ms a pass) went untimed-pass-free
- * and ran 16 % slower here than alone (three runs each way, one CPU); at 0.5 s, level.
+ * runs warm. At 0.05 s, bert-base's float32 1 x 128 (120-190 ms a pass, so never warmed) ran
+ * 16 % slower here than alone (three runs each way, one CPU); at 0.5 s, level.
  * best[] gets the n times; returns -1 on error. */
 #define WARM_PASS_S 0.5
 static int time_ways(int n, pass_fn const fn[], void *const ctx[], const workload *w, double min_time, double best[]) {

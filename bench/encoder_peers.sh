@@ -63,15 +63,7 @@ echo "### writing the models ($all), workloads and our check outputs into $dir"
 for m in $(echo "$ort_models,$torch_models" | tr , '\n' | sort -u); do
     "$py" bench/peers/torch_encoder.py "$dir" "$m" $( [[ ",$ort_models," == *",$m,"* ]] && echo --export )
 done
-cpus=$(awk '/^Cpus_allowed_list/ { print $2 }' /proc/self/status | tr , '\n' |
-    awk -F- '{ for (c = $1; c <= ($2 == "" ? $1 : $2); c++) print c }')
-one_cpu=${ONE_CPU:-$(echo "$cpus" | tail -n 1)}
-# run "$@" with TH threads: one thread on one_cpu, more wherever the scheduler puts them
-on() {
-    local th=$1
-    shift
-    if [ "$th" = 1 ] && [ "$one_cpu" != none ]; then taskset -c "$one_cpu" "$@"; else "$@"; fi
-}
+. bench/peers/one_cpu.sh # cpus, one_cpu, on TH CMD...
 ours() { on "$2" "$bin" --dir "$dir" --model "$models" --threads "$2" --weights "${WEIGHTS:-f32,int8}" --results "$dir/results.$1" $quick "${sent[@]}"; }
 # a peer that fails is reported and left out of the tables; the other measurements go on
 peers() {

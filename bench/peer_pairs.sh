@@ -26,22 +26,19 @@ case $peer in
     *) echo "$usage" >&2; exit 2 ;;
 esac
 [ "${KEEP_OPENBLAS_ENV:-0}" = 1 ] || unset OPENBLAS_CORETYPE OPENBLAS_L2_SIZE
-cpus=$(awk '/^Cpus_allowed_list/ { print $2 }' /proc/self/status | tr , '\n' |
-    awk -F- '{ for (c = $1; c <= ($2 == "" ? $1 : $2); c++) print c }')
-one_cpu=${ONE_CPU:-$(echo "$cpus" | tail -n 1)}
-on() { if [ "$th" = 1 ] && [ "$one_cpu" != none ]; then taskset -c "$one_cpu" "$@"; else "$@"; fi; }
+. bench/peers/one_cpu.sh # cpus, one_cpu, on TH CMD...
 res=$(mktemp /tmp/peer_pairs_XXXXXX)
 trap 'rm -f "$res"' EXIT
 # each appends "IMPL MODEL THREADS WORKLOAD TOKENS_PER_S" to $res; its own output is dropped
 ours() {
-    on "$bin" --dir "$dir" --model "$model" --threads "$th" --weights "$weights" --workload "$work" --no-sgemm \
+    on "$th" "$bin" --dir "$dir" --model "$model" --threads "$th" --weights "$weights" --workload "$work" --no-sgemm \
         --results "$res" >/dev/null 2>&1 || { echo "peer_pairs.sh: bench_encoder failed" >&2; exit 1; }
 }
 them() {
     if [ "$peer" = ort ]; then
-        on node bench/peers/ort_encoder.js "$dir" "$model" --threads "$th" --workload "$work" --results "$res" >/dev/null
+        on "$th" node bench/peers/ort_encoder.js "$dir" "$model" --threads "$th" --workload "$work" --results "$res" >/dev/null
     else
-        on /usr/bin/python3 bench/peers/torch_encoder.py "$dir" "$model" --bench --threads "$th" --workload "$work" \
+        on "$th" /usr/bin/python3 bench/peers/torch_encoder.py "$dir" "$model" --bench --threads "$th" --workload "$work" \
             --impl "$peer" --results "$res" >/dev/null 2>&1
     fi || { echo "peer_pairs.sh: $peer failed" >&2; exit 1; }
 }
