@@ -79,7 +79,7 @@ emb_bf16w *emb_bf16w_new(int N, int K, char err[EMB_ERR_LEN]) {
         w->Kp = round_up(K, 2);
     }
     size_t bytes = w ? (size_t)w->Np * (size_t)w->Kp * 2 : 0;
-    if (!w || posix_memalign(&p, 64, bytes)) {
+    if (!w || !(p = emb_alloc_large(bytes))) {
         free(w);
         emb_fail(err, "out of memory for a bf16 weight of %d x %d", N, K);
         return NULL;
@@ -132,8 +132,8 @@ int emb_bf16_convert(const float *A, int lda, int M, int K, emb_bf16_act *a) {
     int Kp = round_up(K, 2);
     size_t need = (size_t)M * (size_t)(Kp / 2);
     if (need > a->cap) {
-        void *p = NULL;
-        if (posix_memalign(&p, 64, need * 4)) return -1;
+        void *p = emb_alloc_large(need * 4);
+        if (!p) return -1;
         free(a->pairs);
         a->pairs = p;
         a->cap = need;

@@ -3,6 +3,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 
 int emb_fail(char err[EMB_ERR_LEN], const char *fmt, ...) {
     if (err) {
@@ -27,4 +28,14 @@ int emb_grow(void **p, size_t *cap, size_t need, size_t elem) {
     *p = q;
     *cap = nc;
     return 0;
+}
+
+#define HUGE_PAGE ((size_t)2 << 20)
+void *emb_alloc_large(size_t bytes) {
+    void *p = NULL;
+    if (posix_memalign(&p, bytes >= HUGE_PAGE ? HUGE_PAGE : 64, bytes ? bytes : 1)) return NULL;
+#ifdef MADV_HUGEPAGE
+    if (bytes >= HUGE_PAGE) (void)madvise(p, bytes & ~(HUGE_PAGE - 1), MADV_HUGEPAGE); /* advice: may fail */
+#endif
+    return p;
 }

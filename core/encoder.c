@@ -203,8 +203,8 @@ size_t emb_workspace_bytes(const emb_workspace *w) {
 static int grow(float **p, size_t *cap, size_t n) {
     if (n <= *cap) return 0;
     if (n < *cap + *cap / 2) n = *cap + *cap / 2;
-    void *q = NULL;
-    if (posix_memalign(&q, 64, n * sizeof(float))) return -1;
+    void *q = emb_alloc_large(n * sizeof(float));
+    if (!q) return -1;
     free(*p);
     *p = q;
     *cap = n;

@@ -75,14 +75,14 @@ static int get_tensor(emb_encoder *e, const char *suffix, int64_t d0, int64_t d1
             e->in_place[fi] = 1;
             if (file->mapped) e->info.mapped_bytes += n * sizeof(float);
         } else {
-            float *c = malloc(n * sizeof(float) + 1);
+            float *c = emb_alloc_large(n * sizeof(float) + 1);
             if (!c || own(e, c)) { free(c); return emb_fail(err, "out of memory loading '%.150s'", name); }
             memcpy(c, t->data, n * sizeof(float));
             e->info.converted_bytes += n * sizeof(float);
             p = c;
         }
     } else if (t->dtype == EMB_DT_F16 || t->dtype == EMB_DT_BF16) {
-        float *c = malloc(n * sizeof(float) + 1);
+        float *c = emb_alloc_large(n * sizeof(float) + 1);
         if (!c || own(e, c)) { free(c); return emb_fail(err, "out of memory loading '%.150s'", name); }
         if (t->dtype == EMB_DT_F16) emb_f16_to_f32_n(t->data, c, n);
         else emb_bf16_to_f32_n(t->data, c, n);

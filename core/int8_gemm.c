@@ -87,9 +87,9 @@ emb_i8w *emb_i8w_new(int N, int K, char err[EMB_ERR_LEN]) {
     w->K = K;
     w->Np = round_up(N, 16);
     w->Kp = round_up(K, 4);
-    void *codes = NULL;
     size_t bytes = (size_t)w->Np * (size_t)w->Kp;
-    if (posix_memalign(&codes, 64, bytes)) goto oom;
+    void *codes = emb_alloc_large(bytes);
+    if (!codes) goto oom;
     w->codes = codes;
     memset(w->codes, 0, bytes);
     w->sw = calloc((size_t)w->Np, sizeof *w->sw);
@@ -189,8 +189,8 @@ int emb_i8_act_reserve(emb_i8_act *a, int M, int K) {
     int Kp = round_up(K, 4);
     size_t need = (size_t)M * (size_t)Kp;
     if (need > a->cap_u) {
-        void *u = NULL;
-        if (posix_memalign(&u, 64, need)) return -1;
+        void *u = emb_alloc_large(need);
+        if (!u) return -1;
         free(a->u);
         a->u = u;
         a->cap_u = need;

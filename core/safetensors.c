@@ -195,7 +195,7 @@ const emb_safetensors_tensor *emb_safetensors_header_find(const emb_safetensors_
 
 /* The whole file read into private memory (a file changed later cannot reach it). */
 static int read_all(int fd, const char *path, void **out, size_t size, char err[EMB_ERR_LEN]) {
-    unsigned char *b = malloc(size);
+    unsigned char *b = emb_alloc_large(size);
     if (!b) return emb_fail(err, "%s: out of memory reading %zu bytes", path, size);
     size_t got;
     int rc = emb_file_read(fd, path, b, size, &got, err);
