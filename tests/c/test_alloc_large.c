@@ -21,7 +21,7 @@ static int vm_flag(const void *a, const char *flag) {
     uintptr_t x = (uintptr_t)a;
     while (fgets(line, sizeof line, f)) {
         unsigned long lo, hi;
-        if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2 && strchr(line, '-') == line + strspn(line, "0123456789abcdef")) {
+        if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2) { /* a mapping's first line (no field name is hex then '-') */
             inside = x >= lo && x < hi;
             continue;
         }
