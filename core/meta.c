@@ -101,8 +101,10 @@ emb_value emb_meta_column_get(const emb_meta_column *c, size_t i) {
     if (v.type == EMB_INT) v.i = cell->i;
     else if (v.type == EMB_REAL) v.r = cell->r;
     else if (v.type == EMB_TEXT || v.type == EMB_BLOB) {
-        v.p = c->arena + cell->s.off;
+        /* an empty value has no bytes in the arena (which may not exist): a pointer to none,
+         * never NULL, which SQLite's result functions would read as SQL NULL */
         v.n = cell->s.n;
+        v.p = v.n ? c->arena + cell->s.off : "";
     }
     return v;
 }

@@ -81,6 +81,33 @@ static float int8_scale(const unsigned char *record, size_t d) {
     return scale;
 }
 
+/* A word of `bits` bits whose exponent field `exp` is all ones is an infinity or a NaN. */
+static int all_finite(const unsigned char *r, size_t words, size_t bytes, uint32_t exp) {
+    uint32_t bad = 0;
+    for (size_t i = 0; i < words; i++) {
+        uint32_t w = 0;
+        memcpy(&w, r + i * bytes, bytes); /* little-endian, as stored */
+        bad |= (w & exp) == exp;
+    }
+    return !bad;
+}
+
+int emb_codes_finite(emb_storage s, const void *records, size_t n, size_t d) {
+    const unsigned char *r = records;
+    switch (s) {
+    case EMB_STORAGE_F32: return all_finite(r, n * d, 4, 0x7f800000u);
+    case EMB_STORAGE_F16: return all_finite(r, n * d, 2, 0x7c00u);
+    case EMB_STORAGE_INT8:
+        for (size_t i = 0; i < n; i++) {
+            float scale = int8_scale(r + i * (d + 4), d);
+            if (!isfinite(scale) || scale < 0) return 0;
+        }
+        return 1;
+    case EMB_STORAGE_BIT: return 1;
+    }
+    return 0;
+}
+
 void emb_encode(emb_storage s, const float *x, size_t d, void *record) {
     unsigned char *r = record;
     switch (s) {

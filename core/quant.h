@@ -47,6 +47,9 @@ const char *emb_storage_name(emb_storage s);
 size_t emb_code_bytes(emb_storage s, size_t d);
 /* x (d floats) into one record of emb_code_bytes(s, d) bytes. */
 void emb_encode(emb_storage s, const float *x, size_t d, void *record);
+/* Whether n records read from elsewhere (a file) hold only finite values: f32 and f16
+ * values, int8 scales (also >= 0); bit records always do. */
+int emb_codes_finite(emb_storage s, const void *records, size_t n, size_t d);
 /* A record back to d floats: f16 exactly; int8 code * scale; bit +1 / -1. */
 void emb_decode(emb_storage s, const void *record, size_t d, float *out);
 /* Whether scores under (s, m) read per-row values: cosine and l2, except for bit. */

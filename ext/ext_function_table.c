@@ -32,8 +32,10 @@ typedef struct {
 
 static const ext_function functions[] = {
     {"embed_version", 0, EMBED_PURE, SCALAR(sql_embed_version), "embed_version()"},
-    {"embed_debug", 0, REGISTRY, SCALAR(sql_embed_debug), "embed_debug()"},
-    {"embed_index_cache_bytes", 0, REGISTRY, SCALAR(sql_embed_index_cache_bytes), "embed_index_cache_bytes()"},
+    /* These tell about the process (its libraries, threads, every index's memory): a database's
+     * views and triggers must not read them (the security policy in the README). */
+    {"embed_debug", 0, DIRECT, SCALAR(sql_embed_debug), "embed_debug()"},
+    {"embed_index_cache_bytes", 0, DIRECT, SCALAR(sql_embed_index_cache_bytes), "embed_index_cache_bytes()"},
     {"embed_vector", 1, VEC | OUT, SCALAR(sql_embed_vector), "embed_vector(x)"},
     {"embed_json", 1, VEC | OUT, SCALAR(sql_embed_json), "embed_json(v)"},
     {"embed_dims", 1, VEC, SCALAR(sql_embed_dims), "embed_dims(v)"},

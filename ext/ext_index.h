@@ -133,6 +133,7 @@ typedef struct {
     size_t pending_bytes;
     ix_cache *own; /* the connection's own copy: unshared indexes, and transactions that wrote */
     int attached;  /* counted among the users of the registry's entry for key */
+    char *damage;  /* the first damage reported (ix_corrupt), which refuses later writes */
     emb_knn_scratch scratch;   /* a search's scores, kept between searches */
     emb_code_scratch cscratch; /* the same for a scan of compact codes */
     emb_ivf placing;           /* the centroids that place new rows, of NAME_config's ivf_serial */
@@ -195,8 +196,11 @@ void ix_options_free(ix_options *o);
 int ix_error(ix_vtab *v, const char *fmt, ...);
 /* An error from nested SQL on the shadow tables: sets the message, returns an error code. */
 int ix_sql_error(ix_vtab *v, int rc);
-/* Reports damage found in shadow table NAME_<table>; returns SQLITE_CORRUPT_VTAB. */
+/* Reports damage found in shadow table NAME_<table>; returns SQLITE_CORRUPT_VTAB. The first
+ * report is kept for ix_refuse_if_damaged. */
 int ix_corrupt(ix_vtab *v, const char *table, const char *fmt, ...);
+/* SQLITE_OK, or the damage this connection found earlier in the index, reported again. */
+int ix_refuse_if_damaged(ix_vtab *v);
 /* The shared prepared statement `id` (< STMT_SHARED_COUNT), made on first use; the caller
  * resets it. */
 sqlite3_stmt *ix_stmt(ix_vtab *v, int id, int *rc);

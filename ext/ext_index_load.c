@@ -25,6 +25,25 @@ static int bring_up_to_date(ix_vtab *v, ix_cache *c, sqlite3_int64 ver, sqlite3_
     return SQLITE_OK;
 }
 
+/* Whether copy c has the shape of v's index. The registry's key holds that shape, so a copy
+ * of another shape means the registry itself was misled: reported as damage rather than read
+ * past the ends of its arrays. */
+static int fits(const ix_vtab *v, const ix_cache *c) {
+    if (c->d != (size_t)v->dims || c->rec != v->rec || c->chunk != (size_t)v->chunk ||
+        c->storage != v->storage || c->metric != v->metric || c->n_meta != v->n_meta ||
+        c->partition != v->partition || !c->lists != !v->ivf)
+        return 0;
+    return c->n <= c->cap && c->n_chunks == (c->n + c->chunk - 1) / c->chunk;
+}
+
+/* c, taken from the registry, checked against v's index: released on a mismatch. */
+static int checked(ix_vtab *v, ix_cache *c) {
+    if (!c || fits(v, c)) return SQLITE_OK;
+    ix_cache_release(c);
+    return ix_corrupt(v, "config", "its uid names a copy of another index's vectors (was the uid copied "
+                                   "from another index?)");
+}
+
 /* A copy to change: c itself when the caller holds it alone, else a clone (c released). */
 static ix_cache *to_change(ix_vtab *v, ix_cache *c, int alone) {
     if (!c) return ix_cache_new(v);
@@ -44,9 +63,10 @@ static int own_snapshot(ix_vtab *v, sqlite3_int64 ver, sqlite3_int64 count, ix_c
         int exact = 0, alone = c && c->refs == 1, taken = 0;
         if (!c && v->key && (c = ix_registry_take(v->key, ver, &exact, &taken)) != NULL && taken)
             ix_registry_put(v->key, c); /* the others keep reading it: this transaction copies it */
-        if (!(c = to_change(v, c, alone))) return SQLITE_NOMEM;
-        int rc = bring_up_to_date(v, c, ver, count, &v->own);
+        int rc = checked(v, c);
         if (rc != SQLITE_OK) return rc;
+        if (!(c = to_change(v, c, alone))) return SQLITE_NOMEM;
+        if ((rc = bring_up_to_date(v, c, ver, count, &v->own)) != SQLITE_OK) return rc;
     }
     ix_cache_retain(v->own);
     *out = v->own;
@@ -64,6 +84,7 @@ int ix_snapshot(ix_vtab *v, ix_cache **out) {
     ix_drop_own(v); /* a transaction that wrote has ended */
     int exact, alone;
     ix_cache *c = ix_registry_take(v->key, ver, &exact, &alone);
+    if ((rc = checked(v, c)) != SQLITE_OK) return rc;
     if (exact) {
         *out = c;
         return SQLITE_OK;

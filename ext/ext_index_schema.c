@@ -29,9 +29,22 @@ int ix_corrupt(ix_vtab *v, const char *table, const char *fmt, ...) {
     char *msg = sqlite3_vmprintf(fmt, ap);
     va_end(ap);
     if (!msg) return SQLITE_NOMEM;
-    ix_error(v, "shadow table \"%s_%s\" is damaged: %s (the index is corrupt: drop it and "
-                "build it again)", v->name, table, msg);
+    int rc = ix_error(v, "shadow table \"%s_%s\" is damaged: %s (the index is corrupt: drop it and "
+                         "build it again)", v->name, table, msg);
     sqlite3_free(msg);
+    if (rc == SQLITE_NOMEM) return rc;
+    /* kept, so that later writes are refused with it: writing into a damaged index would
+     * spread the damage, or hide it */
+    if (!v->damage) v->damage = sqlite3_mprintf("%s", v->base.zErrMsg);
+    return SQLITE_CORRUPT_VTAB;
+}
+
+int ix_refuse_if_damaged(ix_vtab *v) {
+    if (!v->damage) return SQLITE_OK;
+    char *msg = sqlite3_mprintf("%s", v->damage);
+    if (!msg) return SQLITE_NOMEM;
+    sqlite3_free(v->base.zErrMsg);
+    v->base.zErrMsg = msg;
     return SQLITE_CORRUPT_VTAB;
 }
 
@@ -208,6 +221,15 @@ static int config_text(sqlite3_stmt *s, char **out) {
     return *out ? SQLITE_OK : SQLITE_NOMEM;
 }
 
+/* "file|name|uid|shape": the shape is every setting that sizes or reads the copy. */
+static char *registry_key(const ix_vtab *v, const char *file, sqlite3_int64 uid) {
+    sqlite3_str *k = sqlite3_str_new(NULL);
+    sqlite3_str_appendf(k, "%s|%s|%lld|%d,%d,%d,%d,%d,%d,%d", file, v->name, uid, v->dims, v->chunk,
+                        (int)v->metric, (int)v->storage, v->rescore, v->ivf, v->partition);
+    for (int j = 0; j < v->n_meta; j++) sqlite3_str_appendf(k, ",%d", (int)v->meta[j].type);
+    return sqlite3_str_finish(k);
+}
+
 int ix_config(ix_vtab *v) {
     if (v->configured) return SQLITE_OK;
     sqlite3_stmt *s = NULL;
@@ -269,11 +291,12 @@ int ix_config(ix_vtab *v) {
     v->chunk = (int)chunk;
     v->rec = emb_code_bytes(v->storage, (size_t)dims);
     /* the process-wide copy is shared by the connections to the same file (not a temporary or
-     * in-memory database), told apart from another index there, or an earlier one of the same
-     * name, by the uid drawn when it was made */
+     * in-memory database), told apart from an earlier index of the same name by the uid drawn
+     * when it was made. The uid is a value anyone can edit: the key also holds the table's
+     * name and shape, so that a forged uid can only name the index's own copy */
     const char *file = sqlite3_db_filename(v->db, v->schema);
     if (format == FORMAT_V2 && file && *file) {
-        if (!(v->key = sqlite3_mprintf("%s|%lld", file, uid))) return SQLITE_NOMEM;
+        if (!(v->key = registry_key(v, file, uid))) return SQLITE_NOMEM;
         if (ix_registry_attach(v->key)) return SQLITE_NOMEM;
         v->attached = 1;
     }
@@ -321,6 +344,7 @@ static void vtab_free(ix_vtab *v) {
     ix_cache_release(v->own);
     if (v->attached) ix_registry_detach(v->key);
     sqlite3_free(v->key);
+    sqlite3_free(v->damage);
     emb_knn_scratch_free(&v->scratch);
     emb_code_scratch_free(&v->cscratch);
     emb_ivf_free(&v->placing);

@@ -153,7 +153,9 @@ static int stored_float(ix_vtab *v, sqlite3_int64 rowid, float *out) {
     int step = sqlite3_step(s);
     if (step == SQLITE_ROW && (size_t)sqlite3_column_bytes(s, 0) == bytes) {
         memcpy(out, sqlite3_column_blob(s, 0), bytes);
-        rc = SQLITE_OK;
+        rc = emb_codes_finite(EMB_STORAGE_F32, out, 1, (size_t)v->dims)
+                 ? SQLITE_OK
+                 : ix_corrupt(v, "vectors", "rowid %lld has a vector that is not finite", (long long)rowid);
     } else if (step == SQLITE_ROW || step == SQLITE_DONE) {
         rc = ix_corrupt(v, "vectors", "rowid %lld has %s", (long long)rowid,
                         step == SQLITE_ROW ? "a vector of the wrong size" : "no vector");
@@ -167,8 +169,12 @@ static int stored_float(ix_vtab *v, sqlite3_int64 rowid, float *out) {
 int ix_read_vector_at(ix_vtab *v, sqlite3_int64 rowid, sqlite3_int64 loc, float *out, int *exact) {
     if (exact) *exact = 1;
     if (loc < 0) return ix_corrupt(v, "rows", "rowid %lld has position %lld", rowid, loc);
-    if (v->storage == EMB_STORAGE_F32)
-        return chunk_io(v, loc / v->chunk, "vectors", out, v->rec, (size_t)(loc % v->chunk) * v->rec, 0);
+    if (v->storage == EMB_STORAGE_F32) {
+        int rc = chunk_io(v, loc / v->chunk, "vectors", out, v->rec, (size_t)(loc % v->chunk) * v->rec, 0);
+        if (rc == SQLITE_OK && !emb_codes_finite(EMB_STORAGE_F32, out, 1, (size_t)v->dims))
+            rc = ix_corrupt(v, "chunks", "rowid %lld has a vector that is not finite", (long long)rowid);
+        return rc;
+    }
     if (v->rescore) return stored_float(v, rowid, out);
     unsigned char *rec = sqlite3_malloc64(v->rec);
     if (!rec) return SQLITE_NOMEM;
@@ -213,6 +219,8 @@ int ix_read_centroids(ix_vtab *v, emb_ivf *ivf, sqlite3_int64 *serial, size_t *l
             (size_t)sqlite3_column_bytes(s, 1) != d * sizeof(float))
             rc = ix_corrupt(v, "centroids", "row %lld is not centroid %lld of %lld, of %d dimensions",
                             (long long)sqlite3_column_int64(s, 0), (long long)got, (long long)nl, v->dims);
+        else if (!emb_codes_finite(EMB_STORAGE_F32, sqlite3_column_blob(s, 1), 1, d))
+            rc = ix_corrupt(v, "centroids", "centroid %lld is not finite", (long long)got);
         else memcpy(c + (size_t)got++ * d, sqlite3_column_blob(s, 1), d * sizeof(float));
     }
     sqlite3_reset(s);
@@ -460,8 +468,10 @@ static int read_chunk(ix_vtab *v, ix_cache *c, size_t id, size_t rows, sqlite3_b
             if (!table && !(table = sqlite3_mprintf("%s_chunks", v->name))) return SQLITE_NOMEM;
             rc = sqlite3_blob_open(v->db, v->schema, table, cols[k], (sqlite3_int64)id, 0, &b[k]);
         }
-        if (rc != SQLITE_OK)
+        if (rc == SQLITE_ERROR) /* no such chunk, or not a blob; not memory, locks or interrupts */
             rc = ix_corrupt(v, "chunks", "chunk %lld cannot be read: %s", (long long)id, sqlite3_errmsg(v->db));
+        else if (rc != SQLITE_OK)
+            break;
         else if ((size_t)sqlite3_blob_bytes(b[k]) != want[k])
             rc = ix_corrupt(v, "chunks", "chunk %lld has %d bytes of %s, not %lld", (long long)id,
                             sqlite3_blob_bytes(b[k]), cols[k], (long long)want[k]);
@@ -472,8 +482,15 @@ static int read_chunk(ix_vtab *v, ix_cache *c, size_t id, size_t rows, sqlite3_b
     if (rc == SQLITE_OK) rc = sqlite3_blob_read(b[1], c->ids + at, (int)(rows * sizeof *c->ids), 0);
     if (rc == SQLITE_OK && c->lists) {
         rc = sqlite3_blob_read(b[2], c->lists + at, (int)(rows * sizeof *c->lists), 0);
-        for (size_t i = at; i < at + rows; i++) c->lists[i]--; /* stored as list + 1 */
+        for (size_t i = at; rc == SQLITE_OK && i < at + rows; i++) { /* stored as list + 1 */
+            if (c->lists[i] < 0)
+                rc = ix_corrupt(v, "chunks", "chunk %lld stores list %ld for position %lld", (long long)id,
+                                (long)c->lists[i], (long long)i);
+            else c->lists[i]--;
+        }
     }
+    if (rc == SQLITE_OK && !emb_codes_finite(c->storage, c->records + at * c->rec, rows, c->d))
+        rc = ix_corrupt(v, "chunks", "chunk %lld holds a vector that is not finite", (long long)id);
     if (rc != SQLITE_OK && rc != SQLITE_CORRUPT_VTAB) rc = ix_sql_error(v, rc);
     return rc;
 }
@@ -512,6 +529,10 @@ static int regroup(ix_vtab *v, ix_cache *c, int rows_changed) {
     }
     emb_ivf_groups_free(&c->ivf_groups);
     memset(&c->ivf_groups, 0, sizeof c->ivf_groups);
+    for (size_t i = 0; c->ivf_ready && i < c->n; i++)
+        if (c->lists[i] >= (int32_t)c->ivf.lists)
+            return ix_corrupt(v, "chunks", "position %lld is in list %ld, of %lld lists", (long long)i,
+                              (long)c->lists[i], (long long)c->ivf.lists);
     if (c->ivf_ready && emb_ivf_groups_build(&c->ivf_groups, c->lists, c->n, c->ivf.lists)) return SQLITE_NOMEM;
     c->grouped = 1;
     return SQLITE_OK;

@@ -329,6 +329,7 @@ static int update_row(ix_vtab *v, int argc, sqlite3_value **argv, sqlite3_int64 
 int ix_update(sqlite3_vtab *vt, int argc, sqlite3_value **argv, sqlite3_int64 *rowid_out) {
     ix_vtab *v = (ix_vtab *)vt;
     int rc = ix_config(v);
+    if (rc == SQLITE_OK && (rc = ix_refuse_if_damaged(v)) != SQLITE_OK) return rc;
     if (rc == SQLITE_OK) rc = update_row(v, argc, argv, rowid_out);
     if (rc == SQLITE_OK || !v->base.zErrMsg || !v->configured) return rc;
     sqlite3_value *id = argc == 1 ? argv[0] : sqlite3_value_type(argv[1]) != SQLITE_NULL ? argv[1] : argv[0];

@@ -139,7 +139,7 @@ void sql_embed_rotate(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
             emb_rope_angles(base, (int)v.n, (double)pos, angles);
             memcpy(out, v.v, v.n * sizeof(float));
             emb_rope_rotate(out, angles, (int)v.n);
-            ext_result_vector_owned(ctx, out, v.n);
+            ext_result_finite_vector(ctx, fn, out, v.n);
         }
     }
     ext_vec_free(&v);

@@ -201,6 +201,16 @@ void ext_result_vector_owned(sqlite3_context *ctx, float *v, size_t n) {
     sqlite3_result_subtype(ctx, EMBED_VECTOR_SUBTYPE);
 }
 
+void ext_result_finite_vector(sqlite3_context *ctx, const char *fn, float *out, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        if (!isfinite(out[i])) {
+            sqlite3_free(out);
+            ext_error(ctx, fn, "the result overflows float32 at index %lld", (long long)i);
+            return;
+        }
+    ext_result_vector_owned(ctx, out, n);
+}
+
 /* Shortest %g form (6 to 9 significant digits) that reads back to the same float32. */
 static int format_float(char *buf, size_t cap, float f) {
     int len = 0;

@@ -42,6 +42,9 @@ void ext_vec_free(ext_vec *v);
 void ext_result_vector(sqlite3_context *ctx, const float *v, size_t n);
 /* Like ext_result_vector, but takes ownership of a sqlite3_malloc'd buffer. */
 void ext_result_vector_owned(sqlite3_context *ctx, float *v, size_t n);
+/* The same for a computed vector, refused with "fn: the result overflows float32 at index i"
+ * when any value is not finite (arithmetic can overflow; an infinity is never a vector). */
+void ext_result_finite_vector(sqlite3_context *ctx, const char *fn, float *v, size_t n);
 /* Sets "fn: err" on ctx (out of memory when err is NULL) and frees err: for the messages of
  * the context-free readers (ext_value_vector, ext_value_input_text, ext_json_object). */
 void ext_error_take(sqlite3_context *ctx, const char *fn, char *err);

@@ -57,17 +57,6 @@ static int two_vectors(sqlite3_context *ctx, sqlite3_value **argv, const char *f
     return 0;
 }
 
-/* Results of arithmetic can overflow float32; an infinity is never returned as a vector. */
-static void result_finite_vector(sqlite3_context *ctx, const char *fn, float *out, size_t n) {
-    for (size_t i = 0; i < n; i++)
-        if (!isfinite(out[i])) {
-            sqlite3_free(out);
-            ext_error(ctx, fn, "the result overflows float32 at index %lld", (long long)i);
-            return;
-        }
-    ext_result_vector_owned(ctx, out, n);
-}
-
 static float *alloc_vector(sqlite3_context *ctx, size_t n) {
     float *out = sqlite3_malloc64(n * sizeof(float)); /* n >= 1: every vector has a dimension */
     if (!out) sqlite3_result_error_nomem(ctx);
@@ -81,7 +70,7 @@ static void binary_arith(sqlite3_context *ctx, sqlite3_value **argv, const char 
     float *out = alloc_vector(ctx, a.n);
     if (out) {
         op(out, a.v, b.v, a.n);
-        result_finite_vector(ctx, fn, out, a.n);
+        ext_result_finite_vector(ctx, fn, out, a.n);
     }
     ext_vec_free(&a);
     ext_vec_free(&b);
@@ -117,7 +106,7 @@ void sql_embed_scale(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
     float *out = alloc_vector(ctx, v.n);
     if (out) {
         emb_vec_scale(out, v.v, (float)k, v.n);
-        result_finite_vector(ctx, "embed_scale", out, v.n);
+        ext_result_finite_vector(ctx, "embed_scale", out, v.n);
     }
     ext_vec_free(&v);
 }
@@ -234,7 +223,7 @@ static void agg_final(sqlite3_context *ctx, const char *fn, int mean) {
     if (out) {
         for (size_t i = 0; i < agg->n; i++)
             out[i] = (float)(mean ? agg->acc[i] / (double)agg->count : agg->acc[i]);
-        result_finite_vector(ctx, fn, out, agg->n);
+        ext_result_finite_vector(ctx, fn, out, agg->n);
     }
     sqlite3_free(agg->acc);
 }

@@ -74,16 +74,28 @@ static int load_model(sqlite3 *db, const char *name, const char *folder, const c
     return rc;
 }
 
+/* Whether a member before m has m's name (cJSON keeps both of a repeated name). */
+static int named_before(const cJSON *first, const cJSON *m) {
+    for (const cJSON *e = first; e != m; e = e->next)
+        if (!strcmp(e->string, m->string)) return 1;
+    return 0;
+}
+
 /* The JSON form: {"name": "folder" | {"folder": "...", "options": {...}}}. */
 static int load_models_json(sqlite3 *db, const char *text) {
-    cJSON *root = cJSON_Parse(text);
+    cJSON *root = cJSON_ParseWithOpts(text, NULL, 1); /* 1: nothing may follow the object */
     if (!cJSON_IsObject(root)) {
         cJSON_Delete(root);
-        complain("EMBED_MODELS: not a JSON object of name: folder");
+        complain("EMBED_MODELS: not a JSON object of name: folder (and nothing after it)");
         return SQLITE_ERROR;
     }
     int rc = SQLITE_OK;
     for (cJSON *m = root->child; m && rc == SQLITE_OK; m = m->next) {
+        if (named_before(root->child, m)) {
+            complain("EMBED_MODELS: model '%s' is named twice", m->string);
+            rc = SQLITE_ERROR;
+            break;
+        }
         const cJSON *folder = cJSON_IsObject(m) ? cJSON_GetObjectItemCaseSensitive(m, "folder") : m;
         const cJSON *opts = cJSON_IsObject(m) ? cJSON_GetObjectItemCaseSensitive(m, "options") : NULL;
         if (!cJSON_IsString(folder) || (opts && !cJSON_IsObject(opts)) ||
@@ -103,7 +115,13 @@ static int load_models_json(sqlite3 *db, const char *text) {
 /* The list form: name=folder[,name=folder...]. */
 static int load_models_list(sqlite3 *db, const char *text) {
     char *copy = strdup(text), *save = NULL;
-    if (!copy) return SQLITE_NOMEM;
+    const char **names = malloc((strlen(text) / 2 + 1) * sizeof *names); /* items have 2 bytes or more */
+    size_t n = 0;
+    if (!copy || !names) {
+        free(copy);
+        free(names);
+        return SQLITE_NOMEM;
+    }
     int rc = SQLITE_OK;
     for (char *item = strtok_r(copy, ",", &save); item && rc == SQLITE_OK; item = strtok_r(NULL, ",", &save)) {
         char *eq = strchr(item, '=');
@@ -112,9 +130,16 @@ static int load_models_list(sqlite3 *db, const char *text) {
             rc = SQLITE_ERROR;
         } else {
             *eq = 0;
-            rc = load_model(db, item, eq + 1, NULL);
+            for (size_t i = 0; i < n && rc == SQLITE_OK; i++)
+                if (!strcmp(names[i], item)) {
+                    complain("EMBED_MODELS: model '%s' is named twice", item);
+                    rc = SQLITE_ERROR;
+                }
+            names[n++] = item;
+            if (rc == SQLITE_OK) rc = load_model(db, item, eq + 1, NULL);
         }
     }
+    free(names);
     free(copy);
     return rc;
 }
