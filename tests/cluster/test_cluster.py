@@ -134,6 +134,9 @@ def preload_refuses_to_register_anything_after_an_error():
         ("st", None, "EMBED_MODELS: 'st' is not name=folder"),
         ("{\"st\": 5}", None, "model 'st' must be a folder or"),
         ("{\"st\": ", None, "EMBED_MODELS: not a JSON object"),
+        (json.dumps({"st": MODEL}) + " trailing", None, "EMBED_MODELS: not a JSON object"),
+        ('{"st": "%s", "st": "%s"}' % (MODEL, OTHER_MODEL), None, "EMBED_MODELS: model 'st' is named twice"),
+        ("st=%s,,st=%s" % (MODEL, OTHER_MODEL), None, "EMBED_MODELS: model 'st' is named twice"),
         (json.dumps({"st": {"folder": MODEL, "options": {"nope": 1}}}), None, "model 'st' from"),
         (None, "/no/such/embed.so", "cannot load the extension '/no/such/embed.so'"),
     ]
