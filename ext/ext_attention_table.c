@@ -20,6 +20,7 @@ enum { COL_LAYER, COL_HEAD, COL_QUERY, COL_KEY, COL_QUERY_TOKEN, COL_KEY_TOKEN, 
 /* idxNum bits, in the order of xFilter's arguments: the four hidden arguments, then conditions
  * layer = N, head = N and query = N on the visible columns */
 enum { ARG_MODEL, ARG_TEXT, ARG_LAYER, ARG_HEAD, WHERE_LAYER, WHERE_HEAD, WHERE_QUERY, N_ARGS };
+enum { NEED_ARGS = 1 << N_ARGS }; /* idxNum of a plan without model or text */
 
 typedef struct {
     sqlite3_vtab_cursor base;
@@ -54,25 +55,31 @@ static int attention_disconnect(sqlite3_vtab *vtab) {
     return SQLITE_OK;
 }
 
-/* The hidden arguments must be known (a plan where they are not is refused); layer = N, head = N
- * and query = N on the visible columns are taken when usable and left for SQLite to check too. */
+/* model and text must be usable equalities. A hidden argument bound to a table not yet read
+ * refuses the plan (SQLITE_CONSTRAINT: a join order that reads that table first supplies it); a
+ * plan without model or text at all, as SQLite asks for each branch of an OR (which never carries
+ * a function's arguments), is priced out of reach and fails in xFilter only if chosen.
+ * layer = N, head = N and query = N on the visible columns are taken when usable and left for
+ * SQLite to check too. */
 static int attention_best_index(sqlite3_vtab *vtab, sqlite3_index_info *info) {
-    int slot[N_ARGS] = {-1, -1, -1, -1, -1, -1, -1};
+    (void)vtab;
+    int slot[N_ARGS] = {-1, -1, -1, -1, -1, -1, -1}, unusable = 0;
     for (int i = 0; i < info->nConstraint; i++) {
         const struct sqlite3_index_constraint *c = &info->aConstraint[i];
         if (c->op != SQLITE_INDEX_CONSTRAINT_EQ) continue;
         if (c->iColumn >= COL_MODEL) {
-            if (!c->usable) return SQLITE_CONSTRAINT; /* wait for a plan where the argument is known */
-            slot[c->iColumn - COL_MODEL] = i;
+            if (c->usable) slot[c->iColumn - COL_MODEL] = i;
+            else unusable |= 1 << (c->iColumn - COL_MODEL);
         } else if (c->usable && c->iColumn <= COL_QUERY) {
             slot[WHERE_LAYER + c->iColumn - COL_LAYER] = i;
         }
     }
+    for (int k = ARG_MODEL; k <= ARG_HEAD; k++)
+        if (slot[k] < 0 && (unusable & 1 << k)) return SQLITE_CONSTRAINT;
     if (slot[ARG_MODEL] < 0 || slot[ARG_TEXT] < 0) {
-        sqlite3_free(vtab->zErrMsg);
-        vtab->zErrMsg = sqlite3_mprintf("embed_attention: needs a model and a text: "
-                                        "embed_attention(model, text [, layer [, head]])");
-        return SQLITE_ERROR;
+        info->idxNum = NEED_ARGS;
+        info->estimatedCost = 1e30;
+        return SQLITE_OK;
     }
     int argv_index = 1, mask = 0;
     for (int k = 0; k < N_ARGS; k++)
@@ -222,6 +229,8 @@ static int attention_filter(sqlite3_vtab_cursor *cur, int mask, const char *idx_
     (void)argc;
     attention_cursor *c = (attention_cursor *)cur;
     reset(c);
+    if (mask & NEED_ARGS)
+        return cursor_error(c, "needs a model and a text: embed_attention(model, text [, layer [, head]])");
     sqlite3_value *where[3] = {NULL, NULL, NULL};
     for (int k = 0, a = 0; k < N_ARGS; k++) {
         if (!(mask & (1 << k))) continue;

@@ -333,16 +333,29 @@ static int hybrid_disconnect(sqlite3_vtab *vtab) {
     return SQLITE_OK;
 }
 
+/* idxNum of a plan without every required argument (above the bits of the arguments given) */
+enum { NEED_ARGS = 1 << N_ARGS };
+
+/* The arguments must be usable equalities. One bound to a table not yet read refuses the plan
+ * (SQLITE_CONSTRAINT: a join order that reads that table first supplies it). A plan without
+ * them at all is what SQLite asks for each branch of an OR, which never carries a function's
+ * arguments: it is priced out of reach, not an error, and fails in xFilter only if chosen. */
 static int hybrid_best_index(sqlite3_vtab *vtab, sqlite3_index_info *info) {
-    int slot[N_ARGS] = {-1, -1, -1, -1, -1};
+    (void)vtab;
+    int slot[N_ARGS] = {-1, -1, -1, -1, -1}, unusable[N_ARGS] = {0};
     for (int i = 0; i < info->nConstraint; i++) {
         const struct sqlite3_index_constraint *c = &info->aConstraint[i];
         if (c->iColumn < COL_INDEX || c->op != SQLITE_INDEX_CONSTRAINT_EQ) continue;
-        if (!c->usable) return SQLITE_CONSTRAINT; /* wait for a plan where the argument is known */
-        slot[c->iColumn - COL_INDEX] = i;
+        if (c->usable) slot[c->iColumn - COL_INDEX] = i;
+        else unusable[c->iColumn - COL_INDEX] = 1;
     }
-    if (slot[ARG_INDEX] < 0 || slot[ARG_FTS] < 0 || slot[ARG_QUERY] < 0 || slot[ARG_K] < 0)
-        return hy_fail((hybrid_vtab *)vtab, "needs an index, an FTS5 table, a query and k: " SIGNATURE);
+    for (int a = 0; a < N_ARGS; a++)
+        if (slot[a] < 0 && unusable[a]) return SQLITE_CONSTRAINT;
+    if (slot[ARG_INDEX] < 0 || slot[ARG_FTS] < 0 || slot[ARG_QUERY] < 0 || slot[ARG_K] < 0) {
+        info->idxNum = NEED_ARGS;
+        info->estimatedCost = 1e30;
+        return SQLITE_OK;
+    }
     int argv_index = 1, mask = 0;
     for (int a = 0; a < N_ARGS; a++)
         if (slot[a] >= 0) {
@@ -391,6 +404,7 @@ static int hybrid_filter(sqlite3_vtab_cursor *cur, int mask, const char *idx_str
     hybrid_cursor *c = (hybrid_cursor *)cur;
     hybrid_vtab *v = (hybrid_vtab *)cur->pVtab;
     reset(c);
+    if (mask & NEED_ARGS) return hy_fail(v, "needs an index, an FTS5 table, a query and k: " SIGNATURE);
     for (int a = 0, i = 0; a < N_ARGS; a++)
         if (mask & (1 << a) && !(c->args[a] = sqlite3_value_dup(argv[i++]))) return SQLITE_NOMEM;
     const char *index, *fts, *q = NULL;

@@ -96,6 +96,21 @@ static int take_filters(ix_vtab *v, sqlite3_index_info *info, int next) {
     return SQLITE_OK;
 }
 
+/* SQLite counts a plan for a branch of an OR only when it takes one of the branch's terms: a scan
+ * takes a condition as an argument that it ignores, leaving the check to SQLite (omit stays 0).
+ * Not an IN list, for which SQLite would run the scan once per value. 1 when one is taken. */
+static int take_checked(sqlite3_index_info *info) {
+    for (int i = 0; i < info->nConstraint; i++) {
+        const struct sqlite3_index_constraint *c = &info->aConstraint[i];
+        if (c->usable && c->op != SQLITE_INDEX_CONSTRAINT_LIMIT && c->op != SQLITE_INDEX_CONSTRAINT_OFFSET &&
+            !sqlite3_vtab_in(info, i, -1)) {
+            info->aConstraintUsage[i].argvIndex = 1;
+            return 1;
+        }
+    }
+    return 0;
+}
+
 static int ix_best_index(sqlite3_vtab *vt, sqlite3_index_info *info) {
     ix_vtab *v = (ix_vtab *)vt;
     int match = -1, k = -1, limit = -1, offset = -1, rowid = -1, unusable_match = 0, unusable_k = 0;
@@ -176,16 +191,25 @@ static int ix_best_index(sqlite3_vtab *vt, sqlite3_index_info *info) {
         info->estimatedCost = 1e30;
         return SQLITE_OK;
     }
+    /* The table's own column is read by MATCH alone, and k and distance are a search's: a
+     * statement that names one searches, and a plan without MATCH leaves that to SQLite's match(),
+     * which cannot run it. Such a plan is right only as a branch of an OR whose other branch
+     * searches, so a lookup is priced above a search (an OR of lookups ANDed with a search must
+     * not replace it), a scan with a condition takes it (see take_checked) and a scan with none
+     * comes last: a search ORed with conditions then runs as the union of its branches. */
+    sqlite3_uint64 search_cols = (sqlite3_uint64)1 << COL_TABLE | (sqlite3_uint64)1 << COL_K |
+                                 (sqlite3_uint64)1 << COL_DISTANCE;
+    int searches = (info->colUsed & search_cols) != 0;
     if (rowid >= 0) {
         info->aConstraintUsage[rowid].argvIndex = 1;
         info->aConstraintUsage[rowid].omit = 1;
         info->idxNum = PLAN_ROWID | (vec_used ? F_VECTOR : 0);
-        info->estimatedCost = 10;
+        info->estimatedCost = searches ? 1e5 : 10;
         info->estimatedRows = 1;
         return SQLITE_OK;
     }
     info->idxNum = PLAN_SCAN | (vec_used ? F_VECTOR : 0);
-    info->estimatedCost = 1e7;
+    info->estimatedCost = searches && !take_checked(info) ? 1e30 : 1e7;
     info->estimatedRows = 100000;
     if (info->nOrderBy == 1 && info->aOrderBy[0].iColumn == -1 && !info->aOrderBy[0].desc)
         info->orderByConsumed = 1;

@@ -11,7 +11,8 @@
 enum { COL_POSITION, COL_TOKEN_ID, COL_TOKEN, COL_TYPE_ID, COL_START, COL_END, COL_WORD,
        COL_TOKEN_EMB, COL_POSITION_EMB, COL_INPUT_EMB, COL_CONTEXTUAL_EMB,
        COL_MODEL, COL_TEXT, COL_TEXT_B };
-enum { HAS_MODEL = 1, HAS_TEXT = 2, HAS_TEXT_B = 4 };
+/* idxNum: the arguments given, or NEED_ARGS for a plan without model or text */
+enum { HAS_MODEL = 1, HAS_TEXT = 2, HAS_TEXT_B = 4, NEED_ARGS = 8 };
 
 typedef struct {
     sqlite3_vtab_cursor base;
@@ -43,19 +44,25 @@ static int tokens_disconnect(sqlite3_vtab *vtab) {
     return SQLITE_OK;
 }
 
+/* model and text must be usable equalities. One bound to a table not yet read refuses the plan
+ * (SQLITE_CONSTRAINT: a join order that reads that table first supplies it). A plan without
+ * them at all is what SQLite asks for each branch of an OR, which never carries a function's
+ * arguments: it is priced out of reach, not an error, and fails in xFilter only if chosen. */
 static int tokens_best_index(sqlite3_vtab *vtab, sqlite3_index_info *info) {
     (void)vtab;
-    int slot[3] = {-1, -1, -1};
+    int slot[3] = {-1, -1, -1}, unusable[3] = {0, 0, 0};
     for (int i = 0; i < info->nConstraint; i++) {
         const struct sqlite3_index_constraint *c = &info->aConstraint[i];
         if (c->iColumn < COL_MODEL || c->op != SQLITE_INDEX_CONSTRAINT_EQ) continue;
-        if (!c->usable) return SQLITE_CONSTRAINT; /* wait for a plan where the argument is known */
-        slot[c->iColumn - COL_MODEL] = i;
+        if (c->usable) slot[c->iColumn - COL_MODEL] = i;
+        else unusable[c->iColumn - COL_MODEL] = 1;
     }
+    for (int k = 0; k < 3; k++)
+        if (slot[k] < 0 && unusable[k]) return SQLITE_CONSTRAINT;
     if (slot[0] < 0 || slot[1] < 0) {
-        sqlite3_free(vtab->zErrMsg);
-        vtab->zErrMsg = sqlite3_mprintf("embed_tokens: needs a model and a text: embed_tokens(model, text [, text_b])");
-        return SQLITE_ERROR;
+        info->idxNum = NEED_ARGS;
+        info->estimatedCost = 1e30;
+        return SQLITE_OK;
     }
     int argv_index = 1, mask = 0;
     for (int k = 0; k < 3; k++)
@@ -153,6 +160,8 @@ static int tokens_filter(sqlite3_vtab_cursor *cur, int mask, const char *idx_str
     (void)argc;
     tokens_cursor *c = (tokens_cursor *)cur;
     reset(c);
+    if (mask & NEED_ARGS)
+        return cursor_error(c, "needs a model and a text: embed_tokens(model, text [, text_b])");
     int a = 0;
     for (int k = 0; k < 3; k++)
         if (mask & (1 << k)) {
