@@ -1,9 +1,14 @@
-"""The README tells the truth: every ```sql and ```python snippet runs as written, in README
-order, in a folder laid out as the README assumes (./embed, models/all-MiniLM-L6-v2 -- here
-the random-weight MiniLM-shaped fixture -- and the repository's tests/ and sql/); a value
-written after a statement as `-- <JSON>` is the value it returns (its first row: the one value,
-or a JSON array of the row's values); and a plain ``` block right
-after a ```sql block shows what its last statement returns (numbers to the digits shown)."""
+"""The README and the reference pages in docs/ tell the truth: every ```sql and ```python snippet
+runs as written, in the order of its page, in a folder laid out as the README assumes (./embed,
+./embed_preload.so, models/all-MiniLM-L6-v2 -- here the random-weight MiniLM-shaped fixture --
+and the repository's tests/, sql/ and examples/); a value written after a statement as
+`-- <JSON>` is the value it returns (its first row: the one value, or a JSON array of the row's
+values); and a plain ``` block right after a ```sql block shows what its last statement returns
+(numbers to the digits shown). The README's blocks run in one connection, in order; each page of
+docs/ runs in a fresh connection and a fresh folder of its own, so that no page depends on
+another. The README stays short (at most 400 lines), and no page cites issue numbers or commit
+hashes."""
+import glob
 import json
 import os
 import re
@@ -15,13 +20,15 @@ import tempfile
 from harness import test, EXT, ROOT, FIXTURES
 
 README = os.path.join(ROOT, "README.md")
+DOCS = sorted(glob.glob(os.path.join(ROOT, "docs", "*.md")))
 MODEL_PATH = "models/all-MiniLM-L6-v2"
+README_MAX_LINES = 400
 
 
-def blocks():
-    """(language, first line number, text) of every fenced block, in order."""
+def blocks(path):
+    """(language, first line number, text) of every fenced block of a page, in order."""
     out, lang, start, lines = [], None, 0, []
-    for no, line in enumerate(open(README, encoding="utf-8").read().splitlines(), 1):
+    for no, line in enumerate(open(path, encoding="utf-8").read().splitlines(), 1):
         if line.startswith("```"):
             if lang is None:
                 lang, start, lines = line[3:].strip(), no + 1, []
@@ -30,7 +37,7 @@ def blocks():
                 lang = None
         elif lang is not None:
             lines.append(line)
-    assert lang is None, "README: a ``` block is not closed"
+    assert lang is None, "%s: a ``` block is not closed" % os.path.relpath(path, ROOT)
     return out
 
 
@@ -38,6 +45,9 @@ def workdir():
     """A folder as the README's reader has it after `make` and downloading a model."""
     d = tempfile.mkdtemp(prefix="embed-readme-")
     os.symlink(EXT, os.path.join(d, "embed.so"))
+    preload = os.path.join(os.path.dirname(EXT), "embed_preload.so")
+    if os.path.exists(preload):  # make builds it beside embed.so
+        os.symlink(preload, os.path.join(d, "embed_preload.so"))
     os.makedirs(os.path.join(d, "models"))
     os.symlink(os.path.join(FIXTURES, "models", "minilm-tiny-st"), os.path.join(d, MODEL_PATH))
     for sub in ("tests", "sql", "examples"):
@@ -97,8 +107,9 @@ def check_output(rows, names, shown, where):
             assert ok, "%s: shown %r, returned %r" % (where, cell, value)
 
 
-@test
-def every_readme_snippet_runs_as_written():
+def run_page(path):
+    """Runs every snippet of one page in a fresh folder and connection; returns (ran, checked)."""
+    name = os.path.relpath(path, ROOT)
     d = workdir()
     cwd = os.getcwd()
     os.chdir(d)
@@ -106,13 +117,19 @@ def every_readme_snippet_runs_as_written():
         con = sqlite3.connect(":memory:", isolation_level=None)
         con.enable_load_extension(True)
         con.load_extension("./embed")  # for blocks read before the one that loads it
-        all_blocks = blocks()
+        # Models are the process's: while another suite's connections stay open, its models stay
+        # loaded. The page starts without the names it loads or defines, and leaves none behind.
+        text = open(path, encoding="utf-8").read()
+        for model in set(re.findall(r"embed_(?:load|define)\('([^']*)'", text)):
+            con.execute("SELECT embed_unload(?)", (model,))
+        before = {m for (m,) in con.execute("SELECT name FROM embed_models")}
+        all_blocks = blocks(path)
         ran = checked = 0
         for i, (lang, line, text) in enumerate(all_blocks):
-            where = "README.md:%d" % line
+            where = "%s:%d" % (name, line)
             if lang == "python":
                 out = subprocess.run([sys.executable, "-c", text], cwd=d, capture_output=True, text=True,
-                                     timeout=60)
+                                     timeout=120)
                 assert out.returncode == 0, "%s: %s" % (where, out.stderr)
                 ran += 1
                 continue
@@ -132,26 +149,131 @@ def every_readme_snippet_runs_as_written():
                 ran += 1
                 want = expected_value(comment)
                 if want is not None:
-                    assert rows, "%s: %s returned no row, the README says %r" % (where, stmt, want[0])
+                    assert rows, "%s: %s returned no row, the page says %r" % (where, stmt, want[0])
                     got = list(rows[0]) if len(rows[0]) > 1 else rows[0][0]  # a row, or its one value
                     got = json.loads(got) if isinstance(got, str) and got[:1] == "[" else got
                     assert same(got, want[0]) if not isinstance(want[0], list) else \
-                        len(got) == len(want[0]) and all(same(a, b) for a, b in zip(got, want[0])), \
-                        "%s: %s returned %r, the README says %r" % (where, stmt, got, want[0])
+                        isinstance(got, list) and len(got) == len(want[0]) and \
+                        all(same(a, b) for a, b in zip(got, want[0])), \
+                        "%s: %s returned %r, the page says %r" % (where, stmt, got, want[0])
                     checked += 1
             nxt = all_blocks[i + 1] if i + 1 < len(all_blocks) else None
             if nxt and nxt[0] == "" and "│" in nxt[2] and cur is not None:
                 check_output(rows, [c[0] for c in cur.description or []], nxt[2], where)
                 checked += 1
-        assert ran >= 20 and checked >= 4, (ran, checked)
+        for (model,) in con.execute("SELECT name FROM embed_models").fetchall():
+            if model not in before:
+                con.execute("SELECT embed_unload(?)", (model,))
+        con.close()
+        return ran, checked
     finally:
         os.chdir(cwd)
 
 
 @test
-def the_readme_uses_one_model_path():
+def every_readme_snippet_runs_as_written():
+    ran, checked = run_page(README)
+    assert ran >= 20 and checked >= 4, (ran, checked)
+
+
+@test
+def every_docs_page_snippet_runs_as_written():
+    expected = {"vectors", "models", "attention", "index", "hybrid", "cluster", "security"}
+    pages = {os.path.splitext(os.path.basename(p))[0] for p in DOCS}
+    assert expected <= pages, "docs/ lacks %s" % sorted(expected - pages)
+    for path in DOCS:
+        ran, _ = run_page(path)
+        assert ran >= 1, "%s has no snippet that runs" % os.path.relpath(path, ROOT)
+
+
+def model_paths(text):
+    return set(re.findall(r"embed_load\('[^']*', '([^']*)'", text))
+
+
+@test
+def the_readme_and_the_docs_use_one_model_path():
     text = open(README, encoding="utf-8").read()
-    paths = set(re.findall(r"embed_load\('[^']*', '([^']*)'", text))
+    paths = model_paths(text)
     fixtures = {p for p in paths if p.startswith("tests/fixtures/")}
     assert paths - fixtures == {MODEL_PATH}, paths
     assert "random weights" in text, "the README must say the bundled models have random weights"
+    for path in DOCS:
+        paths = model_paths(open(path, encoding="utf-8").read())
+        others = {p for p in paths if not p.startswith("tests/fixtures/")}
+        assert others <= {MODEL_PATH}, (os.path.relpath(path, ROOT), others)
+
+
+# "issue 13", "issues 12 and 13", "(#13)"; a commit hash in backticks or parentheses: 7 to 40 hex
+# digits, lowercase as git prints them, with at least one letter and one digit (so that `1000000`
+# and `000080FF`, the float32 bits of -inf, are not taken for one)
+ISSUE = re.compile(r"\bissues? #?\d+|\(#\d+\)", re.IGNORECASE)
+HASH = re.compile(r"[`(]([0-9a-f]{7,40})[`)]")
+
+
+@test
+def the_readme_is_short_and_cites_no_issues_or_commits():
+    lines = open(README, encoding="utf-8").read().splitlines()
+    assert len(lines) <= README_MAX_LINES, "README.md has %d lines (at most %d)" % (len(lines), README_MAX_LINES)
+    for path in [README] + DOCS:
+        for no, line in enumerate(open(path, encoding="utf-8").read().splitlines(), 1):
+            where = "%s:%d" % (os.path.relpath(path, ROOT), no)
+            assert not ISSUE.search(line), "%s names an issue: %s" % (where, line)
+            for h in HASH.findall(line):
+                assert not (re.search(r"[a-f]", h) and re.search(r"\d", h)), \
+                    "%s names a commit (%s): %s" % (where, h, line)
+
+
+@test
+def the_pattern_checks_catch_what_they_are_for():
+    assert ISSUE.search("the bounds of issue 13") and ISSUE.search("Issues 12") and ISSUE.search("(#7)")
+    assert not ISSUE.search("the tissue 3") and not ISSUE.search("an issue with 2 tables")
+    found = HASH.findall("at `de830ff` (631c6f5) but not `000080FF` or (1000000)")
+    flagged = [h for h in found if re.search(r"[a-f]", h) and re.search(r"\d", h)]
+    assert flagged == ["de830ff", "631c6f5"], found
+
+
+def slug(heading):
+    """GitHub's anchor of a heading: lowercase, punctuation but - and _ dropped, spaces to -."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def anchors(path):
+    out, seen, in_block = set(), {}, False
+    for line in open(path, encoding="utf-8").read().splitlines():
+        if line.startswith("```"):
+            in_block = not in_block
+        elif not in_block and line.startswith("#"):
+            s = slug(line.lstrip("#"))
+            n = seen.get(s, 0)
+            seen[s] = n + 1
+            out.add(s if n == 0 else "%s-%d" % (s, n))
+    return out
+
+
+@test
+def every_relative_link_of_the_readme_and_the_docs_leads_somewhere():
+    for path in [README] + DOCS:
+        text = open(path, encoding="utf-8").read()
+        for target in re.findall(r"\]\(([^)\s]+)\)", text):
+            if re.match(r"[a-z]+:", target):
+                continue  # https: and the like
+            file, _, anchor = target.partition("#")
+            dest = os.path.normpath(os.path.join(os.path.dirname(path), file)) if file else path
+            where = "%s: link %s" % (os.path.relpath(path, ROOT), target)
+            assert os.path.exists(dest), "%s: no such file" % where
+            if anchor and dest.endswith(".md"):
+                assert anchor in anchors(dest), "%s: no such heading in %s" % (where, os.path.relpath(dest, ROOT))
+
+
+@test
+def the_readme_lists_every_sql_function_and_table():
+    from harness import connect
+    con = connect()
+    names = {n for (n,) in con.execute("SELECT name FROM pragma_function_list UNION SELECT name FROM pragma_module_list")
+             if n.startswith("embed") or n in ("position_encoding", "contextual_embedding")}
+    assert {"embed", "embed_index", "embed_hybrid", "position_encoding"} <= names, names
+    text = open(README, encoding="utf-8").read()
+    table = text[text.index("## SQL reference"):text.index("## Search recipes")]
+    missing = sorted(n for n in names if not re.search(r"`%s[(`]" % re.escape(n), table))
+    assert not missing, "README's SQL reference lacks %s" % missing
+    con.close()
