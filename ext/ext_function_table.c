@@ -33,7 +33,7 @@ typedef struct {
 static const ext_function functions[] = {
     {"embed_version", 0, EMBED_PURE, SCALAR(sql_embed_version), "embed_version()"},
     /* These tell about the process (its libraries, threads, every index's memory): a database's
-     * views and triggers must not read them (the security policy in the README). */
+     * views and triggers must not read them (docs/security.md). */
     {"embed_debug", 0, DIRECT, SCALAR(sql_embed_debug), "embed_debug()"},
     {"embed_index_cache_bytes", 0, DIRECT, SCALAR(sql_embed_index_cache_bytes), "embed_index_cache_bytes()"},
     {"embed_vector", 1, VEC | OUT, SCALAR(sql_embed_vector), "embed_vector(x)"},

@@ -1,4 +1,4 @@
-/* The SQL vector functions (README.md, "Vectors"): conversion (embed_vector, embed_json,
+/* The SQL vector functions (docs/vectors.md): conversion (embed_vector, embed_json,
  * embed_dims), arithmetic (embed_add, embed_sub, embed_scale, embed_normalize), distances
  * (embed_dot, embed_cosine, embed_distance) and aggregates (embed_sum, embed_mean).
  * The arithmetic itself is core/vec.c; this file checks arguments and shapes results.

@@ -3,12 +3,15 @@ IVF lists and vectors that are not what the extension writes, empty metadata val
 database's own views may call. Expected rows come from the rows written and a double-precision
 brute force, or from SQLite's answers on an ordinary table holding the same values."""
 import math
+import os
 import random
 import sqlite3
 import struct
 import tempfile
 
-from harness import test, connect, one, blob, floats, f32, assert_error
+from harness import test, connect, one, blob, floats, f32, assert_error, FIXTURES
+
+BERT = os.path.join(FIXTURES, "models", "bert-tiny-uncased")
 
 INT32_MIN = -2 ** 31
 
@@ -212,11 +215,13 @@ def a_database_schema_cannot_read_the_process_or_run_unbounded_attention():
     path = tempfile.mktemp(suffix=".db")
     con = connect(path)
     con.execute("SELECT embed_unload('schema_tiny')")
+    con.execute("SELECT embed_unload('schema_bert')")
+    con.execute("SELECT embed_load('schema_bert', ?)", (BERT,))
     con.execute("SELECT embed_define('schema_tiny', ?)", ('{"vocab": ["a", "b"], "embeddings": [[1, 0], [0, 1]],'
                                                    ' "positions": "sinusoidal"}',))
     views = {"models": "SELECT name FROM embed_models", "debug": "SELECT embed_debug()",
              "cache": "SELECT embed_index_cache_bytes()",
-             "att": "SELECT count(*) FROM embed_attention('schema_tiny', 'a b')",
+             "att": "SELECT count(*) FROM embed_attention('schema_bert', 'a b')",
              "vec": "SELECT embed_json(embed_add('[1, 2]', '[3, 4]'))",
              "rot": "SELECT embed_dims(embed_rotate('[1, 2]', 3))",
              "tok": "SELECT count(*) FROM embed_tokens('schema_tiny', 'a b a')",
@@ -235,4 +240,5 @@ def a_database_schema_cannot_read_the_process_or_run_unbounded_attention():
         assert one(con, "SELECT * FROM v_emb") == 2
         assert one(con, "SELECT * FROM v_tok") == 3
         con.close()
-    connect().execute("SELECT embed_unload('schema_tiny')")  # the registry is the process's
+    for model in ("schema_tiny", "schema_bert"):  # the registry is the process's
+        connect().execute("SELECT embed_unload(?)", (model,))

@@ -17,7 +17,7 @@ EXPECTED = {
     ("embed", 2): INNOCUOUS, ("embed", 3): INNOCUOUS,
     ("embed_add", 2): DETERMINISTIC | INNOCUOUS, ("embed_cosine", 2): DETERMINISTIC | INNOCUOUS,
     ("embed_attention_bias", 3): INNOCUOUS, ("embed_attention_bias", 4): INNOCUOUS,
-    ("embed_debug", 0): INNOCUOUS, ("embed_index_cache_bytes", 0): INNOCUOUS, ("embed_define", 2): DIRECTONLY,
+    ("embed_debug", 0): DIRECTONLY, ("embed_index_cache_bytes", 0): DIRECTONLY, ("embed_define", 2): DIRECTONLY,
     ("embed_dims", 1): DETERMINISTIC | INNOCUOUS, ("embed_distance", 2): DETERMINISTIC | INNOCUOUS,
     ("embed_distance", 3): DETERMINISTIC | INNOCUOUS, ("embed_dot", 2): DETERMINISTIC | INNOCUOUS,
     ("embed_json", 1): DETERMINISTIC | INNOCUOUS, ("embed_load", 2): DIRECTONLY, ("embed_load", 3): DIRECTONLY,
