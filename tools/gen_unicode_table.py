@@ -8,7 +8,7 @@ Usage: /usr/bin/python3 tools/gen_unicode_table.py [hf_props.json] [out.c]
 The rules below mirror core/unicode_hf.c exactly (they call the same utf8proc functions through
 ctypes), and every code point is compared with hf_props.json (what HF does, probed through the
 npm binding). Anything that differs becomes an exception entry, so the C code + table equals HF
-for every code point. tests/c/test_tokenizer.c re-checks all code points against hf_props.json.
+for every code point. tests/c/test_wordpiece.c re-checks all code points against hf_props.json.
 """
 import ctypes
 import json

@@ -1,5 +1,5 @@
 /* File and JSONL readers and a golden-ids comparison shared by the tokenizer suites
- * (test_tokenizer, test_tokenizer2). */
+ * (test_wordpiece, test_unigram_bpe). */
 #ifndef EMBED_TEST_TOKEN_FILES_H
 #define EMBED_TEST_TOKEN_FILES_H
 #include <cjson/cJSON.h>

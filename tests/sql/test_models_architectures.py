@@ -1,4 +1,4 @@
-"""The models of issue 12 (tests/fixtures/models2: XLM-R, XLM-R in sentence-transformers layout,
+"""The architectures beyond BERT (tests/fixtures/models2: XLM-R, XLM-R in sentence-transformers layout,
 BERT with a Unigram tokenizer, NomicBERT, JinaBERT v2, ModernBERT) through SQL, against the golden
 references (schema bert-golden-ref/2): ids, tokens, offsets, every vector column of embed_tokens,
 every layer given, pooled sentence vectors and the padded batch, within 1e-5."""
@@ -75,7 +75,7 @@ def make_parity_test(model):
                 what = "%s %s token %d" % (model, cid, i)
                 assert r[0] == i and r[1] == case["input_ids"][i], (what, r[:3])
                 # an unknown piece: Hugging Face's Unigram names it by its text, the token column
-                # by the vocabulary's entry for the id (as test_tokens2 accepts)
+                # by the vocabulary's entry for the id (as test_tokens_unigram_bpe accepts)
                 assert r[2] == case["tokens"][i] or (r[1] == UNK[model] and r[2] == UNK_TEXT[model]), (what, r[:3])
                 assert r[3] == case["token_type_ids"][i], what
                 if case["special_tokens_mask"][i] == 1:

@@ -1,5 +1,5 @@
 /* WordPiece tokenizer against Hugging Face tokenizers 0.23.2 (tests/fixtures/tokenizers, models/refs).
- * Run from the repository root: build/tests/test_tokenizer */
+ * Run from the repository root: build/tests/test_wordpiece */
 #include <cjson/cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>

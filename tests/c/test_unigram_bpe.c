@@ -1,6 +1,6 @@
 /* Unigram (XLM-R layout) and byte-level BPE (roberta-base) tokenizers against Hugging Face
  * tokenizers 0.23.2 (tests/fixtures/tokenizers2), known values, and hostile tokenizer.json files.
- * Run from the repository root: build/tests/test_tokenizer2 */
+ * Run from the repository root: build/tests/test_unigram_bpe */
 #include <cjson/cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
