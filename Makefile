@@ -17,14 +17,14 @@ endif
 endif
 endif
 CFLAGS_COMMON = -std=c11 $(OPT) -g -fPIC -Wall -Wextra -Werror -D_GNU_SOURCE \
-                -fopenmp-simd -Iinclude/sqlite-embed -Icore $(OPENBLAS_CFLAGS) $(SAN)
+                -fopenmp-simd -fvisibility=hidden -Iinclude -Icore -Iext $(OPENBLAS_CFLAGS) $(SAN)
 CFLAGS  ?=
 ALL_CFLAGS = $(CFLAGS_COMMON) $(CFLAGS)
 LIBS    = $(OPENBLAS_LIBS) -lutf8proc -lcjson -lxxhash -lpthread -lm
 
-CORE_SRC = $(wildcard core/*.c)
+CORE_SRC = $(wildcard core/*/*.c)
 CORE_OBJ = $(CORE_SRC:%.c=$(BUILD)/%.o)
-EXT_SRC  = $(wildcard ext/*.c)
+EXT_SRC  = $(wildcard ext/*.c ext/index/*.c)
 EXT_OBJ  = $(EXT_SRC:%.c=$(BUILD)/%.o)
 CTEST_SRC = $(wildcard tests/c/test_*.c)
 CTEST_BIN = $(CTEST_SRC:tests/c/%.c=$(BUILD)/tests/%)
@@ -41,7 +41,7 @@ all: $(EXT_SO) $(PRELOAD_SO) $(BUILD)/libembedcore.a $(CTEST_BIN)
 deps:
 	@bash scripts/deps.sh
 
-$(BUILD)/%.o: %.c $(wildcard include/sqlite-embed/*.h core/*.h ext/*.h)
+$(BUILD)/%.o: %.c $(wildcard include/sqlite-embed/*.h core/*/*.h ext/*.h ext/index/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -c $< -o $@
 
@@ -50,8 +50,9 @@ $(BUILD)/libembedcore.a: $(CORE_OBJ)
 
 # SONAME embed.so: with the libembed.so link that `make install` adds, ldconfig lists
 # embed.so in the loader's cache, so `.load embed` finds an installed copy from any folder.
-$(EXT_SO): $(EXT_OBJ) $(BUILD)/libembedcore.a
-	$(CC) $(ALL_CFLAGS) -shared -Wl,-soname,embed.so -o $@ $(EXT_OBJ) $(BUILD)/libembedcore.a $(LIBS)
+$(EXT_SO): $(EXT_OBJ) $(BUILD)/libembedcore.a ext/embed.map
+	$(CC) $(ALL_CFLAGS) -shared -Wl,-soname,embed.so -Wl,--version-script=ext/embed.map -o $@ $(EXT_OBJ) \
+	  $(BUILD)/libembedcore.a $(LIBS)
 
 $(PRELOAD_SO): ext/preload/embed_preload.c
 	$(CC) $(ALL_CFLAGS) -shared -o $@ $< -lsqlite3 -lcjson -ldl -lpthread
@@ -130,7 +131,7 @@ DESTDIR ?=
 LIBDIR   = $(DESTDIR)$(PREFIX)/lib
 INCDIR   = $(DESTDIR)$(PREFIX)/include/sqlite-embed
 PCDIR    = $(LIBDIR)/pkgconfig
-# What a C program may use: include/sqlite-embed/ (core/*.h are internal; ext/ uses some).
+# What a C program may use: include/sqlite-embed/ (core/*/*.h are internal; ext/ uses some).
 PUBLIC_HEADERS = $(wildcard include/sqlite-embed/*.h)
 VERSION  = $(shell sed -n 's/^\#define EMBED_VERSION "\(.*\)"/\1/p' ext/ext_info.c)
 # After a real install into a folder the loader searches (Debian lists /usr/local/lib), ldconfig

@@ -9,7 +9,7 @@
  * bench_encoder --write). Uses only the encoder's load / set-weights / workspace / forward
  * calls, so that it links against older builds too. */
 #include "bench_clock.h"
-#include "encoder.h"
+#include "nn/encoder.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

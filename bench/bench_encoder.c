@@ -42,8 +42,8 @@
  * one does not include the other or the file writing. Figures of other engines are never
  * constants here: bench/encoder_peers.sh measures them in the same run. */
 #include "bench_clock.h"
-#include "encoder.h"
-#include "int8_gemm.h"
+#include "nn/encoder.h"
+#include "math/int8_gemm.h"
 #include "random_model.h"
 #include <cblas.h>
 #include <math.h>
@@ -689,7 +689,7 @@ int main(int argc, char **argv) {
             if (write_dir) r = write_peer_files(sub, m);
             else {
                 printf("OpenBLAS: %s, core %s; int8 kernels: %s\n", openblas_get_config(), openblas_get_corename(),
-                       emb_i8_path_name(emb_i8_path_default()));
+                       emb_int8_gemm_path_name(emb_int8_gemm_path_default()));
                 r = run_model(sub, m, threads, nthreads);
             }
             fflush(stdout);

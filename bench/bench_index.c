@@ -11,7 +11,7 @@
  *                                     batches of 32: in the file's order, and length-sorted
  *
  * Prints "RESULT key value" lines for the driver. */
-#include "model.h"
+#include "sqlite-embed/model.h"
 #include "random_model.h"
 #include <cblas.h>
 #include <pthread.h>

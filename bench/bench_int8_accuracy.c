@@ -26,9 +26,9 @@
  *   --weights    int8 (default) or bf16 (AVX512_BF16 only): what is compared with float32
  *   --quick      64 sentences (32 at bert-base size)
  * Exits 1 when a golden case (a folder given) is below a bound, 2 on a usage error. */
-#include "encoder.h"
-#include "int8_gemm.h"
-#include "file.h"
+#include "nn/encoder.h"
+#include "math/int8_gemm.h"
+#include "base/file.h"
 #include "random_model.h"
 #include <cblas.h>
 #include <cjson/cJSON.h>
@@ -306,7 +306,7 @@ int main(int argc, char **argv) {
         }
     }
     openblas_set_num_threads(threads);
-    if (kind == EMB_WEIGHTS_INT8) printf("int8 kernels: %s\n", emb_i8_path_name(emb_i8_path_default()));
+    if (kind == EMB_WEIGHTS_INT8) printf("int8 kernels: %s\n", emb_int8_gemm_path_name(emb_int8_gemm_path_default()));
     printf("%s vs float32 weights: cosine of the %s vector to the float32 one, smallest / 1st percentile / median;\n"
            "bounds (issue 13): sentence vectors (mean, CLS) >= %.3f for every golden case, contextual (token) >= %.2f\n\n",
            emb_weights_name(kind), emb_weights_name(kind), BOUND_SENTENCE, BOUND_TOKEN);

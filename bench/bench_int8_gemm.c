@@ -18,9 +18,9 @@
  *      $(pkg-config --libs openblas) -ldnnl -lgomp -lutf8proc -lcjson -lxxhash -lpthread -lm -lsqlite3
  * Prints a table and "RESULT key value" lines. */
 #include "bench_clock.h"
-#include "bf16_gemm.h"
-#include "int8_gemm.h"
-#include "safetensors.h"
+#include "math/bf16_gemm.h"
+#include "math/int8_gemm.h"
+#include "nn/safetensors.h"
 #include <cblas.h>
 #include <math.h>
 #include <stdint.h>
@@ -67,8 +67,8 @@ static void time_alternating(const run_fn *fn, int nfn, void *ctx, double *out) 
 typedef struct {
     int M, N, K;
     float *A, *W, *C;
-    emb_i8w *w;
-    emb_i8_act act;
+    emb_int8_gemm_weights *w;
+    emb_int8_gemm_act act;
     emb_bf16w *wb;
     emb_bf16_act bact;
     emb_workers *workers;
@@ -87,7 +87,7 @@ static void run_sgemm(void *p) {
 }
 static void run_int8(void *p) {
     job *j = p;
-    if (emb_i8_gemm(j->A, j->K, j->M, j->w, NULL, 1.0f, j->C, j->N, &j->act, j->workers)) abort();
+    if (emb_int8_gemm(j->A, j->K, j->M, j->w, NULL, 1.0f, j->C, j->N, &j->act, j->workers)) abort();
 }
 static void run_bf16(void *p) {
     job *j = p;
@@ -95,7 +95,7 @@ static void run_bf16(void *p) {
 }
 static void run_kernel(void *p) {
     job *j = p;
-    if (emb_i8_gemm_q(&j->act, j->w, NULL, 1.0f, j->C, j->N, j->workers)) abort();
+    if (emb_int8_gemm_q(&j->act, j->w, NULL, 1.0f, j->C, j->N, j->workers)) abort();
 }
 
 #ifdef BENCH_DNNL
@@ -122,7 +122,7 @@ static void dnnl_setup(job *j) {
     dnnl_primitive_attr_t attr;
     DN(dnnl_primitive_attr_create(&attr));
     float *scales = malloc((size_t)j->N * sizeof *scales);
-    for (int n = 0; n < j->N; n++) scales[n] = emb_i8w_scale(j->w, n) * 0.01f;
+    for (int n = 0; n < j->N; n++) scales[n] = emb_int8_gemm_weights_scale(j->w, n) * 0.01f;
     DN(dnnl_primitive_attr_set_output_scales(attr, j->N, 1 << 1, scales));
     const int32_t rt = DNNL_RUNTIME_S32_VAL;
     DN(dnnl_primitive_attr_set_zero_points(attr, DNNL_ARG_SRC, 1, 0, &rt));
@@ -144,7 +144,7 @@ static void dnnl_setup(job *j) {
     DN(dnnl_memory_create(&wu, &b_user, j->eng, DNNL_MEMORY_ALLOCATE));
     DN(dnnl_memory_get_data_handle(wu, &h));
     for (int n = 0; n < j->N; n++)
-        for (int k = 0; k < j->K; k++) ((int8_t *)h)[(size_t)n * j->K + k] = emb_i8w_code(j->w, n, k);
+        for (int k = 0; k < j->K; k++) ((int8_t *)h)[(size_t)n * j->K + k] = emb_int8_gemm_weights_code(j->w, n, k);
     dnnl_primitive_desc_t rpd;
     dnnl_primitive_t r;
     DN(dnnl_reorder_primitive_desc_create(&rpd, &b_user, j->eng, b_md, j->eng, NULL));
@@ -190,7 +190,7 @@ static const layer layers[] = {
 static void speed(int quick, int only_m) {
     static const int Ms[] = {16, 128, 4096};
     emb_workers *helpers = emb_workers_new(1);
-    printf("kernel set: %s\n", emb_i8_path_name(emb_i8_path_default()));
+    printf("kernel set: %s\n", emb_int8_gemm_path_name(emb_int8_gemm_path_default()));
     printf("%-9s %5s %5s %5s %3s | %8s %8s %8s | %6s %6s | %9s %9s", "model", "M", "K", "N", "thr", "sgemm", "int8",
            "kern", "i8/sg", "kn/sg", "sg us", "i8 us");
     int bf16 = emb_bf16_fast();
@@ -215,7 +215,7 @@ static void speed(int quick, int only_m) {
             for (size_t i = 0; i < (size_t)j.M * j.K; i++) j.A[i] = gaussian();
             for (size_t i = 0; i < (size_t)j.N * j.K; i++) j.W[i] = 0.02f * gaussian();
             char err[EMB_ERR_LEN];
-            j.w = emb_i8w_pack(j.W, j.N, j.K, j.K, err);
+            j.w = emb_int8_gemm_weights_pack(j.W, j.N, j.K, j.K, err);
             j.wb = emb_bf16w_pack(j.W, j.N, j.K, j.K, err);
             if (!j.w || !j.wb) { fprintf(stderr, "%s\n", err); exit(1); }
 #ifdef BENCH_DNNL
@@ -255,8 +255,8 @@ static void speed(int quick, int only_m) {
 #ifdef BENCH_DNNL
             dnnl_teardown(&j);
 #endif
-            emb_i8w_free(j.w);
-            emb_i8_act_free(&j.act);
+            emb_int8_gemm_weights_free(j.w);
+            emb_int8_gemm_act_free(&j.act);
             emb_bf16w_free(j.wb);
             emb_bf16_act_free(&j.bact);
             free(j.A), free(j.W), free(j.C);
@@ -274,7 +274,7 @@ static void speed(int quick, int only_m) {
  * in two halves of N on the caller and a helper (emb_workers), small M. */
 typedef struct {
     job *j;
-    emb_i8w *half[2];
+    emb_int8_gemm_weights *half[2];
     int n0[2];
     emb_workers *workers;
 } split_job;
@@ -282,12 +282,12 @@ typedef struct {
 static void split_task(void *ctx, int t, int worker) {
     (void)worker;
     split_job *s = ctx;
-    if (emb_i8_gemm_q_path(emb_i8_path_default(), &s->j->act, s->half[t], NULL, 1.0f, s->j->C + s->n0[t], s->j->N))
+    if (emb_int8_gemm_q_path(emb_int8_gemm_path_default(), &s->j->act, s->half[t], NULL, 1.0f, s->j->C + s->n0[t], s->j->N))
         abort();
 }
 static void run_split(void *p) {
     split_job *s = p;
-    if (emb_i8_quantize(s->j->A, s->j->K, s->j->M, s->j->K, &s->j->act, NULL)) abort();
+    if (emb_int8_gemm_quantize(s->j->A, s->j->K, s->j->M, s->j->K, &s->j->act, NULL)) abort();
     emb_workers_run(s->workers, 2, split_task, s);
 }
 static void run_one(void *p) {
@@ -313,9 +313,9 @@ static void threshold(void) {
             for (size_t i = 0; i < (size_t)j.M * j.K; i++) j.A[i] = gaussian();
             for (size_t i = 0; i < (size_t)j.N * j.K; i++) j.W[i] = 0.02f * gaussian();
             split_job s = {&j, {NULL, NULL}, {0, j.N / 2}, helpers};
-            j.w = emb_i8w_pack(j.W, j.N, j.K, j.K, err);
-            s.half[0] = emb_i8w_pack(j.W, j.N / 2, j.K, j.K, err);
-            s.half[1] = emb_i8w_pack(j.W + (size_t)(j.N / 2) * j.K, j.N - j.N / 2, j.K, j.K, err);
+            j.w = emb_int8_gemm_weights_pack(j.W, j.N, j.K, j.K, err);
+            s.half[0] = emb_int8_gemm_weights_pack(j.W, j.N / 2, j.K, j.K, err);
+            s.half[1] = emb_int8_gemm_weights_pack(j.W + (size_t)(j.N / 2) * j.K, j.N - j.N / 2, j.K, j.K, err);
             if (!j.w || !s.half[0] || !s.half[1]) abort();
             const run_fn fns[] = {run_one, run_split};
             double t[2];
@@ -323,8 +323,8 @@ static void threshold(void) {
             printf("%5d %5d %5d %10.0f | %8.1f %8.1f %6.2f\n", j.M, j.K, j.N, (double)j.M * j.N * j.K, t[0] * 1e6,
                    t[1] * 1e6, t[0] / t[1]);
             printf("RESULT split_speedup_M%d_K%d_N%d %.3f\n", j.M, j.K, j.N, t[0] / t[1]);
-            emb_i8w_free(j.w), emb_i8w_free(s.half[0]), emb_i8w_free(s.half[1]);
-            emb_i8_act_free(&j.act);
+            emb_int8_gemm_weights_free(j.w), emb_int8_gemm_weights_free(s.half[0]), emb_int8_gemm_weights_free(s.half[1]);
+            emb_int8_gemm_act_free(&j.act);
             free(j.A), free(j.W), free(j.C);
         }
     emb_workers_free(helpers);
@@ -335,16 +335,16 @@ static double rel_error(const float *A, const float *W, int M, int N, int K) {
     float *c32 = calloc((size_t)M * N, sizeof *c32), *c8 = calloc((size_t)M * N, sizeof *c8);
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, N, K, 1.0f, A, K, W, K, 0.0f, c32, N);
     char err[EMB_ERR_LEN];
-    emb_i8w *w = emb_i8w_pack(W, N, K, K, err);
-    emb_i8_act act = EMB_I8_ACT_INIT;
-    if (!w || emb_i8_gemm(A, K, M, w, NULL, 0.0f, c8, N, &act, NULL)) abort();
+    emb_int8_gemm_weights *w = emb_int8_gemm_weights_pack(W, N, K, K, err);
+    emb_int8_gemm_act act = EMB_I8_ACT_INIT;
+    if (!w || emb_int8_gemm(A, K, M, w, NULL, 0.0f, c8, N, &act, NULL)) abort();
     double num = 0, den = 0;
     for (size_t i = 0; i < (size_t)M * N; i++) {
         num += ((double)c8[i] - c32[i]) * ((double)c8[i] - c32[i]);
         den += (double)c32[i] * c32[i];
     }
-    emb_i8w_free(w);
-    emb_i8_act_free(&act);
+    emb_int8_gemm_weights_free(w);
+    emb_int8_gemm_act_free(&act);
     free(c32), free(c8);
     return sqrt(num / den);
 }

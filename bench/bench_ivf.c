@@ -10,8 +10,8 @@
  *
  * Prints "RESULT key value" lines. */
 #include "../tests/c/ivf_data.h"
-#include "ivf.h"
-#include "knn.h"
+#include "search/ivf.h"
+#include "search/knn.h"
 #include "bench_clock.h"
 #include <stdio.h>
 #include <stdlib.h>

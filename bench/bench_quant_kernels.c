@@ -8,7 +8,7 @@
  *
  * Prints a table and "RESULT key value" lines. */
 #include "bench_clock.h"
-#include "quant.h"
+#include "search/quant.h"
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>

@@ -18,10 +18,10 @@
  * Usage (from the repository root): bench_sql_embed [EXT_SO] [ROWS] [REPS] [WEIGHTS]
  * defaults ./embed.so, 300, 3, f32 (int8, bf16: the model loaded with those weights everywhere,
  * where fixed costs weigh more beside a faster forward pass). */
-#include "encoder.h"
-#include "model.h"
-#include "pooling.h"
-#include "vec.h"
+#include "nn/encoder.h"
+#include "sqlite-embed/model.h"
+#include "sqlite-embed/pooling.h"
+#include "sqlite-embed/vec.h"
 #include "random_model.h"
 #include <cblas.h>
 #include <math.h>

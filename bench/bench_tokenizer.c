@@ -16,7 +16,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#include "tokenizer.h"
+#include "text/tokenizer.h"
 
 typedef struct {
     char **doc;

@@ -1,6 +1,6 @@
 /* See random_model.h. */
 #include "random_model.h"
-#include "safetensors.h"
+#include "nn/safetensors.h"
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>

@@ -4,8 +4,11 @@ SQLITE_EXTENSION_INIT1
 #include "ext_functions.h"
 #include <stddef.h>
 
+/* The one symbol embed.so exports: everything else is built with -fvisibility=hidden. */
 #ifdef _WIN32
 __declspec(dllexport)
+#else
+__attribute__((visibility("default")))
 #endif
 int sqlite3_embed_init(sqlite3 *db, char **pzErrMsg, const sqlite3_api_routines *pApi) {
     SQLITE_EXTENSION_INIT2(pApi);

@@ -7,7 +7,7 @@
  * to its last layer, so memory stays bounded whatever the text's length. */
 #include "ext_functions.h"
 #include "ext_registry.h"
-#include "tokenizer.h" /* emb_encoding_token_text */
+#include "text/tokenizer.h" /* emb_encoding_token_text */
 #include <limits.h>
 #include <math.h>
 #include <stdarg.h>

@@ -6,7 +6,7 @@
  * errors; table names reach them only quoted as identifiers. */
 #include "ext_functions.h"
 #include "ext_util.h"
-#include "utf8.h"
+#include "base/utf8.h"
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,7 +22,7 @@ static int stmt_get(hybrid_vtab *v, char *sql, sqlite3_stmt **out, int *owned) {
     *out = NULL;
     *owned = 0;
     if (!sql) return SQLITE_NOMEM;
-    for (int i = 0; i < N_CACHED; i++)
+    for (int i = 0; i < HY_N_CACHED; i++)
         if (v->cache[i].sql && strcmp(v->cache[i].sql, sql) == 0 && !sqlite3_stmt_busy(v->cache[i].stmt)) {
             sqlite3_free(sql);
             *out = v->cache[i].stmt;
@@ -33,9 +33,9 @@ static int stmt_get(hybrid_vtab *v, char *sql, sqlite3_stmt **out, int *owned) {
         sqlite3_free(sql);
         return rc == SQLITE_NOMEM ? rc : (hy_fail(v, "%s", sqlite3_errmsg(v->db)), rc);
     }
-    for (int tries = 0; tries < N_CACHED; tries++) {
+    for (int tries = 0; tries < HY_N_CACHED; tries++) {
         cached_stmt *slot = &v->cache[v->next];
-        v->next = (v->next + 1) % N_CACHED;
+        v->next = (v->next + 1) % HY_N_CACHED;
         if (slot->stmt && sqlite3_stmt_busy(slot->stmt)) continue;
         sqlite3_finalize(slot->stmt);
         sqlite3_free(slot->sql);
@@ -285,17 +285,17 @@ static int search(hybrid_cursor *c, const table_ref *ix, const table_ref *ft, co
                   const hybrid_options *o, sqlite3_int64 k) {
     hybrid_vtab *v = (hybrid_vtab *)c->base.pVtab;
     int rc = SQLITE_OK;
-    if (o->weight[SIDE_VECTOR] > 0)
-        rc = run_side(c, SIDE_VECTOR,
+    if (o->weight[HY_SIDE_VECTOR] > 0)
+        rc = run_side(c, HY_SIDE_VECTOR,
                       sqlite3_mprintf("SELECT rowid, distance FROM \"%w\".\"%w\" WHERE \"%w\" MATCH ?1 AND k = ?2",
                                       ix->schema, ix->name, ix->name),
                       q, o->depth);
-    if (rc == SQLITE_OK && o->weight[SIDE_TEXT] > 0) {
+    if (rc == SQLITE_OK && o->weight[HY_SIDE_TEXT] > 0) {
         char *words = NULL;
         if (!o->fts_query) rc = hy_keyword_query(v->db, q, &words);
         const char *match = o->fts_query ? o->fts_query : words;
         if (rc == SQLITE_OK && match) /* bm25's ties by rowid, so that the ranks are certain */
-            rc = run_side(c, SIDE_TEXT,
+            rc = run_side(c, HY_SIDE_TEXT,
                           sqlite3_mprintf("SELECT rowid, bm25(\"%w\") FROM \"%w\".\"%w\" WHERE \"%w\" MATCH ?1 "
                                           "ORDER BY bm25(\"%w\"), rowid LIMIT ?2",
                                           ft->name, ft->schema, ft->name, ft->name, ft->name),
@@ -325,7 +325,7 @@ static int hybrid_connect(sqlite3 *db, void *aux, int argc, const char *const *a
 
 static int hybrid_disconnect(sqlite3_vtab *vtab) {
     hybrid_vtab *v = (hybrid_vtab *)vtab;
-    for (int i = 0; i < N_CACHED; i++) {
+    for (int i = 0; i < HY_N_CACHED; i++) {
         sqlite3_finalize(v->cache[i].stmt);
         sqlite3_free(v->cache[i].sql);
     }
@@ -334,7 +334,7 @@ static int hybrid_disconnect(sqlite3_vtab *vtab) {
 }
 
 /* idxNum of a plan without every required argument (above the bits of the arguments given) */
-enum { NEED_ARGS = 1 << N_ARGS };
+enum { NEED_ARGS = 1 << HY_N_ARGS };
 
 /* The arguments must be usable equalities. One bound to a table not yet read refuses the plan
  * (SQLITE_CONSTRAINT: a join order that reads that table first supplies it). A plan without
@@ -342,22 +342,22 @@ enum { NEED_ARGS = 1 << N_ARGS };
  * arguments: it is priced out of reach, not an error, and fails in xFilter only if chosen. */
 static int hybrid_best_index(sqlite3_vtab *vtab, sqlite3_index_info *info) {
     (void)vtab;
-    int slot[N_ARGS] = {-1, -1, -1, -1, -1}, unusable[N_ARGS] = {0};
+    int slot[HY_N_ARGS] = {-1, -1, -1, -1, -1}, unusable[HY_N_ARGS] = {0};
     for (int i = 0; i < info->nConstraint; i++) {
         const struct sqlite3_index_constraint *c = &info->aConstraint[i];
-        if (c->iColumn < COL_INDEX || c->op != SQLITE_INDEX_CONSTRAINT_EQ) continue;
-        if (c->usable) slot[c->iColumn - COL_INDEX] = i;
-        else unusable[c->iColumn - COL_INDEX] = 1;
+        if (c->iColumn < HY_COL_INDEX || c->op != SQLITE_INDEX_CONSTRAINT_EQ) continue;
+        if (c->usable) slot[c->iColumn - HY_COL_INDEX] = i;
+        else unusable[c->iColumn - HY_COL_INDEX] = 1;
     }
-    for (int a = 0; a < N_ARGS; a++)
+    for (int a = 0; a < HY_N_ARGS; a++)
         if (slot[a] < 0 && unusable[a]) return SQLITE_CONSTRAINT;
-    if (slot[ARG_INDEX] < 0 || slot[ARG_FTS] < 0 || slot[ARG_QUERY] < 0 || slot[ARG_K] < 0) {
+    if (slot[HY_ARG_INDEX] < 0 || slot[HY_ARG_FTS] < 0 || slot[HY_ARG_QUERY] < 0 || slot[HY_ARG_K] < 0) {
         info->idxNum = NEED_ARGS;
         info->estimatedCost = 1e30;
         return SQLITE_OK;
     }
     int argv_index = 1, mask = 0;
-    for (int a = 0; a < N_ARGS; a++)
+    for (int a = 0; a < HY_N_ARGS; a++)
         if (slot[a] >= 0) {
             info->aConstraintUsage[slot[a]].argvIndex = argv_index++;
             info->aConstraintUsage[slot[a]].omit = 1;
@@ -366,7 +366,7 @@ static int hybrid_best_index(sqlite3_vtab *vtab, sqlite3_index_info *info) {
     info->idxNum = mask;
     /* rows come by score, highest first, equal scores by rowid */
     const struct sqlite3_index_orderby *ob = info->aOrderBy;
-    if (info->nOrderBy >= 1 && info->nOrderBy <= 2 && ob[0].iColumn == COL_SCORE && ob[0].desc &&
+    if (info->nOrderBy >= 1 && info->nOrderBy <= 2 && ob[0].iColumn == HY_COL_SCORE && ob[0].desc &&
         (info->nOrderBy == 1 || (ob[1].iColumn == -1 && !ob[1].desc)))
         info->orderByConsumed = 1;
     info->estimatedCost = 10000;
@@ -384,7 +384,7 @@ static int hybrid_open(sqlite3_vtab *vtab, sqlite3_vtab_cursor **out) {
 }
 
 static void reset(hybrid_cursor *c) {
-    for (int a = 0; a < N_ARGS; a++) {
+    for (int a = 0; a < HY_N_ARGS; a++) {
         sqlite3_value_free(c->args[a]);
         c->args[a] = NULL;
     }
@@ -404,28 +404,28 @@ static int hybrid_filter(sqlite3_vtab_cursor *cur, int mask, const char *idx_str
     hybrid_cursor *c = (hybrid_cursor *)cur;
     hybrid_vtab *v = (hybrid_vtab *)cur->pVtab;
     reset(c);
-    if (mask & NEED_ARGS) return hy_fail(v, "needs an index, an FTS5 table, a query and k: " SIGNATURE);
-    for (int a = 0, i = 0; a < N_ARGS; a++)
+    if (mask & NEED_ARGS) return hy_fail(v, "needs an index, an FTS5 table, a query and k: " HY_SIGNATURE);
+    for (int a = 0, i = 0; a < HY_N_ARGS; a++)
         if (mask & (1 << a) && !(c->args[a] = sqlite3_value_dup(argv[i++]))) return SQLITE_NOMEM;
     const char *index, *fts, *q = NULL;
     int qlen, rc;
     sqlite3_int64 k = 0;
     hybrid_options o;
-    if ((rc = hy_name_arg(v, c->args[ARG_INDEX], "index", &index)) != SQLITE_OK ||
-        (rc = hy_name_arg(v, c->args[ARG_FTS], "FTS5 table", &fts)) != SQLITE_OK)
+    if ((rc = hy_name_arg(v, c->args[HY_ARG_INDEX], "index", &index)) != SQLITE_OK ||
+        (rc = hy_name_arg(v, c->args[HY_ARG_FTS], "FTS5 table", &fts)) != SQLITE_OK)
         return rc;
-    if (sqlite3_value_type(c->args[ARG_K]) == SQLITE_NULL)
+    if (sqlite3_value_type(c->args[HY_ARG_K]) == SQLITE_NULL)
         return hy_fail(v, "k is NULL: it must be a positive integer");
-    if ((rc = hy_k_arg(v, c->args[ARG_K], &k)) != SQLITE_OK) return rc;
-    if ((rc = hy_options_arg(v, c->args[ARG_OPTIONS], &o)) != SQLITE_OK) {
+    if ((rc = hy_k_arg(v, c->args[HY_ARG_K], &k)) != SQLITE_OK) return rc;
+    if ((rc = hy_options_arg(v, c->args[HY_ARG_OPTIONS], &o)) != SQLITE_OK) {
         sqlite3_free(o.fts_query);
         return rc;
     }
     table_ref ix = {0}, ft = {0};
     if ((rc = find_table(v, index, "index", "an embed_index table", "embed_index", &ix)) == SQLITE_OK &&
         (rc = find_table(v, fts, "FTS5 table", "an FTS5 table", "fts5", &ft)) == SQLITE_OK &&
-        sqlite3_value_type(c->args[ARG_QUERY]) != SQLITE_NULL && /* NULL in: no rows */
-        (rc = hy_query_arg(v, c->args[ARG_QUERY], &q, &qlen)) == SQLITE_OK)
+        sqlite3_value_type(c->args[HY_ARG_QUERY]) != SQLITE_NULL && /* NULL in: no rows */
+        (rc = hy_query_arg(v, c->args[HY_ARG_QUERY], &q, &qlen)) == SQLITE_OK)
         rc = search(c, &ix, &ft, q, &o, k);
     table_free(&ix);
     table_free(&ft);
@@ -447,14 +447,14 @@ static int hybrid_eof(sqlite3_vtab_cursor *cur) {
 static int hybrid_column(sqlite3_vtab_cursor *cur, sqlite3_context *ctx, int col) {
     hybrid_cursor *c = (hybrid_cursor *)cur;
     const hybrid_row *r = &c->rows[c->at];
-    int side = col == COL_VECTOR_RANK || col == COL_DISTANCE ? SIDE_VECTOR : SIDE_TEXT;
+    int side = col == HY_COL_VECTOR_RANK || col == HY_COL_DISTANCE ? HY_SIDE_VECTOR : HY_SIDE_TEXT;
     switch (col) {
-    case COL_SCORE: sqlite3_result_double(ctx, r->score); break;
-    case COL_VECTOR_RANK:
-    case COL_TEXT_RANK: if (r->rank[side]) sqlite3_result_int64(ctx, r->rank[side]); break;
-    case COL_DISTANCE:
-    case COL_BM25: if (r->rank[side]) sqlite3_result_double(ctx, r->value[side]); break;
-    default: if (c->args[col - COL_INDEX]) sqlite3_result_value(ctx, c->args[col - COL_INDEX]);
+    case HY_COL_SCORE: sqlite3_result_double(ctx, r->score); break;
+    case HY_COL_VECTOR_RANK:
+    case HY_COL_TEXT_RANK: if (r->rank[side]) sqlite3_result_int64(ctx, r->rank[side]); break;
+    case HY_COL_DISTANCE:
+    case HY_COL_BM25: if (r->rank[side]) sqlite3_result_double(ctx, r->value[side]); break;
+    default: if (c->args[col - HY_COL_INDEX]) sqlite3_result_value(ctx, c->args[col - HY_COL_INDEX]);
     }
     return SQLITE_OK;
 }

@@ -4,18 +4,18 @@
 #define EMBED_EXT_HYBRID_H
 #include "ext_util.h"
 
-#define FN "embed_hybrid"
-#define SIGNATURE "embed_hybrid(index, fts, query, k [, options])"
-#define MAX_DEPTH 100000
-#define N_CACHED 8
+#define HY_FN "embed_hybrid"
+#define HY_SIGNATURE "embed_hybrid(index, fts, query, k [, options])"
+#define HY_MAX_DEPTH 100000
+#define HY_N_CACHED 8
 
-enum { COL_SCORE, COL_VECTOR_RANK, COL_TEXT_RANK, COL_DISTANCE, COL_BM25,
-       COL_INDEX, COL_FTS, COL_QUERY, COL_K, COL_OPTIONS };
-enum { ARG_INDEX, ARG_FTS, ARG_QUERY, ARG_K, ARG_OPTIONS, N_ARGS };
-enum { SIDE_VECTOR, SIDE_TEXT };
+enum { HY_COL_SCORE, HY_COL_VECTOR_RANK, HY_COL_TEXT_RANK, HY_COL_DISTANCE, HY_COL_BM25,
+       HY_COL_INDEX, HY_COL_FTS, HY_COL_QUERY, HY_COL_K, HY_COL_OPTIONS };
+enum { HY_ARG_INDEX, HY_ARG_FTS, HY_ARG_QUERY, HY_ARG_K, HY_ARG_OPTIONS, HY_N_ARGS };
+enum { HY_SIDE_VECTOR, HY_SIDE_TEXT };
 
 typedef struct {
-    double rrf_k, weight[2]; /* weight[SIDE_VECTOR], weight[SIDE_TEXT] */
+    double rrf_k, weight[2]; /* weight[HY_SIDE_VECTOR], weight[HY_SIDE_TEXT] */
     sqlite3_int64 depth;
     char *fts_query; /* NULL: the query's words, each quoted, joined by OR */
 } hybrid_options;
@@ -35,13 +35,13 @@ typedef struct {
 typedef struct {
     sqlite3_vtab base;
     sqlite3 *db;
-    cached_stmt cache[N_CACHED]; /* statements kept from call to call, found by their SQL */
+    cached_stmt cache[HY_N_CACHED]; /* statements kept from call to call, found by their SQL */
     int next;                    /* the slot to take next */
 } hybrid_vtab;
 
 typedef struct {
     sqlite3_vtab_cursor base;
-    sqlite3_value *args[N_ARGS]; /* as given, for the hidden columns */
+    sqlite3_value *args[HY_N_ARGS]; /* as given, for the hidden columns */
     hybrid_row *rows;
     size_t n, cap, at;
 } hybrid_cursor;

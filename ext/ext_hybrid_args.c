@@ -1,7 +1,7 @@
 /* embed_hybrid's errors ("embed_hybrid: ...") and arguments: the two table names, the query, k
  * and the options JSON, each checked; and the keyword side's FTS5 query. */
 #include "ext_hybrid.h"
-#include "utf8.h"
+#include "base/utf8.h"
 #include <cjson/cJSON.h>
 #include <math.h>
 #include <stdarg.h>
@@ -11,7 +11,7 @@
 int hy_fail(hybrid_vtab *v, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
-    int rc = ext_vtab_verror(&v->base, FN, fmt, ap);
+    int rc = ext_vtab_verror(&v->base, HY_FN, fmt, ap);
     va_end(ap);
     return rc;
 }
@@ -26,7 +26,7 @@ int hy_type_fail(hybrid_vtab *v, const char *what, const char *kind, sqlite3_val
 
 int hy_name_arg(hybrid_vtab *v, sqlite3_value *val, const char *what, const char **out) {
     if (sqlite3_value_type(val) == SQLITE_NULL)
-        return hy_fail(v, "the %s name is NULL: " SIGNATURE " needs the names of both tables", what);
+        return hy_fail(v, "the %s name is NULL: " HY_SIGNATURE " needs the names of both tables", what);
     if (sqlite3_value_type(val) != SQLITE_TEXT) {
         char *w = sqlite3_mprintf("the %s name", what);
         int rc = w ? hy_type_fail(v, w, "text", val) : SQLITE_NOMEM;
@@ -87,11 +87,11 @@ static int read_option(hybrid_vtab *v, const cJSON *item, hybrid_options *o) {
             return option_fail(v, item, "[vector weight, text weight], two numbers of 0 or more");
         if (wv->valuedouble == 0 && wt->valuedouble == 0)
             return hy_fail(v, "option \"weights\" must not be both 0 (a weight of 0 leaves that side out)");
-        o->weight[SIDE_VECTOR] = wv->valuedouble;
-        o->weight[SIDE_TEXT] = wt->valuedouble;
+        o->weight[HY_SIDE_VECTOR] = wv->valuedouble;
+        o->weight[HY_SIDE_TEXT] = wt->valuedouble;
     } else if (strcmp(key, "depth") == 0) {
         double d = item->valuedouble;
-        if (!finite_number(item) || d != floor(d) || d < 1 || d > MAX_DEPTH)
+        if (!finite_number(item) || d != floor(d) || d < 1 || d > HY_MAX_DEPTH)
             return option_fail(v, item, "an integer from 1 to 100000");
         o->depth = (sqlite3_int64)d;
     } else if (strcmp(key, "fts_query") == 0) {
@@ -107,7 +107,7 @@ static int read_option(hybrid_vtab *v, const cJSON *item, hybrid_options *o) {
 /* options: NULL, or a JSON object {"rrf_k": 60, "weights": [1, 1], "depth": 100, "fts_query": "..."}. */
 int hy_options_arg(hybrid_vtab *v, sqlite3_value *val, hybrid_options *o) {
     o->rrf_k = 60;
-    o->weight[SIDE_VECTOR] = o->weight[SIDE_TEXT] = 1;
+    o->weight[HY_SIDE_VECTOR] = o->weight[HY_SIDE_TEXT] = 1;
     o->depth = 100;
     o->fts_query = NULL;
     if (!val || sqlite3_value_type(val) == SQLITE_NULL) return SQLITE_OK;

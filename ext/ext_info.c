@@ -1,7 +1,7 @@
 /* embed_version() and embed_debug(): what this build is and what it runs on. */
 #include "ext_functions.h"
 #include "ext_util.h"
-#include "vec.h"
+#include "sqlite-embed/vec.h"
 #include <cblas.h>
 #include <openblas_config.h> /* OpenBLAS itself, not another BLAS's cblas.h */
 

@@ -3,7 +3,7 @@
  * database's views and triggers cannot call them. */
 #include "ext_functions.h"
 #include "ext_registry.h"
-#include "utf8.h"
+#include "base/utf8.h"
 #include <cjson/cJSON.h>
 #include <string.h>
 

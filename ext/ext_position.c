@@ -5,9 +5,9 @@
 #include "ext_util.h"
 #include "ext_functions.h"
 #include "ext_registry.h"
-#include "model.h"
-#include "posenc.h"
-#include "relpos.h"
+#include "sqlite-embed/model.h"
+#include "sqlite-embed/posenc.h"
+#include "nn/relpos.h"
 #include <string.h>
 #include <math.h>
 
@@ -62,7 +62,7 @@ static void sinusoidal(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
     ext_result_vector_owned(ctx, out, (size_t)dim);
 }
 
-/* A rotary model's position: cos then sin of its rotation angles (emb_rope_angles' layout). */
+/* A rotary model's position: cos then sin of its rotation angles (emb_relpos_rope_angles' layout). */
 static void rotary_position(sqlite3_context *ctx, const emb_model *m, sqlite3_int64 pos) {
     int rot;
     double theta;
@@ -72,7 +72,7 @@ static void rotary_position(sqlite3_context *ctx, const emb_model *m, sqlite3_in
         sqlite3_result_error_nomem(ctx);
         return;
     }
-    emb_rope_angles(theta, rot, (double)pos, out);
+    emb_relpos_rope_angles(theta, rot, (double)pos, out);
     ext_result_vector_owned(ctx, out, (size_t)rot);
 }
 
@@ -136,9 +136,9 @@ void sql_embed_rotate(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
             sqlite3_result_error_nomem(ctx);
         } else {
             float *angles = out + v.n;
-            emb_rope_angles(base, (int)v.n, (double)pos, angles);
+            emb_relpos_rope_angles(base, (int)v.n, (double)pos, angles);
             memcpy(out, v.v, v.n * sizeof(float));
-            emb_rope_rotate(out, angles, (int)v.n);
+            emb_relpos_rope_rotate(out, angles, (int)v.n);
             ext_result_finite_vector(ctx, fn, out, v.n);
         }
     }

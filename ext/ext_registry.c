@@ -1,5 +1,5 @@
 #include "ext_registry.h"
-#include "utf8.h"
+#include "base/utf8.h"
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>

@@ -3,7 +3,7 @@
 #ifndef EMBED_EXT_REGISTRY_H
 #define EMBED_EXT_REGISTRY_H
 #include "ext_util.h"
-#include "model.h"
+#include "sqlite-embed/model.h"
 
 /* Adds m under its name, taking a reference. Returns SQLITE_OK, or SQLITE_CONSTRAINT when
  * the name is taken (then *existing is the model already there, retained). */

@@ -2,7 +2,7 @@
  * depend on the registry, so none is deterministic. */
 #include "ext_functions.h"
 #include "ext_registry.h"
-#include "pooling.h"
+#include "sqlite-embed/pooling.h"
 #include <cjson/cJSON.h>
 #include <stdlib.h>
 #include <string.h>

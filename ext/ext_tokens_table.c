@@ -3,7 +3,7 @@
  * layers run once per input, not once per row. */
 #include "ext_functions.h"
 #include "ext_registry.h"
-#include "tokenizer.h" /* emb_encoding_token_text */
+#include "text/tokenizer.h" /* emb_encoding_token_text */
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>

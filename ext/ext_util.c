@@ -1,5 +1,5 @@
 #include "ext_util.h"
-#include "utf8.h"
+#include "base/utf8.h"
 #include <cjson/cJSON.h>
 #include <math.h>
 #include <stdarg.h>

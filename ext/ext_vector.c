@@ -5,7 +5,7 @@
  * ext_function_table.c registers them. */
 #include "ext_util.h"
 #include "ext_functions.h"
-#include "vec.h"
+#include "sqlite-embed/vec.h"
 #include <math.h>
 #include <string.h>
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""Checks that the files of a folder form layers: no call cycle between their objects and no
-include cycle between their headers.
+"""Checks that the files of a folder form layers: no call cycle between their objects, no
+include cycle between their headers, and no call or include against the order of core's folders
+(FOLDER_ORDER: each folder calls only those before it).
 
 Usage (from the repository root): tools/check_layers.py BUILD_DIR DIR [DIR...]
    e.g. tools/check_layers.py build core      tools/check_layers.py build ext      (build first)
@@ -18,7 +19,9 @@ import re
 import subprocess
 import sys
 
-INCLUDE_PATH = ["include/sqlite-embed", "core"]  # the Makefile's -I order
+INCLUDE_PATH = ["include", "core", "ext"]  # the Makefile's -I order
+# core's layers, bottom to top: a file may use its own folder and those before it.
+FOLDER_ORDER = ["core/base", "core/math", "core/text", "core/nn", "core/search", "core/model"]
 DEFINED = set("TWiDRBVGS")  # nm types of a definition another object links to (i: a target_clones ifunc)
 # SQLITE_EXTENSION_INIT1's API pointer: set once by the entry point (embed_ext.c) and read by every
 # ext file, as in every SQLite extension; it is no dependency of theirs on the entry point.
@@ -41,7 +44,7 @@ def symbols(obj):
 def call_graph(build, dirs):
     """{object: {used object: [symbols]}} for the objects of dirs, and who defines what."""
     owner = {}
-    for obj in sorted(glob.glob(os.path.join(build, "*", "*.o"))):
+    for obj in sorted(glob.glob(os.path.join(build, "**", "*.o"), recursive=True)):
         src = os.path.relpath(obj, build)[:-2] + ".c"
         if not os.path.exists(src):
             continue  # an object whose source is gone (a renamed file): not linked any more
@@ -49,7 +52,7 @@ def call_graph(build, dirs):
             owner.setdefault(s, src)
     graph = {}
     for d in dirs:
-        for obj in sorted(glob.glob(os.path.join(build, d, "*.o"))):
+        for obj in sorted(glob.glob(os.path.join(build, d, "**", "*.o"), recursive=True)):
             src = os.path.relpath(obj, build)[:-2] + ".c"
             if not os.path.exists(src):
                 continue
@@ -62,7 +65,8 @@ def call_graph(build, dirs):
 
 
 def include_graph(dirs):
-    files = sorted({f for d in dirs + ["include/sqlite-embed"] for f in glob.glob(os.path.join(d, "*.[ch]"))})
+    files = sorted({f for d in dirs + ["include/sqlite-embed"]
+                    for f in glob.glob(os.path.join(d, "**", "*.[ch]"), recursive=True)})
     graph = {}
     for f in files:
         deps = []
@@ -78,6 +82,22 @@ def include_graph(dirs):
                         break
         graph[f] = deps
     return graph
+
+
+def folder_rank(path):
+    d = os.path.dirname(path)
+    return FOLDER_ORDER.index(d) if d in FOLDER_ORDER else None
+
+
+def against_order(graph):
+    """(user, used) pairs where a file of core uses one of a later folder."""
+    out = []
+    for a, used in sorted(graph.items()):
+        for b in sorted(used):
+            ra, rb = folder_rank(a), folder_rank(b)
+            if ra is not None and rb is not None and rb > ra:
+                out.append((a, b))
+    return out
 
 
 def cycles(graph):
@@ -146,7 +166,7 @@ def main():
         inside = sorted(w for w in calls[src] if w in calls)
         outside = sorted({os.path.dirname(w) + "/" for w in calls[src] if w not in calls})
         used = ", ".join(os.path.basename(w) for w in inside) or "-"
-        print("  %d %-28s %s%s" % (level[src], src, used, ("   [+ " + " ".join(outside) + "]") if outside else ""))
+        print("  %d %-36s %s%s" % (level[src], src, used, ("   [+ " + " ".join(outside) + "]") if outside else ""))
     found = 0
     for comp in cycles(calls):
         found += 1
@@ -155,14 +175,20 @@ def main():
             for b in comp:
                 if b in calls[a]:
                     print("    %s uses %s: %s" % (a, b, " ".join(sorted(calls[a][b])[:6])))
+    for a, b in against_order(calls):
+        found += 1
+        print("CALL AGAINST THE FOLDER ORDER: %s uses %s: %s" % (a, b, " ".join(sorted(calls[a][b])[:6])))
     includes = include_graph(dirs)
+    for a, b in against_order(includes):
+        found += 1
+        print("INCLUDE AGAINST THE FOLDER ORDER: %s includes %s" % (a, b))
     for comp in cycles(includes):
         found += 1
         print("INCLUDE CYCLE: " + " <-> ".join(comp))
     n_inc = sum(len(v) for v in includes.values())
     print("%d files, %d call edges, %d include edges: %s" % (
         len(calls), sum(len(v) for v in calls.values()), n_inc,
-        "no cycle" if not found else "%d cycle(s)" % found))
+        "no cycle and nothing against the folder order" if not found else "%d problem(s)" % found))
     return 1 if found else 0
 
 

@@ -1,11 +1,11 @@
 #!/usr/bin/python3
-"""Generate core/unicode_hf_table.c: where Hugging Face tokenizers' BERT normalizer and
+"""Generate core/text/unicode_hf_table.c: where Hugging Face tokenizers' BERT normalizer and
 pre-tokenizer (old Unicode tables, unicode-normalization, Rust to_lowercase) differ from the
-rules core/unicode_hf.c applies with utf8proc.
+rules core/text/unicode_hf.c applies with utf8proc.
 
 Usage: /usr/bin/python3 tools/gen_unicode_table.py [hf_props.json] [out.c]
 
-The rules below mirror core/unicode_hf.c exactly (they call the same utf8proc functions through
+The rules below mirror core/text/unicode_hf.c exactly (they call the same utf8proc functions through
 ctypes), and every code point is compared with hf_props.json (what HF does, probed through the
 npm binding). Anything that differs becomes an exception entry, so the C code + table equals HF
 for every code point. tests/c/test_wordpiece.c re-checks all code points against hf_props.json.
@@ -15,7 +15,7 @@ import json
 import sys
 
 PROPS = sys.argv[1] if len(sys.argv) > 1 else "tests/fixtures/tokenizers/unicode/hf_props.json"
-OUT = sys.argv[2] if len(sys.argv) > 2 else "core/unicode_hf_table.c"
+OUT = sys.argv[2] if len(sys.argv) > 2 else "core/text/unicode_hf_table.c"
 
 u = ctypes.CDLL("libutf8proc.so.2")
 u.utf8proc_version.restype = ctypes.c_char_p
@@ -27,7 +27,7 @@ u.utf8proc_decompose_char.argtypes = [ctypes.c_int32, ctypes.POINTER(ctypes.c_in
 UTF8PROC_DECOMPOSE = 1 << 4
 MN, PC, PO, CC, CF, CO = 6, 12, 18, 26, 27, 29
 
-# --- the rules of core/unicode_hf.c -------------------------------------------------------
+# --- the rules of core/text/unicode_hf.c -------------------------------------------------------
 RUST_WS = {9, 10, 11, 12, 13, 32, 0x85, 0xA0, 0x1680, *range(0x2000, 0x200B), 0x2028, 0x2029,
            0x202F, 0x205F, 0x3000}
 CJK = [(0x4E00, 0x9FFF), (0x3400, 0x4DBF), (0x20000, 0x2A6DF), (0x2A700, 0x2B81F),

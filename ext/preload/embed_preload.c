@@ -29,6 +29,9 @@ typedef int (*open_fn)(const char *, sqlite3 **);
 typedef int (*open16_fn)(const void *, sqlite3 **);
 typedef void (*entry_fn)(void);
 
+/* The entry points this helper exports, in front of the host's SQLite (the rest is hidden). */
+#define EMBED_PRELOAD_EXPORT __attribute__((visibility("default")))
+
 static pthread_once_t setup_once = PTHREAD_ONCE_INIT;
 static open_v2_fn real_open_v2;
 static open_fn real_open;
@@ -189,17 +192,17 @@ static void setup(void) {
     /* the library stays loaded: connections opened meanwhile may hold its functions */
 }
 
-int sqlite3_open_v2(const char *filename, sqlite3 **db, int flags, const char *vfs) {
+EMBED_PRELOAD_EXPORT int sqlite3_open_v2(const char *filename, sqlite3 **db, int flags, const char *vfs) {
     pthread_once(&setup_once, setup);
     return real_open_v2(filename, db, flags, vfs);
 }
 
-int sqlite3_open(const char *filename, sqlite3 **db) {
+EMBED_PRELOAD_EXPORT int sqlite3_open(const char *filename, sqlite3 **db) {
     pthread_once(&setup_once, setup);
     return real_open(filename, db);
 }
 
-int sqlite3_open16(const void *filename, sqlite3 **db) {
+EMBED_PRELOAD_EXPORT int sqlite3_open16(const void *filename, sqlite3 **db) {
     pthread_once(&setup_once, setup);
     return real_open16(filename, db);
 }

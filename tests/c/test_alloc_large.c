@@ -3,7 +3,7 @@
  * pieces carry the huge-page advice ("hg" among the VmFlags of /proc/self/smaps) and the tail of
  * the first does not (later ones may reuse memory that an earlier allocation advised). */
 #include "check.h"
-#include "emb_common.h"
+#include "base/emb_common.h"
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>

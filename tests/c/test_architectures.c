@@ -4,12 +4,12 @@
  * RoBERTa's position ids around a padding token; masked-LM saves with their prefixes and head
  * tensors; sliding-window padding far past a text. Run from the repo root. */
 #include "check.h"
-#include "encoder.h"
-#include "encoder_config.h"
-#include "emb_json.h"
-#include "file.h"
-#include "relpos.h"
-#include "safetensors.h"
+#include "nn/encoder.h"
+#include "nn/encoder_config.h"
+#include "base/emb_json.h"
+#include "base/file.h"
+#include "nn/relpos.h"
+#include "nn/safetensors.h"
 #include <cjson/cJSON.h>
 #include <math.h>
 #include <stdio.h>
@@ -122,9 +122,9 @@ static void refused_settings(void) {
  * against the formulas in double. */
 static void relpos(void) {
     float s[12];
-    emb_alibi_slopes(4, s);
+    emb_relpos_alibi_slopes(4, s);
     CHECK(s[0] == 0.25f && s[1] == 0.0625f && s[2] == 0.015625f && s[3] == 0.00390625f, "ALiBi slopes of 4 heads");
-    emb_alibi_slopes(12, s); /* 8 heads' 2^-1..2^-8, then 16 heads' odd powers of 2^-0.5 */
+    emb_relpos_alibi_slopes(12, s); /* 8 heads' 2^-1..2^-8, then 16 heads' odd powers of 2^-0.5 */
     double want12[12] = {0.5, 0.25, 0.125, 0.0625, 0.03125, 0.015625, 0.0078125, 0.00390625,
                          0.70710678118654752, 0.35355339059327376, 0.17677669529663688, 0.08838834764831844};
     double worst = 0;
@@ -133,7 +133,7 @@ static void relpos(void) {
 
     enum { ROT = 8, NPOS = 700 };
     static float tab[NPOS * ROT];
-    emb_rope_table(160000.0, ROT, NPOS, tab);
+    emb_relpos_rope_table(160000.0, ROT, NPOS, tab);
     worst = 0;
     for (int p = 0; p < NPOS; p += 97)
         for (int i = 0; i < ROT / 2; i++) {
@@ -150,8 +150,8 @@ static void relpos(void) {
         float a[ROT], b[ROT];
         memcpy(a, q, sizeof a);
         memcpy(b, k, sizeof b);
-        emb_rope_rotate(a, tab + ms[t][0] * ROT, ROT);
-        emb_rope_rotate(b, tab + ms[t][1] * ROT, ROT);
+        emb_relpos_rope_rotate(a, tab + ms[t][0] * ROT, ROT);
+        emb_relpos_rope_rotate(b, tab + ms[t][1] * ROT, ROT);
         double d = 0, na = 0, nq = 0;
         for (int i = 0; i < ROT; i++) d += (double)a[i] * b[i], na += (double)a[i] * a[i], nq += (double)q[i] * q[i];
         dots[t] = d;
@@ -161,7 +161,7 @@ static void relpos(void) {
           "q.k after rotation depends on m - n only: %.7f %.7f %.7f", dots[0], dots[1], dots[2]);
     /* the pair of dimension 0 is (0, ROT/2): rotating e_0 by angle a gives cos a e_0 + sin a e_4 */
     float e0[ROT] = {1, 0, 0, 0, 0, 0, 0, 0};
-    emb_rope_rotate(e0, tab + 3 * ROT, ROT);
+    emb_relpos_rope_rotate(e0, tab + 3 * ROT, ROT);
     CHECK(fabs(e0[0] - cos(3.0)) < 1e-7 && fabs(e0[4] - sin(3.0)) < 1e-7 && e0[1] == 0 && e0[2] == 0 && e0[3] == 0,
           "rotate-half pairs i with i + d/2: (%g, %g)", e0[0], e0[4]);
 }
@@ -178,10 +178,10 @@ static void reference_slopes(void) {
     cJSON *ref = load_json(FIXTURES "/models2/refs/jina-bert-v2-tiny.json");
     const cJSON *sl = cJSON_GetObjectItem(cJSON_GetObjectItem(ref, "arch_params"), "alibi_slopes");
     float s[4];
-    emb_alibi_slopes(4, s);
+    emb_relpos_alibi_slopes(4, s);
     int ok = cJSON_GetArraySize(sl) == 4, i = 0;
     for (const cJSON *v = sl ? sl->child : NULL; v && ok; v = v->next, i++) ok = v->valuedouble == s[i];
-    CHECK(ok, "jina-bert-v2-tiny's arch_params.alibi_slopes are emb_alibi_slopes(4)");
+    CHECK(ok, "jina-bert-v2-tiny's arch_params.alibi_slopes are emb_relpos_alibi_slopes(4)");
     cJSON_Delete(ref);
 }
 

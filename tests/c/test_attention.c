@@ -4,7 +4,7 @@
  * padded query with no real key in its window is uniform over all keys, as transformers makes
  * it; errors are named. (The weights' values against the golden references: tests/sql/test_attention.py.) */
 #include "check.h"
-#include "encoder_internal.h"
+#include "nn/encoder_internal.h"
 #include <stdlib.h>
 #include <string.h>
 

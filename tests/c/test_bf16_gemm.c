@@ -3,7 +3,7 @@
  * rounded values; the C loop and the AVX512_BF16 kernels (where this CPU has them) the same bit
  * for bit, on 1 and 2 threads; bias and accumulation; odd shapes; refusals. */
 #include "check.h"
-#include "bf16_gemm.h"
+#include "math/bf16_gemm.h"
 #include <float.h>
 #include <stdint.h>
 #include <stdlib.h>

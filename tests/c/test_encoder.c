@@ -2,14 +2,14 @@
  * tests/fixtures/models2/refs: XLM-RoBERTa, BERT, NomicBERT, JinaBERT v2, ModernBERT), plus
  * load errors, sentence-transformers config and pooling. Run from the repo root. */
 #include "check.h"
-#include "encoder.h"
-#include "encoder_internal.h" /* steps_only */
-#include "file.h"
-#include "encoder_config.h"
-#include "pooling.h"
-#include "vec.h"
-#include "safetensors.h"
-#include "sbert_config.h"
+#include "nn/encoder.h"
+#include "nn/encoder_internal.h" /* steps_only */
+#include "base/file.h"
+#include "nn/encoder_config.h"
+#include "sqlite-embed/pooling.h"
+#include "sqlite-embed/vec.h"
+#include "nn/safetensors.h"
+#include "model/sbert_config.h"
 #include <cblas.h>
 #include <cjson/cJSON.h>
 #include <math.h>

@@ -4,8 +4,8 @@
  * last_hidden_state as Hugging Face computed it alone, with padding rows 0. Run from the repo
  * root. */
 #include "check.h"
-#include "encoder.h"
-#include "file.h"
+#include "nn/encoder.h"
+#include "base/file.h"
 #include <cjson/cJSON.h>
 #include <math.h>
 #include <stdint.h>

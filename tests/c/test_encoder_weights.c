@@ -3,7 +3,7 @@
  * tests/sql/test_int8_weights.py); going back to float32 gives the float32 fingerprint and
  * output bit for bit; packing refuses unknown types and leaves the encoder as it was. */
 #include "check.h"
-#include "encoder_internal.h"
+#include "nn/encoder_internal.h"
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>

@@ -9,13 +9,13 @@
  * exactly 1. The quick GELU of int8 and bf16 weights (emb_gelu_quick, emb_gelu_quick_of): within
  * 1e-6 absolutely on the same points, the same special values and lengths. */
 #include "check.h"
-#include "encoder_kernels.h"
-#include "gelu.h"
+#include "math/encoder_kernels.h"
+#include "math/gelu.h"
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #if defined(__x86_64__) && defined(__GNUC__)
-#include "vexp512.h"
+#include "math/vexp512.h"
 
 EMB_T_AVX512_FMA static void vexp_of(const float *x, float *y, int n) {
     for (int i = 0; i < n; i += 16) {

@@ -5,12 +5,12 @@
  * or a sanitizer report. Also the pieces underneath: the JSON integer reader, the file reader,
  * the vocabulary's id bound and the defined model's lookup of words that hold a NUL. */
 #include "check.h"
-#include "emb_json.h"
-#include "file.h"
-#include "model.h"
-#include "defined_model.h"
-#include "tokenizer.h"
-#include "vocab.h"
+#include "base/emb_json.h"
+#include "base/file.h"
+#include "sqlite-embed/model.h"
+#include "model/defined_model.h"
+#include "text/tokenizer.h"
+#include "text/vocab.h"
 #include <cjson/cJSON.h>
 #include <stdint.h>
 #include <stdlib.h>

@@ -4,7 +4,7 @@
  * rounding of the codes allows (derived below), against double-precision products of the float
  * inputs; odd shapes, strides, bias, accumulation, non-finite input and refusals. */
 #include "check.h"
-#include "int8_gemm.h"
+#include "math/int8_gemm.h"
 #include <float.h>
 #include <math.h>
 #include <stdint.h>
@@ -47,30 +47,30 @@ static void test_exact_products(void) {
                 for (int k = 0; k < K; k++) t += (int64_t)((int)u[(size_t)m * ldu + k] - zp[m]) * q[(size_t)n * K + k];
                 ref[(size_t)m * N + n] = t;
             }
-        emb_i8w *w = emb_i8w_pack_codes(q, sw, N, K, err);
-        emb_i8_act a = EMB_I8_ACT_INIT;
-        CHECK(w && emb_i8_act_set_codes(&a, u, ldu, sa, zp, M, K) == 0, "shape %zu: pack", s);
+        emb_int8_gemm_weights *w = emb_int8_gemm_weights_pack_codes(q, sw, N, K, err);
+        emb_int8_gemm_act a = EMB_I8_ACT_INIT;
+        CHECK(w && emb_int8_gemm_act_set_codes(&a, u, ldu, sa, zp, M, K) == 0, "shape %zu: pack", s);
         if (!w) continue;
         int codes_ok = 1;
         for (int n = 0; n < N; n++)
-            for (int k = 0; k < K; k++) codes_ok &= emb_i8w_code(w, n, k) == q[(size_t)n * K + k];
+            for (int k = 0; k < K; k++) codes_ok &= emb_int8_gemm_weights_code(w, n, k) == q[(size_t)n * K + k];
         CHECK(codes_ok, "shape %zu: packed codes read back", s);
         for (int p = 0; p < EMB_I8_NPATHS; p++) {
-            if (!emb_i8_path_supported((emb_i8_path)p)) continue;
+            if (!emb_int8_gemm_path_supported((emb_int8_gemm_path)p)) continue;
             n_paths_checked++;
             memset(P, 0x55, (size_t)M * N * sizeof *P);
-            emb_i8_gemm_s32((emb_i8_path)p, &a, w, P, N);
+            emb_int8_gemm_s32((emb_int8_gemm_path)p, &a, w, P, N);
             int bad = 0;
             for (int i = 0; i < M * N && !bad; i++)
                 if (P[i] != ref[i]) {
                     bad = 1;
-                    CHECK(0, "%s %dx%dx%d: P[%d][%d] = %d, expected %lld", emb_i8_path_name((emb_i8_path)p), M, N, K,
+                    CHECK(0, "%s %dx%dx%d: P[%d][%d] = %d, expected %lld", emb_int8_gemm_path_name((emb_int8_gemm_path)p), M, N, K,
                           i / N, i % N, P[i], (long long)ref[i]);
                 }
-            CHECK(!bad, "%s %dx%dx%d exact", emb_i8_path_name((emb_i8_path)p), M, N, K);
+            CHECK(!bad, "%s %dx%dx%d exact", emb_int8_gemm_path_name((emb_int8_gemm_path)p), M, N, K);
         }
-        emb_i8w_free(w);
-        emb_i8_act_free(&a);
+        emb_int8_gemm_weights_free(w);
+        emb_int8_gemm_act_free(&a);
         free(u), free(q), free(sa), free(sw), free(zp), free(P), free(ref);
     }
 }
@@ -85,17 +85,17 @@ static void test_int32_range(void) {
     for (int k = 0; k < K; k++) q[k] = 127, q[K + k] = -127;
     float one[2] = {1, 1};
     int32_t zp = 0, P[2];
-    emb_i8w *w = emb_i8w_pack_codes(q, one, 2, K, err);
-    emb_i8_act a = EMB_I8_ACT_INIT;
-    CHECK(w && emb_i8_act_set_codes(&a, u, K, one, &zp, 1, K) == 0, "pack at the largest K");
+    emb_int8_gemm_weights *w = emb_int8_gemm_weights_pack_codes(q, one, 2, K, err);
+    emb_int8_gemm_act a = EMB_I8_ACT_INIT;
+    CHECK(w && emb_int8_gemm_act_set_codes(&a, u, K, one, &zp, 1, K) == 0, "pack at the largest K");
     for (int p = 0; w && p < EMB_I8_NPATHS; p++) {
-        if (!emb_i8_path_supported((emb_i8_path)p)) continue;
-        emb_i8_gemm_s32((emb_i8_path)p, &a, w, P, 2);
+        if (!emb_int8_gemm_path_supported((emb_int8_gemm_path)p)) continue;
+        emb_int8_gemm_s32((emb_int8_gemm_path)p, &a, w, P, 2);
         CHECK(P[0] == 255 * 127 * K && P[1] == -255 * 127 * K, "%s: %d %d at K = %d",
-              emb_i8_path_name((emb_i8_path)p), P[0], P[1], K);
+              emb_int8_gemm_path_name((emb_int8_gemm_path)p), P[0], P[1], K);
     }
-    emb_i8w_free(w);
-    emb_i8_act_free(&a);
+    emb_int8_gemm_weights_free(w);
+    emb_int8_gemm_act_free(&a);
     free(u), free(q);
 }
 
@@ -115,9 +115,9 @@ static void test_dequantized(void) {
         for (int i = 0; i < N * K; i++) W[i] = (float)(0.05 * uniform());
         for (int n = 0; n < N; n++) bias[n] = (float)uniform();
         for (int i = 0; i < M * ldc; i++) C0[i] = (float)uniform();
-        emb_i8w *w = emb_i8w_pack(W, N, K, K, err);
-        emb_i8_act a = EMB_I8_ACT_INIT;
-        CHECK(w && emb_i8_quantize_path(EMB_I8_SCALAR, A, lda, M, K, &a, NULL) == 0, "shape %zu: quantize", s);
+        emb_int8_gemm_weights *w = emb_int8_gemm_weights_pack(W, N, K, K, err);
+        emb_int8_gemm_act a = EMB_I8_ACT_INIT;
+        CHECK(w && emb_int8_gemm_quantize_path(EMB_I8_SCALAR, A, lda, M, K, &a, NULL) == 0, "shape %zu: quantize", s);
         if (!w) continue;
         int scale_ok = 1;
         for (int m = 0; m < M; m++) { /* sa = (max - min) / 255 over the row and 0 */
@@ -131,16 +131,16 @@ static void test_dequantized(void) {
         CHECK(scale_ok, "%dx%dx%d: row scales (max - min) / 255", M, N, K);
         /* beta = 1 onto C0, with bias; the padding columns past N untouched */
         memcpy(C, C0, (size_t)M * ldc * sizeof *C);
-        emb_i8_gemm_q_path(EMB_I8_SCALAR, &a, w, bias, 1.0f, C, ldc);
+        emb_int8_gemm_q_path(EMB_I8_SCALAR, &a, w, bias, 1.0f, C, ldc);
         int within = 1, pad_ok = 1, zp_ok = 1;
         double worst = 0;
         for (int m = 0; m < M; m++) {
             zp_ok &= a.zp[m] >= 0 && a.zp[m] <= 255 && (K <= 2 || a.u[(size_t)m * a.Kp] == a.zp[m]);
             for (int n = 0; n < N; n++) {
                 double exact = 0, sum_a = 0, sum_w = 0, sum_aw = 0;
-                float sw = emb_i8w_scale(w, n);
+                float sw = emb_int8_gemm_weights_scale(w, n);
                 for (int k = 0; k < K; k++) {
-                    double av = A[(size_t)m * lda + k], wv = W[(size_t)n * K + k], wq = sw * emb_i8w_code(w, n, k);
+                    double av = A[(size_t)m * lda + k], wv = W[(size_t)n * K + k], wq = sw * emb_int8_gemm_weights_code(w, n, k);
                     exact += av * wv;
                     sum_a += fabs(av);
                     sum_w += fabs(wq);
@@ -160,25 +160,25 @@ static void test_dequantized(void) {
         CHECK(zp_ok, "%dx%dx%d: zero points in range, a zero input coded as the zero point", M, N, K);
         /* every set, beta 0 and 1, bias or none: the same codes and the same bits as the scalar set */
         for (int p = 1; p < EMB_I8_NPATHS; p++) {
-            if (!emb_i8_path_supported((emb_i8_path)p)) continue;
-            emb_i8_act ap = EMB_I8_ACT_INIT;
-            CHECK(emb_i8_quantize_path((emb_i8_path)p, A, lda, M, K, &ap, NULL) == 0 &&
+            if (!emb_int8_gemm_path_supported((emb_int8_gemm_path)p)) continue;
+            emb_int8_gemm_act ap = EMB_I8_ACT_INIT;
+            CHECK(emb_int8_gemm_quantize_path((emb_int8_gemm_path)p, A, lda, M, K, &ap, NULL) == 0 &&
                       !memcmp(ap.u, a.u, (size_t)M * a.Kp) && !memcmp(ap.scale, a.scale, M * sizeof(float)) &&
                       !memcmp(ap.zp, a.zp, M * sizeof(int32_t)),
-                  "%s %dx%dx%d: the scalar set's codes", emb_i8_path_name((emb_i8_path)p), M, N, K);
-            emb_i8_act_free(&ap);
+                  "%s %dx%dx%d: the scalar set's codes", emb_int8_gemm_path_name((emb_int8_gemm_path)p), M, N, K);
+            emb_int8_gemm_act_free(&ap);
             for (int beta = 0; beta < 2; beta++) {
                 const float *bs = beta ? bias : NULL;
                 memcpy(C, C0, (size_t)M * ldc * sizeof *C);
                 memcpy(C1, C0, (size_t)M * ldc * sizeof *C1);
-                emb_i8_gemm_q_path(EMB_I8_SCALAR, &a, w, bs, (float)beta, C, ldc);
-                emb_i8_gemm_q_path((emb_i8_path)p, &a, w, bs, (float)beta, C1, ldc);
+                emb_int8_gemm_q_path(EMB_I8_SCALAR, &a, w, bs, (float)beta, C, ldc);
+                emb_int8_gemm_q_path((emb_int8_gemm_path)p, &a, w, bs, (float)beta, C1, ldc);
                 CHECK(!memcmp(C, C1, (size_t)M * ldc * sizeof *C), "%s %dx%dx%d beta %d: same bits as scalar",
-                      emb_i8_path_name((emb_i8_path)p), M, N, K, beta);
+                      emb_int8_gemm_path_name((emb_int8_gemm_path)p), M, N, K, beta);
             }
         }
-        emb_i8w_free(w);
-        emb_i8_act_free(&a);
+        emb_int8_gemm_weights_free(w);
+        emb_int8_gemm_act_free(&a);
         free(A), free(W), free(bias), free(C0), free(C), free(C1);
     }
 }
@@ -200,15 +200,15 @@ static void test_threads(void) {
         float *C1 = malloc((size_t)M * N * sizeof *C1), *C2 = malloc((size_t)M * N * sizeof *C2);
         for (int i = 0; i < M * K; i++) A[i] = (float)uniform();
         for (int i = 0; i < N * K; i++) W[i] = (float)uniform();
-        emb_i8w *w = emb_i8w_pack(W, N, K, K, err);
-        emb_i8_act a1 = EMB_I8_ACT_INIT, a2 = EMB_I8_ACT_INIT;
-        CHECK(w && emb_i8_gemm(A, K, M, w, NULL, 0.0f, C1, N, &a1, NULL) == 0 &&
-                  emb_i8_gemm(A, K, M, w, NULL, 0.0f, C2, N, &a2, wk) == 0,
+        emb_int8_gemm_weights *w = emb_int8_gemm_weights_pack(W, N, K, K, err);
+        emb_int8_gemm_act a1 = EMB_I8_ACT_INIT, a2 = EMB_I8_ACT_INIT;
+        CHECK(w && emb_int8_gemm(A, K, M, w, NULL, 0.0f, C1, N, &a1, NULL) == 0 &&
+                  emb_int8_gemm(A, K, M, w, NULL, 0.0f, C2, N, &a2, wk) == 0,
               "%dx%dx%d products", M, N, K);
         CHECK(w && !memcmp(C1, C2, (size_t)M * N * sizeof *C1), "%dx%dx%d: 2 threads, the bits of 1", M, N, K);
-        emb_i8w_free(w);
-        emb_i8_act_free(&a1);
-        emb_i8_act_free(&a2);
+        emb_int8_gemm_weights_free(w);
+        emb_int8_gemm_act_free(&a1);
+        emb_int8_gemm_act_free(&a2);
         free(A), free(W), free(C1), free(C2);
     }
     emb_workers_free(wk);
@@ -225,9 +225,9 @@ static void test_edges(void) {
     for (int k = 0; k < K; k++) A[k] = 0.0f; /* row 0: zeros */
     A[K + 3] = __builtin_nanf("");         /* row 1: NaN */
     A[2 * K + 5] = __builtin_inff();       /* row 2: infinity */
-    emb_i8w *w = emb_i8w_pack(W, N, K, K, err);
-    emb_i8_act a = EMB_I8_ACT_INIT;
-    CHECK(w && emb_i8_gemm(A, K, M, w, bias, 0.0f, C, N, &a, NULL) == 0, "edges: product");
+    emb_int8_gemm_weights *w = emb_int8_gemm_weights_pack(W, N, K, K, err);
+    emb_int8_gemm_act a = EMB_I8_ACT_INIT;
+    CHECK(w && emb_int8_gemm(A, K, M, w, bias, 0.0f, C, N, &a, NULL) == 0, "edges: product");
     int zero_ok = 1, nan_ok = 1, fine = 1;
     for (int n = 0; n < N; n++) {
         zero_ok &= C[n] == bias[n];
@@ -239,50 +239,50 @@ static void test_edges(void) {
     CHECK(fine, "other rows unaffected");
 
     /* one weight from two parts (Q and K side by side) equals the weight packed whole */
-    emb_i8w *f = emb_i8w_new(N, K, err);
-    CHECK(f && emb_i8w_set_rows(f, 0, 7, W, K, err) == 0 && emb_i8w_set_rows(f, 7, N - 7, W + 7 * K, K, err) == 0,
+    emb_int8_gemm_weights *f = emb_int8_gemm_weights_new(N, K, err);
+    CHECK(f && emb_int8_gemm_weights_set_rows(f, 0, 7, W, K, err) == 0 && emb_int8_gemm_weights_set_rows(f, 7, N - 7, W + 7 * K, K, err) == 0,
           "packed in two parts");
     int same = f != NULL;
     for (int n = 0; f && n < N; n++) {
-        same &= emb_i8w_scale(f, n) == emb_i8w_scale(w, n);
-        for (int k = 0; k < K; k++) same &= emb_i8w_code(f, n, k) == emb_i8w_code(w, n, k);
+        same &= emb_int8_gemm_weights_scale(f, n) == emb_int8_gemm_weights_scale(w, n);
+        for (int k = 0; k < K; k++) same &= emb_int8_gemm_weights_code(f, n, k) == emb_int8_gemm_weights_code(w, n, k);
     }
     CHECK(same, "two parts: the same codes and scales as one");
-    CHECK(emb_i8w_bytes(w) >= (size_t)32 * 12 + 32 * 8, "bytes count the padded codes: %zu", emb_i8w_bytes(w));
+    CHECK(emb_int8_gemm_weights_bytes(w) >= (size_t)32 * 12 + 32 * 8, "bytes count the padded codes: %zu", emb_int8_gemm_weights_bytes(w));
     /* the largest |w| of a row is coded as +-127 with scale max / 127 */
     float amax = 0;
     int hit = 0;
     for (int k = 0; k < K; k++) amax = fabsf(W[k]) > amax ? fabsf(W[k]) : amax;
-    for (int k = 0; k < K; k++) hit |= fabsf(W[k]) == amax && abs(emb_i8w_code(w, 0, k)) == 127;
-    CHECK(hit && emb_i8w_scale(w, 0) == amax / 127.0f, "row 0: max |w| coded 127, scale %g", emb_i8w_scale(w, 0));
+    for (int k = 0; k < K; k++) hit |= fabsf(W[k]) == amax && abs(emb_int8_gemm_weights_code(w, 0, k)) == 127;
+    CHECK(hit && emb_int8_gemm_weights_scale(w, 0) == amax / 127.0f, "row 0: max |w| coded 127, scale %g", emb_int8_gemm_weights_scale(w, 0));
 
     err[0] = 0;
-    CHECK(emb_i8w_set_rows(f, 15, 6, W, K, err) == -1 && strstr(err, "outside"), "rows past N: %s", err);
+    CHECK(emb_int8_gemm_weights_set_rows(f, 15, 6, W, K, err) == -1 && strstr(err, "outside"), "rows past N: %s", err);
     W[3] = __builtin_inff();
-    CHECK(emb_i8w_pack(W, N, K, K, err) == NULL && strstr(err, "row 0, column 3 is not a finite number"),
+    CHECK(emb_int8_gemm_weights_pack(W, N, K, K, err) == NULL && strstr(err, "row 0, column 3 is not a finite number"),
           "infinite weight: %s", err);
-    CHECK(emb_i8w_new(4, EMB_I8_MAX_K + 1, err) == NULL && strstr(err, "sizes must be"), "K too large: %s", err);
-    CHECK(emb_i8w_new(0, 4, err) == NULL, "N = 0 refused");
+    CHECK(emb_int8_gemm_weights_new(4, EMB_I8_MAX_K + 1, err) == NULL && strstr(err, "sizes must be"), "K too large: %s", err);
+    CHECK(emb_int8_gemm_weights_new(0, 4, err) == NULL, "N = 0 refused");
     int8_t codes[4] = {1, -128, 3, 4};
     float one = 1;
-    CHECK(emb_i8w_pack_codes(codes, &one, 1, 4, err) == NULL && strstr(err, "-128"), "code -128: %s", err);
-    CHECK(emb_i8_quantize(A, K - 1, M, K, &a, NULL) == -1, "lda < K refused");
-    emb_i8_act other = EMB_I8_ACT_INIT;
+    CHECK(emb_int8_gemm_weights_pack_codes(codes, &one, 1, 4, err) == NULL && strstr(err, "-128"), "code -128: %s", err);
+    CHECK(emb_int8_gemm_quantize(A, K - 1, M, K, &a, NULL) == -1, "lda < K refused");
+    emb_int8_gemm_act other = EMB_I8_ACT_INIT;
     C[0] = 42.0f;
-    CHECK(emb_i8_quantize(A, K, M, K - 1, &other, NULL) == 0 && emb_i8_gemm_q(&other, w, NULL, 0.0f, C, N, NULL) == -1 &&
-              emb_i8_gemm_s32(EMB_I8_SCALAR, &other, w, (int32_t *)(void *)C, N) == -1 && C[0] == 42.0f,
+    CHECK(emb_int8_gemm_quantize(A, K, M, K - 1, &other, NULL) == 0 && emb_int8_gemm_q(&other, w, NULL, 0.0f, C, N, NULL) == -1 &&
+              emb_int8_gemm_s32(EMB_I8_SCALAR, &other, w, (int32_t *)(void *)C, N) == -1 && C[0] == 42.0f,
           "activations of another K refused, C untouched");
-    emb_i8_act_free(&other);
-    emb_i8w_free(w);
-    emb_i8w_free(f);
-    emb_i8_act_free(&a);
+    emb_int8_gemm_act_free(&other);
+    emb_int8_gemm_weights_free(w);
+    emb_int8_gemm_weights_free(f);
+    emb_int8_gemm_act_free(&a);
 }
 
 /* EMBED_INT8_PATH forces a set (read once per process: checked in a child). */
 static void test_env_path(const char *self) {
     char cmd[4096];
     for (int p = 0; p < EMB_I8_NPATHS; p++) {
-        snprintf(cmd, sizeof cmd, "EMBED_INT8_PATH=%s '%s' --print-path", emb_i8_path_name((emb_i8_path)p), self);
+        snprintf(cmd, sizeof cmd, "EMBED_INT8_PATH=%s '%s' --print-path", emb_int8_gemm_path_name((emb_int8_gemm_path)p), self);
         FILE *f = popen(cmd, "r");
         char got[64] = "";
         if (f) {
@@ -290,16 +290,16 @@ static void test_env_path(const char *self) {
             pclose(f);
         }
         got[strcspn(got, "\n")] = 0;
-        const char *want = emb_i8_path_supported((emb_i8_path)p) ? emb_i8_path_name((emb_i8_path)p)
-                                                                 : emb_i8_path_name(emb_i8_path_default());
-        CHECK(!strcmp(got, want), "EMBED_INT8_PATH=%s: %s, expected %s", emb_i8_path_name((emb_i8_path)p), got, want);
+        const char *want = emb_int8_gemm_path_supported((emb_int8_gemm_path)p) ? emb_int8_gemm_path_name((emb_int8_gemm_path)p)
+                                                                 : emb_int8_gemm_path_name(emb_int8_gemm_path_default());
+        CHECK(!strcmp(got, want), "EMBED_INT8_PATH=%s: %s, expected %s", emb_int8_gemm_path_name((emb_int8_gemm_path)p), got, want);
     }
     /* unset: the best set this CPU runs */
     int best = 0;
     for (int p = 0; p < EMB_I8_NPATHS; p++)
-        if (emb_i8_path_supported((emb_i8_path)p)) best = p;
-    CHECK(getenv("EMBED_INT8_PATH") || (int)emb_i8_path_default() == best, "default: %s",
-          emb_i8_path_name(emb_i8_path_default()));
+        if (emb_int8_gemm_path_supported((emb_int8_gemm_path)p)) best = p;
+    CHECK(getenv("EMBED_INT8_PATH") || (int)emb_int8_gemm_path_default() == best, "default: %s",
+          emb_int8_gemm_path_name(emb_int8_gemm_path_default()));
 }
 
 /* Halfway codes round to even on every set: a row spanning [-100, 155] (its first two values) has
@@ -316,19 +316,19 @@ static void test_ties(void) {
         want[k] = (uint8_t)(nearbyint(x) + 100); /* libm in the default mode: to nearest, ties to even */
     }
     for (int p = 0; p < EMB_I8_NPATHS; p++) {
-        if (!emb_i8_path_supported((emb_i8_path)p)) continue;
-        emb_i8_act a = EMB_I8_ACT_INIT;
-        int ok = emb_i8_quantize_path((emb_i8_path)p, A, K, 1, K, &a, NULL) == 0 && a.scale[0] == 1.0f && a.zp[0] == 100;
+        if (!emb_int8_gemm_path_supported((emb_int8_gemm_path)p)) continue;
+        emb_int8_gemm_act a = EMB_I8_ACT_INIT;
+        int ok = emb_int8_gemm_quantize_path((emb_int8_gemm_path)p, A, K, 1, K, &a, NULL) == 0 && a.scale[0] == 1.0f && a.zp[0] == 100;
         for (int k = 0; ok && k < K; k++) ok = a.u[k] == want[k];
-        CHECK(ok, "%s: ties to even (codes %d %d %d for %g %g %g)", emb_i8_path_name((emb_i8_path)p), a.u ? a.u[2] : -1,
+        CHECK(ok, "%s: ties to even (codes %d %d %d for %g %g %g)", emb_int8_gemm_path_name((emb_int8_gemm_path)p), a.u ? a.u[2] : -1,
               a.u ? a.u[3] : -1, a.u ? a.u[4] : -1, A[2], A[3], A[4]);
-        emb_i8_act_free(&a);
+        emb_int8_gemm_act_free(&a);
     }
 }
 
 int main(int argc, char **argv) {
     if (argc > 1 && !strcmp(argv[1], "--print-path")) {
-        printf("%s\n", emb_i8_path_name(emb_i8_path_default()));
+        printf("%s\n", emb_int8_gemm_path_name(emb_int8_gemm_path_default()));
         return 0;
     }
     test_exact_products();
@@ -340,7 +340,7 @@ int main(int argc, char **argv) {
     test_env_path(argv[0]);
     printf("kernel sets checked on this CPU:");
     for (int p = 0; p < EMB_I8_NPATHS; p++)
-        if (emb_i8_path_supported((emb_i8_path)p)) printf(" %s", emb_i8_path_name((emb_i8_path)p));
+        if (emb_int8_gemm_path_supported((emb_int8_gemm_path)p)) printf(" %s", emb_int8_gemm_path_name((emb_int8_gemm_path)p));
     printf("\n");
     CHECK(n_paths_checked >= (int)NSHAPES, "at least the scalar set checked on every shape");
     return check_report();

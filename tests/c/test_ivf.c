@@ -2,7 +2,7 @@
  * nearest centroids, probe order, grouping of rows; k-means recovering known clusters; recall@10
  * of an IVF search on the issue's clustered data; bad arguments. */
 #include "check.h"
-#include "ivf.h"
+#include "search/ivf.h"
 #include "ivf_data.h"
 #include <float.h>
 #include <stdint.h>

@@ -1,8 +1,8 @@
 /* k-nearest-neighbour search (core/knn.h) against a brute-force double-precision search
  * written here, and the growable vector array (core/vec_array.h) it searches. */
 #include "check.h"
-#include "knn.h"
-#include "vec_array.h"
+#include "search/knn.h"
+#include "search/vec_array.h"
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>

@@ -11,7 +11,7 @@
  * AVX-512F (and FMA) all of it is skipped (one passing check says so): the encoder calls none of
  * it there. */
 #include "check.h"
-#include "nn_gemm.h"
+#include "math/nn_gemm.h"
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>

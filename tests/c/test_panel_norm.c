@@ -4,8 +4,8 @@
  * model sizes, and a constant row normalises to the bias. Skipped (one passing check saying so)
  * on a CPU without AVX-512F. */
 #include "check.h"
-#include "panel_norm.h"
-#include "sgemm_bcast.h"
+#include "math/panel_norm.h"
+#include "math/sgemm_bcast.h"
 #include <math.h>
 #include <stdlib.h>
 

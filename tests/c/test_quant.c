@@ -3,7 +3,7 @@
  * decoded vectors, every kernel set against the scalar one, candidates against a sort of the
  * scores, and the recall of int8 and bit candidates on random unit vectors. */
 #include "check.h"
-#include "quant.h"
+#include "search/quant.h"
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>

@@ -1,7 +1,7 @@
 /* safetensors header parser (from memory buffers) and F16/BF16 conversion. */
 #include "check.h"
-#include "half.h"
-#include "safetensors.h"
+#include "math/half.h"
+#include "nn/safetensors.h"
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>

@@ -15,9 +15,9 @@
  * same bits either way and on three threads; panels unpack to the very rows packed, leaving the
  * columns past N untouched. Skipped (one passing check saying so) on a CPU without AVX-512F. */
 #include "check.h"
-#include "gelu.h"
-#include "sgemm_bcast.h"
-#include "workers.h"
+#include "math/gelu.h"
+#include "math/sgemm_bcast.h"
+#include "base/workers.h"
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>

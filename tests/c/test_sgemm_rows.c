@@ -5,7 +5,7 @@
  * 4-column tile, K of 16 lanes), row strides wider than the rows, and nothing written outside C's
  * rows and columns. Skipped (one passing check saying so) on a CPU without AVX-512F. */
 #include "check.h"
-#include "sgemm_rows.h"
+#include "math/sgemm_rows.h"
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>

@@ -8,7 +8,7 @@
 
 #include "check.h"
 #include "token_files.h"
-#include "tokenizer.h"
+#include "text/tokenizer.h"
 
 static const char *NAMES[] = {"xlmr-style-ml8k", "xlmr-style-spmtest", "roberta-base"};
 #define NNAMES 3

@@ -10,9 +10,9 @@
 
 #include "check.h"
 #include "token_files.h"
-#include "tokenizer.h"
-#include "unicode_hf.h"
-#include "vocab.h"
+#include "text/tokenizer.h"
+#include "text/unicode_hf.h"
+#include "text/vocab.h"
 
 static const char *VOCABS[] = {"bert-base-uncased", "bert-base-cased", "bert-base-multilingual-cased",
                                "bert-base-chinese"};

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "token.h"
+#include "sqlite-embed/token.h"
 
 /* the whole file, NUL-terminated; NULL if unreadable */
 static char *slurp(const char *path, size_t *len) {

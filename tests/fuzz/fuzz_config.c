@@ -2,7 +2,7 @@
  * text. Every failure has a message naming config.json; every success is a configuration the
  * encoder can size from without overflow (the ranges emb_encoder_config_parse promises), with the
  * name and position scheme of its architecture (seeds: every golden config.json, models2 included). */
-#include "encoder_config.h"
+#include "nn/encoder_config.h"
 #include <stdint.h>
 #include <string.h>
 

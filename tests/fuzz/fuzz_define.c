@@ -2,8 +2,8 @@
  * failure has a message; a model that loads stays within the documented limits and embeds its
  * own vocabulary; the input bytes, as text (NULs and invalid UTF-8 included), tokenize or fail
  * cleanly. */
-#include "model.h"
-#include "defined_model.h"
+#include "sqlite-embed/model.h"
+#include "model/defined_model.h"
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>

@@ -1,5 +1,5 @@
 /* libFuzzer harness over the safetensors header parser: the input is a whole file image. */
-#include "safetensors.h"
+#include "nn/safetensors.h"
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>

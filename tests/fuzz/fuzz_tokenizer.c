@@ -12,8 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tokenizer.h"
-#include "utf8.h"
+#include "text/tokenizer.h"
+#include "base/utf8.h"
 
 #define NTOK 4
 static emb_tokenizer *tok[NTOK];

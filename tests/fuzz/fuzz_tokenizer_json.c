@@ -1,8 +1,8 @@
 /* libFuzzer harness over tokenizer.json loading (emb_tokenizer_from_json): the input is the file's
  * text. A failure has a message; a tokenizer that loads must tokenize fixed texts (single, pair,
  * truncated) into ids that all name a token of its vocabulary, within max_len. */
-#include "tokenizer.h"
-#include "utf8.h"
+#include "text/tokenizer.h"
+#include "base/utf8.h"
 #include <stdint.h>
 #include <string.h>
 

@@ -17,7 +17,7 @@ check() { # check DESCRIPTION COMMAND...
     else failed=$((failed + 1)); echo "FAIL $what"; sed 's/^/    /' "$tmp/out" | tail -n 15; fi
 }
 mk() { make --no-print-directory BUILD="$build" "$@"; }
-# The public headers: all of include/sqlite-embed/ and nothing else (core/*.h are internal).
+# The public headers: all of include/sqlite-embed/ and nothing else (core/*/*.h are internal).
 headers=$(cd include/sqlite-embed && ls -- *.h)
 installed_files() { (cd "$1" && find . \( -type f -o -type l \) | sort); }
 

@@ -1,0 +1,476 @@
+#include "sqlite-embed/model.h"
+#include "nn/encoder.h"
+#include "base/file.h"
+#include "sqlite-embed/pooling.h"
+#include "model/sbert_config.h"
+#include "model/defined_model.h"
+#include "text/tokenizer.h"
+#include "sqlite-embed/vec.h"
+#include <inttypes.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <xxhash.h>
+
+#define EMBED_BATCH 32    /* sequences per forward pass */
+#define RUNNERS_KEPT 8    /* idle scratch sets a model keeps for reuse */
+
+/* Scratch for one forward pass at a time: taken from the model's pool by a thread,
+ * returned after, so activations are reused across calls without locks during the math. */
+typedef struct runner {
+    struct runner *next;
+    emb_workspace *ws;
+    emb_encoding enc;
+    int32_t *ids, *types, *lens;
+    size_t ids_cap, types_cap, lens_cap;
+    float *hidden;
+    size_t hidden_cap;
+} runner;
+
+struct emb_model {
+    atomic_int refs;
+    emb_model_info info;
+    char *name, *path;
+    emb_defined_model *defined; /* architecture "defined" */
+    emb_tokenizer *tok;        /* folder models */
+    emb_encoder *enc;          /* NULL for tokenizer-only folders */
+    emb_sbert_config sbert;    /* sentence-transformers settings (pooling, normalize, limit) */
+    emb_model_dims vocab_only; /* a tokenizer-only model's sizes: its vocabulary's */
+    pthread_mutex_t lock;      /* guards idle */
+    runner *idle;
+    int n_idle;
+};
+
+static emb_model *model_new(const char *name, const char *path) {
+    emb_model *m = calloc(1, sizeof *m);
+    if (!m) return NULL;
+    atomic_init(&m->refs, 1);
+    pthread_mutex_init(&m->lock, NULL);
+    m->name = strdup(name);
+    m->path = path ? strdup(path) : NULL;
+    m->info.name = m->name;
+    m->info.path = m->path;
+    if (!m->name || (path && !m->path)) {
+        emb_model_release(m);
+        return NULL;
+    }
+    return m;
+}
+
+static void set_fingerprint(emb_model_info *info, uint64_t h) {
+    snprintf(info->fingerprint, sizeof info->fingerprint, "%016" PRIx64, h);
+}
+
+int emb_model_define(const char *name, const char *json, size_t len, emb_model **out,
+                     char err[EMB_ERR_LEN]) {
+    *out = NULL;
+    emb_defined_model *sm;
+    if (emb_defined_model_from_json(json, len, &sm, err)) return -1;
+    emb_model *m = model_new(name, NULL);
+    if (!m) {
+        emb_defined_model_free(sm);
+        return emb_fail(err, "out of memory");
+    }
+    m->defined = sm;
+    emb_model_info *info = &m->info;
+    const emb_model_dims *d = emb_defined_dims(sm);
+    info->architecture = "defined";
+    info->dims = d;
+    info->max_tokens = d->max_positions;
+    info->position_kind = emb_defined_sinusoidal(sm) ? "sinusoidal" : "learned";
+    info->pooling = "mean";
+    info->weight_type = "F32";
+    info->bytes = (int64_t)(d->vocab_size + d->max_positions) * d->hidden * (int64_t)sizeof(float);
+    info->has_vectors = 1;
+    set_fingerprint(info, emb_defined_fingerprint(sm));
+    *out = m;
+    return 0;
+}
+
+static int exists(const char *dir, const char *file) {
+    char path[PATH_MAX];
+    return emb_path_join(path, sizeof path, dir, file, NULL) == 0 && emb_path_exists(path);
+}
+
+/* The token limit in force: sentence-transformers' max_seq_length when the folder has one
+ * (as sentence-transformers applies it), else the tokenizer's model_max_length, and never
+ * more than the position table. */
+static int token_limit(const emb_model *m) {
+    int64_t limit = 0;
+    if (m->sbert.present && m->sbert.max_seq_length > 0) limit = m->sbert.max_seq_length;
+    else if (emb_tokenizer_model_max_length(m->tok) > 0) limit = emb_tokenizer_model_max_length(m->tok);
+    if (m->enc) {
+        int maxpos = emb_encoder_max_tokens(m->enc); /* RoBERTa: the table less its offset */
+        if (limit == 0 || limit > maxpos) limit = maxpos;
+    }
+    return limit > INT_MAX ? INT_MAX : (int)limit;
+}
+
+static int load_folder(emb_model *m, const char *dir, const emb_load_options *opt, char err[EMB_ERR_LEN]) {
+    if (emb_path_kind_of(dir) != EMB_PATH_DIR) return emb_fail(err, "%s: not a folder", dir);
+    if (emb_sbert_config_load(dir, &m->sbert, err)) return -1;
+    char sub[PATH_MAX];
+    if (m->sbert.present && m->sbert.transformer_path[0]) { /* the Transformer module in a subfolder */
+        if (emb_path_join(sub, sizeof sub, dir, m->sbert.transformer_path, err)) return -1;
+        dir = sub;
+    }
+    if (!exists(dir, "tokenizer.json") && !exists(dir, "vocab.txt"))
+        return emb_fail(err, "%s: neither tokenizer.json nor vocab.txt", dir);
+    if (emb_tokenizer_load(dir, &m->tok, err)) return -1;
+    int has_weights = exists(dir, "model.safetensors") || exists(dir, "model.safetensors.index.json");
+    if (exists(dir, "config.json") && has_weights) {
+        if (emb_encoder_load_with(dir, opt->mmap, &m->enc, err) || emb_encoder_set_weights(m->enc, opt->weights, err))
+            return -1;
+    } else if (has_weights) {
+        return emb_fail(err, "%s: model weights but no config.json", dir);
+    } else if (exists(dir, "pytorch_model.bin")) {
+        return emb_fail(err, "%s: only pytorch_model.bin (convert it to model.safetensors)", dir);
+    }
+
+    if (!m->enc && opt->weights != EMB_WEIGHTS_F32)
+        return emb_fail(err, "%s: %s weights, but the folder has no model weights (a tokenizer only)", dir,
+                        emb_weights_name(opt->weights));
+    emb_model_info *info = &m->info;
+    int32_t tok_vocab = emb_tokenizer_vocab_size(m->tok);
+    info->max_tokens = token_limit(m);
+    info->pooling = m->enc ? emb_pool_mode_name(m->sbert.pool) : NULL;
+    info->normalize = m->sbert.normalize;
+    if (!m->enc) {
+        info->architecture = "tokenizer";
+        m->vocab_only.vocab_size = tok_vocab;
+        info->dims = &m->vocab_only;
+    } else {
+        const emb_encoder_config *c = emb_encoder_get_config(m->enc);
+        const emb_encoder_info *e = emb_encoder_get_info(m->enc);
+        if (tok_vocab > c->dims.vocab_size)
+            return emb_fail(err, "the tokenizer has %d tokens but the model's embedding table only %d rows",
+                            tok_vocab, c->dims.vocab_size);
+        /* a single text must always work (a pair's type ids are checked when a pair comes) */
+        int max_type = emb_tokenizer_max_type_id(m->tok, 0);
+        if (c->dims.type_vocab > 0 && max_type >= c->dims.type_vocab)
+            return emb_fail(err, "tokenizer.json: the post_processor gives type id %d but the model has only %d token "
+                            "types (config.json type_vocab_size)", max_type, c->dims.type_vocab);
+        if (m->sbert.pooling_dim > 0 && m->sbert.pooling_dim != c->dims.hidden)
+            return emb_fail(err, "1_Pooling/config.json: word_embedding_dimension %d differs from hidden size %d",
+                            m->sbert.pooling_dim, c->dims.hidden);
+        info->architecture = c->arch_name;
+        info->dims = &c->dims;
+        info->position_kind = emb_pos_kind_name(c->pos_kind);
+        info->weight_type = e->weight_type;
+        info->weights = emb_weights_name(emb_encoder_weights(m->enc));
+        info->bytes = (int64_t)e->used_bytes;
+        info->mapped = e->mapped_bytes > 0;
+        info->has_vectors = 1;
+    }
+    uint64_t parts[5] = {m->enc ? emb_encoder_fingerprint(m->enc) : 0, emb_tokenizer_fingerprint(m->tok),
+                         (uint64_t)m->sbert.pool, (uint64_t)m->sbert.normalize, (uint64_t)info->max_tokens};
+    set_fingerprint(info, XXH3_64bits(parts, sizeof parts));
+    return 0;
+}
+
+int emb_model_load(const char *name, const char *dir, emb_model **out, char err[EMB_ERR_LEN]) {
+    return emb_model_load_with(name, dir, NULL, out, err);
+}
+
+int emb_model_load_with(const char *name, const char *dir, const emb_load_options *opt, emb_model **out,
+                        char err[EMB_ERR_LEN]) {
+    static const emb_load_options defaults = EMB_LOAD_DEFAULTS;
+    if (!opt) opt = &defaults;
+    *out = NULL;
+    emb_model *m = model_new(name, dir);
+    if (!m) return emb_fail(err, "out of memory");
+    m->info.mmap = opt->mmap;
+    if (load_folder(m, dir, opt, err)) {
+        emb_model_release(m);
+        return -1;
+    }
+    *out = m;
+    return 0;
+}
+
+void emb_model_retain(emb_model *m) { atomic_fetch_add(&m->refs, 1); }
+
+static void runner_free(runner *r) {
+    emb_workspace_free(r->ws);
+    emb_encoding_free(&r->enc);
+    free(r->ids);
+    free(r->types);
+    free(r->lens);
+    free(r->hidden);
+    free(r);
+}
+
+void emb_model_release(emb_model *m) {
+    if (!m || atomic_fetch_sub(&m->refs, 1) != 1) return;
+    while (m->idle) {
+        runner *r = m->idle;
+        m->idle = r->next;
+        runner_free(r);
+    }
+    pthread_mutex_destroy(&m->lock);
+    emb_defined_model_free(m->defined);
+    emb_tokenizer_free(m->tok);
+    emb_encoder_free(m->enc);
+    free(m->name);
+    free(m->path);
+    free(m);
+}
+
+const emb_model_info *emb_model_get_info(const emb_model *m) { return &m->info; }
+
+int emb_model_require_vectors(const emb_model_info *info, const char *what, char err[EMB_ERR_LEN]) {
+    if (info->has_vectors) return 0;
+    return emb_fail(err, "model '%s' is a tokenizer only: it has no %s", info->name, what);
+}
+
+static runner *runner_take(emb_model *m) {
+    pthread_mutex_lock(&m->lock);
+    runner *r = m->idle;
+    if (r) {
+        m->idle = r->next;
+        m->n_idle--;
+    }
+    pthread_mutex_unlock(&m->lock);
+    if (r) return r;
+    r = calloc(1, sizeof *r);
+    if (!r) return NULL;
+    emb_encoding_init(&r->enc);
+    r->ws = emb_workspace_new();
+    if (!r->ws) {
+        free(r);
+        return NULL;
+    }
+    return r;
+}
+
+static void runner_give(emb_model *m, runner *r) {
+    if (!r) return;
+    pthread_mutex_lock(&m->lock);
+    if (m->n_idle < RUNNERS_KEPT) {
+        r->next = m->idle;
+        m->idle = r;
+        m->n_idle++;
+        r = NULL;
+    }
+    pthread_mutex_unlock(&m->lock);
+    if (r) runner_free(r);
+}
+
+void emb_model_encoding_init(emb_encoding *enc) { emb_encoding_init(enc); }
+void emb_model_encoding_free(emb_encoding *enc) { emb_encoding_free(enc); }
+
+int emb_model_tokenize_limit(const emb_model *m, const char *text, size_t len, const char *text_b,
+                             size_t len_b, int max_tokens, emb_encoding *enc, char err[EMB_ERR_LEN]) {
+    enc->n = 0;
+    if (m->defined) {
+        if (text_b) return emb_fail(err, "a defined model takes one text, not a pair");
+        return emb_defined_tokenize(m->defined, text, len, enc, err);
+    }
+    if (max_tokens < 0) max_tokens = m->info.max_tokens;
+    return emb_tokenize(m->tok, text, len, text_b, len_b, (size_t)max_tokens, enc, err);
+}
+
+int emb_model_tokenize(const emb_model *m, const char *text, size_t len, const char *text_b,
+                       size_t len_b, emb_encoding *enc, char err[EMB_ERR_LEN]) {
+    return emb_model_tokenize_limit(m, text, len, text_b, len_b, -1, enc, err);
+}
+
+const char *emb_model_token_text(const emb_model *m, int32_t id, size_t *len) {
+    if (m->defined) return emb_defined_token(m->defined, id, len);
+    return emb_tokenizer_token(m->tok, id, len);
+}
+
+const float *emb_model_token_row(const emb_model *m, int32_t id) {
+    if (m->defined) return emb_defined_token_row(m->defined, id);
+    return m->enc ? emb_encoder_word_row(m->enc, id) : NULL;
+}
+
+const float *emb_model_position_row(const emb_model *m, int32_t pos) {
+    if (m->defined) return emb_defined_position_row(m->defined, pos);
+    return m->enc ? emb_encoder_position_row(m->enc, pos) : NULL;
+}
+
+int emb_model_rotary(const emb_model *m, int *rot_dims, double *theta) {
+    const emb_encoder_config *c = m->enc ? emb_encoder_get_config(m->enc) : NULL;
+    if (!c || c->pos_kind != EMB_POS_ROTARY) return -1;
+    *rot_dims = c->rope_dims;
+    *theta = c->rope_theta;
+    return 0;
+}
+
+/* Runs the encoder over sequences seq[0..B) of the flat token arrays (ids and types, with
+ * starts[] and lens[] per sequence), padded to the longest of them (run in groups of similar
+ * lengths when seq is in length order). The hidden states of the real tokens land in
+ * r->hidden, B x *T x hidden. */
+static int run_batch(emb_model *m, runner *r, const int32_t *ids, const int32_t *types,
+                     const size_t *starts, const int32_t *lens, const size_t *seq, int B,
+                     int n_layers, int *T_out, char err[EMB_ERR_LEN]) {
+    int T = 0;
+    for (int b = 0; b < B; b++)
+        if (lens[seq[b]] > T) T = lens[seq[b]];
+    size_t cells = (size_t)B * (size_t)T, H = (size_t)m->info.dims->hidden;
+    if (emb_grow((void **)&r->ids, &r->ids_cap, cells, sizeof(int32_t)) ||
+        emb_grow((void **)&r->types, &r->types_cap, cells, sizeof(int32_t)) ||
+        emb_grow((void **)&r->lens, &r->lens_cap, (size_t)B, sizeof(int32_t)) ||
+        emb_grow((void **)&r->hidden, &r->hidden_cap, cells * H, sizeof(float)))
+        return emb_fail(err, "out of memory");
+    for (int b = 0; b < B; b++) {
+        int32_t n = lens[seq[b]];
+        int32_t *row_ids = r->ids + (size_t)b * T, *row_types = r->types + (size_t)b * T;
+        memcpy(row_ids, ids + starts[seq[b]], (size_t)n * sizeof(int32_t));
+        memcpy(row_types, types + starts[seq[b]], (size_t)n * sizeof(int32_t));
+        for (int t = n; t < T; t++) row_ids[t] = row_types[t] = 0; /* padding, masked out */
+        r->lens[b] = n;
+    }
+    *T_out = T;
+    return emb_encoder_forward_grouped(m->enc, r->ws, B, T, r->ids, r->types, r->lens, n_layers, r->hidden, err);
+}
+
+int emb_model_hidden_states(emb_model *m, const emb_encoding *enc, int n_layers, float *out,
+                            char err[EMB_ERR_LEN]) {
+    size_t H = (size_t)m->info.dims->hidden;
+    if (m->defined) {
+        if (n_layers != 0)
+            return emb_fail(err, "model '%s' has no layers (layer %d asked)", m->name, n_layers);
+        for (size_t i = 0; i < enc->n; i++)
+            emb_vec_add(out + i * H, emb_model_token_row(m, enc->tok[i].id),
+                        emb_model_position_row(m, (int32_t)i), H);
+        return 0;
+    }
+    if (emb_model_require_vectors(&m->info, "vectors", err)) return -1;
+    if (n_layers < 0 || n_layers > m->info.dims->layers)
+        return emb_fail(err, "layer %d is out of range (0 to %d)", n_layers, m->info.dims->layers);
+    if (enc->n == 0) return 0;
+    runner *r = runner_take(m);
+    int32_t *ids = malloc(enc->n * 2 * sizeof(int32_t));
+    int rc = r && ids ? 0 : emb_fail(err, "out of memory");
+    if (rc == 0) {
+        int32_t *types = ids + enc->n, len = (int32_t)enc->n;
+        for (size_t i = 0; i < enc->n; i++) {
+            ids[i] = enc->tok[i].id;
+            types[i] = enc->tok[i].type_id;
+        }
+        size_t start = 0, seq = 0;
+        int T;
+        rc = run_batch(m, r, ids, types, &start, &len, &seq, 1, n_layers, &T, err);
+        if (rc == 0) memcpy(out, r->hidden, enc->n * H * sizeof(float));
+    }
+    free(ids);
+    runner_give(m, r);
+    return rc;
+}
+
+/* A model whose attention can be shown: an encoder (defined models have no layers). */
+static int require_attention(const emb_model *m, char err[EMB_ERR_LEN]) {
+    if (emb_model_require_vectors(&m->info, "attention", err)) return -1;
+    if (!m->enc) return emb_fail(err, "model '%s' has no layers, so no attention", m->name);
+    return 0;
+}
+
+int emb_model_attention(emb_model *m, const emb_encoding *enc, int first_layer, int last_layer, int first_head,
+                        int last_head, float *out, char err[EMB_ERR_LEN]) {
+    if (require_attention(m, err)) return -1;
+    if (enc->n == 0) return 0;
+    emb_attention_span span = {first_layer, last_layer, first_head, last_head};
+    runner *r = runner_take(m);
+    int32_t *ids = malloc(enc->n * 2 * sizeof(int32_t));
+    int rc = r && ids ? 0 : emb_fail(err, "out of memory");
+    if (rc == 0) {
+        for (size_t i = 0; i < enc->n; i++) {
+            ids[i] = enc->tok[i].id;
+            ids[enc->n + i] = enc->tok[i].type_id;
+        }
+        rc = emb_encoder_attention(m->enc, r->ws, (int)enc->n, ids, ids + enc->n, &span, out, err);
+    }
+    free(ids);
+    runner_give(m, r);
+    return rc;
+}
+
+int emb_model_attention_bias(const emb_model *m, int layer, int64_t i, int64_t j, float *out, char err[EMB_ERR_LEN]) {
+    if (require_attention(m, err)) return -1;
+    return emb_encoder_attention_bias(m->enc, layer, i, j, out, err);
+}
+
+static int by_length(const void *a, const void *b, void *lens) {
+    int32_t x = ((const int32_t *)lens)[*(const size_t *)a], y = ((const int32_t *)lens)[*(const size_t *)b];
+    return (x > y) - (x < y);
+}
+
+/* Pools one sequence's hidden states into out and normalises it as asked. */
+static void finish_vector(const float *hidden, int T, int H, int len, emb_pool_mode mode,
+                          int normalize, float *out) {
+    emb_pool(hidden, T, H, len, mode, out);
+    if (normalize) emb_vec_normalize(out, out, (size_t)H);
+}
+
+static int embed_defined(emb_model *m, const char *const *texts, const size_t *lens, size_t n,
+                         emb_pool_mode mode, int normalize, float *out, char err[EMB_ERR_LEN]) {
+    int H = m->info.dims->hidden;
+    emb_encoding enc;
+    emb_encoding_init(&enc);
+    float *hidden = malloc((size_t)m->info.dims->max_positions * (size_t)H * sizeof(float));
+    int rc = hidden ? 0 : emb_fail(err, "out of memory");
+    for (size_t t = 0; rc == 0 && t < n; t++) {
+        rc = emb_model_tokenize(m, texts[t], lens[t], NULL, 0, &enc, err);
+        if (rc == 0 && enc.n == 0) rc = emb_fail(err, "the text has no words");
+        if (rc == 0) rc = emb_model_hidden_states(m, &enc, 0, hidden, err);
+        if (rc == 0) finish_vector(hidden, (int)enc.n, H, (int)enc.n, mode, normalize, out + t * (size_t)H);
+    }
+    free(hidden);
+    emb_encoding_free(&enc);
+    return rc;
+}
+
+int emb_model_embed(emb_model *m, const char *const *texts, const size_t *lens, size_t n,
+                    const emb_embed_options *opt, float *out, char err[EMB_ERR_LEN]) {
+    emb_pool_mode mode = opt && opt->pool >= 0 ? (emb_pool_mode)opt->pool : m->sbert.pool;
+    int normalize = opt && opt->normalize >= 0 ? opt->normalize : m->sbert.normalize;
+    if (m->defined) return embed_defined(m, texts, lens, n, mode, normalize, out, err);
+    if (emb_model_require_vectors(&m->info, "vectors", err)) return -1;
+    if (n == 0) return 0;
+
+    /* Tokenize everything into flat arrays, then run length-sorted batches so that the
+     * padding in each batch stays small. */
+    runner *r = runner_take(m);
+    size_t ids_cap = 0, types_cap = 0, used = 0, H = (size_t)m->info.dims->hidden;
+    int32_t *ids = NULL, *types = NULL, *tlens = malloc(n * sizeof(int32_t));
+    size_t *starts = malloc(n * sizeof(size_t)), *order = malloc(n * sizeof(size_t));
+    int rc = r && tlens && starts && order ? 0 : emb_fail(err, "out of memory");
+    for (size_t t = 0; rc == 0 && t < n; t++) {
+        rc = emb_model_tokenize(m, texts[t], lens[t], NULL, 0, &r->enc, err);
+        if (rc) break;
+        if (emb_grow((void **)&ids, &ids_cap, used + r->enc.n, sizeof(int32_t)) ||
+            emb_grow((void **)&types, &types_cap, used + r->enc.n, sizeof(int32_t))) {
+            rc = emb_fail(err, "out of memory");
+            break;
+        }
+        for (size_t i = 0; i < r->enc.n; i++) {
+            ids[used + i] = r->enc.tok[i].id;
+            types[used + i] = r->enc.tok[i].type_id;
+        }
+        starts[t] = used;
+        tlens[t] = (int32_t)r->enc.n;
+        used += r->enc.n;
+        order[t] = t;
+    }
+    if (rc == 0) qsort_r(order, n, sizeof *order, by_length, tlens);
+    for (size_t at = 0; rc == 0 && at < n; at += EMBED_BATCH) {
+        int B = (int)(n - at < EMBED_BATCH ? n - at : EMBED_BATCH), T;
+        rc = run_batch(m, r, ids, types, starts, tlens, order + at, B, m->info.dims->layers, &T, err);
+        for (int b = 0; rc == 0 && b < B; b++)
+            finish_vector(r->hidden + (size_t)b * (size_t)T * H, T, (int)H, tlens[order[at + b]],
+                          mode, normalize, out + order[at + b] * H);
+    }
+    free(ids);
+    free(types);
+    free(tlens);
+    free(starts);
+    free(order);
+    runner_give(m, r);
+    return rc;
+}

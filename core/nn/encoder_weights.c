@@ -1,0 +1,147 @@
+/* The encoder's choice of weights for its linear layers: float32 as loaded, or int8 or bf16
+ * packed once here (int8_gemm.h, bf16_gemm.h). Packing reads the float32 tensors; the forward
+ * pass then reads only the packed copies of these layers (the float32 ones stay mapped but
+ * untouched). */
+#include "nn/encoder_internal.h"
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const weight_names[] = {"f32", "int8", "bf16"};
+
+const char *emb_weights_name(emb_weights w) {
+    return (unsigned)w < sizeof weight_names / sizeof *weight_names ? weight_names[w] : NULL;
+}
+
+int emb_weights_parse(const char *name, emb_weights *out) {
+    for (unsigned i = 0; i < sizeof weight_names / sizeof *weight_names; i++)
+        if (strcmp(name, weight_names[i]) == 0) {
+            *out = (emb_weights)i;
+            return 0;
+        }
+    return -1;
+}
+
+emb_weights emb_encoder_weights(const emb_encoder *e) { return e->weights; }
+
+/* The two packed kinds behind one handle. */
+static void *new_w(emb_weights kind, int N, int K, char err[EMB_ERR_LEN]) {
+    return kind == EMB_WEIGHTS_INT8 ? (void *)emb_int8_gemm_weights_new(N, K, err) : (void *)emb_bf16w_new(N, K, err);
+}
+static int set_rows(emb_weights kind, void *w, int n0, int rows, const float *W, int ldw, char err[EMB_ERR_LEN]) {
+    return kind == EMB_WEIGHTS_INT8 ? emb_int8_gemm_weights_set_rows(w, n0, rows, W, ldw, err)
+                                    : emb_bf16w_set_rows(w, n0, rows, W, ldw, err);
+}
+static void free_w(emb_weights kind, void *w) {
+    if (kind == EMB_WEIGHTS_INT8) emb_int8_gemm_weights_free(w);
+    else emb_bf16w_free(w);
+}
+static size_t bytes_w(emb_weights kind, const void *w) {
+    return kind == EMB_WEIGHTS_INT8 ? emb_int8_gemm_weights_bytes(w) : emb_bf16w_bytes(w);
+}
+
+/* A layer's six packed weights in the order of emb_layer_i8 / emb_layer_bf16. */
+enum { N_LINEAR = 6 };
+typedef struct {
+    void *w[N_LINEAR];
+} packed_layer;
+
+static void free_layer(emb_weights kind, packed_layer *p) {
+    for (int i = 0; i < N_LINEAR; i++) free_w(kind, p->w[i]);
+}
+
+/* W (N x K, row stride K) packed; with W2, W's N rows and then W2's N rows as one 2N x K weight
+ * (a gated layer's two halves). NULL with err. */
+static void *pack(emb_weights kind, const float *W, const float *W2, int N, int K, char err[EMB_ERR_LEN]) {
+    void *w = new_w(kind, W2 ? 2 * N : N, K, err);
+    if (w && (set_rows(kind, w, 0, N, W, K, err) || (W2 && set_rows(kind, w, N, N, W2, K, err)))) {
+        free_w(kind, w);
+        w = NULL;
+    }
+    return w;
+}
+
+static int pack_layer(const emb_encoder *e, emb_weights kind, int l, packed_layer *out, char err[EMB_ERR_LEN]) {
+    const emb_layer_weights *w = &e->L[l];
+    const int H = e->cfg.dims.hidden, I = e->cfg.dims.intermediate;
+    /* the feed-forward's first weight: [I, H], or a gated layer's halves (apart, or one fused
+     * [2I, H] tensor) stacked as [2I, H] */
+    const float *W[N_LINEAR] = {w->wq, w->wk, w->wv, w->wo, w->w1, w->w2};
+    const int N[N_LINEAR] = {H, H, H, H, I, H}, K[N_LINEAR] = {H, H, H, H, H, I};
+    char why[EMB_ERR_LEN];
+    memset(out, 0, sizeof *out);
+    for (int i = 0; i < N_LINEAR; i++)
+        if (!(out->w[i] = pack(kind, W[i], i == 4 && e->cfg.gated ? w->w1b : NULL, N[i], K[i], why))) {
+            free_layer(kind, out);
+            return emb_fail(err, "%s weights of layer %d: %s", emb_weights_name(kind), l + 1, why);
+        }
+    return 0;
+}
+
+void emb_encoder_free_weights(emb_encoder *e) {
+    for (int l = 0; e->L8 && l < e->cfg.dims.layers; l++) {
+        packed_layer p = {{e->L8[l].q, e->L8[l].k, e->L8[l].v, e->L8[l].o, e->L8[l].ffn_in, e->L8[l].ffn_out}};
+        free_layer(EMB_WEIGHTS_INT8, &p);
+    }
+    for (int l = 0; e->LB && l < e->cfg.dims.layers; l++) {
+        packed_layer p = {{e->LB[l].q, e->LB[l].k, e->LB[l].v, e->LB[l].o, e->LB[l].ffn_in, e->LB[l].ffn_out}};
+        free_layer(EMB_WEIGHTS_BF16, &p);
+    }
+    free(e->L8);
+    free(e->LB);
+    e->L8 = NULL;
+    e->LB = NULL;
+}
+
+/* Every layer packed as kind into e (whose packed weights it replaces); -1 with err, e unchanged. */
+static int pack_all(emb_encoder *e, emb_weights kind, char err[EMB_ERR_LEN]) {
+    const int L = e->cfg.dims.layers;
+    packed_layer *P = calloc((size_t)(L > 0 ? L : 1), sizeof *P);
+    emb_layer_i8 *L8 = kind == EMB_WEIGHTS_INT8 ? calloc((size_t)(L > 0 ? L : 1), sizeof *L8) : NULL;
+    emb_layer_bf16 *LB = kind == EMB_WEIGHTS_BF16 ? calloc((size_t)(L > 0 ? L : 1), sizeof *LB) : NULL;
+    int rc = !P || (!L8 && !LB) ? emb_fail(err, "out of memory") : 0;
+    int done = 0;
+    for (; rc == 0 && done < L; done++) rc = pack_layer(e, kind, done, &P[done], err);
+    if (rc) {
+        for (int l = 0; l < done - 1; l++) free_layer(kind, &P[l]);
+        free(P), free(L8), free(LB);
+        return -1;
+    }
+    size_t bytes = 0;
+    for (int l = 0; l < L; l++) {
+        void **w = P[l].w;
+        for (int i = 0; i < N_LINEAR; i++) bytes += bytes_w(kind, w[i]);
+        if (L8) L8[l] = (emb_layer_i8){w[0], w[1], w[2], w[3], w[4], w[5]};
+        else LB[l] = (emb_layer_bf16){w[0], w[1], w[2], w[3], w[4], w[5]};
+    }
+    free(P);
+    emb_encoder_free_weights(e);
+    e->L8 = L8;
+    e->LB = LB;
+    e->info.packed_bytes = bytes;
+    return 0;
+}
+
+int emb_encoder_set_weights(emb_encoder *e, emb_weights w, char err[EMB_ERR_LEN]) {
+    if (!emb_weights_name(w)) return emb_fail(err, "unknown weight type %d", (int)w);
+    if (w == e->weights) return 0;
+    const emb_model_dims *d = &e->cfg.dims;
+    if (w == EMB_WEIGHTS_INT8 && (d->hidden > EMB_I8_MAX_K || d->intermediate > EMB_I8_MAX_K))
+        return emb_fail(err, "int8 weights: layers wider than %d inputs are not supported", EMB_I8_MAX_K);
+    if (w == EMB_WEIGHTS_BF16 && !emb_bf16_fast())
+        return emb_fail(err, "bf16 weights need a CPU with AVX512_BF16 (AMD Zen 4 or later, Intel Sapphire "
+                             "Rapids or Cooper Lake); this one has none: use \"int8\" or \"f32\"");
+    if (w == EMB_WEIGHTS_F32) {
+        emb_encoder_free_weights(e);
+        e->info.packed_bytes = 0;
+    } else if (pack_all(e, w, err)) {
+        return -1;
+    }
+    size_t linear = (size_t)d->layers * emb_encoder_config_linear_weights(&e->cfg) * sizeof(float);
+    e->info.used_bytes = e->info.weight_bytes - (w == EMB_WEIGHTS_F32 ? 0 : linear) + e->info.packed_bytes;
+    e->weights = w;
+    /* a model that multiplies with other weights gives other vectors: its own fingerprint
+     * (float32's stays the one applications stored) */
+    uint64_t parts[3] = {e->fingerprint_f32, (uint64_t)w, 0x706b6431u /* packing format 1 */};
+    e->fingerprint = w == EMB_WEIGHTS_F32 ? e->fingerprint_f32 : XXH3_64bits(parts, sizeof parts);
+    return 0;
+}

@@ -1,0 +1,24 @@
+/* The Unigram and byte-level BPE tokenizers as a pipeline read from tokenizer.json: normalizers
+ * (Precompiled, Strip, Replace), one pre-tokenizer (Metaspace or ByteLevel), one model (Unigram
+ * or BPE); the added tokens and the post-processor's template are the tokenizer's own (shared
+ * with WordPiece). Internal to the tokenizer files. */
+#ifndef EMBED_TOK_PIPELINE_H
+#define EMBED_TOK_PIPELINE_H
+#include <cjson/cJSON.h>
+
+#include "text/tokenizer_internal.h"
+
+/* Reads model (kind "Unigram" or "BPE"), normalizer and pre_tokenizer of j into t (vocab,
+ * unk_id, t->pipe). bound: ids must lie below it. 0 ok. */
+int emb_tok_pipeline_parse(emb_tokenizer *t, const cJSON *j, const char *kind, int64_t bound, char err[EMB_ERR_LEN]);
+void emb_tok_pipeline_free(tok_pipe *p);
+uint64_t emb_tok_pipeline_fingerprint(const tok_pipe *p);
+int emb_tok_pipeline_has_normalizer(const tok_pipe *p);
+void emb_tok_pipeline_set_trim(tok_pipe *p, int trim, int add_prefix_space);
+/* Tokenizes one valid UTF-8 sequence into out (cleared first), stopping after the word that
+ * brings the count to cap (0: no cap). *scratch is the pipeline's memory, kept by the caller.
+ * -1 out of memory. */
+int emb_tok_pipeline_seq(const emb_tokenizer *t, void **scratch, const char *text, size_t len, int seq, size_t cap,
+                 toklist *out);
+void emb_tok_pipeline_scratch_free(void *scratch);
+#endif
