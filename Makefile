@@ -8,7 +8,7 @@ SAN     ?=
 # (the reference BLAS of libblas-dev) must never stand in for it.
 OPENBLAS_CFLAGS := $(shell pkg-config --cflags openblas 2>/dev/null)
 OPENBLAS_LIBS   := $(shell pkg-config --libs openblas 2>/dev/null)
-NO_BUILD_GOALS = deps clean check-fresh uninstall
+NO_BUILD_GOALS = deps clean check-fresh uninstall format format-check
 ifeq ($(OPENBLAS_LIBS),)
 ifneq ($(filter-out $(NO_BUILD_GOALS),$(or $(MAKECMDGOALS),all)),)
 ifeq ($(filter demo test asan fuzz bench,$(MAKECMDGOALS)),)
@@ -35,7 +35,7 @@ EXT_SO   = $(if $(filter build,$(BUILD)),embed.so,$(BUILD)/embed.so)
 # where it looks for it by default.
 PRELOAD_SO = $(dir $(EXT_SO))embed_preload.so
 
-.PHONY: all deps demo test asan tsan valgrind fuzz stress bench clean install uninstall check-fresh cluster-test cluster-demo
+.PHONY: format format-check all deps demo test asan tsan valgrind fuzz stress bench clean install uninstall check-fresh cluster-test cluster-demo
 all: $(EXT_SO) $(PRELOAD_SO) $(BUILD)/libembedcore.a $(CTEST_BIN)
 
 deps:
@@ -119,6 +119,14 @@ fuzz: deps
 bench: deps
 	@$(MAKE) --no-print-directory all $(BENCH_BIN)
 	@bash bench/run.sh $(BUILD)
+
+# The C style (.clang-format): format-check reports files it would change (make test runs it),
+# format rewrites them.
+format-check:
+	@bash tools/check_format.sh
+
+format:
+	clang-format -i --style=file $$(git ls-files 'core/*.[ch]' 'ext/*.[ch]' 'tests/*.[ch]' 'bench/*.[ch]' 'include/*.h')
 
 # README's set-up on a fresh Debian chroot (root; minutes): scripts/check_fresh.sh.
 check-fresh:

@@ -50,6 +50,20 @@ typedef struct {
     char *schema, *name;
 } table_ref;
 
+/* ---------- ext_hybrid_sql.c ---------- */
+
+/* A prepared statement for sql (sqlite3_malloc'd, taken): a kept one that nobody is stepping,
+ * else a new one; *owned: the caller finalizes it (hy_stmt_done does either). */
+int hy_stmt_get(hybrid_vtab *v, char *sql, sqlite3_stmt **out, int *owned);
+void hy_stmt_done(sqlite3_stmt *s, int owned);
+/* sqlite3_step, with the connection's error set on a failure. */
+int hy_stmt_step(hybrid_vtab *v, sqlite3_stmt *s);
+/* The table that argument `arg` names, a virtual table of `module` (errors name `role` and
+ * `kind`); free with hy_table_free. */
+int hy_find_table(hybrid_vtab *v, const char *arg, const char *role, const char *kind, const char *module,
+                  table_ref *t);
+void hy_table_free(table_ref *t);
+
 /* ---------- ext_hybrid_args.c ---------- */
 
 /* Sets "embed_hybrid: ..." as the error; returns SQLITE_ERROR (SQLITE_NOMEM without memory). */

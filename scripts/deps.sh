@@ -13,9 +13,9 @@ cd "$(dirname "$0")/.."
 
 build_pkgs=(gcc make libc6-dev pkg-config sqlite3 libsqlite3-dev libopenblas-dev
             libutf8proc-dev libcjson-dev libxxhash-dev)
-# For the tests: clang's libFuzzer runtime and CA certificates (npm over HTTPS);
+# For the tests: clang's libFuzzer runtime, CA certificates (npm over HTTPS), clang-format;
 # go-dqlite: dqlite-demo and the dqlite shell, for the cluster test.
-test_pkgs=(libclang-rt-dev ca-certificates go-dqlite)
+test_pkgs=(libclang-rt-dev ca-certificates go-dqlite clang-format)
 # Programs the tests run, checked by the exact path or command they use (npm may come from
 # Debian's npm or from a nodejs package that bundles it; either works).
 test_cmds=(/usr/bin/python3:python3 clang:clang npm:npm)

@@ -49,8 +49,12 @@ for bin in "$build"/tests/test_*; do
         run_suite "$(basename "$bin")" "$bin"
     fi
 done
-# Layers: no call or include cycle between the files of core/ and of ext/ (from the objects).
+# Layers: no call or include cycle between the files of core/ and of ext/, and none against the
+# order of core's folders (from the objects).
 run_suite layers bash -c '/usr/bin/python3 tools/check_layers.py "$0" core ext && echo "1 passed, 0 failed"' "$build"
+# What the libraries export, and the C style (.clang-format).
+run_suite symbols bash tools/check_symbols.sh "$build" "$ext"
+run_suite format bash tools/check_format.sh
 run_suite sql env "${sanitizer_env[@]}" EMBED_EXT="$ext" /usr/bin/python3 tests/sql/run.py
 # Short forms of the stress tests (the long forms: make stress).
 run_suite stress_crash_kill env "${sanitizer_env[@]}" EMBED_EXT="$ext" \
