@@ -81,6 +81,9 @@ static int take_filters(ix_vtab *v, sqlite3_index_info *info, int next) {
         int col = c->iColumn == -1 ? -1 : c->iColumn - IX_COL_META, op;
         if (!c->usable || (col < 0 && c->iColumn != -1) || col >= v->n_meta || (op = filter_op(info, i)) < 0)
             continue;
+        /* the search compares as BINARY does: another collation (COLLATE NOCASE) is left to SQLite */
+        const char *coll = sqlite3_vtab_collation(info, i);
+        if (coll && sqlite3_stricmp(coll, "BINARY") != 0) continue;
         info->aConstraintUsage[i].argvIndex = next++;
         if (op == EMB_OP_IN) { /* the whole list at once, which SQLite grants to omitted IN terms */
             sqlite3_vtab_in(info, i, 1);

@@ -86,8 +86,7 @@ static int batch_embed(ix_vtab *v, pending_batch *b) {
     return rc;
 }
 
-int ix_flush(ix_vtab *v) {
-    if (!v->pending) return SQLITE_OK;
+static int flush_pending(ix_vtab *v) {
     int rc = ix_config(v);
     if (rc != SQLITE_OK) return rc;
     sqlite3_stmt *s = ix_stmt(v, IX_STMT_READ_PENDING, &rc);
@@ -108,6 +107,16 @@ int ix_flush(ix_vtab *v) {
         v->pending_bytes = 0;
     }
     batch_free(&b);
+    return rc;
+}
+
+/* Placing rows writes the shadow tables, which would change the connection's
+ * last_insert_rowid(): a flush at COMMIT keeps the one the user's last INSERT set. */
+int ix_flush(ix_vtab *v) {
+    if (!v->pending) return SQLITE_OK;
+    sqlite3_int64 last = sqlite3_last_insert_rowid(v->db);
+    int rc = flush_pending(v);
+    sqlite3_set_last_insert_rowid(v->db, last);
     return rc;
 }
 

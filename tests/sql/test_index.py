@@ -498,3 +498,20 @@ def writes_between_queries_keep_each_connections_cache_right():
                         check_knn(c, "idx", rows, "l2", q, k, "step %d" % step)
         check_all(a, "idx", rows, "l2", rng, "a at the end", ks=(1, 50, None))
         check_all(connect(path), "idx", rows, "l2", rng, "a new connection", ks=(1, 50, None))
+
+
+@test
+def last_insert_rowid_is_the_inserted_row_after_the_commit_flush():
+    # the flush at COMMIT wrote a new chunk's chunk_id over last_insert_rowid()
+    con = connect()
+    con.execute("CREATE VIRTUAL TABLE ix USING embed_index(dims = 2, chunk_size = 1)")
+    con.execute("CREATE TABLE ref(id INTEGER PRIMARY KEY, v)")
+    for sql in ("INSERT INTO %s(rowid, %s) VALUES (100, '[1, 1]')", "INSERT INTO %s(%s) VALUES ('[2, 1]')"):
+        con.execute(sql % ("ix", "vector"))
+        got = con.execute("SELECT last_insert_rowid()").fetchone()[0]
+        con.execute(sql % ("ref", "v"))
+        assert got == con.execute("SELECT last_insert_rowid()").fetchone()[0] == 100 + (sql.count("rowid") == 0)
+    con.execute("BEGIN")
+    con.execute("INSERT INTO ix(vector) VALUES ('[3, 1]')")
+    con.execute("COMMIT")
+    assert con.execute("SELECT last_insert_rowid()").fetchone()[0] == 102

@@ -212,3 +212,20 @@ def writes_between_filtered_searches_keep_the_copy_right():
         q = [rng.uniform(-1, 1) for _ in range(DIMS)]
         for cond in ("year = 2020", "user_id = %d" % (step % 5), "author IN ('ann', 'cy') AND year >= 2020"):
             check(con, rows, cond, (), q, 7, "step %d" % step)
+
+
+@test
+def conditions_with_another_collation_filter_as_sqlite_does():
+    # a COLLATE NOCASE condition was taken into the search and compared as BINARY: no rows
+    con = connect()
+    con.execute("CREATE VIRTUAL TABLE ix USING embed_index(dims = 2, metric = 'l2', author text)")
+    con.execute("CREATE TABLE ref(id INTEGER PRIMARY KEY, author TEXT)")
+    for r, a in enumerate(["ann", "Ann", "ANN", "bob", None], 1):
+        con.execute("INSERT INTO ix(rowid, vector, author) VALUES (?, ?, ?)", (r, blob([r, 0]), a))
+        con.execute("INSERT INTO ref VALUES (?, ?)", (r, a))
+    for cond in ("author = 'ANN' COLLATE NOCASE", "author COLLATE NOCASE IN ('ann', 'BOB')",
+                 "author > 'B' COLLATE NOCASE", "author = 'ANN' COLLATE RTRIM"):
+        want = [r for r, in con.execute("SELECT id FROM ref WHERE %s ORDER BY id" % cond)]
+        got = [r for r, in con.execute("SELECT rowid FROM ix WHERE ix MATCH '[0, 0]' AND k = 10 AND %s "
+                                        "ORDER BY rowid" % cond)]
+        assert got == want, (cond, got, want)
