@@ -112,6 +112,7 @@ cluster-test: all
 stress: all
 	EMBED_EXT=./embed.so /usr/bin/python3 tests/stress/crash_kill.py $${STRESS_TRIALS:-20}
 	EMBED_EXT=./embed.so /usr/bin/python3 tests/stress/writers.py $${STRESS_TRANSACTIONS:-200}
+	EMBED_EXT=./embed.so /usr/bin/python3 tests/stress/differential.py $${DIFF_OPERATIONS:-2000} $${DIFF_ROUNDS:-4}
 
 fuzz: deps
 	@bash tests/fuzz/run.sh $${FUZZ_SECONDS:-60}

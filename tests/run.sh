@@ -61,6 +61,8 @@ run_suite stress_crash_kill env "${sanitizer_env[@]}" EMBED_EXT="$ext" \
     /usr/bin/python3 tests/stress/crash_kill.py "${STRESS_TRIALS:-2}"
 run_suite stress_writers env "${sanitizer_env[@]}" EMBED_EXT="$ext" \
     /usr/bin/python3 tests/stress/writers.py "${STRESS_TRANSACTIONS:-15}"
+run_suite stress_differential env "${sanitizer_env[@]}" EMBED_EXT="$ext" \
+    /usr/bin/python3 tests/stress/differential.py "${DIFF_OPERATIONS:-300}"
 if [ "${SANITIZE:-0}" = 1 ]; then
     run_suite sql_leaks bash tests/sql/leak_check.sh "$ext"
 fi
