@@ -13,7 +13,7 @@ static void cache_free(ix_cache *c) {
     free(c->aux);
     free(c->lists);
     free(c->chunk_ver);
-    for (int j = 0; j < c->n_meta; j++) emb_meta_column_free(&c->meta[j]);
+    for (int j = 0; c->meta && j < c->n_meta; j++) emb_meta_column_free(&c->meta[j]); /* NULL: out of memory */
     free(c->meta);
     emb_meta_groups_free(&c->groups);
     emb_ivf_free(&c->ivf);
@@ -101,20 +101,19 @@ void ix_cache_set_aux(ix_cache *c, size_t from, size_t to) {
 ix_cache *ix_cache_clone(const ix_cache *src) {
     ix_cache *c = calloc(1, sizeof *c);
     if (!c) return NULL;
-    *c = *src;
+    /* the shape, field by field: a copy of the whole struct would read src->refs, which other
+     * holders change under the registry's lock (ThreadSanitizer) */
     c->refs = 1;
-    c->records = NULL;
-    c->ids = NULL;
-    c->aux = NULL;
+    c->version = src->version;
+    c->storage = src->storage;
+    c->metric = src->metric;
+    c->d = src->d;
+    c->rec = src->rec;
+    c->chunk = src->chunk;
+    c->n_meta = src->n_meta;
+    c->partition = src->partition;
     c->lists = src->lists ? malloc(sizeof *c->lists) : NULL;
-    c->n = c->cap = c->n_chunks = 0;
     c->meta = c->n_meta ? calloc((size_t)c->n_meta, sizeof *c->meta) : NULL;
-    memset(&c->groups, 0, sizeof c->groups);
-    memset(&c->ivf, 0, sizeof c->ivf);
-    memset(&c->ivf_groups, 0, sizeof c->ivf_groups);
-    c->ivf_ready = 0;
-    c->ivf_serial = 0;
-    c->grouped = 0;
     c->chunk_ver = malloc((src->n_chunks ? src->n_chunks : 1) * sizeof *c->chunk_ver);
     int failed = (src->lists && !c->lists) || (c->n_meta && !c->meta) || !c->chunk_ver;
     for (int j = 0; j < c->n_meta && !failed; j++) failed = emb_meta_column_copy(&c->meta[j], &src->meta[j]);
