@@ -1,12 +1,15 @@
 /* The encoder's state, shared by the loader (encoder_load.c, which fills it from a checkpoint
- * folder), the forward pass (encoder.c, which only reads it) and what shows its attention
- * (encoder_attention_probe.c). Not for use outside the encoder's files. */
+ * folder), the forward pass (encoder.c and the encoder_*.c files it runs, which only read it) and
+ * what shows its attention (encoder_attention_probe.c); then the forward pass's own workspace,
+ * context and steps. Not for use outside the encoder's files. */
 #ifndef EMBED_ENCODER_INTERNAL_H
 #define EMBED_ENCODER_INTERNAL_H
 #include "nn/encoder.h"
 #include "math/bf16_gemm.h"
 #include "math/int8_gemm.h"
 #include "nn/safetensors.h"
+#include "nn/encoder_attention.h"
+#include "base/workers.h"
 #include <xxhash.h>
 
 /* One layer's weights as float32 (in place in a file's memory, or converted at load). A bias
@@ -73,5 +76,113 @@ int emb_encoder_check_batch(const emb_encoder *, int B, int T, const int32_t *id
 int emb_encoder_run_batch(const emb_encoder *, emb_workspace *, int B, int T, const int32_t *ids,
                           const int32_t *type_ids, const int32_t *lens, int n_layers, float *out,
                           const emb_attention_span *span, float *probs, char err[EMB_ERR_LEN]);
+
+/* ------------------------------------------------------------------ the forward pass's own
+ * (encoder.c: entry points and thread / batch policy; encoder_workspace.c; encoder_rows.c;
+ * encoder_steps.c; encoder_layers.c) */
+
+#define EMB_ENCODER_MAX_THREADS 16 /* helper threads and the caller, whatever OpenBLAS's count */
+
+struct emb_workspace {
+    float *arena;
+    size_t arena_n;
+    float *scores;              /* one EMB_ATTENTION_SCRATCH(T, dh) block per worker */
+    size_t scores_n;
+    float *xn;                  /* pre-norm: the normed copy of the hidden states a layer reads */
+    size_t xn_n;
+    float *rope;                /* rotary tables of rope_T positions: global base, then local base */
+    size_t rope_n;
+    int rope_T, rope_rot;
+    double rope_theta[2];
+    int32_t *pos_ids;           /* RoBERTa: each token's row of the position table */
+    size_t pos_n;
+    emb_workers *workers;       /* helper threads, or NULL */
+    float *packs;               /* float32 on AVX-512: each thread's scratch for emb_sgemm_bcast */
+    size_t packs_n;
+    float *panels;              /* float32 on AVX-512, over 24 rows: BERT's residual stream, or the
+                                 * hidden states packed for Q, K, V */
+    size_t panels_n;
+    emb_int8_gemm_act act;             /* int8 weights: the quantized input of the current product */
+    emb_bf16_act bact;          /* bf16 weights: the rounded input of the current product */
+    emb_workspace *share[EMB_ENCODER_MAX_THREADS]; /* a batch split by sequences over the threads:
+                                                    * each worker's own */
+};
+
+/* encoder_workspace.c. Grows *p to at least n floats (by at least half again); -1 out of memory. */
+int emb_workspace_grow(float **p, size_t *cap, size_t n);
+/* The rotary tables of positions 0..T-1 for both bases, kept while T does not grow. */
+int emb_workspace_rope_tables(const emb_encoder_config *c, emb_workspace *ws, int T);
+/* The workspace's helper threads: as many as OpenBLAS has threads (nthr), minus the caller. */
+void emb_workspace_use_workers(emb_workspace *ws, int nthr, int wanted);
+
+/* encoder_rows.c: the element-wise row kernels (target clones), as the steps call them. */
+void emb_encoder_embed_ln_row(float *dst, const float *w, const float *p, const float *ty, const float *g,
+                              const float *b, int H, float eps);
+void emb_encoder_fill_bias(float *C, const float *bias, size_t rows, int n);
+void emb_encoder_bias_ln(float *X, const float *bias, const float *g, const float *b, size_t rows, int H, float eps);
+void emb_encoder_glu_rows(float *Y, size_t rows, int n, emb_activation act, int quick);
+void emb_encoder_bias_norm_to(float *X, float *dst, const float *bias, const float *g, const float *b, size_t rows,
+                              int H, float eps);
+
+/* One pass over a batch: what the layer schedules (encoder_layers.c) and the row steps
+ * (encoder_steps.c) share. */
+typedef struct {
+    const emb_encoder *e;
+    const emb_layer_weights *w;
+    const emb_layer_i8 *w8;               /* int8 weights: this layer's packed weights, else NULL */
+    emb_int8_gemm_act *act;                      /* int8 weights: the quantized input of a product */
+    const emb_layer_bf16 *wb;             /* bf16 weights: this layer's packed weights, else NULL */
+    emb_bf16_act *bact;                   /* bf16 weights: the rounded input of a product */
+    emb_workers *gemm_workers;            /* int8 weights: the threads a large product is split over */
+    int failed;                           /* an int8 product ran out of memory */
+    int bias_in_gemm;                     /* products write bias + A W^T (beta 0): int8, bf16, float32 on
+                                           * emb_sgemm_bcast; float32 on OpenBLAS: the row tasks preload
+                                           * the biases into the outputs */
+    const float *quant_src;               /* int8: the rows (stride quant_ld) a row task quantizes into
+                                           * act once it has written them, while they are in cache */
+    int quant_ld;
+    const float *act_of;                  /* int8: whose rows act holds, ready for a product, or NULL */
+    float *packs;                         /* float32 on AVX-512: the products run on emb_sgemm_bcast
+                                           * with this scratch; else NULL and OpenBLAS */
+    float *stream_panels;                 /* float32 on AVX-512, BERT's layers, over 24 rows: the residual
+                                           * stream between the embeddings and the last layer, kept as
+                                           * panels (layers_post_norm_panels); else NULL */
+    float *qkv_panels;                    /* float32 on AVX-512, over 24 rows: Q, K and V read one
+                                           * packing of their input from here; else NULL */
+    int tile_products;                    /* float32 on OpenBLAS, a short batch on several threads: the
+                                           * products run as tiles on the calling thread */
+    const emb_layer_weights *next;        /* layer whose Q/K/V biases the row tasks preload, or NULL */
+    int B, T, H, NH, dh, FF;
+    size_t BT;
+    const int32_t *ids, *type_ids, *lens, *pos_ids;
+    float *X, *q, *k, *v, *inter, *xn;
+    float eps;
+    int rows_per_task, ffn_rows;
+    int FFin;                             /* width of the feed-forward's inner rows (2 FF when gated) */
+    emb_attention_job att;                /* this layer's attention: rotary table, window, capture */
+    const emb_attention_span *span;       /* the layers whose weights are captured into probs, or NULL */
+    float *probs;
+    const float *res_bias;                /* pre-norm: the bias the residual stream still lacks, or NULL */
+    const float *norm_g, *norm_b;         /* pre-norm: the norm the row task applies into xn (NULL: none);
+                                           * stream panels: the norm emb_encoder_step_panel_ln applies */
+} emb_fwd_ctx;
+
+/* encoder_steps.c: the row steps, tasks for emb_workers_run on an emb_fwd_ctx (task t: a block of
+ * rows_per_task rows, ffn_rows for the activation, one 32-row panel for panel_ln). Before a step,
+ * emb_encoder_quantize_in_tasks says which rows its tasks quantize for the next int8 product. */
+void emb_encoder_quantize_in_tasks(emb_fwd_ctx *c, const float *src, int ld, int K);
+void emb_encoder_step_embed(void *cv, int t, int worker);       /* embeddings + their norm */
+void emb_encoder_step_ln1(void *cv, int t, int worker);         /* post-norm: after attention */
+void emb_encoder_step_gelu(void *cv, int t, int worker);        /* the feed-forward's activation */
+void emb_encoder_step_pn_attn_in(void *cv, int t, int worker);  /* pre-norm: before attention */
+void emb_encoder_step_pn_mlp_in(void *cv, int t, int worker);   /* pre-norm: before the MLP */
+void emb_encoder_step_ln2(void *cv, int t, int worker);         /* post-norm: after the feed-forward */
+void emb_encoder_step_panel_ln(void *cv, int t, int worker);    /* post-norm on the stream's panels */
+
+/* encoder_layers.c: the pass proper on a batch already checked, its steps split over nthr
+ * threads (the caller and the workspace's helpers). */
+int emb_encoder_forward_batch(const emb_encoder *e, emb_workspace *ws, int B, int T, const int32_t *ids,
+                              const int32_t *type_ids, const int32_t *lens, int n_layers, float *out,
+                              const emb_attention_span *span, float *probs, int nthr, char err[EMB_ERR_LEN]);
 
 #endif

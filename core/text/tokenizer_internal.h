@@ -1,6 +1,7 @@
 /* The tokenizer's state, shared by the loader (tokenizer_load.c, which fills it from
- * tokenizer.json or vocab.txt + tokenizer_config.json) and the encoding (tokenizer.c, which only
- * reads it). Not for use outside these two. */
+ * tokenizer.json or vocab.txt + tokenizer_config.json, and tokenizer_finish.c), the pipeline
+ * (tok_pipeline*.c) and the encoding (tokenizer.c, which only reads it). Not for use outside the
+ * tokenizer's files. */
 #ifndef EMBED_TOKENIZER_INTERNAL_H
 #define EMBED_TOKENIZER_INTERNAL_H
 #include "text/tokenizer.h"
@@ -17,7 +18,7 @@ typedef struct {
 } added_tok;
 
 enum { TOK_WORDPIECE = 0, TOK_UNIGRAM = 1, TOK_BPE = 2 };
-typedef struct tok_pipe tok_pipe; /* tok_pipeline.c: the Unigram / BPE pipeline */
+typedef struct tok_pipe tok_pipe; /* tok_pipeline.h: the Unigram / BPE pipeline */
 
 /* A token that Hugging Face names by its own text rather than the vocabulary's string (a
  * Unigram piece that maps to unk: the normalized text it could not segment, unknowns fused). */
@@ -72,5 +73,10 @@ struct emb_tokenizer {
 /* Length of the longest added token at p (0 if none), its index in t->added in *k
  * (tok_pipeline.c; WordPiece uses it too). */
 size_t emb_tok_pipeline_match_added(const emb_tokenizer *t, const char *p, size_t rem, size_t *k);
+
+/* Everything after the settings are read (tokenizer_finish.c): the checks of the ids they name,
+ * the continuation table, the added tokens sorted, the ASCII tables, the fingerprint. src names
+ * the settings' file in errors. */
+int emb_tokenizer_finish(emb_tokenizer *t, const char *src, char err[EMB_ERR_LEN]);
 
 #endif

@@ -1,0 +1,105 @@
+/* The forward pass's element-wise row kernels, built as target clones (encoder_kernels.h): the
+ * embeddings' sum and LayerNorm, bias fills, bias + LayerNorm, the gated activations. */
+#include "nn/encoder_internal.h"
+#include "math/encoder_kernels.h"
+#include <math.h>
+#include <string.h>
+
+EMB_KERNELS_BEGIN
+
+/* x[i] = LayerNorm(x[i]) in place, statistics in double */
+static inline void ln_inplace(float *x, const float *g, const float *b, int H, float eps) {
+    double s = 0;
+#pragma omp simd reduction(+ : s)
+    for (int i = 0; i < H; i++) s += x[i];
+    double mean = s / H, v = 0;
+#pragma omp simd reduction(+ : v)
+    for (int i = 0; i < H; i++) { double d = x[i] - mean; v += d * d; }
+    double rstd = 1.0 / sqrt(v / H + (double)eps);
+    float m = (float)mean;
+    float rs = (float)rstd;
+    /* (x - mean) is exact enough in float: x and mean are of similar magnitude */
+#pragma omp simd
+    for (int i = 0; i < H; i++) x[i] = (float)((double)(x[i] - m) * rstd) * g[i] + b[i];
+    (void)rs;
+}
+
+EMB_CLONES
+void emb_encoder_embed_ln_row(float *dst, const float *w, const float *p, const float *ty, const float *g,
+                              const float *b, int H, float eps) {
+    if (!p) { /* positions applied in attention */
+#pragma omp simd
+        for (int i = 0; i < H; i++) dst[i] = ty ? w[i] + ty[i] : w[i];
+    } else if (ty) {
+#pragma omp simd
+        for (int i = 0; i < H; i++) dst[i] = (w[i] + ty[i]) + p[i];
+    } else {
+#pragma omp simd
+        for (int i = 0; i < H; i++) dst[i] = w[i] + p[i];
+    }
+    ln_inplace(dst, g, b, H, eps);
+}
+
+/* rows of C[rows, n] = bias: sgemm then adds the product onto it (beta = 1), which
+ * spares OpenBLAS's own zeroing pass of C (slow when C is split over threads) */
+EMB_CLONES
+void emb_encoder_fill_bias(float *C, const float *bias, size_t rows, int n) {
+    for (size_t r = 0; r < rows; r++) {
+        float *x = C + r * (size_t)n;
+#pragma omp simd
+        for (int i = 0; i < n; i++) x[i] = bias[i];
+    }
+}
+
+/* x = LayerNorm(x + bias) row by row (x already holds residual + product) */
+EMB_CLONES
+void emb_encoder_bias_ln(float *X, const float *bias, const float *g, const float *b, size_t rows, int H,
+                         float eps) {
+    for (size_t r = 0; r < rows; r++) {
+        float *x = X + r * H;
+#pragma omp simd
+        for (int i = 0; i < H; i++) x[i] += bias[i];
+        ln_inplace(x, g, b, H, eps);
+    }
+}
+
+/* Gated feed-forward: each row holds [a | b] (2n wide); its first n become act(a) * b (GELU as
+ * emb_gelu_quick where `quick`). */
+EMB_CLONES
+void emb_encoder_glu_rows(float *Y, size_t rows, int n, emb_activation act, int quick) {
+    for (size_t r = 0; r < rows; r++) {
+        float *y = Y + r * 2 * (size_t)n;
+        if (act == EMB_ACT_GELU && quick) {
+#pragma omp simd
+            for (int i = 0; i < n; i++) y[i] = emb_gelu_quick_of(y[i]) * y[n + i];
+        } else if (act == EMB_ACT_GELU) {
+#pragma omp simd
+            for (int i = 0; i < n; i++) y[i] = emb_gelu_of(y[i]) * y[n + i];
+        } else if (act == EMB_ACT_SILU) {
+#pragma omp simd
+            for (int i = 0; i < n; i++) y[i] = y[i] / (1.0f + emb_expf(-y[i])) * y[n + i];
+        } else {
+#pragma omp simd
+            for (int i = 0; i < n; i++) y[i] = (y[i] > 0 ? y[i] : 0.0f) * y[n + i];
+        }
+    }
+}
+
+/* x = x + bias (the residual stream of a pre-norm layer); then, with g, dst = LayerNorm(x). */
+EMB_CLONES
+void emb_encoder_bias_norm_to(float *X, float *dst, const float *bias, const float *g, const float *b, size_t rows,
+                              int H, float eps) {
+    for (size_t r = 0; r < rows; r++) {
+        float *x = X + r * H;
+        if (bias) {
+#pragma omp simd
+            for (int i = 0; i < H; i++) x[i] += bias[i];
+        }
+        if (!g) continue;
+        float *d = dst + r * H;
+        if (d != x) memcpy(d, x, (size_t)H * sizeof(float));
+        ln_inplace(d, g, b, H, eps);
+    }
+}
+
+EMB_KERNELS_END
