@@ -35,7 +35,7 @@ EXT_SO   = $(if $(filter build,$(BUILD)),embed.so,$(BUILD)/embed.so)
 # where it looks for it by default.
 PRELOAD_SO = $(dir $(EXT_SO))embed_preload.so
 
-.PHONY: format format-check all deps demo test asan tsan valgrind fuzz stress bench clean install uninstall check-fresh cluster-test cluster-demo
+.PHONY: format format-check all deps demo test asan tsan faults faults-build valgrind fuzz stress bench clean install uninstall check-fresh cluster-test cluster-demo
 all: $(EXT_SO) $(PRELOAD_SO) $(BUILD)/libembedcore.a $(CTEST_BIN)
 
 deps:
@@ -65,6 +65,18 @@ $(BUILD)/bench/%: bench/%.c bench/random_model.c bench/random_model.h $(BUILD)/l
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $< bench/random_model.c -o $@ $(BUILD)/libembedcore.a $(LIBS) -lsqlite3
 
+# tests/faults/: programs linked statically with the glue's objects and the core, and Debian's
+# libsqlite3; the fault injector takes over the malloc family the objects call (nm -u lists them).
+FAULTS_WRAP = -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=aligned_alloc,--wrap=posix_memalign \
+              -Wl,--wrap=strdup,--wrap=strndup,--wrap=XXH3_createState
+$(BUILD)/faults/faults: tests/faults/faults.c tests/faults/fault_alloc.c tests/faults/fault_alloc.h $(EXT_OBJ) $(BUILD)/libembedcore.a
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(filter %.c,$^) -o $@ $(EXT_OBJ) $(BUILD)/libembedcore.a $(FAULTS_WRAP) -lsqlite3 $(LIBS)
+
+$(BUILD)/faults/tsan_index: tests/faults/tsan_index.c $(EXT_OBJ) $(BUILD)/libembedcore.a
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $< -o $@ $(EXT_OBJ) $(BUILD)/libembedcore.a -lsqlite3 $(LIBS)
+
 demo:
 	@EMBED_DEPS=build bash scripts/deps.sh
 	@$(MAKE) --no-print-directory all
@@ -80,14 +92,26 @@ asan: deps
 	  SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" all
 	@SANITIZE=1 bash tests/run.sh build-asan build-asan/embed.so
 
+# Fault injection on an ASan + UBSan build (tests/faults/faults.c): the first and the last
+# allocation of each call stack of a representative script fail in turn, each in a child that
+# must end clean (FAULTS_ARGS=--every fails every allocation: hours). make test runs a short form.
+FAULTS_SAN = -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
+faults-build:
+	@$(MAKE) --no-print-directory BUILD=build-faults OPT=-O1 SAN="$(FAULTS_SAN)" build-faults/faults/faults
+faults: deps
+	@$(MAKE) --no-print-directory faults-build
+	build-faults/faults/faults --jobs 2 $(FAULTS_ARGS)
+
 # ThreadSanitizer on the C suites whose work is split over threads (the encoder's helper threads,
 # the products' splits), with two OpenBLAS threads. The SQL suites are left out: an instrumented
 # embed.so cannot be loaded into Debian's uninstrumented python3.
+# tsan_index (tests/faults/): connections on threads sharing embed_index's process-wide copies.
 TSAN_TESTS = test_sgemm_bcast test_nn_gemm test_int8_gemm test_bf16_gemm test_encoder test_encoder_weights
+TSAN_BINS = $(TSAN_TESTS:%=build-tsan/tests/%) build-tsan/faults/tsan_index
 tsan: deps
-	@$(MAKE) --no-print-directory BUILD=build-tsan OPT=-O1 SAN="-fsanitize=thread" $(TSAN_TESTS:%=build-tsan/tests/%)
-	@fail=0; for t in $(TSAN_TESTS); do \
-	  OPENBLAS_NUM_THREADS=2 TSAN_OPTIONS="halt_on_error=1 exitcode=66" build-tsan/tests/$$t >build-tsan/$$t.log 2>&1 \
+	@$(MAKE) --no-print-directory BUILD=build-tsan OPT=-O1 SAN="-fsanitize=thread" $(TSAN_BINS)
+	@fail=0; for b in $(TSAN_BINS); do t=$$(basename $$b); \
+	  OPENBLAS_NUM_THREADS=2 TSAN_OPTIONS="halt_on_error=1 exitcode=66" $$b >build-tsan/$$t.log 2>&1 \
 	    || { fail=1; grep -A30 -m1 ThreadSanitizer build-tsan/$$t.log; }; \
 	  printf '%-24s %s\n' $$t "$$(tail -1 build-tsan/$$t.log)"; done; exit $$fail
 
@@ -168,4 +192,4 @@ uninstall:
 	@$(LDCONFIG)
 
 clean:
-	rm -rf build build-asan build-fuzz embed.so embed_preload.so
+	rm -rf build build-asan build-fuzz build-faults embed.so embed_preload.so

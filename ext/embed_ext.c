@@ -11,7 +11,9 @@ __declspec(dllexport)
 __attribute__((visibility("default")))
 #endif
 int sqlite3_embed_init(sqlite3 *db, char **pzErrMsg, const sqlite3_api_routines *pApi) {
-    SQLITE_EXTENSION_INIT2(pApi);
+    /* SQLITE_EXTENSION_INIT2 would store the pointer again at each connection's opening, a write
+     * that races with other threads' calls through it: it never changes, so store it once */
+    if (sqlite3_api != pApi) sqlite3_api = pApi;
     static const struct {
         const char *name;
         const sqlite3_module *module;

@@ -77,8 +77,8 @@ static int by_name(const void *a, const void *b) {
 int ext_registry_list(emb_model ***out, int *n) {
     int rc = SQLITE_OK;
     pthread_mutex_lock(&registry_lock);
-    *n = n_models;
     *out = sqlite3_malloc64(((size_t)n_models + 1) * sizeof **out);
+    *n = *out ? n_models : 0; /* the caller releases *n models of *out, also after a failure */
     if (!*out) rc = SQLITE_NOMEM;
     else
         for (int i = 0; i < n_models; i++) {

@@ -70,6 +70,12 @@ if [ -f tests/fuzz/run.sh ] && [ "${SANITIZE:-0}" != 1 ]; then
     run_suite fuzz_short bash tests/fuzz/run.sh "${FUZZ_SECONDS:-4}"  # per harness (5): about 20 s
 fi
 if [ "${SANITIZE:-0}" != 1 ]; then
+    # Fault injection, short form: allocations failed in turn on an ASan build of its own
+    # (build-faults); the full sweep: make faults.
+    run_suite faults_short bash -c 'make -j2 --no-print-directory faults-build >/dev/null &&
+        build-faults/faults/faults --jobs 2 --points "${FAULTS_POINTS:-100}"'
+fi
+if [ "${SANITIZE:-0}" != 1 ]; then
     # embed_preload.so in the sqlite3 shell and Python, and a three-node dqlite cluster
     # (short form; the long one: make cluster-test).
     run_suite cluster /usr/bin/python3 tests/cluster/test_cluster.py "$build" "$ext"

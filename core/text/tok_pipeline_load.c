@@ -295,12 +295,14 @@ static int parse_bpe(emb_tokenizer *t, tok_pipe *p, const cJSON *model, int64_t 
 
 /* normalizer and pre_tokenizer hold strings and booleans only, so their printed JSON does not
  * depend on the locale (numbers would: cJSON prints them with printf) */
-static void hash_json(XXH3_state_t *st, const cJSON *j) {
+static int hash_json(XXH3_state_t *st, const cJSON *j) {
     char *s = j ? cJSON_PrintUnformatted(j) : NULL;
+    if (j && !s) return -1; /* out of memory: hashing nothing would give another fingerprint */
     uint64_t n = s ? strlen(s) : 0;
     XXH3_64bits_update(st, &n, sizeof n);
     if (s) XXH3_64bits_update(st, s, n);
     free(s);
+    return 0;
 }
 
 /* the model beyond its vocabulary (hashed by the loader): Unigram scores as bits, BPE merges */
@@ -344,8 +346,10 @@ int emb_tok_pipeline_parse(emb_tokenizer *t, const cJSON *j, const char *kind, i
     if (!st) return emb_fail(err, "out of memory");
     XXH3_64bits_reset(st);
     XXH3_64bits_update(st, kind, strlen(kind));
-    hash_json(st, norm);
-    hash_json(st, pre);
+    if (hash_json(st, norm) || hash_json(st, pre)) {
+        XXH3_freeState(st);
+        return emb_fail(err, "out of memory");
+    }
     hash_model(st, p, model, t->kind);
     p->fp = XXH3_64bits_digest(st);
     XXH3_freeState(st);

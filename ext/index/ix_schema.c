@@ -421,7 +421,9 @@ int ix_create(sqlite3 *db, void *aux, int argc, const char *const *argv, sqlite3
                                     o.storage != EMB_STORAGE_F32 && o.rescore, o.ivf ? "ivf" : "flat", uid);
         if (!sql) rc = SQLITE_NOMEM;
         else if ((rc = sqlite3_exec(db, sql, NULL, NULL, NULL)) != SQLITE_OK)
-            *err = sqlite3_mprintf(IX_FN ": cannot create the shadow tables of \"%s\": %s", name, sqlite3_errmsg(db));
+            /* v->name: out of memory while re-reading the schema, SQLite frees argv's table */
+            *err = sqlite3_mprintf(IX_FN ": cannot create the shadow tables of \"%s\": %s", v->name,
+                                   sqlite3_errmsg(db));
         sqlite3_free(sql);
     }
     if (rc == SQLITE_OK && (rc = ix_config(v)) != SQLITE_OK) *err = sqlite3_mprintf("%s", v->base.zErrMsg);
