@@ -66,14 +66,14 @@ static const msize MODELS[] = {
     {"minilm", "MiniLM-L6 (384/6/12/1536)", BENCH_ARCH_BERT, 384, 6, 12, 1536, 1000, 0},
     {"base", "bert-base (768/12/12/3072)", BENCH_ARCH_BERT, 768, 12, 12, 3072, 128, 0},
     {"nomic", "NomicBERT (768/12/12/3072 SwiGLU, rotary)", BENCH_ARCH_NOMIC, 768, 12, 12, 3072, 128, 1},
-    {"modernbert", "ModernBERT-base (768/22/12/1152 GeGLU, rotary, window 128)", BENCH_ARCH_MODERNBERT, 768, 22, 12,
-     1152, 128, 0},
+    {"modernbert", "ModernBERT-base (768/22/12/1152 GeGLU, rotary, window 128)", BENCH_ARCH_MODERNBERT, 768, 22,
+     12, 1152, 128, 0},
 };
 #define N_MODELS ((int)(sizeof MODELS / sizeof MODELS[0]))
 #define N_WORK 4
 static const char *const WORK_KEYS[N_WORK] = {"1x16", "1x128", "32x128", "sentences"};
 static int quick = 0, sentences = 0; /* 0: the model's n_sent */
-static int no_sgemm = 0;            /* --no-sgemm: the encoder alone (for profilers) */
+static int no_sgemm = 0; /* --no-sgemm: the encoder alone (for profilers) */
 static const char *only_work = NULL; /* --workload KEY: that workload alone */
 static int skip_work(int w) { return only_work && strcmp(only_work, WORK_KEYS[w]) != 0; }
 static const char *results_path = NULL;
@@ -82,12 +82,23 @@ static emb_weights weight_kinds[MAX_KINDS] = {EMB_WEIGHTS_F32, EMB_WEIGHTS_INT8}
 static int n_weight_kinds = 2;
 
 static uint64_t rs;
-static inline uint32_t xr(void) { rs ^= rs << 13; rs ^= rs >> 7; rs ^= rs << 17; return (uint32_t)(rs >> 32); }
+static inline uint32_t xr(void) {
+    rs ^= rs << 13;
+    rs ^= rs >> 7;
+    rs ^= rs << 17;
+    return (uint32_t)(rs >> 32);
+}
 static float urand(float a) { return ((float)xr() / 4294967296.0f * 2.0f - 1.0f) * a; }
 
 /* ------------------------------------------------------------------ workloads */
 
-typedef struct { char name[48]; int nbatch; int *B, *T; int32_t **ids, **lens; long tokens; } workload;
+typedef struct {
+    char name[48];
+    int nbatch;
+    int *B, *T;
+    int32_t **ids, **lens;
+    long tokens;
+} workload;
 
 static void alloc_batches(workload *w, int nb) {
     w->nbatch = nb;
@@ -148,8 +159,14 @@ static void make_workloads(const msize *m, workload wl[N_WORK]) {
     wl[3] = make_sentences(sentences ? sentences : quick && m->n_sent > 64 ? 64 : m->n_sent);
 }
 static void free_workload(workload *w) {
-    for (int k = 0; k < w->nbatch; k++) { free(w->ids[k]); free(w->lens[k]); }
-    free(w->B); free(w->T); free(w->ids); free(w->lens);
+    for (int k = 0; k < w->nbatch; k++) {
+        free(w->ids[k]);
+        free(w->lens[k]);
+    }
+    free(w->B);
+    free(w->T);
+    free(w->ids);
+    free(w->lens);
 }
 
 /* workloads.txt: "workload KEY NAME_WITHOUT_SPACES NBATCH TOKENS", then per batch "batch B T",
@@ -158,7 +175,10 @@ static int write_workloads(const char *dir, const workload wl[N_WORK]) {
     char path[1024];
     snprintf(path, sizeof path, "%s/workloads.txt", dir);
     FILE *f = fopen(path, "w");
-    if (!f) { perror(path); return -1; }
+    if (!f) {
+        perror(path);
+        return -1;
+    }
     for (int w = 0; w < N_WORK; w++) {
         fprintf(f, "workload %s %d %ld\n", WORK_KEYS[w], wl[w].nbatch, wl[w].tokens);
         for (int k = 0; k < wl[w].nbatch; k++) {
@@ -195,16 +215,18 @@ static int check_model(const emb_encoder *enc, const msize *m, emb_workspace *ws
     const emb_encoder_config *c = emb_encoder_get_config(enc);
     int bad = 0, H = m->H;
     bad += expect(c->dims.hidden == m->H && c->dims.layers == m->L && c->dims.heads == m->NH &&
-                  c->dims.intermediate == m->FF, m->key, "sizes differ from those written");
+                      c->dims.intermediate == m->FF,
+                  m->key, "sizes differ from those written");
     if (m->arch == BENCH_ARCH_NOMIC)
-        bad += expect(c->arch == EMB_ARCH_NOMIC_BERT && c->pos_kind == EMB_POS_ROTARY && c->rope_theta == 1000 &&
-                      c->rope_dims == H / m->NH && c->gated && c->act == EMB_ACT_SILU && !c->qkv_bias &&
-                      !c->out_bias && !c->ffn_in_bias && !c->ffn_out_bias && !c->pre_norm && c->global_every == 0,
-                      m->key, "not read as nomic-embed-text-v1.5's architecture");
+        bad +=
+            expect(c->arch == EMB_ARCH_NOMIC_BERT && c->pos_kind == EMB_POS_ROTARY && c->rope_theta == 1000 &&
+                       c->rope_dims == H / m->NH && c->gated && c->act == EMB_ACT_SILU && !c->qkv_bias &&
+                       !c->out_bias && !c->ffn_in_bias && !c->ffn_out_bias && !c->pre_norm && c->global_every == 0,
+                   m->key, "not read as nomic-embed-text-v1.5's architecture");
     if (m->arch == BENCH_ARCH_MODERNBERT)
         bad += expect(c->arch == EMB_ARCH_MODERNBERT && c->pos_kind == EMB_POS_ROTARY && c->rope_theta == 160000 &&
-                      c->rope_theta_local == 10000 && c->half_window == 64 && c->global_every == 3 && c->gated &&
-                      c->act == EMB_ACT_GELU && c->pre_norm && !c->qkv_bias && !c->norm_bias,
+                          c->rope_theta_local == 10000 && c->half_window == 64 && c->global_every == 3 &&
+                          c->gated && c->act == EMB_ACT_GELU && c->pre_norm && !c->qkv_bias && !c->norm_bias,
                       m->key, "not read as ModernBERT-base's architecture");
     if (m->arch == BENCH_ARCH_BERT) bad += expect(c->arch == EMB_ARCH_BERT, m->key, "not read as BERT");
     char err[EMB_ERR_LEN];
@@ -238,7 +260,8 @@ static int check_model(const emb_encoder *enc, const msize *m, emb_workspace *ws
     }
     if (!bad) {
         int f32 = emb_encoder_weights(enc) == EMB_WEIGHTS_F32;
-        bad += expect(f32 ? worst < 1e-4 : cos_min >= 0.99, m->key, "a padded batch differs from its sequences run alone");
+        bad += expect(f32 ? worst < 1e-4 : cos_min >= 0.99, m->key,
+                      "a padded batch differs from its sequences run alone");
         bad += expect(spread > 1e-3 * H, m->key, "rows are all alike");
         printf("check %s: %s, %s, padded batch vs alone max |diff| %.2g, smallest token cosine %.6f, %s\n", m->key,
                c->arch_name, emb_weights_name(emb_encoder_weights(enc)), worst, cos_min, bad ? "FAILED" : "ok");
@@ -290,7 +313,9 @@ static int write_check(const char *dir, const emb_encoder *enc, const msize *m) 
 /* ------------------------------------------------------------------ sgemm alone */
 
 /* The sgemm calls of one forward pass (core/encoder.c), same shapes and order, no other work. */
-typedef struct { float *X, *W1, *W2, *Q, *S, *out; } gemm_bufs;
+typedef struct {
+    float *X, *W1, *W2, *Q, *S, *out;
+} gemm_bufs;
 static void gemm_attention(const emb_encoder_config *c, gemm_bufs *g, int l, int B, int T, const int32_t *lens) {
     const int H = c->dims.hidden, dh = H / c->dims.heads, BT = B * T;
     int w = emb_encoder_config_layer_is_local(c, l) ? c->half_window : -1;
@@ -320,7 +345,8 @@ static void gemm_attention(const emb_encoder_config *c, gemm_bufs *g, int l, int
             }
         }
 }
-static void gemm_only(const msize *m, const emb_encoder_config *c, gemm_bufs *g, int B, int T, const int32_t *lens) {
+static void gemm_only(const msize *m, const emb_encoder_config *c, gemm_bufs *g, int B, int T,
+                      const int32_t *lens) {
     const int H = m->H, FF = m->FF, BT = B * T, FFin = c->gated ? 2 * FF : FF;
     for (int l = 0; l < m->L; l++) {
         for (int k = 0; k < 3; k++)
@@ -330,12 +356,16 @@ static void gemm_only(const msize *m, const emb_encoder_config *c, gemm_bufs *g,
         /* projections accumulate onto their preloaded bias or the residual (beta = 1), as the encoder does */
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, BT, H, H, 1.0f, g->Q, H, g->W1, H, 1.0f, g->out, H);
         if (m->ffn_in_split) {
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, BT, FF, H, 1.0f, g->X, H, g->W2, H, 1.0f, g->Q, FFin);
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, BT, FF, H, 1.0f, g->X, H, g->W2, H, 1.0f, g->Q + FF, FFin);
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, BT, FF, H, 1.0f, g->X, H, g->W2, H, 1.0f, g->Q,
+                        FFin);
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, BT, FF, H, 1.0f, g->X, H, g->W2, H, 1.0f,
+                        g->Q + FF, FFin);
         } else {
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, BT, FFin, H, 1.0f, g->X, H, g->W2, H, 1.0f, g->Q, FFin);
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, BT, FFin, H, 1.0f, g->X, H, g->W2, H, 1.0f, g->Q,
+                        FFin);
         }
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, BT, H, FF, 1.0f, g->Q, FFin, g->W2, FF, 1.0f, g->out, H);
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, BT, H, FF, 1.0f, g->Q, FFin, g->W2, FF, 1.0f, g->out,
+                    H);
     }
 }
 
@@ -365,7 +395,8 @@ static double one_pass(pass_fn fn, void *ctx, const workload *w) {
  * 16 % slower here than alone (three runs each way, one CPU); at 0.5 s, level.
  * best[] gets the n times; returns -1 on error. */
 #define WARM_PASS_S 0.5
-static int time_ways(int n, pass_fn const fn[], void *const ctx[], const workload *w, double min_time, double best[]) {
+static int time_ways(int n, pass_fn const fn[], void *const ctx[], const workload *w, double min_time,
+                     double best[]) {
     for (int i = 0; i < n; i++) {
         best[i] = 1e30;
         if (fn[i](ctx[i], w, w->nbatch - 1)) return -1;
@@ -386,7 +417,13 @@ static int time_ways(int n, pass_fn const fn[], void *const ctx[], const workloa
     return 0;
 }
 
-typedef struct { const emb_encoder *enc; emb_workspace *ws; const msize *m; float *out; char err[EMB_ERR_LEN]; } enc_ctx;
+typedef struct {
+    const emb_encoder *enc;
+    emb_workspace *ws;
+    const msize *m;
+    float *out;
+    char err[EMB_ERR_LEN];
+} enc_ctx;
 static int encoder_pass(void *cv, const workload *w, int k) {
     enc_ctx *c = cv;
     if (!emb_encoder_forward_grouped(c->enc, c->ws, w->B[k], w->T[k], w->ids[k], NULL, w->lens[k], c->m->L, c->out,
@@ -395,7 +432,11 @@ static int encoder_pass(void *cv, const workload *w, int k) {
     fprintf(stderr, "forward: %s\n", c->err);
     return 1;
 }
-typedef struct { const msize *m; const emb_encoder_config *c; gemm_bufs g; } gemm_ctx;
+typedef struct {
+    const msize *m;
+    const emb_encoder_config *c;
+    gemm_bufs g;
+} gemm_ctx;
 static int gemm_pass(void *cv, const workload *w, int k) {
     gemm_ctx *c = cv;
     gemm_only(c->m, c->c, &c->g, w->B[k], w->T[k], w->lens[k]);
@@ -414,7 +455,12 @@ static void gemm_bufs_init(gemm_bufs *g, const msize *m) {
     for (size_t i = 0; i < (size_t)m->H * 2 * m->FF; i++) g->W2[i] = urand(0.05f);
 }
 static void gemm_bufs_free(gemm_bufs *g) {
-    free(g->X); free(g->W1); free(g->W2); free(g->Q); free(g->S); free(g->out);
+    free(g->X);
+    free(g->W1);
+    free(g->W2);
+    free(g->Q);
+    free(g->S);
+    free(g->out);
 }
 
 /* The machine may be shared: print the load average next to the figures. */
@@ -443,7 +489,10 @@ static const char *result_impl(emb_weights wt) {
 static void append_result(const char *impl, const msize *m, int th, int w, double tps) {
     if (!results_path) return;
     FILE *f = fopen(results_path, "a");
-    if (!f) { perror(results_path); return; }
+    if (!f) {
+        perror(results_path);
+        return;
+    }
     fprintf(f, "%s %s %d %s %.1f\n", impl, m->key, th, WORK_KEYS[w], tps);
     fclose(f);
 }
@@ -483,7 +532,10 @@ static int run_model(const char *dir, const msize *m, const int *threads, int nt
     size_t packed = 0;
     for (int k = 0; k < nk; k++) {
         double t0 = bench_now();
-        if (emb_encoder_load(dir, &enc[k], err)) { fprintf(stderr, "load: %s\n", err); return 1; }
+        if (emb_encoder_load(dir, &enc[k], err)) {
+            fprintf(stderr, "load: %s\n", err);
+            return 1;
+        }
         double t1 = bench_now();
         if (emb_encoder_set_weights(enc[k], weight_kinds[k], err)) {
             fprintf(stderr, "%s weights: %s\n", emb_weights_name(weight_kinds[k]), err);
@@ -495,7 +547,8 @@ static int run_model(const char *dir, const msize *m, const int *threads, int nt
             printf("\n== %s, f32: %.1f MB of F32 weights, loaded (mmap + fingerprint) in %.2f s\n", m->name,
                    in->weight_bytes / 1e6, t1 - t0);
         else
-            printf("\n== %s, %s: loaded in %.2f s, linear layers packed (%.1f MB) in %.2f s; the pass reads %.1f MB\n",
+            printf("\n== %s, %s: loaded in %.2f s, linear layers packed (%.1f MB) in %.2f s; the pass reads %.1f "
+                   "MB\n",
                    m->name, emb_weights_name(weight_kinds[k]), t1 - t0, in->packed_bytes / 1e6, bench_now() - t1,
                    in->used_bytes / 1e6);
         ec[k] = (enc_ctx){enc[k], emb_workspace_new(), m, malloc(sizeof(float) * 32 * 128 * m->H), {0}};
@@ -505,7 +558,11 @@ static int run_model(const char *dir, const msize *m, const int *threads, int nt
         double c = min_token_cosine(enc[0], enc[k], ec[0].ws, m);
         printf("check %s: %s vs %s, smallest cosine of a token's vector on the check batch %.5f\n", m->key,
                emb_weights_name(weight_kinds[k]), emb_weights_name(weight_kinds[0]), c);
-        if (!(c > 0.9)) { fprintf(stderr, "check %s: %s weights are far from %s\n", m->key, emb_weights_name(weight_kinds[k]), emb_weights_name(weight_kinds[0])); return 1; }
+        if (!(c > 0.9)) {
+            fprintf(stderr, "check %s: %s weights are far from %s\n", m->key, emb_weights_name(weight_kinds[k]),
+                    emb_weights_name(weight_kinds[0]));
+            return 1;
+        }
     }
     print_load("before");
     workload wl[N_WORK];
@@ -513,7 +570,8 @@ static int run_model(const char *dir, const msize *m, const int *threads, int nt
     double enc_time[8][MAX_KINDS][N_WORK], gemm_time[8][N_WORK], flops[N_WORK];
     for (int w = 0; w < N_WORK; w++) {
         flops[w] = 0;
-        for (int k = 0; k < wl[w].nbatch; k++) flops[w] += emb_encoder_flops(enc[0], wl[w].B[k], wl[w].T[k], wl[w].lens[k], m->L);
+        for (int k = 0; k < wl[w].nbatch; k++)
+            flops[w] += emb_encoder_flops(enc[0], wl[w].B[k], wl[w].T[k], wl[w].lens[k], m->L);
     }
     /* peak RSS of the encoders alone: their largest batch on the most threads, before the sgemm
      * buffers exist */
@@ -558,7 +616,8 @@ static int run_model(const char *dir, const msize *m, const int *threads, int nt
             if (!no_sgemm) append_result("sgemm", m, threads[ti], w, wl[w].tokens / gemm_time[ti][w]);
         }
     const emb_encoder_info *in = emb_encoder_get_info(enc[0]);
-    printf("peak RSS %.1f MB (before load %.1f MB) vs weights %.1f MB%s: weights + %.1f MB; workspace %.1f MB at 32 x 128\n",
+    printf("peak RSS %.1f MB (before load %.1f MB) vs weights %.1f MB%s: weights + %.1f MB; workspace %.1f MB at "
+           "32 x 128\n",
            rss_after / 1024.0, rss0 / 1024.0, (in->weight_bytes + packed) / 1048576.0,
            packed ? " (float32 + the packed copies, every encoder loaded)" : "",
            (rss_after * 1024.0 - (double)(in->weight_bytes + packed)) / 1048576.0, ws_bytes / 1048576.0);
@@ -577,7 +636,10 @@ static int run_model(const char *dir, const msize *m, const int *threads, int nt
 static int write_peer_files(const char *dir, const msize *m) {
     char err[EMB_ERR_LEN];
     emb_encoder *enc;
-    if (emb_encoder_load(dir, &enc, err)) { fprintf(stderr, "load: %s\n", err); return 1; }
+    if (emb_encoder_load(dir, &enc, err)) {
+        fprintf(stderr, "load: %s\n", err);
+        return 1;
+    }
     emb_workspace *ws = emb_workspace_new();
     workload wl[N_WORK];
     int rc = check_model(enc, m, ws);
@@ -639,7 +701,10 @@ int main(int argc, char **argv) {
                     want[k] = p && (p == list || p[-1] == ',') && (p[n] == 0 || p[n] == ',');
                 }
         } else if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc) {
-            if (!(nthreads = parse_list(argv[++i], threads, 8))) { fprintf(stderr, "bad --threads\n"); return 2; }
+            if (!(nthreads = parse_list(argv[++i], threads, 8))) {
+                fprintf(stderr, "bad --threads\n");
+                return 2;
+            }
         } else if (strcmp(argv[i], "--dir") == 0 && i + 1 < argc) dir_given = argv[++i];
         else if (strcmp(argv[i], "--write") == 0 && i + 1 < argc) write_dir = argv[++i];
         else if (strcmp(argv[i], "--no-sgemm") == 0) no_sgemm = 1;
@@ -648,13 +713,16 @@ int main(int argc, char **argv) {
                 fprintf(stderr, "bad --weights (a list of f32, int8, bf16)\n");
                 return 2;
             }
-        }
-        else if (strcmp(argv[i], "--workload") == 0 && i + 1 < argc) only_work = argv[++i];
+        } else if (strcmp(argv[i], "--workload") == 0 && i + 1 < argc) only_work = argv[++i];
         else if (strcmp(argv[i], "--sentences") == 0 && i + 1 < argc) {
-            if ((sentences = atoi(argv[++i])) < 1) { fprintf(stderr, "bad --sentences\n"); return 2; }
+            if ((sentences = atoi(argv[++i])) < 1) {
+                fprintf(stderr, "bad --sentences\n");
+                return 2;
+            }
         } else if (strcmp(argv[i], "--results") == 0 && i + 1 < argc) results_path = argv[++i];
         else {
-            fprintf(stderr, "usage: bench_encoder [--quick] [--no-sgemm] [--workload KEY] [--model minilm,base,nomic,modernbert|all] [--threads 1,2] [--weights f32,int8] "
+            fprintf(stderr, "usage: bench_encoder [--quick] [--no-sgemm] [--workload KEY] [--model "
+                            "minilm,base,nomic,modernbert|all] [--threads 1,2] [--weights f32,int8] "
                             "[--sentences N] [--dir DIR | --write DIR] [--results FILE]\n");
             return 2;
         }
@@ -662,14 +730,18 @@ int main(int argc, char **argv) {
     char tmp[] = "/tmp/bench_encoder_XXXXXX";
     const char *dir = write_dir ? write_dir : dir_given;
     if (!dir) {
-        if (!mkdtemp(tmp)) { perror("mkdtemp"); return 1; }
+        if (!mkdtemp(tmp)) {
+            perror("mkdtemp");
+            return 1;
+        }
         dir = tmp;
     } else {
         mkdir(dir, 0755);
     }
     const char *ct = getenv("OPENBLAS_CORETYPE"), *l2 = getenv("OPENBLAS_L2_SIZE");
     if (!write_dir)
-        printf("bench_encoder: OPENBLAS_CORETYPE=%s OPENBLAS_L2_SIZE=%s\n", ct ? ct : "(unset)", l2 ? l2 : "(unset)");
+        printf("bench_encoder: OPENBLAS_CORETYPE=%s OPENBLAS_L2_SIZE=%s\n", ct ? ct : "(unset)",
+               l2 ? l2 : "(unset)");
     fflush(stdout);
     int rc = 0;
     for (int mi = 0; mi < N_MODELS && !rc; mi++) {
@@ -681,7 +753,11 @@ int main(int argc, char **argv) {
             mkdir(sub, 0755);
             pid_t p = fork();
             if (p == 0) _exit(bench_random_model_write_arch(sub, m->arch, m->H, m->L, m->NH, m->FF, 0) ? 1 : 0);
-            if (!child_ok(p)) { fprintf(stderr, "writing the %s model failed\n", m->name); rc = 1; break; }
+            if (!child_ok(p)) {
+                fprintf(stderr, "writing the %s model failed\n", m->name);
+                rc = 1;
+                break;
+            }
         }
         pid_t p = fork();
         if (p == 0) {

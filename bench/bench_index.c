@@ -236,7 +236,8 @@ static int encode(const char *dir, const char *file) {
 int main(int argc, char **argv) {
     if (argc >= 4 && !strcmp(argv[1], "membw"))
         return membw((size_t)atol(argv[2]), (size_t)atol(argv[3]), argc > 4 ? atoi(argv[4]) : 20);
-    if (argc == 3 && !strcmp(argv[1], "make-model")) return bench_random_model_write(argv[2], 384, 6, 12, 1536, 1) ? 1 : 0;
+    if (argc == 3 && !strcmp(argv[1], "make-model"))
+        return bench_random_model_write(argv[2], 384, 6, 12, 1536, 1) ? 1 : 0;
     if (argc == 4 && !strcmp(argv[1], "encode")) return encode(argv[2], argv[3]);
     fprintf(stderr, "usage: bench_index membw N D [REPS] | make-model DIR | encode DIR TEXTS\n");
     return 2;

@@ -46,13 +46,25 @@ static int quick = 0, sentences = 0, threads = 1;
 static emb_weights kind = EMB_WEIGHTS_INT8; /* --weights: what is compared with float32 */
 
 static uint64_t rs;
-static uint32_t xr(void) { rs ^= rs << 13; rs ^= rs >> 7; rs ^= rs << 17; return (uint32_t)(rs >> 32); }
+static uint32_t xr(void) {
+    rs ^= rs << 13;
+    rs ^= rs >> 7;
+    rs ^= rs << 17;
+    return (uint32_t)(rs >> 32);
+}
 
 /* ------------------------------------------------------------------ inputs */
 
 /* Sequences run together: B sequences padded to T (ids and type ids B*T, 0 past lens[b]). */
-typedef struct { int B, T; int32_t *ids, *types, *lens; const char *name; } batch;
-typedef struct { batch *b; int n, cap; } batch_list;
+typedef struct {
+    int B, T;
+    int32_t *ids, *types, *lens;
+    const char *name;
+} batch;
+typedef struct {
+    batch *b;
+    int n, cap;
+} batch_list;
 
 static batch *add_batch(batch_list *l, int B, int T) {
     if (l->n == l->cap) {
@@ -60,8 +72,12 @@ static batch *add_batch(batch_list *l, int B, int T) {
         l->b = realloc(l->b, sizeof *l->b * (size_t)l->cap);
     }
     batch *b = &l->b[l->n++];
-    *b = (batch){B, T, calloc((size_t)B * T, sizeof(int32_t)), calloc((size_t)B * T, sizeof(int32_t)),
-                 calloc((size_t)B, sizeof(int32_t)), NULL};
+    *b = (batch){B,
+                 T,
+                 calloc((size_t)B * T, sizeof(int32_t)),
+                 calloc((size_t)B * T, sizeof(int32_t)),
+                 calloc((size_t)B, sizeof(int32_t)),
+                 NULL};
     return b;
 }
 static void free_batches(batch_list *l) {
@@ -73,7 +89,8 @@ static void free_batches(batch_list *l) {
 static int cmp_int(const void *a, const void *b) { return *(const int *)a - *(const int *)b; }
 
 /* n sequences of 8..min(128, max_len) tokens: first, random ids in [lo, hi), last. */
-static void make_sentences(batch_list *l, int n, int max_len, int32_t first, int32_t last, int32_t lo, int32_t hi) {
+static void make_sentences(batch_list *l, int n, int max_len, int32_t first, int32_t last, int32_t lo,
+                           int32_t hi) {
     rs = 0x9E3779B97F4A7C15ull;
     int top = max_len < 128 ? max_len : 128, *len = malloc(sizeof(int) * (size_t)n);
     for (int i = 0; i < n; i++) len[i] = 8 + (int)(xr() % (uint32_t)(top - 7));
@@ -84,7 +101,9 @@ static void make_sentences(batch_list *l, int n, int max_len, int32_t first, int
         for (int s = 0; s < B; s++) {
             int L = b->lens[s] = len[k + s];
             for (int t = 0; t < L; t++)
-                b->ids[s * b->T + t] = t == 0 ? first : t == L - 1 ? last : lo + (int32_t)(xr() % (uint32_t)(hi - lo));
+                b->ids[s * b->T + t] = t == 0       ? first
+                                       : t == L - 1 ? last
+                                                    : lo + (int32_t)(xr() % (uint32_t)(hi - lo));
         }
     }
     free(len);
@@ -99,15 +118,25 @@ static int read_cases(const char *dir, batch_list *l, cJSON **json) {
     snprintf(path, sizeof path, "%s/../refs/%s.json", dir, name);
     char *text, err[EMB_ERR_LEN];
     if (!emb_path_exists(path)) return 0;
-    if (emb_read_file(path, (size_t)1 << 30, &text, NULL, err)) { fprintf(stderr, "%s\n", err); return -1; }
+    if (emb_read_file(path, (size_t)1 << 30, &text, NULL, err)) {
+        fprintf(stderr, "%s\n", err);
+        return -1;
+    }
     *json = cJSON_Parse(text);
     free(text);
-    if (!*json) { fprintf(stderr, "%s: not JSON\n", path); return -1; }
+    if (!*json) {
+        fprintf(stderr, "%s: not JSON\n", path);
+        return -1;
+    }
     cJSON *cases = cJSON_GetObjectItemCaseSensitive(*json, "cases"), *c;
-    if (!cJSON_IsObject(cases)) { fprintf(stderr, "%s: no \"cases\" object\n", path); return -1; }
+    if (!cJSON_IsObject(cases)) {
+        fprintf(stderr, "%s: no \"cases\" object\n", path);
+        return -1;
+    }
     int n = 0;
     cJSON_ArrayForEach(c, cases) {
-        cJSON *ids = cJSON_GetObjectItemCaseSensitive(c, "input_ids"), *ty = cJSON_GetObjectItemCaseSensitive(c, "token_type_ids");
+        cJSON *ids = cJSON_GetObjectItemCaseSensitive(c, "input_ids"),
+              *ty = cJSON_GetObjectItemCaseSensitive(c, "token_type_ids");
         int T = cJSON_GetArraySize(ids);
         if (!cJSON_IsArray(ids) || T < 1 || (ty && cJSON_GetArraySize(ty) != T)) {
             fprintf(stderr, "%s: case %s: bad input_ids / token_type_ids\n", path, c->string);
@@ -127,7 +156,10 @@ static int read_cases(const char *dir, batch_list *l, cJSON **json) {
 
 /* ------------------------------------------------------------------ measuring */
 
-typedef struct { double *v; size_t n, cap; } series;
+typedef struct {
+    double *v;
+    size_t n, cap;
+} series;
 static void push(series *s, double x) {
     if (s->n == s->cap) s->v = realloc(s->v, sizeof(double) * (s->cap = s->cap ? 2 * s->cap : 1024));
     s->v[s->n++] = x;
@@ -145,7 +177,12 @@ static double cosine(const float *u, const float *v, int n) {
     return uu > 0 && vv > 0 ? uv / sqrt(uu * vv) : (uu == vv ? 1.0 : 0.0);
 }
 
-typedef struct { series mean, cls, token; double worst_sentence; const char *worst_name; int nan; } stats;
+typedef struct {
+    series mean, cls, token;
+    double worst_sentence;
+    const char *worst_name;
+    int nan;
+} stats;
 
 /* Runs every batch through both encoders and adds the cosines. */
 static int measure(const emb_encoder *f32, const emb_encoder *i8, const batch_list *l, stats *st) {
@@ -200,11 +237,13 @@ static int report(const char *model, const char *inputs, stats *st) {
     print_dist(&st->mean);
     print_dist(&st->cls);
     print_dist(&st->token);
-    int ok = !st->nan && st->mean.v[0] >= BOUND_SENTENCE && st->cls.v[0] >= BOUND_SENTENCE && st->token.v[0] >= BOUND_TOKEN;
+    int ok = !st->nan && st->mean.v[0] >= BOUND_SENTENCE && st->cls.v[0] >= BOUND_SENTENCE &&
+             st->token.v[0] >= BOUND_TOKEN;
     printf(" | %s", ok ? "ok" : "BELOW");
     if (!ok) {
         size_t below_s = 0, below_t = 0;
-        for (size_t i = 0; i < st->mean.n; i++) below_s += st->mean.v[i] < BOUND_SENTENCE || st->cls.v[i] < BOUND_SENTENCE;
+        for (size_t i = 0; i < st->mean.n; i++)
+            below_s += st->mean.v[i] < BOUND_SENTENCE || st->cls.v[i] < BOUND_SENTENCE;
         for (size_t i = 0; i < st->token.n; i++) below_t += st->token.v[i] < BOUND_TOKEN;
         printf(": %zu sentences, %zu tokens", below_s, below_t);
     }
@@ -264,7 +303,11 @@ static int run_folder(const char *dir, const char *label, int n_sent, int golden
 
 /* ------------------------------------------------------------------ main */
 
-typedef struct { const char *key; int H, L, NH, FF, n_sent; unsigned flags; } random_model;
+typedef struct {
+    const char *key;
+    int H, L, NH, FF, n_sent;
+    unsigned flags;
+} random_model;
 static const random_model RANDOM[] = {
     {"minilm", 384, 6, 12, 1536, 1000, 0},
     {"base", 768, 12, 12, 3072, 128, 0},
@@ -294,28 +337,39 @@ int main(int argc, char **argv) {
         if (strcmp(argv[i], "--quick") == 0) quick = 1;
         else if (strcmp(argv[i], "--random") == 0 && i + 1 < argc) random_list = argv[++i];
         else if (strcmp(argv[i], "--weights") == 0 && i + 1 < argc && !emb_weights_parse(argv[i + 1], &kind) &&
-                 kind != EMB_WEIGHTS_F32) i++;
+                 kind != EMB_WEIGHTS_F32)
+            i++;
         else if (strcmp(argv[i], "--sentences") == 0 && i + 1 < argc && (sentences = atoi(argv[i + 1])) > 0) i++;
         else if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc && (threads = atoi(argv[i + 1])) > 0) i++;
-        else if (argv[i][0] != '-') { first_dir = i; break; }
-        else {
-            fprintf(stderr, "usage: bench_int8_accuracy [--quick] [--random minilm,base,minilm-outliers,base-outliers,"
-                            "minilm-bigweights,minilm-bigdims|none] "
-                            "[--sentences N] [--threads N] [--weights int8|bf16] [FOLDER ...]\n");
+        else if (argv[i][0] != '-') {
+            first_dir = i;
+            break;
+        } else {
+            fprintf(stderr,
+                    "usage: bench_int8_accuracy [--quick] [--random minilm,base,minilm-outliers,base-outliers,"
+                    "minilm-bigweights,minilm-bigdims|none] "
+                    "[--sentences N] [--threads N] [--weights int8|bf16] [FOLDER ...]\n");
             return 2;
         }
     }
     openblas_set_num_threads(threads);
-    if (kind == EMB_WEIGHTS_INT8) printf("int8 kernels: %s\n", emb_int8_gemm_path_name(emb_int8_gemm_path_default()));
-    printf("%s vs float32 weights: cosine of the %s vector to the float32 one, smallest / 1st percentile / median;\n"
-           "bounds (issue 13): sentence vectors (mean, CLS) >= %.3f for every golden case, contextual (token) >= %.2f\n\n",
-           emb_weights_name(kind), emb_weights_name(kind), BOUND_SENTENCE, BOUND_TOKEN);
-    printf("| model | inputs | sentences / tokens | mean: min p1 median | CLS: min p1 median | token: min p1 median | bounds |\n"
+    if (kind == EMB_WEIGHTS_INT8)
+        printf("int8 kernels: %s\n", emb_int8_gemm_path_name(emb_int8_gemm_path_default()));
+    printf(
+        "%s vs float32 weights: cosine of the %s vector to the float32 one, smallest / 1st percentile / median;\n"
+        "bounds (issue 13): sentence vectors (mean, CLS) >= %.3f for every golden case, contextual (token) >= "
+        "%.2f\n\n",
+        emb_weights_name(kind), emb_weights_name(kind), BOUND_SENTENCE, BOUND_TOKEN);
+    printf("| model | inputs | sentences / tokens | mean: min p1 median | CLS: min p1 median | token: min p1 "
+           "median | bounds |\n"
            "|---|---|---|---|---|---|---|\n");
     fflush(stdout);
     int golden_ok = 1, failed = 0;
     char tmp[] = "/tmp/bench_int8_accuracy_XXXXXX";
-    if (!mkdtemp(tmp)) { perror("mkdtemp"); return 1; }
+    if (!mkdtemp(tmp)) {
+        perror("mkdtemp");
+        return 1;
+    }
     for (int i = 0; i < N_RANDOM && !failed; i++) {
         const random_model *m = &RANDOM[i];
         if (!in_list(random_list, m->key)) continue;
@@ -337,6 +391,8 @@ int main(int argc, char **argv) {
         else golden_ok &= r;
     }
     if (failed) return 1;
-    printf("\ngolden models: %s\n", first_dir == argc ? "none given" : golden_ok ? "every case within the bounds" : "BELOW a bound");
+    printf("\ngolden models: %s\n", first_dir == argc ? "none given"
+                                    : golden_ok       ? "every case within the bounds"
+                                                      : "BELOW a bound");
     return golden_ok ? 0 : 1;
 }

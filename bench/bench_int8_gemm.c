@@ -82,8 +82,8 @@ typedef struct {
 
 static void run_sgemm(void *p) {
     job *j = p;
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, j->M, j->N, j->K, 1.0f, j->A, j->K, j->W, j->K, 1.0f, j->C,
-                j->N);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, j->M, j->N, j->K, 1.0f, j->A, j->K, j->W, j->K, 1.0f,
+                j->C, j->N);
 }
 static void run_int8(void *p) {
     job *j = p;
@@ -99,10 +99,13 @@ static void run_kernel(void *p) {
 }
 
 #ifdef BENCH_DNNL
-#define DN(call)                                                                            \
-    do {                                                                                    \
-        dnnl_status_t s_ = (call);                                                          \
-        if (s_ != dnnl_success) { fprintf(stderr, "%s: status %d\n", #call, (int)s_); exit(1); } \
+#define DN(call)                                                                                                  \
+    do {                                                                                                          \
+        dnnl_status_t s_ = (call);                                                                                \
+        if (s_ != dnnl_success) {                                                                                 \
+            fprintf(stderr, "%s: status %d\n", #call, (int)s_);                                                   \
+            exit(1);                                                                                              \
+        }                                                                                                         \
     } while (0)
 
 /* u8 [M][K] x s8 weights (oneDNN's own layout, reordered once from [N][K]) -> f32 [M][N],
@@ -144,7 +147,8 @@ static void dnnl_setup(job *j) {
     DN(dnnl_memory_create(&wu, &b_user, j->eng, DNNL_MEMORY_ALLOCATE));
     DN(dnnl_memory_get_data_handle(wu, &h));
     for (int n = 0; n < j->N; n++)
-        for (int k = 0; k < j->K; k++) ((int8_t *)h)[(size_t)n * j->K + k] = emb_int8_gemm_weights_code(j->w, n, k);
+        for (int k = 0; k < j->K; k++)
+            ((int8_t *)h)[(size_t)n * j->K + k] = emb_int8_gemm_weights_code(j->w, n, k);
     dnnl_primitive_desc_t rpd;
     dnnl_primitive_t r;
     DN(dnnl_reorder_primitive_desc_create(&rpd, &b_user, j->eng, b_md, j->eng, NULL));
@@ -181,9 +185,12 @@ static void dnnl_teardown(job *j) {
 }
 #endif
 
-typedef struct { const char *model; int K, N; } layer;
+typedef struct {
+    const char *model;
+    int K, N;
+} layer;
 static const layer layers[] = {
-    {"minilm", 384, 1152}, {"minilm", 384, 384}, {"minilm", 384, 1536}, {"minilm", 1536, 384},
+    {"minilm", 384, 1152},    {"minilm", 384, 384},    {"minilm", 384, 1536},    {"minilm", 1536, 384},
     {"bert-base", 768, 2304}, {"bert-base", 768, 768}, {"bert-base", 768, 3072}, {"bert-base", 3072, 768},
 };
 
@@ -191,8 +198,8 @@ static void speed(int quick, int only_m) {
     static const int Ms[] = {16, 128, 4096};
     emb_workers *helpers = emb_workers_new(1);
     printf("kernel set: %s\n", emb_int8_gemm_path_name(emb_int8_gemm_path_default()));
-    printf("%-9s %5s %5s %5s %3s | %8s %8s %8s | %6s %6s | %9s %9s", "model", "M", "K", "N", "thr", "sgemm", "int8",
-           "kern", "i8/sg", "kn/sg", "sg us", "i8 us");
+    printf("%-9s %5s %5s %5s %3s | %8s %8s %8s | %6s %6s | %9s %9s", "model", "M", "K", "N", "thr", "sgemm",
+           "int8", "kern", "i8/sg", "kn/sg", "sg us", "i8 us");
     int bf16 = emb_bf16_fast();
     if (bf16) printf(" | %8s %6s", "bf16", "bf/sg");
 #ifdef BENCH_DNNL
@@ -217,7 +224,10 @@ static void speed(int quick, int only_m) {
             char err[EMB_ERR_LEN];
             j.w = emb_int8_gemm_weights_pack(j.W, j.N, j.K, j.K, err);
             j.wb = emb_bf16w_pack(j.W, j.N, j.K, j.K, err);
-            if (!j.w || !j.wb) { fprintf(stderr, "%s\n", err); exit(1); }
+            if (!j.w || !j.wb) {
+                fprintf(stderr, "%s\n", err);
+                exit(1);
+            }
 #ifdef BENCH_DNNL
             dnnl_setup(&j);
 #endif
@@ -235,14 +245,15 @@ static void speed(int quick, int only_m) {
                 int nfn = (int)(sizeof fns / sizeof fns[0]);
                 time_alternating(fns, bf16 ? nfn : 3, &j, tm);
                 double ts = tm[0], ti = tm[1], tk = tm[2];
-                printf("%-9s %5d %5d %5d %3d | %8.1f %8.1f %8.1f | %6.2f %6.2f | %9.1f %9.1f", layers[li].model, j.M,
-                       j.K, j.N, thr, ops / ts * 1e-9, ops / ti * 1e-9, ops / tk * 1e-9, ts / ti, ts / tk, ts * 1e6,
-                       ti * 1e6);
+                printf("%-9s %5d %5d %5d %3d | %8.1f %8.1f %8.1f | %6.2f %6.2f | %9.1f %9.1f", layers[li].model,
+                       j.M, j.K, j.N, thr, ops / ts * 1e-9, ops / ti * 1e-9, ops / tk * 1e-9, ts / ti, ts / tk,
+                       ts * 1e6, ti * 1e6);
                 if (bf16) printf(" | %8.1f %6.2f", ops / tm[3] * 1e-9, ts / tm[3]);
 #ifdef BENCH_DNNL
                 double td = tm[4];
                 printf(" | %8.1f %6.2f %9.1f", ops / td * 1e-9, ts / td, td * 1e6);
-                printf("\nRESULT onednn_vs_sgemm_%s_M%d_K%d_N%d_t%d %.3f", layers[li].model, j.M, j.K, j.N, thr, ts / td);
+                printf("\nRESULT onednn_vs_sgemm_%s_M%d_K%d_N%d_t%d %.3f", layers[li].model, j.M, j.K, j.N, thr,
+                       ts / td);
 #endif
                 printf("\nRESULT int8_vs_sgemm_%s_M%d_K%d_N%d_t%d %.3f\n", layers[li].model, j.M, j.K, j.N, thr,
                        ts / ti);
@@ -265,7 +276,8 @@ static void speed(int quick, int only_m) {
     for (int t = 0; t < 2; t++)
         for (size_t mi = 0; mi < 3; mi++)
             if (ratio_n[t][mi])
-                printf("RESULT int8_vs_sgemm_geomean_M%d_t%d %.3f\n", Ms[mi], t + 1, exp(ratio_sum[t][mi] / ratio_n[t][mi]));
+                printf("RESULT int8_vs_sgemm_geomean_M%d_t%d %.3f\n", Ms[mi], t + 1,
+                       exp(ratio_sum[t][mi] / ratio_n[t][mi]));
     openblas_set_num_threads(1);
     emb_workers_free(helpers);
 }
@@ -282,7 +294,8 @@ typedef struct {
 static void split_task(void *ctx, int t, int worker) {
     (void)worker;
     split_job *s = ctx;
-    if (emb_int8_gemm_q_path(emb_int8_gemm_path_default(), &s->j->act, s->half[t], NULL, 1.0f, s->j->C + s->n0[t], s->j->N))
+    if (emb_int8_gemm_q_path(emb_int8_gemm_path_default(), &s->j->act, s->half[t], NULL, 1.0f, s->j->C + s->n0[t],
+                             s->j->N))
         abort();
 }
 static void run_split(void *p) {
@@ -323,7 +336,8 @@ static void threshold(void) {
             printf("%5d %5d %5d %10.0f | %8.1f %8.1f %6.2f\n", j.M, j.K, j.N, (double)j.M * j.N * j.K, t[0] * 1e6,
                    t[1] * 1e6, t[0] / t[1]);
             printf("RESULT split_speedup_M%d_K%d_N%d %.3f\n", j.M, j.K, j.N, t[0] / t[1]);
-            emb_int8_gemm_weights_free(j.w), emb_int8_gemm_weights_free(s.half[0]), emb_int8_gemm_weights_free(s.half[1]);
+            emb_int8_gemm_weights_free(j.w), emb_int8_gemm_weights_free(s.half[0]),
+                emb_int8_gemm_weights_free(s.half[1]);
             emb_int8_gemm_act_free(&j.act);
             free(j.A), free(j.W), free(j.C);
         }
@@ -365,12 +379,13 @@ static void accuracy(void) {
         float *W = malloc((size_t)N * K * sizeof *W), *A = activations(M, K, gelu_in);
         for (size_t i = 0; i < (size_t)N * K; i++) W[i] = 0.02f * gaussian();
         double e = rel_error(A, W, M, N, K);
-        printf("  random %-9s K %4d N %4d (%s input): %.4f\n", layers[li].model, K, N, gelu_in ? "GELU" : "Gaussian", e);
+        printf("  random %-9s K %4d N %4d (%s input): %.4f\n", layers[li].model, K, N,
+               gelu_in ? "GELU" : "Gaussian", e);
         printf("RESULT rel_error_random_%s_K%d_N%d %.5f\n", layers[li].model, K, N, e);
         free(W), free(A);
     }
     /* the golden MiniLM-style model's linear weights */
-    static const char *names[] = {"attention.self.query", "attention.self.key", "attention.self.value",
+    static const char *names[] = {"attention.self.query",   "attention.self.key", "attention.self.value",
                                   "attention.output.dense", "intermediate.dense", "output.dense"};
     emb_safetensors *sf;
     char err[EMB_ERR_LEN];

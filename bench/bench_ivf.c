@@ -18,7 +18,6 @@
 #include <string.h>
 #include <time.h>
 
-
 static void *xmalloc(size_t bytes) {
     void *p = malloc(bytes ? bytes : 1);
     if (!p) {
@@ -110,8 +109,8 @@ static void run(const char *kind, size_t n, size_t d, size_t nq) {
            "total %.2f s\n",
            lists, train_n, ts - tb, tt - ts, ta - tt, tg - ta, tg - tb);
     printf("lists: mean %.0f rows, largest %zu, empty %zu\n", (double)n / lists, biggest, empty);
-    printf("RESULT %s_%zu_build_s %.2f\nRESULT %s_%zu_train_s %.2f\nRESULT %s_%zu_assign_s %.2f\n", kind, n, tg - tb,
-           kind, n, tt - ts, kind, n, ta - tt);
+    printf("RESULT %s_%zu_build_s %.2f\nRESULT %s_%zu_train_s %.2f\nRESULT %s_%zu_assign_s %.2f\n", kind, n,
+           tg - tb, kind, n, tt - ts, kind, n, ta - tt);
 
     /* the exact search: the truth, and the latency to beat */
     float *aux = xmalloc(n * sizeof *aux);
@@ -169,15 +168,17 @@ static void run(const char *kind, size_t n, size_t d, size_t nq) {
                 if (same[a2].pos != hits[a2].pos) exit(1); /* the same rows scored, the same answer */
         }
         double ms = 1e3 * bench_median(lat, nq), recall = (double)found / (double)(nq * k);
-        printf("ivf probes %3zu%s: recall@10 %.3f, %.3f ms median (%.1fx faster than exact; probe %.3f ms, collect "
-               "%.3f ms), rows scored %.2f%%\n",
-               probes, probes == base ? " (default)" : "", recall, ms, exact_ms / ms, 1e3 * bench_median(lat_probe, nq),
-               1e3 * bench_median(lat_collect, nq), 100.0 * (double)scanned / (double)(nq * n));
+        printf(
+            "ivf probes %3zu%s: recall@10 %.3f, %.3f ms median (%.1fx faster than exact; probe %.3f ms, collect "
+            "%.3f ms), rows scored %.2f%%\n",
+            probes, probes == base ? " (default)" : "", recall, ms, exact_ms / ms,
+            1e3 * bench_median(lat_probe, nq), 1e3 * bench_median(lat_collect, nq),
+            100.0 * (double)scanned / (double)(nq * n));
         double ms_by_list = 1e3 * bench_median(lat_by_list, nq);
         printf("    rows stored by list: %.3f ms median (%.1fx faster than exact)\n", ms_by_list,
                exact_ms / ms_by_list);
-        printf("RESULT %s_%zu_probes%zu_recall %.3f\nRESULT %s_%zu_probes%zu_ms %.3f\n", kind, n, probes, recall, kind,
-               n, probes, ms);
+        printf("RESULT %s_%zu_probes%zu_recall %.3f\nRESULT %s_%zu_probes%zu_ms %.3f\n", kind, n, probes, recall,
+               kind, n, probes, ms);
         printf("RESULT %s_%zu_probes%zu_by_list_ms %.3f\n", kind, n, probes, ms_by_list);
     }
     fflush(stdout);

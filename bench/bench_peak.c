@@ -58,13 +58,11 @@ int main(void) {
     if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("fma")) {
         double g = best_rate(fma_chains, CHAINS * 16 * 2);
         printf("one core, AVX-512 float32 FMA: %.1f GFLOP/s\nRESULT peak_fma_gflops %.1f\n", g, g);
-    } else
-        printf("one core: no AVX-512F with FMA\n");
+    } else printf("one core: no AVX-512F with FMA\n");
     if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vnni")) {
         double g = best_rate(vnni_chains, CHAINS * 64 * 2);
         printf("one core, AVX-512 VNNI vpdpbusd: %.1f GOPS\nRESULT peak_vnni_gops %.1f\n", g, g);
-    } else
-        printf("one core: no AVX-512 VNNI\n");
+    } else printf("one core: no AVX-512 VNNI\n");
     return 0;
 }
 #else

@@ -194,19 +194,20 @@ int main(int argc, char **argv) {
             }
             double unfused = time_unfused(&a, reps) * 1e3;
             const char *name = emb_storage_name(kinds[k]);
-            printf("%-5s %8zu %8.1f | %8.2f %8.2f | %8.2f %8.2f | %6.2f %6.2f | %8.2f\n", name, a.rows, a.bytes / 1e6,
-                   rd[0], rd[1], sc[0], sc[1], sc[0] / rd[0], sc[1] / rd[1], unfused);
+            printf("%-5s %8zu %8.1f | %8.2f %8.2f | %8.2f %8.2f | %6.2f %6.2f | %8.2f\n", name, a.rows,
+                   a.bytes / 1e6, rd[0], rd[1], sc[0], sc[1], sc[0] / rd[0], sc[1] / rd[1], unfused);
             printf("RESULT %s_%zu_read_ms_1t %.3f\nRESULT %s_%zu_read_ms_2t %.3f\n", name, a.rows, rd[0], name,
                    a.rows, rd[1]);
-            printf("RESULT %s_%zu_scan_ms_1t %.3f\nRESULT %s_%zu_scan_ms_2t %.3f\nRESULT %s_%zu_unfused_ms_1t %.3f\n",
-                   name, a.rows, sc[0], name, a.rows, sc[1], name, a.rows, unfused);
+            printf(
+                "RESULT %s_%zu_scan_ms_1t %.3f\nRESULT %s_%zu_scan_ms_2t %.3f\nRESULT %s_%zu_unfused_ms_1t %.3f\n",
+                name, a.rows, sc[0], name, a.rows, sc[1], name, a.rows, unfused);
             if (si == 0) { /* the other kernel sets, one thread */
                 static const char *const sets[] = {"avx2", "scalar"};
                 for (int p = 0; p < 2; p++) {
                     if (emb_quant_force_path(sets[p])) continue;
                     double ms = time_candidates(&a, 1, reps < 3 ? reps : 3, &scratch) * 1e3;
-                    printf("      %s kernels, 1 thread: %.2f ms\nRESULT %s_%zu_scan_ms_1t_%s %.3f\n", sets[p], ms, name,
-                           a.rows, sets[p], ms);
+                    printf("      %s kernels, 1 thread: %.2f ms\nRESULT %s_%zu_scan_ms_1t_%s %.3f\n", sets[p], ms,
+                           name, a.rows, sets[p], ms);
                 }
                 emb_quant_force_path(NULL);
             }

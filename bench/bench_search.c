@@ -230,10 +230,10 @@ enum ext { EXT_EMBED, EXT_SQLITE_VECTOR, EXT_VEC0 };
 enum build { BUILD_NONE, BUILD_IVF, BUILD_SV_QUANTIZE };
 
 typedef struct {
-    const char *key;     /* BENCH_ENGINES name and file name */
+    const char *key; /* BENCH_ENGINES name and file name */
     enum ext ext;
-    const char *schema;  /* run before the inserts */
-    const char *insert;  /* ?1 rowid, ?2 float32 BLOB */
+    const char *schema; /* run before the inserts */
+    const char *insert; /* ?1 rowid, ?2 float32 BLOB */
     enum build build;
     /* filled in */
     sqlite3 *db;
@@ -256,10 +256,12 @@ typedef struct {
 } engine;
 
 #define EMBED_KNN "SELECT rowid, distance FROM ix WHERE ix MATCH ?1 AND k = 10"
-#define EMBED_STORE(KEY, OPTIONS, BUILD_KIND)                                                                  \
-    {.key = KEY, .ext = EXT_EMBED, .build = BUILD_KIND,                                                      \
-     .schema = "CREATE VIRTUAL TABLE ix USING embed_index(dims = 384, metric = 'cosine'" OPTIONS ")",         \
-     .insert = "INSERT INTO ix(rowid, vector) VALUES (?1, ?2)"}
+#define EMBED_STORE(KEY, OPTIONS, BUILD_KIND)                                                                     \
+    {                                                                                                             \
+        .key = KEY, .ext = EXT_EMBED, .build = BUILD_KIND,                                                        \
+        .schema = "CREATE VIRTUAL TABLE ix USING embed_index(dims = 384, metric = 'cosine'" OPTIONS ")",          \
+        .insert = "INSERT INTO ix(rowid, vector) VALUES (?1, ?2)"                                                 \
+    }
 
 static store stores[] = {
     EMBED_STORE("f32", "", BUILD_NONE),
@@ -268,9 +270,14 @@ static store stores[] = {
     EMBED_STORE("bit", ", storage = 'bit'", BUILD_NONE),
     EMBED_STORE("ivf", ", index = 'ivf'", BUILD_IVF),
     EMBED_STORE("ivf-int8", ", index = 'ivf', storage = 'int8'", BUILD_IVF),
-    {.key = "sqlite-vector", .ext = EXT_SQLITE_VECTOR, .build = BUILD_SV_QUANTIZE,
-     .schema = "CREATE TABLE t(id INTEGER PRIMARY KEY, v BLOB)", .insert = "INSERT INTO t(id, v) VALUES (?1, ?2)"},
-    {.key = "vec0", .ext = EXT_VEC0, .build = BUILD_NONE,
+    {.key = "sqlite-vector",
+     .ext = EXT_SQLITE_VECTOR,
+     .build = BUILD_SV_QUANTIZE,
+     .schema = "CREATE TABLE t(id INTEGER PRIMARY KEY, v BLOB)",
+     .insert = "INSERT INTO t(id, v) VALUES (?1, ?2)"},
+    {.key = "vec0",
+     .ext = EXT_VEC0,
+     .build = BUILD_NONE,
      .schema = "CREATE VIRTUAL TABLE v USING vec0(embedding float[384] distance_metric=cosine)",
      .insert = "INSERT INTO v(rowid, embedding) VALUES (?1, ?2)"},
 };
@@ -338,8 +345,8 @@ static int define_engines(engine *e) {
     ne = add_engine(e, ne, "sqlite-vector quantize_scan", "sqlite-vector",
                     "SELECT rowid, distance FROM vector_quantize_scan('t', 'v', ?1, 10)", 0,
                     "vector_quantize_preload, then one query");
-    ne = add_engine(e, ne, "vec0", "vec0", "SELECT rowid, distance FROM v WHERE embedding MATCH ?1 AND k = 10",
-                    1, "first query maps the table's pages");
+    ne = add_engine(e, ne, "vec0", "vec0", "SELECT rowid, distance FROM v WHERE embedding MATCH ?1 AND k = 10", 1,
+                    "first query maps the table's pages");
     return ne;
 }
 
@@ -372,9 +379,7 @@ static void store_open(store *s, const char *dir, const char *embed_so, const fl
     char pragmas[128];
     snprintf(pragmas, sizeof pragmas, "PRAGMA synchronous = OFF; PRAGMA mmap_size = %ld",
              env_long("BENCH_MMAP", 2147418112));
-    if (exec(s->db, pragmas, s->err, sizeof s->err) ||
-        exec(s->db, s->schema, s->err, sizeof s->err))
-        goto fail;
+    if (exec(s->db, pragmas, s->err, sizeof s->err) || exec(s->db, s->schema, s->err, sizeof s->err)) goto fail;
     sqlite3_stmt *ins = NULL;
     double t0 = bench_now();
     if (exec(s->db, "BEGIN", s->err, sizeof s->err)) goto fail;
@@ -399,10 +404,8 @@ static void store_open(store *s, const char *dir, const char *embed_so, const fl
     if (s->build == BUILD_IVF) {
         const char *opt = env_str("BENCH_IVF_OPTIONS", NULL);
         char sql[512];
-        if (opt)
-            snprintf(sql, sizeof sql, "INSERT INTO ix(ix, text) VALUES ('build', '%s')", opt);
-        else
-            snprintf(sql, sizeof sql, "INSERT INTO ix(ix) VALUES ('build')");
+        if (opt) snprintf(sql, sizeof sql, "INSERT INTO ix(ix, text) VALUES ('build', '%s')", opt);
+        else snprintf(sql, sizeof sql, "INSERT INTO ix(ix) VALUES ('build')");
         if (exec(s->db, sql, s->err, sizeof s->err)) goto fail;
     } else if (s->build == BUILD_SV_QUANTIZE) {
         if (exec(s->db, "SELECT vector_init('t', 'v', 'dimension=384,type=FLOAT32,distance=COSINE')", s->err,
@@ -418,7 +421,8 @@ static void store_open(store *s, const char *dir, const char *embed_so, const fl
     }
     s->build_s = s->build == BUILD_NONE ? -1 : bench_now() - t0;
     printf("  %-14s inserted %d rows in %.1f s", s->key, n, s->insert_s);
-    if (s->build != BUILD_NONE) printf(", %s %.1f s", s->build == BUILD_IVF ? "IVF build" : "quantize+preload", s->build_s);
+    if (s->build != BUILD_NONE)
+        printf(", %s %.1f s", s->build == BUILD_IVF ? "IVF build" : "quantize+preload", s->build_s);
     printf("\n");
     fflush(stdout);
     return;
@@ -429,7 +433,8 @@ fail:
 }
 
 static void store_close(store *s) {
-    if (s->db && s->build == BUILD_SV_QUANTIZE) sqlite3_exec(s->db, "SELECT vector_quantize_cleanup('t', 'v')", 0, 0, 0);
+    if (s->db && s->build == BUILD_SV_QUANTIZE)
+        sqlite3_exec(s->db, "SELECT vector_quantize_cleanup('t', 'v')", 0, 0, 0);
     if (s->db) sqlite3_close(s->db);
     s->db = NULL;
     if (s->path[0]) unlink(s->path);
@@ -453,9 +458,7 @@ static int run_query(engine *e, sqlite3 *db, const float *q, int64_t *ids, doubl
     return n;
 }
 
-static double cache_bytes(sqlite3 *db) {
-    return scalar(db, "SELECT embed_index_cache_bytes()");
-}
+static double cache_bytes(sqlite3 *db) { return scalar(db, "SELECT embed_index_cache_bytes()"); }
 
 /* Prepares the statement and runs the untimed first query, measuring what it adds to memory. */
 static void engine_warm(engine *e, store *s, const float *q0) {
@@ -487,10 +490,8 @@ static double median_of(const double *v, int n, double frac) {
     memcpy(c, v, sizeof(double) * (size_t)n);
     qsort(c, (size_t)n, sizeof *c, bench_cmp_double);
     double r;
-    if (frac == 0.5)
-        r = n % 2 ? c[n / 2] : 0.5 * (c[n / 2 - 1] + c[n / 2]);
-    else
-        r = c[(int)ceil(frac * n) - 1];
+    if (frac == 0.5) r = n % 2 ? c[n / 2] : 0.5 * (c[n / 2 - 1] + c[n / 2]);
+    else r = c[(int)ceil(frac * n) - 1];
     free(c);
     return r;
 }
@@ -500,8 +501,7 @@ static void preread(const char *path) {
     static char buf[1 << 20];
     FILE *f = fopen(path, "rb");
     if (!f) return;
-    while (fread(buf, 1, sizeof buf, f) == sizeof buf) {
-    }
+    while (fread(buf, 1, sizeof buf, f) == sizeof buf) {}
     fclose(f);
 }
 
@@ -583,26 +583,26 @@ static void print_table(engine *e, int ne, store *st) {
         char ratio[16] = "-";
         if (base > 0) snprintf(ratio, sizeof ratio, "%.2f", base / med);
         printf("%-28s %9.2f %9.2f %9.4f %9s %9.1f %9.1f %8s %8s %8.1f %9.2g  %s (%d queries)%s%s\n", x->label, med,
-               p90, x->answers ? (double)x->hits / x->answers : 0, ratio, x->first_ms,
-               st[x->store].insert_s, build, cache, x->rss_mb, x->max_dist_err, rounds, x->nq,
-               x->err[0] ? "  error: " : "", x->err);
+               p90, x->answers ? (double)x->hits / x->answers : 0, ratio, x->first_ms, st[x->store].insert_s,
+               build, cache, x->rss_mb, x->max_dist_err, rounds, x->nq, x->err[0] ? "  error: " : "", x->err);
     }
 }
 
 static void run_dataset(int clustered, const char *embed_so, const char *dir) {
     int n = (int)env_long("BENCH_N", 100000), nq = (int)env_long("BENCH_QUERIES", 50);
     /* the peers' full scans take about half a second a query at 1M: fewer of them there */
-    int rounds = (int)env_long("BENCH_ROUNDS", 2), slow_nq = (int)env_long("BENCH_SLOW_QUERIES", n > 300000 ? 20 : nq);
+    int rounds = (int)env_long("BENCH_ROUNDS", 2),
+        slow_nq = (int)env_long("BENCH_SLOW_QUERIES", n > 300000 ? 20 : nq);
     double qnoise = atof(env_str("BENCH_QNOISE", "0.05"));
-    if (n < K || nq < 1 || rounds < 1 || rounds > 16 || slow_nq < 1) die("bad BENCH_N, BENCH_QUERIES or BENCH_ROUNDS", NULL);
+    if (n < K || nq < 1 || rounds < 1 || rounds > 16 || slow_nq < 1)
+        die("bad BENCH_N, BENCH_QUERIES or BENCH_ROUNDS", NULL);
     if (slow_nq > nq) slow_nq = nq;
-    printf("\n=== %s: %d x %d float32, unit length, %d queries, k = %d, cosine\n", clustered ? "clustered" : "uniform",
-           n, D, nq, K);
+    printf("\n=== %s: %d x %d float32, unit length, %d queries, k = %d, cosine\n",
+           clustered ? "clustered" : "uniform", n, D, nq, K);
     if (clustered)
         printf("    %d centres N(0,1), sigma %.2f per component; queries = data vectors + N(0, %.3g^2)\n", CENTRES,
                SIGMA, qnoise);
-    else
-        printf("    uniform on the sphere; queries drawn independently the same way\n");
+    else printf("    uniform on the sphere; queries drawn independently the same way\n");
     print_load("before");
     /* query 0 warms, round r runs queries 1 + r * nq ..: the rows a rescoring engine reads in one
      * round are not already in SQLite's page cache from the round before */

@@ -81,8 +81,8 @@ static int encoder_pass(emb_encoder *enc, emb_workspace *ws, corpus *c, float *h
     char err[EMB_ERR_LEN];
     float v[4096];
     for (int i = 0; i < c->n; i++) {
-        if (emb_encoder_forward(enc, ws, 1, c->len[i], c->ids[i], NULL, &c->len[i], emb_encoder_get_config(enc)->dims.layers,
-                                hidden, err)) {
+        if (emb_encoder_forward(enc, ws, 1, c->len[i], c->ids[i], NULL, &c->len[i],
+                                emb_encoder_get_config(enc)->dims.layers, hidden, err)) {
             fprintf(stderr, "forward: %s\n", err);
             return 1;
         }
@@ -165,7 +165,8 @@ static int run(const char *so, const char *dir, int rows, int reps, emb_weights 
     for (int i = 0; i < rows; i++) {
         char buf[1024];
         size_t at = 0;
-        for (int k = 0; k < WORDS; k++) at += (size_t)snprintf(buf + at, sizeof buf - at, "%s%s", k ? " " : "", words[xr() % (uint32_t)nw]);
+        for (int k = 0; k < WORDS; k++)
+            at += (size_t)snprintf(buf + at, sizeof buf - at, "%s%s", k ? " " : "", words[xr() % (uint32_t)nw]);
         c.text[i] = strdup(buf);
         if (emb_model_tokenize(m, buf, at, NULL, 0, &e, err)) {
             fprintf(stderr, "tokenize: %s\n", err);
@@ -199,7 +200,8 @@ static int run(const char *so, const char *dir, int rows, int reps, emb_weights 
     }
     sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
     sqlite3_finalize(ins);
-    char *load = sqlite3_mprintf("SELECT embed_load('m', %Q, '{\"weights\": \"%s\"}')", dir, emb_weights_name(weights));
+    char *load =
+        sqlite3_mprintf("SELECT embed_load('m', %Q, '{\"weights\": \"%s\"}')", dir, emb_weights_name(weights));
     int rc = sqlite3_exec(db, load, NULL, NULL, &msg);
     sqlite3_free(load);
     if (rc || sqlite3_prepare_v2(db, "SELECT embed('m', text) FROM t", -1, &sel, NULL)) {
@@ -207,13 +209,15 @@ static int run(const char *so, const char *dir, int rows, int reps, emb_weights 
         return 1;
     }
 
-    printf("%d rows, %ld tokens (%.1f a row, [CLS] and [SEP] included); MiniLM-L6 size, %s weights, %s pooling%s\n", rows,
-           c.tokens, (double)c.tokens / rows, mi->weights, mi->pooling, c.normalize ? ", normalised" : "");
+    printf(
+        "%d rows, %ld tokens (%.1f a row, [CLS] and [SEP] included); MiniLM-L6 size, %s weights, %s pooling%s\n",
+        rows, c.tokens, (double)c.tokens / rows, mi->weights, mi->pooling, c.normalize ? ", normalised" : "");
     emb_workspace *ws = emb_workspace_new();
     float *hidden = malloc(sizeof(float) * (size_t)maxlen * c.H);
     double max_diff = -1;
     static const char *const names[3] = {"encoder alone (forward + pooling, batch 1)",
-                                         "C API emb_model_embed, 1 text a call", "SQL SELECT embed('m', text) FROM t"};
+                                         "C API emb_model_embed, 1 text a call",
+                                         "SQL SELECT embed('m', text) FROM t"};
     for (int th = 1; th <= 2; th++) {
         openblas_set_num_threads(th);
         double best[3] = {1e30, 1e30, 1e30};
@@ -222,7 +226,9 @@ static int run(const char *so, const char *dir, int rows, int reps, emb_weights 
         for (int r = 0; r < reps; r++)
             for (int k = 0; k < 3; k++) {
                 double t0 = now();
-                int bad = k == 0 ? encoder_pass(enc, ws, &c, hidden, 0) : k == 1 ? api_pass(m, &c) : sql_pass(sel, &c, NULL);
+                int bad = k == 0   ? encoder_pass(enc, ws, &c, hidden, 0)
+                          : k == 1 ? api_pass(m, &c)
+                                   : sql_pass(sel, &c, NULL);
                 double dt = now() - t0;
                 if (bad) return 1;
                 if (dt < best[k]) best[k] = dt;
@@ -230,10 +236,11 @@ static int run(const char *so, const char *dir, int rows, int reps, emb_weights 
         printf("\n%d OpenBLAS thread%s, best of %d:\n", th, th > 1 ? "s" : "", reps);
         printf("  %-44s %10s %10s %9s %s\n", "", "tokens/s", "rows/s", "ms/row", "vs encoder alone");
         for (int k = 0; k < 3; k++)
-            printf("  %-44s %10.0f %10.0f %9.3f %6.1f%%\n", names[k], c.tokens / best[k], rows / best[k], 1e3 * best[k] / rows,
-                   100.0 * best[0] / best[k]);
-        printf("RESULT sql_tokens_per_s_%dt %.1f\nRESULT encoder_tokens_per_s_%dt %.1f\nRESULT sql_vs_encoder_%dt %.4f\n", th,
-               c.tokens / best[2], th, c.tokens / best[0], th, best[0] / best[2]);
+            printf("  %-44s %10.0f %10.0f %9.3f %6.1f%%\n", names[k], c.tokens / best[k], rows / best[k],
+                   1e3 * best[k] / rows, 100.0 * best[0] / best[k]);
+        printf("RESULT sql_tokens_per_s_%dt %.1f\nRESULT encoder_tokens_per_s_%dt %.1f\nRESULT sql_vs_encoder_%dt "
+               "%.4f\n",
+               th, c.tokens / best[2], th, c.tokens / best[0], th, best[0] / best[2]);
     }
     printf("\nlargest difference between the SQL vectors and the encoder's: %.3g\n", max_diff);
     if (!(max_diff >= 0 && max_diff < 1e-4)) {
@@ -263,8 +270,8 @@ int main(int argc, char **argv) {
         return 2;
     }
     const char *ct = getenv("OPENBLAS_CORETYPE"), *l2 = getenv("OPENBLAS_L2_SIZE");
-    printf("bench_sql_embed: OPENBLAS_CORETYPE=%s OPENBLAS_L2_SIZE=%s; OpenBLAS %s, core %s\n", ct ? ct : "(unset)",
-           l2 ? l2 : "(unset)", openblas_get_config(), openblas_get_corename());
+    printf("bench_sql_embed: OPENBLAS_CORETYPE=%s OPENBLAS_L2_SIZE=%s; OpenBLAS %s, core %s\n",
+           ct ? ct : "(unset)", l2 ? l2 : "(unset)", openblas_get_config(), openblas_get_corename());
     char dir[] = "/tmp/bench_sql_embed_XXXXXX";
     if (!mkdtemp(dir)) {
         perror("mkdtemp");

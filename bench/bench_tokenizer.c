@@ -174,7 +174,8 @@ int main(int argc, char **argv) {
     /* WordPiece (tokenizers/vocab), then Unigram and byte-level BPE (tokenizers2/vocab) */
     static const char *vocabs[] = {"bert-base-uncased", "bert-base-cased", "bert-base-multilingual-cased",
                                    "bert-base-chinese", "xlmr-style-ml8k", "roberta-base"};
-    static const char *vocab_dirs[] = {"tokenizers", "tokenizers", "tokenizers", "tokenizers", "tokenizers2", "tokenizers2"};
+    static const char *vocab_dirs[] = {"tokenizers", "tokenizers",  "tokenizers",
+                                       "tokenizers", "tokenizers2", "tokenizers2"};
     const corpus *corpora[2] = {&english, &mixed};
     static const char *cnames[2] = {"english", "mixed"};
     printf("sqlite-embed tokenizer, one thread: english %.2f MB in %zu docs, mixed %.2f MB in %zu docs\n",

@@ -53,7 +53,9 @@ static int write_tokenizer(const char *dir, int H) {
         copy_file(src, dir, "sentence_bert_config.json") || copy_file(src, dir, "tokenizer.json") ||
         copy_file(src, dir, "tokenizer_config.json") || copy_file(src, dir, "vocab.txt") ||
         copy_file(src, dir, "special_tokens_map.json")) {
-        fprintf(stderr, "random model: cannot copy the tokenizer files of %s into %s (run from the repository root)\n", src, dir);
+        fprintf(stderr,
+                "random model: cannot copy the tokenizer files of %s into %s (run from the repository root)\n",
+                src, dir);
         return -1;
     }
     return 0;
@@ -147,7 +149,8 @@ static int write_config(const char *dir, bench_arch arch, int H, int L, int NH, 
                  "{\"architectures\":[\"BertModel\"],\"model_type\":\"bert\",\"hidden_size\":%d,"
                  "\"num_hidden_layers\":%d,\"num_attention_heads\":%d,\"intermediate_size\":%d,"
                  "\"max_position_embeddings\":512,\"type_vocab_size\":2,\"vocab_size\":30522,"
-                 "\"layer_norm_eps\":1e-12,\"hidden_act\":\"gelu\",\"pad_token_id\":0}", H, L, NH, FF);
+                 "\"layer_norm_eps\":1e-12,\"hidden_act\":\"gelu\",\"pad_token_id\":0}",
+                 H, L, NH, FF);
     else if (arch == BENCH_ARCH_NOMIC) /* nomic-embed-text-v1.5's keys that the forward pass depends on */
         snprintf(cfg, sizeof cfg,
                  "{\"architectures\":[\"NomicBertModel\"],\"model_type\":\"nomic_bert\",\"n_embd\":%d,"
@@ -156,7 +159,8 @@ static int write_config(const char *dir, bench_arch arch, int H, int L, int NH, 
                  "\"activation_function\":\"swiglu\",\"rotary_emb_base\":1000,\"rotary_emb_fraction\":1.0,"
                  "\"rotary_emb_interleaved\":false,\"rotary_emb_scale_base\":null,\"rotary_scaling_factor\":null,"
                  "\"qkv_proj_bias\":false,\"mlp_fc1_bias\":false,\"mlp_fc2_bias\":false,\"prenorm\":false,"
-                 "\"parallel_block\":false,\"use_rms_norm\":false,\"causal\":false,\"pad_token_id\":0}", H, L, NH, FF);
+                 "\"parallel_block\":false,\"use_rms_norm\":false,\"causal\":false,\"pad_token_id\":0}",
+                 H, L, NH, FF);
     else /* ModernBERT-base's */
         snprintf(cfg, sizeof cfg,
                  "{\"architectures\":[\"ModernBertModel\"],\"model_type\":\"modernbert\",\"hidden_size\":%d,"
@@ -165,7 +169,8 @@ static int write_config(const char *dir, bench_arch arch, int H, int L, int NH, 
                  "\"hidden_activation\":\"gelu\",\"attention_bias\":false,\"mlp_bias\":false,"
                  "\"global_attn_every_n_layers\":3,\"local_attention\":128,\"global_rope_theta\":160000.0,"
                  "\"local_rope_theta\":10000.0,\"pad_token_id\":50283,\"bos_token_id\":50281,"
-                 "\"eos_token_id\":50282,\"cls_token_id\":50281,\"sep_token_id\":50282}", H, L, NH, FF);
+                 "\"eos_token_id\":50282,\"cls_token_id\":50281,\"sep_token_id\":50282}",
+                 H, L, NH, FF);
     if (write_text(dir, "config.json", cfg)) {
         fprintf(stderr, "random model: cannot write %s/config.json\n", dir);
         return -1;
@@ -174,7 +179,8 @@ static int write_config(const char *dir, bench_arch arch, int H, int L, int NH, 
 }
 
 static int by_name(const void *a, const void *b) {
-    return strcmp(((const emb_safetensors_write_tensor *)a)->name, ((const emb_safetensors_write_tensor *)b)->name);
+    return strcmp(((const emb_safetensors_write_tensor *)a)->name,
+                  ((const emb_safetensors_write_tensor *)b)->name);
 }
 
 /* Draws every tensor's values (weights uniform with std about 1/sqrt(fan-in), norm gains near 1,
@@ -203,17 +209,19 @@ static int fill_and_write(const char *dir, tensor_list *tl, unsigned flags) {
     qsort(tl->t, (size_t)tl->n, sizeof *tl->t, by_name);
     snprintf(path, sizeof path, "%s/model.safetensors", dir);
     if (oom) fprintf(stderr, "random model: out of memory\n");
-    else if ((rc = emb_safetensors_write(path, tl->t, tl->n, 0, err)) != 0) fprintf(stderr, "random model: %s\n", err);
+    else if ((rc = emb_safetensors_write(path, tl->t, tl->n, 0, err)) != 0)
+        fprintf(stderr, "random model: %s\n", err);
     for (int i = 0; i < tl->n; i++) free((void *)tl->t[i].data);
     return oom ? -1 : rc;
 }
 
-int bench_random_model_write_arch(const char *dir, bench_arch arch, int H, int L, int NH, int FF, int with_tokenizer) {
+int bench_random_model_write_arch(const char *dir, bench_arch arch, int H, int L, int NH, int FF,
+                                  int with_tokenizer) {
     return bench_random_model_write_flags(dir, arch, H, L, NH, FF, with_tokenizer, 0);
 }
 
-int bench_random_model_write_flags(const char *dir, bench_arch arch, int H, int L, int NH, int FF, int with_tokenizer,
-                                   unsigned flags) {
+int bench_random_model_write_flags(const char *dir, bench_arch arch, int H, int L, int NH, int FF,
+                                   int with_tokenizer, unsigned flags) {
     rs = 0x9E3779B97F4A7C15ull;
     mkdir(dir, 0755);
     if (with_tokenizer && arch != BENCH_ARCH_BERT) {

@@ -10,7 +10,7 @@ __declspec(dllexport)
 #else
 __attribute__((visibility("default")))
 #endif
-int sqlite3_embed_init(sqlite3 *db, char **pzErrMsg, const sqlite3_api_routines *pApi) {
+    int sqlite3_embed_init(sqlite3 *db, char **pzErrMsg, const sqlite3_api_routines *pApi) {
     /* SQLITE_EXTENSION_INIT2 would store the pointer again at each connection's opening, a write
      * that races with other threads' calls through it: it never changes, so store it once */
     if (sqlite3_api != pApi) sqlite3_api = pApi;
@@ -18,10 +18,8 @@ int sqlite3_embed_init(sqlite3 *db, char **pzErrMsg, const sqlite3_api_routines 
         const char *name;
         const sqlite3_module *module;
     } modules[] = {
-        {"embed_models", &ext_models_module},
-        {"embed_tokens", &ext_tokens_module},
-        {"embed_index", &ext_index_module},
-        {"embed_hybrid", &ext_hybrid_module},
+        {"embed_models", &ext_models_module},       {"embed_tokens", &ext_tokens_module},
+        {"embed_index", &ext_index_module},         {"embed_hybrid", &ext_hybrid_module},
         {"embed_attention", &ext_attention_module},
     };
     const char *failed = NULL;

@@ -22,10 +22,8 @@ void sql_embed_attention_bias(sqlite3_context *ctx, int argc, sqlite3_value **ar
     } else if (ext_get_int(ctx, argv[1], fn, "the query position i", 0, info->max_tokens - 1, &i) == EXT_OK &&
                ext_get_int(ctx, argv[2], fn, "the key position j", 0, info->max_tokens - 1, &j) == EXT_OK &&
                (argc < 4 || ext_get_int(ctx, argv[3], fn, "the layer", 1, info->dims->layers, &layer) == EXT_OK)) {
-        if (!(out = sqlite3_malloc64((size_t)info->dims->heads * sizeof(float))))
-            sqlite3_result_error_nomem(ctx);
-        else if (emb_model_attention_bias(m, (int)layer, i, j, out, err))
-            ext_error(ctx, fn, "%s", err);
+        if (!(out = sqlite3_malloc64((size_t)info->dims->heads * sizeof(float)))) sqlite3_result_error_nomem(ctx);
+        else if (emb_model_attention_bias(m, (int)layer, i, j, out, err)) ext_error(ctx, fn, "%s", err);
         else {
             ext_result_vector_owned(ctx, out, (size_t)info->dims->heads);
             out = NULL; /* the result's now */

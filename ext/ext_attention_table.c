@@ -15,8 +15,20 @@
 
 #define CHUNK_FLOATS ((size_t)16 << 20) /* 64 MiB; a chunk holds at least one head's T*T */
 
-enum { COL_LAYER, COL_HEAD, COL_QUERY, COL_KEY, COL_QUERY_TOKEN, COL_KEY_TOKEN, COL_WEIGHT,
-       COL_MODEL, COL_TEXT, COL_ONLY_LAYER, COL_ONLY_HEAD, N_COLS };
+enum {
+    COL_LAYER,
+    COL_HEAD,
+    COL_QUERY,
+    COL_KEY,
+    COL_QUERY_TOKEN,
+    COL_KEY_TOKEN,
+    COL_WEIGHT,
+    COL_MODEL,
+    COL_TEXT,
+    COL_ONLY_LAYER,
+    COL_ONLY_HEAD,
+    N_COLS
+};
 /* idxNum bits, in the order of xFilter's arguments: the four hidden arguments, then conditions
  * layer = N, head = N and query = N on the visible columns */
 enum { ARG_MODEL, ARG_TEXT, ARG_LAYER, ARG_HEAD, WHERE_LAYER, WHERE_HEAD, WHERE_QUERY, N_ARGS };
@@ -26,10 +38,10 @@ typedef struct {
     sqlite3_vtab_cursor base;
     emb_model *model;
     emb_encoding enc;
-    sqlite3_value *args[4];     /* model, text, layer, head as given, for the hidden columns */
-    int l0, l1, h0, h1;         /* the layers (from 1) and heads asked, inclusive */
-    int cl0, cl1, ch0, ch1;     /* those of the chunk in probs */
-    int q0, q1;                 /* the queries asked */
+    sqlite3_value *args[4]; /* model, text, layer, head as given, for the hidden columns */
+    int l0, l1, h0, h1; /* the layers (from 1) and heads asked, inclusive */
+    int cl0, cl1, ch0, ch1; /* those of the chunk in probs */
+    int q0, q1; /* the queries asked */
     float *probs;
     size_t probs_cap, at, n_rows; /* row at of the chunk's n_rows */
     sqlite3_int64 rowid;
@@ -38,10 +50,13 @@ typedef struct {
 
 static int attention_connect(sqlite3 *db, void *aux, int argc, const char *const *argv, sqlite3_vtab **out,
                              char **err) {
-    (void)aux; (void)argc; (void)argv; (void)err;
-    int rc = sqlite3_declare_vtab(db,
-        "CREATE TABLE x(layer INTEGER, head INTEGER, query INTEGER, key INTEGER, query_token TEXT,"
-        " key_token TEXT, weight REAL, model HIDDEN, text HIDDEN, only_layer HIDDEN, only_head HIDDEN)");
+    (void)aux;
+    (void)argc;
+    (void)argv;
+    (void)err;
+    int rc = sqlite3_declare_vtab(
+        db, "CREATE TABLE x(layer INTEGER, head INTEGER, query INTEGER, key INTEGER, query_token TEXT,"
+            " key_token TEXT, weight REAL, model HIDDEN, text HIDDEN, only_layer HIDDEN, only_head HIDDEN)");
     if (rc != SQLITE_OK) return rc;
     *out = sqlite3_malloc(sizeof **out);
     if (!*out) return SQLITE_NOMEM;
@@ -226,7 +241,8 @@ static int load_chunk(attention_cursor *c, int l, int h) {
     return SQLITE_OK;
 }
 
-static int attention_filter(sqlite3_vtab_cursor *cur, int mask, const char *idx_str, int argc, sqlite3_value **argv) {
+static int attention_filter(sqlite3_vtab_cursor *cur, int mask, const char *idx_str, int argc,
+                            sqlite3_value **argv) {
     (void)idx_str;
     (void)argc;
     attention_cursor *c = (attention_cursor *)cur;
@@ -242,7 +258,8 @@ static int attention_filter(sqlite3_vtab_cursor *cur, int mask, const char *idx_
             return SQLITE_NOMEM;
         }
     }
-    if (sqlite3_value_type(c->args[ARG_MODEL]) == SQLITE_NULL || sqlite3_value_type(c->args[ARG_TEXT]) == SQLITE_NULL)
+    if (sqlite3_value_type(c->args[ARG_MODEL]) == SQLITE_NULL ||
+        sqlite3_value_type(c->args[ARG_TEXT]) == SQLITE_NULL)
         return SQLITE_OK; /* NULL in: no rows */
     int rc = cursor_model(c, c->args[ARG_MODEL]);
     if (rc != SQLITE_OK) return rc;
@@ -252,9 +269,8 @@ static int attention_filter(sqlite3_vtab_cursor *cur, int mask, const char *idx_
     if (info->dims->layers == 0 && emb_model_attention_bias(c->model, 0, 0, 0, &none, err))
         return cursor_error(c, "%s", err); /* defined and tokenizer-only models: the core says why */
     c->l0 = 1, c->l1 = info->dims->layers, c->h0 = 0, c->h1 = info->dims->heads - 1;
-    if (c->args[ARG_LAYER] &&
-        !range_arg(c, c->args[ARG_LAYER], "layer", 1, info->dims->layers,
-                   " (layer 0, the embedding output, has no attention)", &c->l0, &rc))
+    if (c->args[ARG_LAYER] && !range_arg(c, c->args[ARG_LAYER], "layer", 1, info->dims->layers,
+                                         " (layer 0, the embedding output, has no attention)", &c->l0, &rc))
         return rc;
     if (c->args[ARG_HEAD] && !range_arg(c, c->args[ARG_HEAD], "head", 0, info->dims->heads - 1, "", &c->h0, &rc))
         return rc;

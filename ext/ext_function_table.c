@@ -13,7 +13,7 @@ typedef struct {
     const char *name;
     int n_arg;
     int flags;
-    sql_func func, step;              /* func for a scalar, step and final for an aggregate */
+    sql_func func, step; /* func for a scalar, step and final for an aggregate */
     void (*final)(sqlite3_context *);
     const char *signature;
 } ext_function;
@@ -52,8 +52,7 @@ static const ext_function functions[] = {
     /* The 2-argument form may read the model registry, so it is not deterministic. */
     {"position_encoding", 2, REGISTRY | OUT, SCALAR(sql_position_encoding),
      "position_encoding(pos, dim) or position_encoding(model, pos)"},
-    {"position_encoding", 3, EMBED_PURE | OUT, SCALAR(sql_position_encoding),
-     "position_encoding(pos, dim, base)"},
+    {"position_encoding", 3, EMBED_PURE | OUT, SCALAR(sql_position_encoding), "position_encoding(pos, dim, base)"},
     {"embed_rotate", 2, VEC | OUT, SCALAR(sql_embed_rotate), "embed_rotate(v, pos)"},
     {"embed_rotate", 3, VEC | OUT, SCALAR(sql_embed_rotate), "embed_rotate(v, pos, base)"},
     {"embed_attention_bias", 3, REGISTRY | OUT, SCALAR(sql_embed_attention_bias),
@@ -61,8 +60,7 @@ static const ext_function functions[] = {
     {"embed_attention_bias", 4, REGISTRY | OUT, SCALAR(sql_embed_attention_bias),
      "embed_attention_bias(model, i, j, layer)"},
     {"embed_token_ids", 2, REGISTRY | OUT, SCALAR(sql_embed_token_ids), "embed_token_ids(model, text)"},
-    {"embed_token_ids", 3, REGISTRY | OUT, SCALAR(sql_embed_token_ids),
-     "embed_token_ids(model, text, text_b)"},
+    {"embed_token_ids", 3, REGISTRY | OUT, SCALAR(sql_embed_token_ids), "embed_token_ids(model, text, text_b)"},
     {"contextual_embedding", 3, REGISTRY | OUT, SCALAR(sql_contextual_embedding),
      "contextual_embedding(model, text, index)"},
     {"contextual_embedding", 4, REGISTRY | OUT, SCALAR(sql_contextual_embedding),
@@ -98,9 +96,7 @@ static void wrong_count(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
 }
 
 /* An aggregate's fallback also fails over no rows, where xFinal alone runs. */
-static void wrong_count_final(sqlite3_context *ctx) {
-    wrong_count_error(ctx, "another number of arguments");
-}
+static void wrong_count_final(sqlite3_context *ctx) { wrong_count_error(ctx, "another number of arguments"); }
 
 /* The flags of a name's fallback: DIRECTONLY if any form is, DETERMINISTIC and INNOCUOUS
  * only if every form is, so the fallback is never usable where the function is not. */

@@ -8,10 +8,10 @@
 /* Registers every scalar and aggregate function of the table, and the argument-count
  * fallbacks. On failure *failed is the name of the function that could not be registered. */
 int ext_register_functions(sqlite3 *db, const char **failed); /* ext_function_table.c */
-extern const sqlite3_module ext_models_module;    /* ext_models_table.c: embed_models */
-extern const sqlite3_module ext_tokens_module;    /* ext_tokens_table.c: embed_tokens */
-extern const sqlite3_module ext_index_module;     /* ext_index.c: embed_index */
-extern const sqlite3_module ext_hybrid_module;    /* ext_hybrid.c: embed_hybrid */
+extern const sqlite3_module ext_models_module; /* ext_models_table.c: embed_models */
+extern const sqlite3_module ext_tokens_module; /* ext_tokens_table.c: embed_tokens */
+extern const sqlite3_module ext_index_module; /* ext_index.c: embed_index */
+extern const sqlite3_module ext_hybrid_module; /* ext_hybrid.c: embed_hybrid */
 extern const sqlite3_module ext_attention_module; /* ext_attention_table.c: embed_attention */
 
 #define EXT_SQL_FUNCTION(name) void name(sqlite3_context *ctx, int argc, sqlite3_value **argv)

@@ -120,10 +120,13 @@ static int search(hybrid_cursor *c, const table_ref *ix, const table_ref *ft, co
 
 static int hybrid_connect(sqlite3 *db, void *aux, int argc, const char *const *argv, sqlite3_vtab **out,
                           char **err) {
-    (void)aux; (void)argc; (void)argv; (void)err;
-    int rc = sqlite3_declare_vtab(db,
-        "CREATE TABLE x(score REAL, vector_rank INTEGER, text_rank INTEGER, distance REAL, bm25 REAL,"
-        " \"index\" HIDDEN, fts HIDDEN, query HIDDEN, k HIDDEN, options HIDDEN)");
+    (void)aux;
+    (void)argc;
+    (void)argv;
+    (void)err;
+    int rc = sqlite3_declare_vtab(
+        db, "CREATE TABLE x(score REAL, vector_rank INTEGER, text_rank INTEGER, distance REAL, bm25 REAL,"
+            " \"index\" HIDDEN, fts HIDDEN, query HIDDEN, k HIDDEN, options HIDDEN)");
     if (rc != SQLITE_OK) return rc;
     hybrid_vtab *v = sqlite3_malloc(sizeof *v);
     if (!v) return SQLITE_NOMEM;
@@ -210,7 +213,8 @@ static int hybrid_close(sqlite3_vtab_cursor *cur) {
 }
 
 static int hybrid_filter(sqlite3_vtab_cursor *cur, int mask, const char *idx_str, int argc, sqlite3_value **argv) {
-    (void)idx_str; (void)argc;
+    (void)idx_str;
+    (void)argc;
     hybrid_cursor *c = (hybrid_cursor *)cur;
     hybrid_vtab *v = (hybrid_vtab *)cur->pVtab;
     reset(c);
@@ -261,10 +265,15 @@ static int hybrid_column(sqlite3_vtab_cursor *cur, sqlite3_context *ctx, int col
     switch (col) {
     case HY_COL_SCORE: sqlite3_result_double(ctx, r->score); break;
     case HY_COL_VECTOR_RANK:
-    case HY_COL_TEXT_RANK: if (r->rank[side]) sqlite3_result_int64(ctx, r->rank[side]); break;
+    case HY_COL_TEXT_RANK:
+        if (r->rank[side]) sqlite3_result_int64(ctx, r->rank[side]);
+        break;
     case HY_COL_DISTANCE:
-    case HY_COL_BM25: if (r->rank[side]) sqlite3_result_double(ctx, r->value[side]); break;
-    default: if (c->args[col - HY_COL_INDEX]) sqlite3_result_value(ctx, c->args[col - HY_COL_INDEX]);
+    case HY_COL_BM25:
+        if (r->rank[side]) sqlite3_result_double(ctx, r->value[side]);
+        break;
+    default:
+        if (c->args[col - HY_COL_INDEX]) sqlite3_result_value(ctx, c->args[col - HY_COL_INDEX]);
     }
     return SQLITE_OK;
 }

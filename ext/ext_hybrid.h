@@ -9,8 +9,18 @@
 #define HY_MAX_DEPTH 100000
 #define HY_N_CACHED 8
 
-enum { HY_COL_SCORE, HY_COL_VECTOR_RANK, HY_COL_TEXT_RANK, HY_COL_DISTANCE, HY_COL_BM25,
-       HY_COL_INDEX, HY_COL_FTS, HY_COL_QUERY, HY_COL_K, HY_COL_OPTIONS };
+enum {
+    HY_COL_SCORE,
+    HY_COL_VECTOR_RANK,
+    HY_COL_TEXT_RANK,
+    HY_COL_DISTANCE,
+    HY_COL_BM25,
+    HY_COL_INDEX,
+    HY_COL_FTS,
+    HY_COL_QUERY,
+    HY_COL_K,
+    HY_COL_OPTIONS
+};
 enum { HY_ARG_INDEX, HY_ARG_FTS, HY_ARG_QUERY, HY_ARG_K, HY_ARG_OPTIONS, HY_N_ARGS };
 enum { HY_SIDE_VECTOR, HY_SIDE_TEXT };
 
@@ -23,7 +33,7 @@ typedef struct {
 typedef struct {
     sqlite3_int64 rowid;
     sqlite3_int64 rank[2]; /* from 1; 0 where that side did not find the row */
-    double value[2];       /* the distance, the bm25 */
+    double value[2]; /* the distance, the bm25 */
     double score;
 } hybrid_row;
 
@@ -36,7 +46,7 @@ typedef struct {
     sqlite3_vtab base;
     sqlite3 *db;
     cached_stmt cache[HY_N_CACHED]; /* statements kept from call to call, found by their SQL */
-    int next;                    /* the slot to take next */
+    int next; /* the slot to take next */
 } hybrid_vtab;
 
 typedef struct {

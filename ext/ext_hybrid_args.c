@@ -52,7 +52,8 @@ int hy_k_arg(hybrid_vtab *v, sqlite3_value *val, sqlite3_int64 *k) {
 /* The query as text: numbers as SQLite converts them (as FTS5 and embed_index take them). */
 int hy_query_arg(hybrid_vtab *v, sqlite3_value *val, const char **q, int *len) {
     if (sqlite3_value_type(val) == SQLITE_BLOB)
-        return hy_fail(v, "the query must be text, not a blob (write CAST(x AS TEXT) if its bytes are UTF-8 text)");
+        return hy_fail(v,
+                       "the query must be text, not a blob (write CAST(x AS TEXT) if its bytes are UTF-8 text)");
     *q = (const char *)sqlite3_value_text(val);
     *len = sqlite3_value_bytes(val);
     if (!*q) return SQLITE_NOMEM;
@@ -71,9 +72,7 @@ static int option_fail(hybrid_vtab *v, const cJSON *item, const char *what) {
     return rc;
 }
 
-static int finite_number(const cJSON *j) {
-    return cJSON_IsNumber(j) && isfinite(j->valuedouble);
-}
+static int finite_number(const cJSON *j) { return cJSON_IsNumber(j) && isfinite(j->valuedouble); }
 
 static int read_option(hybrid_vtab *v, const cJSON *item, hybrid_options *o) {
     const char *key = item->string;
@@ -116,8 +115,10 @@ int hy_options_arg(hybrid_vtab *v, sqlite3_value *val, hybrid_options *o) {
     if (!json) return SQLITE_NOMEM;
     cJSON *root;
     char *err;
-    if (ext_json_object(json, sqlite3_value_bytes(val), "{\"rrf_k\": 60, \"weights\": [1, 1], \"depth\": 100, "
-                        "\"fts_query\": \"bus NEAR late\"}", &root, &err)) {
+    if (ext_json_object(json, sqlite3_value_bytes(val),
+                        "{\"rrf_k\": 60, \"weights\": [1, 1], \"depth\": 100, "
+                        "\"fts_query\": \"bus NEAR late\"}",
+                        &root, &err)) {
         int rc = err ? hy_fail(v, "%s", err) : SQLITE_NOMEM;
         sqlite3_free(err);
         return rc;
@@ -151,4 +152,3 @@ int hy_keyword_query(sqlite3 *db, const char *q, char **out) {
     }
     return rc;
 }
-

@@ -118,8 +118,8 @@ static const char FIND_TABLE[] =
     " ORDER BY d.seq <> 1, d.seq LIMIT 1";
 
 /* Looks name up (in schema, when not NULL): *found, and t->schema, *type (sqlite3_malloc'd). */
-static int lookup(hybrid_vtab *v, const char *name, int name_len, const char *schema, int schema_len,
-                  int *found, table_ref *t, char **type) {
+static int lookup(hybrid_vtab *v, const char *name, int name_len, const char *schema, int schema_len, int *found,
+                  table_ref *t, char **type) {
     sqlite3_stmt *s;
     int owned, rc = hy_stmt_get(v, sqlite3_mprintf("%s", FIND_TABLE), &s, &owned);
     if (rc != SQLITE_OK) return rc;
@@ -156,7 +156,7 @@ static const char *kind_of(const char *type) {
  * schema.table), which must be a virtual table of `module`; `role` ("index") and `kind`
  * ("an embed_index table") name it in errors. */
 int hy_find_table(hybrid_vtab *v, const char *arg, const char *role, const char *kind, const char *module,
-                      table_ref *t) {
+                  table_ref *t) {
     int found, rc;
     char *type = NULL;
     const char *dot = strchr(arg, '.');
@@ -173,8 +173,11 @@ int hy_find_table(hybrid_vtab *v, const char *arg, const char *role, const char 
     }
     sqlite3_stmt *s;
     int owned;
-    rc = hy_stmt_get(v, sqlite3_mprintf("SELECT sql FROM \"%w\".sqlite_schema WHERE type = 'table' AND name = ?1 "
-                                     "COLLATE NOCASE", t->schema), &s, &owned);
+    rc = hy_stmt_get(v,
+                     sqlite3_mprintf("SELECT sql FROM \"%w\".sqlite_schema WHERE type = 'table' AND name = ?1 "
+                                     "COLLATE NOCASE",
+                                     t->schema),
+                     &s, &owned);
     if (rc == SQLITE_OK) {
         sqlite3_bind_text(s, 1, t->name, -1, SQLITE_STATIC);
         rc = hy_stmt_step(v, s);
@@ -185,8 +188,7 @@ int hy_find_table(hybrid_vtab *v, const char *arg, const char *role, const char 
                 rc = hy_fail(v, "\"%s\" is not %s: it is a virtual table of an unknown kind", arg, kind);
             else if (!token_is(mod, len, module))
                 rc = hy_fail(v, "\"%s\" is not %s: it is a virtual table using %.*s", arg, kind, (int)len, mod);
-            else
-                rc = SQLITE_OK;
+            else rc = SQLITE_OK;
         }
         hy_stmt_done(s, owned);
     }

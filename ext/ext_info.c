@@ -18,9 +18,8 @@ void sql_embed_debug(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
     (void)argv;
     char *s = sqlite3_mprintf("version=%s\nsqlite=%s\nblas=%s\nblas_core=%s\n"
                               "blas_threads=%d\nsimd=%s\ncompiler=%s",
-                              EMBED_VERSION, sqlite3_libversion(), openblas_get_config(),
-                              openblas_get_corename(), openblas_get_num_threads(),
-                              emb_vec_simd_path(), __VERSION__);
+                              EMBED_VERSION, sqlite3_libversion(), openblas_get_config(), openblas_get_corename(),
+                              openblas_get_num_threads(), emb_vec_simd_path(), __VERSION__);
     if (!s) sqlite3_result_error_nomem(ctx);
     else sqlite3_result_text(ctx, s, -1, sqlite3_free);
 }

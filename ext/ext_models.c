@@ -21,8 +21,7 @@ static void publish(sqlite3_context *ctx, const char *fn, emb_model *m) {
         if (info->path && old->path && strcmp(info->path, old->path) == 0 &&
             strcmp(info->fingerprint, old->fingerprint) == 0)
             sqlite3_result_text(ctx, info->name, -1, SQLITE_TRANSIENT); /* loading twice is harmless */
-        else
-            ext_error(ctx, fn, "a model named '%s' is already loaded (embed_unload it first)", info->name);
+        else ext_error(ctx, fn, "a model named '%s' is already loaded (embed_unload it first)", info->name);
         emb_model_release(existing);
     } else {
         sqlite3_result_error_nomem(ctx);
@@ -114,13 +113,14 @@ void sql_embed_load(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
         if (!old->path || strcmp(old->path, path) != 0)
             ext_error(ctx, fn, "a model named '%s' is already loaded (embed_unload it first)", name);
         else if (old->mmap != opt.mmap)
-            ext_error(ctx, fn, "model '%s' is already loaded from that folder with mmap %s (embed_unload it first)",
-                      name, old->mmap ? "true" : "false");
+            ext_error(ctx, fn,
+                      "model '%s' is already loaded from that folder with mmap %s (embed_unload it first)", name,
+                      old->mmap ? "true" : "false");
         else if (old->weights && strcmp(old->weights, emb_weights_name(opt.weights)) != 0)
-            ext_error(ctx, fn, "model '%s' is already loaded from that folder with %s weights (embed_unload it first)",
+            ext_error(ctx, fn,
+                      "model '%s' is already loaded from that folder with %s weights (embed_unload it first)",
                       name, old->weights);
-        else
-            sqlite3_result_text(ctx, name, -1, SQLITE_TRANSIENT);
+        else sqlite3_result_text(ctx, name, -1, SQLITE_TRANSIENT);
         emb_model_release(existing);
         return;
     }

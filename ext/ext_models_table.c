@@ -3,9 +3,25 @@
 #include "ext_registry.h"
 #include <string.h>
 
-enum { COL_NAME, COL_PATH, COL_ARCH, COL_HIDDEN, COL_LAYERS, COL_HEADS, COL_VOCAB, COL_MAXPOS,
-       COL_MAXTOK, COL_POSKIND, COL_POOLING, COL_NORMALIZE, COL_WTYPE, COL_BYTES, COL_FINGERPRINT, COL_MAPPED,
-       COL_WEIGHTS };
+enum {
+    COL_NAME,
+    COL_PATH,
+    COL_ARCH,
+    COL_HIDDEN,
+    COL_LAYERS,
+    COL_HEADS,
+    COL_VOCAB,
+    COL_MAXPOS,
+    COL_MAXTOK,
+    COL_POSKIND,
+    COL_POOLING,
+    COL_NORMALIZE,
+    COL_WTYPE,
+    COL_BYTES,
+    COL_FINGERPRINT,
+    COL_MAPPED,
+    COL_WEIGHTS
+};
 
 typedef struct {
     sqlite3_vtab_cursor base;
@@ -13,14 +29,17 @@ typedef struct {
     int n, at;
 } models_cursor;
 
-static int models_connect(sqlite3 *db, void *aux, int argc, const char *const *argv,
-                          sqlite3_vtab **out, char **err) {
-    (void)aux; (void)argc; (void)argv; (void)err;
-    int rc = sqlite3_declare_vtab(db,
-        "CREATE TABLE x(name TEXT, path TEXT, architecture TEXT, hidden_size INTEGER, layers INTEGER,"
-        " heads INTEGER, vocab_size INTEGER, max_positions INTEGER, max_tokens INTEGER,"
-        " position_kind TEXT, pooling TEXT, normalize INTEGER, weight_type TEXT, bytes INTEGER,"
-        " fingerprint TEXT, mapped INTEGER, weights TEXT)");
+static int models_connect(sqlite3 *db, void *aux, int argc, const char *const *argv, sqlite3_vtab **out,
+                          char **err) {
+    (void)aux;
+    (void)argc;
+    (void)argv;
+    (void)err;
+    int rc = sqlite3_declare_vtab(
+        db, "CREATE TABLE x(name TEXT, path TEXT, architecture TEXT, hidden_size INTEGER, layers INTEGER,"
+            " heads INTEGER, vocab_size INTEGER, max_positions INTEGER, max_tokens INTEGER,"
+            " position_kind TEXT, pooling TEXT, normalize INTEGER, weight_type TEXT, bytes INTEGER,"
+            " fingerprint TEXT, mapped INTEGER, weights TEXT)");
     if (rc != SQLITE_OK) return rc;
     *out = sqlite3_malloc(sizeof **out);
     if (!*out) return SQLITE_NOMEM;
@@ -65,9 +84,11 @@ static int models_close(sqlite3_vtab_cursor *cur) {
     return SQLITE_OK;
 }
 
-static int models_filter(sqlite3_vtab_cursor *cur, int idx, const char *idx_str, int argc,
-                         sqlite3_value **argv) {
-    (void)idx; (void)idx_str; (void)argc; (void)argv;
+static int models_filter(sqlite3_vtab_cursor *cur, int idx, const char *idx_str, int argc, sqlite3_value **argv) {
+    (void)idx;
+    (void)idx_str;
+    (void)argc;
+    (void)argv;
     models_cursor *c = (models_cursor *)cur;
     release_snapshot(c);
     return ext_registry_list(&c->models, &c->n);
@@ -106,11 +127,15 @@ static int models_column(sqlite3_vtab_cursor *cur, sqlite3_context *ctx, int col
     case COL_MAXTOK: result_positive_or_null(ctx, m->max_tokens); break;
     case COL_POSKIND: result_text_or_null(ctx, m->position_kind); break;
     case COL_POOLING: result_text_or_null(ctx, m->pooling); break;
-    case COL_NORMALIZE: if (m->has_vectors) sqlite3_result_int(ctx, m->normalize); break;
+    case COL_NORMALIZE:
+        if (m->has_vectors) sqlite3_result_int(ctx, m->normalize);
+        break;
     case COL_WTYPE: result_text_or_null(ctx, m->weight_type); break;
     case COL_BYTES: sqlite3_result_int64(ctx, m->bytes); break;
     case COL_FINGERPRINT: result_text_or_null(ctx, m->fingerprint); break;
-    case COL_MAPPED: if (m->has_vectors) sqlite3_result_int(ctx, m->mapped); break;
+    case COL_MAPPED:
+        if (m->has_vectors) sqlite3_result_int(ctx, m->mapped);
+        break;
     case COL_WEIGHTS: result_text_or_null(ctx, m->weights); break;
     }
     return SQLITE_OK;

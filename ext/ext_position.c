@@ -21,10 +21,11 @@ static int position_type_error(sqlite3_context *ctx, sqlite3_value *pos) {
     if (t != SQLITE_TEXT && t != SQLITE_BLOB) return 0;
     char *got = ext_describe_value(pos);
     if (got)
-        ext_error(ctx, "position_encoding", "the position must be an integer (got %s); use "
-                  "position_encoding(pos, dim [, base]) or position_encoding(model, pos)", got);
-    else
-        sqlite3_result_error_nomem(ctx);
+        ext_error(ctx, "position_encoding",
+                  "the position must be an integer (got %s); use "
+                  "position_encoding(pos, dim [, base]) or position_encoding(model, pos)",
+                  got);
+    else sqlite3_result_error_nomem(ctx);
     sqlite3_free(got);
     return 1;
 }
@@ -83,11 +84,12 @@ static void model_position(sqlite3_context *ctx, sqlite3_value **argv) {
     const emb_model_info *info = emb_model_get_info(m);
     sqlite3_int64 pos;
     char err[EMB_ERR_LEN];
-    if (emb_model_require_vectors(info, "position vectors", err))
-        ext_error(ctx, fn, "%s", err);
+    if (emb_model_require_vectors(info, "position vectors", err)) ext_error(ctx, fn, "%s", err);
     else if (info->position_kind && strcmp(info->position_kind, "alibi") == 0)
-        ext_error(ctx, fn, "model '%s' has no position vector: ALiBi adds a per-head bias -slope·|i−j| to "
-                  "attention scores instead; see embed_attention_bias", info->name);
+        ext_error(ctx, fn,
+                  "model '%s' has no position vector: ALiBi adds a per-head bias -slope·|i−j| to "
+                  "attention scores instead; see embed_attention_bias",
+                  info->name);
     else if (!position_type_error(ctx, argv[1]) &&
              ext_get_int(ctx, argv[1], fn, "pos", 0, info->dims->max_positions - 1, &pos) == EXT_OK) {
         const float *row = emb_model_position_row(m, (int32_t)pos);
@@ -128,8 +130,10 @@ void sql_embed_rotate(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
     double base;
     ext_rc rp = rv == EXT_OK ? ext_get_int(ctx, argv[1], fn, "pos", 0, POSENC_MAX_POS, &pos) : EXT_NULL;
     if (rp == EXT_OK && v.n % 2 != 0)
-        ext_error(ctx, fn, "the vector has %lld dimensions: rotation pairs dimension i with i + d/2, so d "
-                  "must be even", (long long)v.n);
+        ext_error(ctx, fn,
+                  "the vector has %lld dimensions: rotation pairs dimension i with i + d/2, so d "
+                  "must be even",
+                  (long long)v.n);
     else if (rp == EXT_OK && read_base(ctx, fn, argc, argv, 2, &base) == 1) {
         float *out = sqlite3_malloc64(v.n * 2 * sizeof(float));
         if (!out) {

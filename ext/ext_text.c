@@ -12,8 +12,8 @@
 /* Reads the (model, text [, text_b]) arguments shared by these functions. Returns the
  * model retained, or NULL (error set, or a NULL argument: the result stays NULL). A NULL
  * text_b is no second text. */
-static emb_model *model_and_text(sqlite3_context *ctx, sqlite3_value **argv, int with_b,
-                                 const char *fn, const char **text, int *len, const char **b, int *blen) {
+static emb_model *model_and_text(sqlite3_context *ctx, sqlite3_value **argv, int with_b, const char *fn,
+                                 const char **text, int *len, const char **b, int *blen) {
     *b = NULL;
     *blen = 0;
     if (ext_get_input_text(ctx, argv[1], fn, "the text", text, len) != EXT_OK) return NULL;
@@ -34,8 +34,7 @@ void sql_embed_token_ids(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
     } else {
         sqlite3_str *s = sqlite3_str_new(NULL);
         sqlite3_str_appendchar(s, 1, '[');
-        for (size_t i = 0; i < enc.n; i++)
-            sqlite3_str_appendf(s, i ? ",%d" : "%d", enc.tok[i].id);
+        for (size_t i = 0; i < enc.n; i++) sqlite3_str_appendf(s, i ? ",%d" : "%d", enc.tok[i].id);
         sqlite3_str_appendchar(s, 1, ']');
         int slen = sqlite3_str_length(s);
         char *json = sqlite3_str_finish(s);
@@ -71,8 +70,7 @@ void sql_contextual_embedding(sqlite3_context *ctx, int argc, sqlite3_value **ar
     } else if (emb_model_tokenize(m, text, (size_t)len, NULL, 0, &enc, err)) {
         ext_error(ctx, fn, "%s", err);
     } else if ((size_t)index >= enc.n) {
-        ext_error(ctx, fn, "token index %lld is out of range: the text has %lld tokens", index,
-                  (long long)enc.n);
+        ext_error(ctx, fn, "token index %lld is out of range: the text has %lld tokens", index, (long long)enc.n);
     } else if (!(hidden = sqlite3_malloc64(enc.n * (size_t)info->dims->hidden * sizeof(float)))) {
         sqlite3_result_error_nomem(ctx);
     } else if (emb_model_hidden_states(m, &enc, (int)layer, hidden, err)) {
@@ -130,8 +128,7 @@ void sql_embed(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
     float *out = NULL;
     char err[EMB_ERR_LEN];
     size_t slen = (size_t)len;
-    if (emb_model_require_vectors(info, "vectors", err))
-        ext_error(ctx, fn, "%s", err);
+    if (emb_model_require_vectors(info, "vectors", err)) ext_error(ctx, fn, "%s", err);
     else if (!(out = sqlite3_malloc64((size_t)info->dims->hidden * sizeof(float))))
         sqlite3_result_error_nomem(ctx);
     else if (emb_model_embed(m, &text, &slen, 1, &opt, out, err)) {

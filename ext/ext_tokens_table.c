@@ -8,9 +8,22 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { COL_POSITION, COL_TOKEN_ID, COL_TOKEN, COL_TYPE_ID, COL_START, COL_END, COL_WORD,
-       COL_TOKEN_EMB, COL_POSITION_EMB, COL_INPUT_EMB, COL_CONTEXTUAL_EMB,
-       COL_MODEL, COL_TEXT, COL_TEXT_B };
+enum {
+    COL_POSITION,
+    COL_TOKEN_ID,
+    COL_TOKEN,
+    COL_TYPE_ID,
+    COL_START,
+    COL_END,
+    COL_WORD,
+    COL_TOKEN_EMB,
+    COL_POSITION_EMB,
+    COL_INPUT_EMB,
+    COL_CONTEXTUAL_EMB,
+    COL_MODEL,
+    COL_TEXT,
+    COL_TEXT_B
+};
 /* idxNum: the arguments given, or NEED_ARGS for a plan without model or text */
 enum { HAS_MODEL = 1, HAS_TEXT = 2, HAS_TEXT_B = 4, NEED_ARGS = 8 };
 
@@ -23,14 +36,17 @@ typedef struct {
     float *input, *contextual; /* enc.n x hidden, filled on first use */
 } tokens_cursor;
 
-static int tokens_connect(sqlite3 *db, void *aux, int argc, const char *const *argv,
-                          sqlite3_vtab **out, char **err) {
-    (void)aux; (void)argc; (void)argv; (void)err;
-    int rc = sqlite3_declare_vtab(db,
-        "CREATE TABLE x(position INTEGER, token_id INTEGER, token TEXT, type_id INTEGER,"
-        " start INTEGER, \"end\" INTEGER, word INTEGER, token_embedding BLOB,"
-        " position_embedding BLOB, input_embedding BLOB, contextual_embedding BLOB,"
-        " model HIDDEN, text HIDDEN, text_b HIDDEN)");
+static int tokens_connect(sqlite3 *db, void *aux, int argc, const char *const *argv, sqlite3_vtab **out,
+                          char **err) {
+    (void)aux;
+    (void)argc;
+    (void)argv;
+    (void)err;
+    int rc =
+        sqlite3_declare_vtab(db, "CREATE TABLE x(position INTEGER, token_id INTEGER, token TEXT, type_id INTEGER,"
+                                 " start INTEGER, \"end\" INTEGER, word INTEGER, token_embedding BLOB,"
+                                 " position_embedding BLOB, input_embedding BLOB, contextual_embedding BLOB,"
+                                 " model HIDDEN, text HIDDEN, text_b HIDDEN)");
     if (rc != SQLITE_OK) return rc;
     *out = sqlite3_malloc(sizeof **out);
     if (!*out) return SQLITE_NOMEM;
@@ -154,14 +170,12 @@ static int input_text(tokens_cursor *c, sqlite3_value *val, const char *what, co
     return rc;
 }
 
-static int tokens_filter(sqlite3_vtab_cursor *cur, int mask, const char *idx_str, int argc,
-                         sqlite3_value **argv) {
+static int tokens_filter(sqlite3_vtab_cursor *cur, int mask, const char *idx_str, int argc, sqlite3_value **argv) {
     (void)idx_str;
     (void)argc;
     tokens_cursor *c = (tokens_cursor *)cur;
     reset(c);
-    if (mask & NEED_ARGS)
-        return cursor_error(c, "needs a model and a text: embed_tokens(model, text [, text_b])");
+    if (mask & NEED_ARGS) return cursor_error(c, "needs a model and a text: embed_tokens(model, text [, text_b])");
     int a = 0;
     for (int k = 0; k < 3; k++)
         if (mask & (1 << k)) {
@@ -180,8 +194,7 @@ static int tokens_filter(sqlite3_vtab_cursor *cur, int mask, const char *idx_str
         (rc = input_text(c, text_b, "text_b", &b, &blen)) != SQLITE_OK)
         return rc;
     char err[EMB_ERR_LEN];
-    if (emb_model_tokenize(c->model, s, len, b, blen, &c->enc, err))
-        return cursor_error(c, "%s", err);
+    if (emb_model_tokenize(c->model, s, len, b, blen, &c->enc, err)) return cursor_error(c, "%s", err);
     return SQLITE_OK;
 }
 
@@ -240,9 +253,15 @@ static int tokens_column(sqlite3_vtab_cursor *cur, sqlite3_context *ctx, int col
         break;
     }
     case COL_TYPE_ID: sqlite3_result_int(ctx, t->type_id); break;
-    case COL_START: if (t->start >= 0) sqlite3_result_int(ctx, t->start); break;
-    case COL_END: if (t->end >= 0) sqlite3_result_int(ctx, t->end); break;
-    case COL_WORD: if (t->word >= 0) sqlite3_result_int(ctx, t->word); break;
+    case COL_START:
+        if (t->start >= 0) sqlite3_result_int(ctx, t->start);
+        break;
+    case COL_END:
+        if (t->end >= 0) sqlite3_result_int(ctx, t->end);
+        break;
+    case COL_WORD:
+        if (t->word >= 0) sqlite3_result_int(ctx, t->word);
+        break;
     case COL_TOKEN_EMB: result_row(ctx, info, emb_model_token_row(c->model, t->id)); break;
     case COL_POSITION_EMB: result_row(ctx, info, emb_model_position_row(c->model, (int32_t)c->at)); break;
     case COL_INPUT_EMB:

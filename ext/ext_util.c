@@ -69,8 +69,7 @@ static int ext_parse_json_vector(const char *json, int len, float **out, size_t 
         }
         float f = (float)e->valuedouble;
         if (!isfinite(f)) {
-            *err = sqlite3_mprintf("element %lld (%g) is not a finite float32", (long long)i,
-                                   e->valuedouble);
+            *err = sqlite3_mprintf("element %lld (%g) is not a finite float32", (long long)i, e->valuedouble);
             goto fail;
         }
         v[i] = f;
@@ -90,7 +89,8 @@ static ext_rc blob_float32(const void *p, int bytes, const char *what, ext_vec *
     if (bytes % 4) {
         *err = sqlite3_mprintf("%s is a blob of %d bytes, not a float32 vector (its length must be "
                                "a multiple of 4; a sqlite-vec int8 vector loses its type when "
-                               "stored: pass vec_int8(v))", what, bytes);
+                               "stored: pass vec_int8(v))",
+                               what, bytes);
         return EXT_ERROR;
     }
     out->n = (size_t)bytes / 4;
@@ -133,7 +133,8 @@ ext_rc ext_value_vector(sqlite3_value *val, const char *what, ext_vec *out, char
         if (subtype == EMBED_VEC_BIT_SUBTYPE) {
             *err = sqlite3_mprintf("%s: a sqlite-vec bit vector cannot be used where a float vector "
                                    "is needed; pass a float32 vector (vec_f32) or an int8 one "
-                                   "(vec_int8)", what);
+                                   "(vec_int8)",
+                                   what);
             return EXT_ERROR;
         }
         if (bytes == 0) {
@@ -154,8 +155,7 @@ ext_rc ext_value_vector(sqlite3_value *val, const char *what, ext_vec *out, char
         }
         if (out->n == 0) {
             ext_vec_free(out);
-            *err = sqlite3_mprintf("%s is an empty JSON array: a vector needs at least one dimension",
-                                   what);
+            *err = sqlite3_mprintf("%s is an empty JSON array: a vector needs at least one dimension", what);
             return EXT_ERROR;
         }
         out->v = out->buf;
@@ -172,9 +172,7 @@ ext_rc ext_get_vector(sqlite3_context *ctx, sqlite3_value *val, const char *fn, 
     char what[32], *err;
     snprintf(what, sizeof what, "argument %d", arg + 1);
     ext_rc rc = ext_value_vector(val, what, out, &err);
-    if (rc == EXT_ERROR) {
-        ext_error_take(ctx, fn, err);
-    }
+    if (rc == EXT_ERROR) { ext_error_take(ctx, fn, err); }
     return rc;
 }
 
@@ -186,8 +184,7 @@ void ext_vec_free(ext_vec *v) {
 
 int ext_same_dims(sqlite3_context *ctx, const char *fn, const ext_vec *a, const ext_vec *b) {
     if (a->n == b->n) return 1;
-    ext_error(ctx, fn, "vectors have different dimensions (%lld and %lld)", (long long)a->n,
-              (long long)b->n);
+    ext_error(ctx, fn, "vectors have different dimensions (%lld and %lld)", (long long)a->n, (long long)b->n);
     return 0;
 }
 
@@ -265,8 +262,8 @@ static void type_error(sqlite3_context *ctx, const char *fn, const char *what, c
     sqlite3_free(got);
 }
 
-ext_rc ext_get_int(sqlite3_context *ctx, sqlite3_value *val, const char *fn, const char *what,
-                   sqlite3_int64 lo, sqlite3_int64 hi, sqlite3_int64 *out) {
+ext_rc ext_get_int(sqlite3_context *ctx, sqlite3_value *val, const char *fn, const char *what, sqlite3_int64 lo,
+                   sqlite3_int64 hi, sqlite3_int64 *out) {
     int t = sqlite3_value_type(val);
     if (t == SQLITE_NULL) return EXT_NULL;
     if (t == SQLITE_FLOAT) {
@@ -300,8 +297,8 @@ static ext_rc value_text(sqlite3_context *ctx, sqlite3_value *val, const char **
     return EXT_ERROR;
 }
 
-ext_rc ext_get_text(sqlite3_context *ctx, sqlite3_value *val, const char *fn, const char *what,
-                    const char **out, int *len) {
+ext_rc ext_get_text(sqlite3_context *ctx, sqlite3_value *val, const char *fn, const char *what, const char **out,
+                    int *len) {
     int t = sqlite3_value_type(val);
     if (t == SQLITE_NULL) return EXT_NULL;
     if (t != SQLITE_TEXT) {
@@ -322,7 +319,8 @@ ext_rc ext_value_input_text(sqlite3_value *val, const char *what, const char **o
     if (t == SQLITE_NULL) return EXT_NULL;
     if (t == SQLITE_BLOB) {
         *err = sqlite3_mprintf("%s must be text, not a blob (write CAST(x AS TEXT) if its bytes are "
-                               "UTF-8 text)", what);
+                               "UTF-8 text)",
+                               what);
         return EXT_ERROR;
     }
     *out = (const char *)sqlite3_value_text(val);
@@ -334,9 +332,7 @@ ext_rc ext_get_input_text(sqlite3_context *ctx, sqlite3_value *val, const char *
                           const char **out, int *len) {
     char *err;
     ext_rc r = ext_value_input_text(val, what, out, len, &err);
-    if (r == EXT_ERROR) {
-        ext_error_take(ctx, fn, err);
-    }
+    if (r == EXT_ERROR) { ext_error_take(ctx, fn, err); }
     return r;
 }
 

@@ -22,7 +22,7 @@ extern const sqlite3_api_routines *sqlite3_api; /* defined once in embed_ext.c *
 typedef struct {
     const float *v; /* the values: into the argument's BLOB when aligned, else into buf */
     size_t n;
-    float *buf;     /* owned copy (JSON input or unaligned BLOB), sqlite3_free'd */
+    float *buf; /* owned copy (JSON input or unaligned BLOB), sqlite3_free'd */
 } ext_vec;
 
 typedef enum { EXT_OK = 0, EXT_NULL = 1, EXT_ERROR = -1 } ext_rc;
@@ -58,12 +58,12 @@ int ext_same_dims(sqlite3_context *ctx, const char *fn, const ext_vec *a, const 
 /* Writes v as a JSON array whose numbers read back to the same float32 values. */
 char *ext_vector_to_json(const float *v, size_t n);
 /* Reads an integer argument; EXT_ERROR (error set) when it is not an integer in [lo, hi]. */
-ext_rc ext_get_int(sqlite3_context *ctx, sqlite3_value *val, const char *fn, const char *what,
-                   sqlite3_int64 lo, sqlite3_int64 hi, sqlite3_int64 *out);
+ext_rc ext_get_int(sqlite3_context *ctx, sqlite3_value *val, const char *fn, const char *what, sqlite3_int64 lo,
+                   sqlite3_int64 hi, sqlite3_int64 *out);
 /* Reads a text argument; EXT_ERROR when it is not text, or contains a NUL character (names,
  * metrics and options are read as C strings). */
-ext_rc ext_get_text(sqlite3_context *ctx, sqlite3_value *val, const char *fn, const char *what,
-                    const char **out, int *len);
+ext_rc ext_get_text(sqlite3_context *ctx, sqlite3_value *val, const char *fn, const char *what, const char **out,
+                    int *len);
 /* Reads a text to tokenize or embed: a number is converted as SQLite converts it (42 is
  * '42', as FTS5 and embed_index take it); a BLOB is an error with the CAST hint. Without a
  * function context (virtual tables): on EXT_ERROR *err is a sqlite3_malloc'd message that

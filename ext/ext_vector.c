@@ -134,12 +134,9 @@ void sql_embed_dot(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
 
 static void result_distance(sqlite3_context *ctx, const char *fn, emb_metric m, const ext_vec *a,
                             const ext_vec *b) {
-    double d = m == (emb_metric)-1 ? emb_vec_cosine(a->v, b->v, a->n)
-                                   : emb_vec_distance(m, a->v, b->v, a->n);
-    if (isnan(d))
-        ext_error(ctx, fn, "cosine is undefined for a zero vector");
-    else
-        sqlite3_result_double(ctx, d);
+    double d = m == (emb_metric)-1 ? emb_vec_cosine(a->v, b->v, a->n) : emb_vec_distance(m, a->v, b->v, a->n);
+    if (isnan(d)) ext_error(ctx, fn, "cosine is undefined for a zero vector");
+    else sqlite3_result_double(ctx, d);
 }
 
 void sql_embed_cosine(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
@@ -203,8 +200,7 @@ static void agg_step(sqlite3_context *ctx, sqlite3_value *val, const char *fn) {
         agg->n = v.n;
     } else if (v.n != agg->n) {
         agg->failed = 1;
-        ext_error(ctx, fn, "vectors have different dimensions (%lld and %lld)", (long long)agg->n,
-                  (long long)v.n);
+        ext_error(ctx, fn, "vectors have different dimensions (%lld and %lld)", (long long)agg->n, (long long)v.n);
         ext_vec_free(&v);
         return;
     }

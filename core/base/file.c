@@ -63,8 +63,8 @@ int emb_file_open(const char *path, const char *what, size_t *size, char err[EMB
     if (fstat(fd, &st) != 0) rc = emb_fail(err, "%s: cannot stat: %s", path, strerror(errno));
     else if (!S_ISREG(st.st_mode)) rc = emb_fail(err, "%s: not a regular file (%s)", path, kind_of(st.st_mode));
     else if ((rc = emb_file_read(fd, path, head, sizeof head, &got, err)) == 0 && emb_is_lfs_pointer(head, got))
-        rc = emb_fail(err, "%s: this is a Git LFS pointer, not the %s; run `git lfs pull` in the model folder", path,
-                      what);
+        rc = emb_fail(err, "%s: this is a Git LFS pointer, not the %s; run `git lfs pull` in the model folder",
+                      path, what);
     if (rc) {
         close(fd);
         return -1;
@@ -80,7 +80,8 @@ int emb_read_file(const char *path, size_t max_bytes, char **buf, size_t *len, c
     if (fd < 0) return -1;
     char *b = NULL;
     int rc = 0;
-    if (size > max_bytes) rc = emb_fail(err, "%s: %zu bytes, more than the %zu this file may have", path, size, max_bytes);
+    if (size > max_bytes)
+        rc = emb_fail(err, "%s: %zu bytes, more than the %zu this file may have", path, size, max_bytes);
     else if (!(b = malloc(size + 1))) rc = emb_fail(err, "%s: out of memory", path);
     else rc = emb_file_read(fd, path, b, size, &n, err); /* a file that shrinks meanwhile gives what is left */
     close(fd);

@@ -20,11 +20,11 @@
 #define SPIN_NS 100000L
 
 struct emb_workers {
-    int n;                      /* helper threads (the caller is worker 0) */
+    int n; /* helper threads (the caller is worker 0) */
     pthread_t *th;
     pthread_mutex_t mu;
     pthread_cond_t start;
-    _Atomic uint32_t gen;       /* changed under mu, with fn, ctx, ntasks; spinning helpers watch it */
+    _Atomic uint32_t gen; /* changed under mu, with fn, ctx, ntasks; spinning helpers watch it */
     int stop;
     emb_task_fn fn;
     void *ctx;
@@ -33,7 +33,10 @@ struct emb_workers {
     atomic_int done;
 };
 
-typedef struct { emb_workers *p; int id; } helper_arg;
+typedef struct {
+    emb_workers *p;
+    int id;
+} helper_arg;
 
 static long elapsed_ns(const struct timespec *t0) {
     struct timespec t;
@@ -104,7 +107,10 @@ emb_workers *emb_workers_new(int n) {
     emb_workers *p = calloc(1, sizeof *p);
     if (!p) return NULL;
     p->th = calloc((size_t)n, sizeof *p->th);
-    if (!p->th) { free(p); return NULL; }
+    if (!p->th) {
+        free(p);
+        return NULL;
+    }
     pthread_mutex_init(&p->mu, NULL);
     pthread_cond_init(&p->start, NULL);
     atomic_store(&p->ticket, 0);
@@ -114,10 +120,16 @@ emb_workers *emb_workers_new(int n) {
         if (!ha) break;
         ha->p = p;
         ha->id = i + 1;
-        if (pthread_create(&p->th[i], NULL, helper_main, ha) != 0) { free(ha); break; }
+        if (pthread_create(&p->th[i], NULL, helper_main, ha) != 0) {
+            free(ha);
+            break;
+        }
         p->n++;
     }
-    if (p->n == 0) { emb_workers_free(p); return NULL; }
+    if (p->n == 0) {
+        emb_workers_free(p);
+        return NULL;
+    }
     return p;
 }
 

@@ -1,5 +1,8 @@
 /* bfloat16 products (bf16_gemm.h): rounding, packing, the AVX512_BF16 tiles, the C loop that
  * gives the same sums, and the split over the helper threads. */
+/* The register tiles are written as rows of macro calls, which clang-format cannot lay out (it
+ * splits them differently at each pass): this file keeps its own layout. */
+// clang-format off
 #include "math/bf16_gemm.h"
 #include <float.h>
 #include <math.h>
@@ -303,3 +306,4 @@ int emb_bf16_gemm(const float *A, int lda, int M, const emb_bf16w *w, const floa
     if (emb_bf16_convert(A, lda, M, w->K, scratch)) return -1;
     return emb_bf16_gemm_q(scratch, w, bias, beta, C, ldc, workers);
 }
+// clang-format on

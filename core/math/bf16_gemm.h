@@ -46,7 +46,7 @@ float emb_bf16w_value(const emb_bf16w *w, int n, int k);
 
 /* Activations rounded to bfloat16, in pairs (the buffer is reused from call to call). */
 typedef struct {
-    uint32_t *pairs;    /* M rows of Kp / 2 pairs: k in the low half, k + 1 in the high half */
+    uint32_t *pairs; /* M rows of Kp / 2 pairs: k in the low half, k + 1 in the high half */
     int M, K, Kp;
     size_t cap;
 } emb_bf16_act;
@@ -57,14 +57,14 @@ int emb_bf16_convert(const float *A, int lda, int M, int K, emb_bf16_act *a);
 /* C (row stride ldc) = beta * C + a * w^T + bias (bias NULL: none; beta 0 or 1), with the
  * AVX512_BF16 kernels (fast != 0, which the CPU must have) or the C loop, on one thread.
  * -1 (C untouched) when a's K is not w's K. */
-int emb_bf16_gemm_path(int fast, const emb_bf16_act *a, const emb_bf16w *w, const float *bias, float beta, float *C,
-                       int ldc);
+int emb_bf16_gemm_path(int fast, const emb_bf16_act *a, const emb_bf16w *w, const float *bias, float beta,
+                       float *C, int ldc);
 /* The product with the CPU's kernels, split over the workers (may be NULL) above
  * EMB_BF16_PAR_MIN_MACS. -1 (C untouched) when the Ks differ. */
 int emb_bf16_gemm_q(const emb_bf16_act *a, const emb_bf16w *w, const float *bias, float beta, float *C, int ldc,
                     emb_workers *workers);
 /* emb_bf16_convert + emb_bf16_gemm_q: -1 when out of memory or the Ks differ (C untouched). */
-int emb_bf16_gemm(const float *A, int lda, int M, const emb_bf16w *w, const float *bias, float beta, float *C, int ldc,
-                  emb_bf16_act *scratch, emb_workers *workers);
+int emb_bf16_gemm(const float *A, int lda, int M, const emb_bf16w *w, const float *bias, float beta, float *C,
+                  int ldc, emb_bf16_act *scratch, emb_workers *workers);
 
 #endif

@@ -1,4 +1,4 @@
-/* What the forward pass's element-wise kernels share (encoder.c, encoder_attention.c): the
+/* What the forward pass's element-wise kernels share (encoder_rows.c, encoder_attention.c): the
  * target clones and the exp and GELU they use. GCC builds the kernels for AVX-512, AVX2 and baseline
  * x86-64 and picks one at load time (ifunc); without -ftrapping-math the clamps and selects
  * if-convert, so the loops vectorize on every target. A file brackets its kernels with
@@ -18,7 +18,7 @@
 #define EMB_KERNELS_BEGIN
 #define EMB_KERNELS_END
 #endif
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && !defined(__SANITIZE_ADDRESS__) && \
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && !defined(__SANITIZE_ADDRESS__) &&          \
     !defined(__SANITIZE_THREAD__) && !defined(EMB_NO_CLONES) /* sanitizers: ifunc resolvers run too early */
 #define EMB_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
 #else
@@ -28,13 +28,14 @@
 /* The polynomials of emb_expf and emb_gelu_of, highest power first, for them and for their
  * AVX-512 forms (vexp512.h, gelu.c): Cephes' expf on [-ln 2 / 2, ln 2 / 2], and Numerical
  * Recipes' erfcc fit P(t) (erfc(z) = t exp(-z^2 + P(t)), t = 1 / (1 + z / 2)). */
-#define EMB_EXP_POLY 1.9875691500E-4f, 1.3981999507E-3f, 8.3334519073E-3f, 4.1665795894E-2f, 1.6666665459E-1f, \
-                     5.0000001201E-1f
-#define EMB_ERFC_POLY 0.17087277f, -0.82215223f, 1.48851587f, -1.13520398f, 0.27886807f, -0.18628806f, \
-                      0.09678418f, 0.37409196f, 1.00002368f, -1.26551223f
+#define EMB_EXP_POLY                                                                                              \
+    1.9875691500E-4f, 1.3981999507E-3f, 8.3334519073E-3f, 4.1665795894E-2f, 1.6666665459E-1f, 5.0000001201E-1f
+#define EMB_ERFC_POLY                                                                                             \
+    0.17087277f, -0.82215223f, 1.48851587f, -1.13520398f, 0.27886807f, -0.18628806f, 0.09678418f, 0.37409196f,    \
+        1.00002368f, -1.26551223f
 /* Abramowitz and Stegun 7.1.28: erf(z) = 1 - 1 / Q(z)^16 for z >= 0, |error| <= 3e-7 */
-#define EMB_ERF_AS28_POLY 0.0000430638f, 0.0002765672f, 0.0001520143f, 0.0092705272f, 0.0422820123f, \
-                          0.0705230784f, 1.0f
+#define EMB_ERF_AS28_POLY                                                                                         \
+    0.0000430638f, 0.0002765672f, 0.0001520143f, 0.0092705272f, 0.0422820123f, 0.0705230784f, 1.0f
 
 EMB_KERNELS_BEGIN
 /* exp for x <= 88 (Cephes polynomial, ~1 ulp; clamped below at -87 where the result is < 2e-38) */
@@ -49,7 +50,10 @@ static inline float emb_expf(float x) {
 #pragma GCC unroll 6
     for (int i = 1; i < 6; i++) p = p * r + c[i];
     float y = p * (r * r) + r + 1.0f;
-    union { int32_t i; float f; } u;
+    union {
+        int32_t i;
+        float f;
+    } u;
     int32_t ni = n == n ? (int32_t)n : 0; /* NaN: y is NaN already; the shift must stay defined */
     u.i = (ni + 127) << 23;
     return y * u.f;

@@ -23,8 +23,9 @@ EMB_T_AVX512_FMA static inline __attribute__((always_inline)) void gelu_vectors(
     __m512 z[4], t[4], p[4];
     /* erfc(z) is 0 in float from z = 11 (h is set so below: exp's clamp at -88 would leave a
      * subnormal); the bound keeps the reciprocal's Newton step finite */
-    EACH(U) z[u] = _mm512_min_ps(_mm512_mul_ps(_mm512_abs_ps(v[u]), _mm512_set1_ps(0.70710678118654752f)),
-                                 _mm512_set1_ps(16.0f));
+    EACH(U)
+    z[u] = _mm512_min_ps(_mm512_mul_ps(_mm512_abs_ps(v[u]), _mm512_set1_ps(0.70710678118654752f)),
+                         _mm512_set1_ps(16.0f));
     EACH(U) p[u] = _mm512_fmadd_ps(z[u], half, one);
     EACH(U) t[u] = _mm512_rcp14_ps(p[u]); /* 1 / d: one Newton step */
     EACH(U) t[u] = _mm512_fmadd_ps(t[u], _mm512_fnmadd_ps(p[u], t[u], one), t[u]);
@@ -66,21 +67,21 @@ EMB_T_AVX512_FMA static inline __attribute__((always_inline)) void gelu_quick_ve
 }
 
 /* 4 vectors a step, then one at a time (the tail masked) */
-#define GELU_LOOP(name, f)                                                                                  \
-    EMB_T_AVX512_FMA static void name(float *y, size_t n) {                                                \
-        size_t i = 0;                                                                                       \
-        __m512 v[4];                                                                                        \
-        for (; i + 64 <= n; i += 64) {                                                                      \
-            EACH(4) v[u] = _mm512_loadu_ps(y + i + 16 * u);                                                 \
-            f(v, 4);                                                                                        \
-            EACH(4) _mm512_storeu_ps(y + i + 16 * u, v[u]);                                                 \
-        }                                                                                                   \
-        for (; i < n; i += 16) {                                                                            \
-            __mmask16 m = n - i >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (n - i)) - 1u);              \
-            v[0] = _mm512_maskz_loadu_ps(m, y + i);                                                         \
-            f(v, 1);                                                                                        \
-            _mm512_mask_storeu_ps(y + i, m, v[0]);                                                          \
-        }                                                                                                   \
+#define GELU_LOOP(name, f)                                                                                        \
+    EMB_T_AVX512_FMA static void name(float *y, size_t n) {                                                       \
+        size_t i = 0;                                                                                             \
+        __m512 v[4];                                                                                              \
+        for (; i + 64 <= n; i += 64) {                                                                            \
+            EACH(4) v[u] = _mm512_loadu_ps(y + i + 16 * u);                                                       \
+            f(v, 4);                                                                                              \
+            EACH(4) _mm512_storeu_ps(y + i + 16 * u, v[u]);                                                       \
+        }                                                                                                         \
+        for (; i < n; i += 16) {                                                                                  \
+            __mmask16 m = n - i >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (n - i)) - 1u);                    \
+            v[0] = _mm512_maskz_loadu_ps(m, y + i);                                                               \
+            f(v, 1);                                                                                              \
+            _mm512_mask_storeu_ps(y + i, m, v[0]);                                                                \
+        }                                                                                                         \
     }
 GELU_LOOP(gelu_avx512, gelu_vectors)
 GELU_LOOP(gelu_quick_avx512, gelu_quick_vectors)

@@ -1,7 +1,11 @@
 #include "math/half.h"
 #include <string.h>
 
-static float bits_to_f32(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
+static float bits_to_f32(uint32_t u) {
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
 
 float emb_f16_to_f32(uint16_t h) {
     uint32_t sign = (uint32_t)(h & 0x8000u) << 16;

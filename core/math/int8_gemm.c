@@ -11,9 +11,9 @@
 
 struct emb_int8_gemm_weights {
     int N, K, Np, Kp;
-    int8_t *codes;      /* Np / 16 panels of 16 * Kp bytes, 64-byte aligned */
-    float *sw;          /* Np scales (0 past N) */
-    int32_t *colsum;    /* Np sums of codes */
+    int8_t *codes; /* Np / 16 panels of 16 * Kp bytes, 64-byte aligned */
+    float *sw; /* Np scales (0 past N) */
+    int32_t *colsum; /* Np sums of codes */
 };
 
 /* Rows of activations quantized per task. */
@@ -23,7 +23,9 @@ struct emb_int8_gemm_weights {
 
 static const char *const path_names[EMB_I8_NPATHS] = {"scalar", "avx2", "avx_vnni", "avx512_vnni"};
 
-const char *emb_int8_gemm_path_name(emb_int8_gemm_path p) { return p >= 0 && p < EMB_I8_NPATHS ? path_names[p] : "?"; }
+const char *emb_int8_gemm_path_name(emb_int8_gemm_path p) {
+    return p >= 0 && p < EMB_I8_NPATHS ? path_names[p] : "?";
+}
 
 int emb_int8_gemm_path_supported(emb_int8_gemm_path p) {
     if (p == EMB_I8_SCALAR) return 1;
@@ -46,7 +48,8 @@ static emb_int8_gemm_path path_choose(void) {
     const char *want = getenv("EMBED_INT8_PATH");
     if (want)
         for (int p = 0; p < EMB_I8_NPATHS; p++)
-            if (!strcmp(want, path_names[p]) && emb_int8_gemm_path_supported((emb_int8_gemm_path)p)) return (emb_int8_gemm_path)p;
+            if (!strcmp(want, path_names[p]) && emb_int8_gemm_path_supported((emb_int8_gemm_path)p))
+                return (emb_int8_gemm_path)p;
     for (int p = EMB_I8_NPATHS - 1; p > 0; p--)
         if (emb_int8_gemm_path_supported((emb_int8_gemm_path)p)) return (emb_int8_gemm_path)p;
     return EMB_I8_SCALAR;
@@ -118,10 +121,11 @@ static void put_row(emb_int8_gemm_weights *w, int n, const int8_t *q, float scal
     w->colsum[n] = sum;
 }
 
-int emb_int8_gemm_weights_set_rows(emb_int8_gemm_weights *w, int n0, int rows, const float *W, int ldw, char err[EMB_ERR_LEN]) {
+int emb_int8_gemm_weights_set_rows(emb_int8_gemm_weights *w, int n0, int rows, const float *W, int ldw,
+                                   char err[EMB_ERR_LEN]) {
     if (n0 < 0 || rows < 0 || n0 + rows > w->N || ldw < w->K)
-        return emb_fail(err, "int8 weight rows %d..%d (stride %d) outside its %d x %d", n0, n0 + rows - 1, ldw, w->N,
-                        w->K);
+        return emb_fail(err, "int8 weight rows %d..%d (stride %d) outside its %d x %d", n0, n0 + rows - 1, ldw,
+                        w->N, w->K);
     int8_t *q = malloc((size_t)w->K);
     if (!q) return emb_fail(err, "out of memory packing an int8 weight");
     for (int r = 0; r < rows; r++) {
@@ -155,7 +159,8 @@ emb_int8_gemm_weights *emb_int8_gemm_weights_pack(const float *W, int N, int K, 
     return w;
 }
 
-emb_int8_gemm_weights *emb_int8_gemm_weights_pack_codes(const int8_t *q, const float *scale, int N, int K, char err[EMB_ERR_LEN]) {
+emb_int8_gemm_weights *emb_int8_gemm_weights_pack_codes(const int8_t *q, const float *scale, int N, int K,
+                                                        char err[EMB_ERR_LEN]) {
     for (size_t i = 0; i < (size_t)N * (size_t)(K > 0 ? K : 0); i++)
         if (q[i] == -128) {
             emb_fail(err, "int8 weight code -128 at row %zu (codes are -127..127)", i / (size_t)K);
@@ -172,7 +177,9 @@ int emb_int8_gemm_weights_k(const emb_int8_gemm_weights *w) { return w->K; }
 size_t emb_int8_gemm_weights_bytes(const emb_int8_gemm_weights *w) {
     return sizeof *w + (size_t)w->Np * (size_t)w->Kp + (size_t)w->Np * (sizeof *w->sw + sizeof *w->colsum);
 }
-int8_t emb_int8_gemm_weights_code(const emb_int8_gemm_weights *w, int n, int k) { return w->codes[code_at(w, n, k)]; }
+int8_t emb_int8_gemm_weights_code(const emb_int8_gemm_weights *w, int n, int k) {
+    return w->codes[code_at(w, n, k)];
+}
 float emb_int8_gemm_weights_scale(const emb_int8_gemm_weights *w, int n) { return w->sw[n]; }
 
 /* ---------- activations ---------- */
@@ -222,10 +229,11 @@ typedef struct {
     emb_int8_gemm_act *a;
 } quant_job;
 
-static void quantize_rows_path(emb_int8_gemm_path p, emb_int8_gemm_act *a, const float *A, int lda, int m0, int m1) {
+static void quantize_rows_path(emb_int8_gemm_path p, emb_int8_gemm_act *a, const float *A, int lda, int m0,
+                               int m1) {
     for (int m = m0; m < m1; m++)
-        emb_int8_gemm_kernels_quantize_row(p, A + (size_t)m * (size_t)lda, a->K, a->Kp, a->u + (size_t)m * (size_t)a->Kp, &a->scale[m],
-                             &a->zp[m]);
+        emb_int8_gemm_kernels_quantize_row(p, A + (size_t)m * (size_t)lda, a->K, a->Kp,
+                                           a->u + (size_t)m * (size_t)a->Kp, &a->scale[m], &a->zp[m]);
 }
 
 static void quant_task(void *ctx, int task, int worker) {
@@ -240,7 +248,7 @@ void emb_int8_gemm_quantize_rows(emb_int8_gemm_act *a, const float *A, int lda, 
 }
 
 int emb_int8_gemm_quantize_path(emb_int8_gemm_path p, const float *A, int lda, int M, int K, emb_int8_gemm_act *a,
-                         emb_workers *workers) {
+                                emb_workers *workers) {
     if (lda < K || emb_int8_gemm_act_reserve(a, M, K)) return -1;
     quant_job j = {p, A, lda, a};
     int tasks = (M + I8_QUANT_ROWS - 1) / I8_QUANT_ROWS;
@@ -252,8 +260,8 @@ int emb_int8_gemm_quantize(const float *A, int lda, int M, int K, emb_int8_gemm_
     return emb_int8_gemm_quantize_path(emb_int8_gemm_path_default(), A, lda, M, K, a, workers);
 }
 
-int emb_int8_gemm_act_set_codes(emb_int8_gemm_act *a, const uint8_t *u, int ldu, const float *scale, const int32_t *zp, int M,
-                         int K) {
+int emb_int8_gemm_act_set_codes(emb_int8_gemm_act *a, const uint8_t *u, int ldu, const float *scale,
+                                const int32_t *zp, int M, int K) {
     if (ldu < K || emb_int8_gemm_act_reserve(a, M, K)) return -1;
     for (int m = 0; m < M; m++) {
         uint8_t *row = a->u + (size_t)m * (size_t)a->Kp;
@@ -281,7 +289,8 @@ static emb_int8_gemm_kernels_args make_args(const emb_int8_gemm_act *a, const em
     return g;
 }
 
-int emb_int8_gemm_s32(emb_int8_gemm_path p, const emb_int8_gemm_act *a, const emb_int8_gemm_weights *w, int32_t *P, int ldp) {
+int emb_int8_gemm_s32(emb_int8_gemm_path p, const emb_int8_gemm_act *a, const emb_int8_gemm_weights *w, int32_t *P,
+                      int ldp) {
     if (a->K != w->K) return -1;
     emb_int8_gemm_kernels_args g = make_args(a, w);
     g.P = P;
@@ -291,8 +300,8 @@ int emb_int8_gemm_s32(emb_int8_gemm_path p, const emb_int8_gemm_act *a, const em
 }
 
 /* The kernels' arguments for C = beta C + A W^T + bias. */
-static emb_int8_gemm_kernels_args output_args(const emb_int8_gemm_act *a, const emb_int8_gemm_weights *w, const float *bias, float beta, float *C,
-                                int ldc) {
+static emb_int8_gemm_kernels_args output_args(const emb_int8_gemm_act *a, const emb_int8_gemm_weights *w,
+                                              const float *bias, float beta, float *C, int ldc) {
     emb_int8_gemm_kernels_args g = make_args(a, w);
     g.bias = bias;
     g.beta = beta != 0.0f;
@@ -301,8 +310,8 @@ static emb_int8_gemm_kernels_args output_args(const emb_int8_gemm_act *a, const 
     return g;
 }
 
-int emb_int8_gemm_q_path(emb_int8_gemm_path p, const emb_int8_gemm_act *a, const emb_int8_gemm_weights *w, const float *bias, float beta,
-                       float *C, int ldc) {
+int emb_int8_gemm_q_path(emb_int8_gemm_path p, const emb_int8_gemm_act *a, const emb_int8_gemm_weights *w,
+                         const float *bias, float beta, float *C, int ldc) {
     if (a->K != w->K) return -1;
     emb_int8_gemm_kernels_args g = output_args(a, w, bias, beta, C, ldc);
     emb_int8_gemm_kernels_run(p, &g, 0, a->M, 0, w->Np / 16);
@@ -332,8 +341,8 @@ static int busiest_share(int units, int step, int threads) {
     return (tasks + threads - 1) / threads * step;
 }
 
-int emb_int8_gemm_q(const emb_int8_gemm_act *a, const emb_int8_gemm_weights *w, const float *bias, float beta, float *C, int ldc,
-                  emb_workers *workers) {
+int emb_int8_gemm_q(const emb_int8_gemm_act *a, const emb_int8_gemm_weights *w, const float *bias, float beta,
+                    float *C, int ldc, emb_workers *workers) {
     if (a->K != w->K) return -1;
     emb_int8_gemm_kernels_args g = output_args(a, w, bias, beta, C, ldc);
     gemm_job j = {&g, emb_int8_gemm_path_default(), a->M, w->Np / 16, a->M, w->Np / 16, 1};
@@ -356,7 +365,9 @@ int emb_int8_gemm_q(const emb_int8_gemm_act *a, const emb_int8_gemm_weights *w, 
      * where by panels each streams its share (bert-base 1 x 128 on two threads: 4-8 % faster;
      * at 4 x 128, or with MiniLM's weights, which stay in L2, rows were as fast or faster) */
     int by_rows = a->M >= 12 * want;
-    if (by_rows && (size_t)w->Np * w->Kp > 2 * EMB_I8K_L2_WEIGHTS && a->M <= emb_int8_gemm_kernels_row_chunk(w->Kp)) by_rows = 0;
+    if (by_rows && (size_t)w->Np * w->Kp > 2 * EMB_I8K_L2_WEIGHTS &&
+        a->M <= emb_int8_gemm_kernels_row_chunk(w->Kp))
+        by_rows = 0;
     if (by_rows) {
         int tiles = (a->M + 5) / 6, one = (tiles + threads - 1) / threads, two = (tiles + want - 1) / want;
         /* ties: two, for a thread held up */
@@ -375,8 +386,8 @@ int emb_int8_gemm_q(const emb_int8_gemm_act *a, const emb_int8_gemm_weights *w, 
     return 0;
 }
 
-int emb_int8_gemm(const float *A, int lda, int M, const emb_int8_gemm_weights *w, const float *bias, float beta, float *C, int ldc,
-                emb_int8_gemm_act *scratch, emb_workers *workers) {
+int emb_int8_gemm(const float *A, int lda, int M, const emb_int8_gemm_weights *w, const float *bias, float beta,
+                  float *C, int ldc, emb_int8_gemm_act *scratch, emb_workers *workers) {
     if (emb_int8_gemm_quantize(A, lda, M, w->K, scratch, workers)) return -1;
     return emb_int8_gemm_q(scratch, w, bias, beta, C, ldc, workers);
 }

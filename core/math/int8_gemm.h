@@ -53,11 +53,13 @@ typedef struct emb_int8_gemm_weights emb_int8_gemm_weights;
  * emb_int8_gemm_weights_new then emb_int8_gemm_weights_set_rows once per part builds one packed weight from several
  * tensors (Q, K and V side by side). Fails on a non-finite weight. */
 emb_int8_gemm_weights *emb_int8_gemm_weights_new(int N, int K, char err[EMB_ERR_LEN]);
-int emb_int8_gemm_weights_set_rows(emb_int8_gemm_weights *w, int n0, int rows, const float *W, int ldw, char err[EMB_ERR_LEN]);
+int emb_int8_gemm_weights_set_rows(emb_int8_gemm_weights *w, int n0, int rows, const float *W, int ldw,
+                                   char err[EMB_ERR_LEN]);
 /* emb_int8_gemm_weights_new + emb_int8_gemm_weights_set_rows(w, 0, N, W, ldw): NULL with err on failure. */
 emb_int8_gemm_weights *emb_int8_gemm_weights_pack(const float *W, int N, int K, int ldw, char err[EMB_ERR_LEN]);
 /* From codes already quantized (q[n*K + k] in [-127, 127], -128 refused) and their scales. */
-emb_int8_gemm_weights *emb_int8_gemm_weights_pack_codes(const int8_t *q, const float *scale, int N, int K, char err[EMB_ERR_LEN]);
+emb_int8_gemm_weights *emb_int8_gemm_weights_pack_codes(const int8_t *q, const float *scale, int N, int K,
+                                                        char err[EMB_ERR_LEN]);
 void emb_int8_gemm_weights_free(emb_int8_gemm_weights *w);
 int emb_int8_gemm_weights_n(const emb_int8_gemm_weights *w);
 int emb_int8_gemm_weights_k(const emb_int8_gemm_weights *w);
@@ -68,13 +70,14 @@ float emb_int8_gemm_weights_scale(const emb_int8_gemm_weights *w, int n);
 /* Quantized activations (and their buffer, reused from call to call). Zero it, or use
  * EMB_I8_ACT_INIT; emb_int8_gemm_act_free releases the buffers. */
 typedef struct {
-    uint8_t *u;         /* M rows of Kp codes (zero codes past K), 64-byte aligned */
-    float *scale;       /* sa per row */
-    int32_t *zp;        /* zp per row */
+    uint8_t *u; /* M rows of Kp codes (zero codes past K), 64-byte aligned */
+    float *scale; /* sa per row */
+    int32_t *zp; /* zp per row */
     int M, K, Kp;
     size_t cap_u, cap_rows;
 } emb_int8_gemm_act;
-#define EMB_I8_ACT_INIT {0}
+#define EMB_I8_ACT_INIT                                                                                           \
+    { 0 }
 void emb_int8_gemm_act_free(emb_int8_gemm_act *a);
 
 /* Quantizes A (M rows of K floats, row stride lda) into a. Rows are split over the workers
@@ -83,30 +86,31 @@ void emb_int8_gemm_act_free(emb_int8_gemm_act *a);
 int emb_int8_gemm_quantize(const float *A, int lda, int M, int K, emb_int8_gemm_act *a, emb_workers *workers);
 /* The same with kernel set p (supported): the same codes on every set. */
 int emb_int8_gemm_quantize_path(emb_int8_gemm_path p, const float *A, int lda, int M, int K, emb_int8_gemm_act *a,
-                         emb_workers *workers);
+                                emb_workers *workers);
 /* The same in two steps, for a caller that quantizes rows inside its own pass over them (while
  * they are in cache): room for M rows of K codes (-1 when out of memory), then rows m0..m1-1 of
  * A, from any thread, each row once. */
 int emb_int8_gemm_act_reserve(emb_int8_gemm_act *a, int M, int K);
 void emb_int8_gemm_quantize_rows(emb_int8_gemm_act *a, const float *A, int lda, int m0, int m1);
 /* Codes given directly (tests, other quantizers): rows of K codes, stride ldu bytes. */
-int emb_int8_gemm_act_set_codes(emb_int8_gemm_act *a, const uint8_t *u, int ldu, const float *scale, const int32_t *zp, int M,
-                         int K);
+int emb_int8_gemm_act_set_codes(emb_int8_gemm_act *a, const uint8_t *u, int ldu, const float *scale,
+                                const int32_t *zp, int M, int K);
 
 /* C (row stride ldc) = beta * C + dequantized a * w^T + bias (bias NULL: none; beta 0 or 1).
  * Split over the workers (may be NULL) above a measured size. -1 (C untouched) when a's K is
  * not w's K. */
-int emb_int8_gemm_q(const emb_int8_gemm_act *a, const emb_int8_gemm_weights *w, const float *bias, float beta, float *C, int ldc,
-                   emb_workers *workers);
+int emb_int8_gemm_q(const emb_int8_gemm_act *a, const emb_int8_gemm_weights *w, const float *bias, float beta,
+                    float *C, int ldc, emb_workers *workers);
 /* emb_int8_gemm_quantize + emb_int8_gemm_q: -1 when out of memory (C untouched). */
-int emb_int8_gemm(const float *A, int lda, int M, const emb_int8_gemm_weights *w, const float *bias, float beta, float *C, int ldc,
-                emb_int8_gemm_act *scratch, emb_workers *workers);
+int emb_int8_gemm(const float *A, int lda, int M, const emb_int8_gemm_weights *w, const float *bias, float beta,
+                  float *C, int ldc, emb_int8_gemm_act *scratch, emb_workers *workers);
 
 /* The exact products P (int32, row stride ldp) with kernel set p (one thread): what the tests
  * compare on every set. p must be supported. -1 when the Ks differ. */
-int emb_int8_gemm_s32(emb_int8_gemm_path p, const emb_int8_gemm_act *a, const emb_int8_gemm_weights *w, int32_t *P, int ldp);
+int emb_int8_gemm_s32(emb_int8_gemm_path p, const emb_int8_gemm_act *a, const emb_int8_gemm_weights *w, int32_t *P,
+                      int ldp);
 /* emb_int8_gemm_q with kernel set p on one thread. */
-int emb_int8_gemm_q_path(emb_int8_gemm_path p, const emb_int8_gemm_act *a, const emb_int8_gemm_weights *w, const float *bias, float beta,
-                        float *C, int ldc);
+int emb_int8_gemm_q_path(emb_int8_gemm_path p, const emb_int8_gemm_act *a, const emb_int8_gemm_weights *w,
+                         const float *bias, float beta, float *C, int ldc);
 
 #endif

@@ -3,6 +3,9 @@
  * then scale, bias, accumulate: the same float operations, in the same order, on every set).
  * One function per set with __attribute__((target)), picked per call, as quant_kernels.c does
  * (no ifunc: it runs too early under ASan). */
+/* The register tiles are written as rows of macro calls, which clang-format cannot lay out (it
+ * splits them differently at each pass): this file keeps its own layout. */
+// clang-format off
 #include "math/int8_gemm_kernels.h"
 #include <string.h>
 
@@ -453,3 +456,4 @@ void emb_int8_gemm_kernels_quantize_row(emb_int8_gemm_path p, const float *x, in
     (void)p;
     quantize_row_c(x, K, Kp, u, sa, zp);
 }
+// clang-format on

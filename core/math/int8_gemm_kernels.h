@@ -5,18 +5,18 @@
 #include "math/int8_gemm.h"
 
 typedef struct {
-    const uint8_t *u;       /* activation codes, rows of Kp */
+    const uint8_t *u; /* activation codes, rows of Kp */
     const float *sa;
     const int32_t *zp;
-    const int8_t *wp;       /* packed codes: panel p at wp + p * 16 * Kp */
-    const float *sw;        /* Np entries (zero past N) */
-    const int32_t *colsum;  /* Np entries */
+    const int8_t *wp; /* packed codes: panel p at wp + p * 16 * Kp */
+    const float *sw; /* Np entries (zero past N) */
+    const int32_t *colsum; /* Np entries */
     int Kp, N;
-    const float *bias;      /* NULL: none */
-    int beta;               /* 1: add onto C */
+    const float *bias; /* NULL: none */
+    int beta; /* 1: add onto C */
     float *C;
     int ldc;
-    int32_t *P;             /* not NULL: store the exact products here instead (row stride ldp) */
+    int32_t *P; /* not NULL: store the exact products here instead (row stride ldp) */
     int ldp;
 } emb_int8_gemm_kernels_args;
 
@@ -25,10 +25,12 @@ typedef struct {
  * L2) and each chunk sweeps the panels: the weights are read once per chunk. */
 #define EMB_I8K_L2_WEIGHTS (512 * 1024)
 int emb_int8_gemm_kernels_row_chunk(int Kp);
-void emb_int8_gemm_kernels_run(emb_int8_gemm_path p, const emb_int8_gemm_kernels_args *g, int m0, int m1, int p0, int p1);
+void emb_int8_gemm_kernels_run(emb_int8_gemm_path p, const emb_int8_gemm_kernels_args *g, int m0, int m1, int p0,
+                               int p1);
 
 /* One row's codes: u[k] for k < K from x, zeros up to Kp; *sa, *zp as int8_gemm.h says. The
  * same on every set (AVX-512 and AVX2 loops, the C loop). */
-void emb_int8_gemm_kernels_quantize_row(emb_int8_gemm_path p, const float *x, int K, int Kp, uint8_t *u, float *sa, int32_t *zp);
+void emb_int8_gemm_kernels_quantize_row(emb_int8_gemm_path p, const float *x, int K, int Kp, uint8_t *u, float *sa,
+                                        int32_t *zp);
 
 #endif

@@ -17,31 +17,32 @@ T_AVX512 void emb_transpose(int N, int D, const float *X, int ldx, float *T) {
 int emb_nn_gemm_supported(void) { return emb_vexp512_supported(); } /* attention's softmax needs FMA too */
 
 /* Row i of A (i < mr) starts at arow[i], its element k at arow[i][k * ak]. */
-#define NN_KERNEL(NV, MR)                                                                                       \
+#define NN_KERNEL(NV, MR)                                                                                         \
     T_AVX512 static void tile_##NV(int mr, int K, float alpha, const float *rs, const float *const *arow, int ak, \
                                    const float *B, int ldb, __mmask16 last, float *C, int ldc) {                  \
         const float *a[MR];                                                                                       \
         for (int i = 0; i < MR; i++) a[i] = arow[i < mr ? i : mr - 1];                                            \
         __m512 acc[MR][NV];                                                                                       \
         _Pragma("GCC unroll 24") for (int i = 0; i < MR; i++)                                                     \
-            _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++) acc[i][v] = _mm512_setzero_ps();                \
+            _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++) acc[i][v] = _mm512_setzero_ps();                 \
         for (int k = 0; k < K; k++) {                                                                             \
             __m512 b[NV];                                                                                         \
-            _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++)                                                  \
-                b[v] = _mm512_maskz_loadu_ps(v == NV - 1 ? last : (__mmask16)0xFFFF, B + (size_t)k * ldb + 16 * v); \
+            _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++) b[v] =                                           \
+                _mm512_maskz_loadu_ps(v == NV - 1 ? last : (__mmask16)0xFFFF, B + (size_t)k * ldb + 16 * v);      \
             _Pragma("GCC unroll 24") for (int i = 0; i < MR; i++) {                                               \
                 __m512 x = _mm512_set1_ps(a[i][(size_t)k * ak]);                                                  \
-                _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++) acc[i][v] = _mm512_fmadd_ps(x, b[v], acc[i][v]); \
+                _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++) acc[i][v] =                                  \
+                    _mm512_fmadd_ps(x, b[v], acc[i][v]);                                                          \
             }                                                                                                     \
         }                                                                                                         \
         __m512 s = _mm512_set1_ps(alpha);                                                                         \
-        _Pragma("GCC unroll 24") for (int i = 0; i < MR; i++) /* constant indices: acc stays in registers */  \
+        _Pragma("GCC unroll 24") for (int i = 0; i < MR; i++) /* constant indices: acc stays in registers */      \
             if (i < mr) {                                                                                         \
-                __m512 si = rs ? _mm512_set1_ps(rs[i]) : s;                                                       \
-                _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++)                                              \
-                    _mm512_mask_storeu_ps(C + (size_t)i * ldc + 16 * v, v == NV - 1 ? last : (__mmask16)0xFFFF,  \
-                                          _mm512_mul_ps(acc[i][v], si));                                          \
-            }                                                                                                     \
+            __m512 si = rs ? _mm512_set1_ps(rs[i]) : s;                                                           \
+            _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++)                                                  \
+                _mm512_mask_storeu_ps(C + (size_t)i * ldc + 16 * v, v == NV - 1 ? last : (__mmask16)0xFFFF,       \
+                                      _mm512_mul_ps(acc[i][v], si));                                              \
+        }                                                                                                         \
     }
 NN_KERNEL(1, 24)
 NN_KERNEL(2, 12)
@@ -87,8 +88,8 @@ void emb_nn_gemm(int M, int N, int K, float alpha, const float *A, int lda, cons
     a_rows a = {.A = A, .lda = lda};
     nn_gemm(M, N, K, alpha, NULL, &a, B, ldb, C, ldc);
 }
-void emb_nn_gemm_scaled(int M, int N, int K, const float *row_scale, const float *A, int lda, const float *B, int ldb,
-                        float *C, int ldc) {
+void emb_nn_gemm_scaled(int M, int N, int K, const float *row_scale, const float *A, int lda, const float *B,
+                        int ldb, float *C, int ldc) {
     a_rows a = {.A = A, .lda = lda};
     nn_gemm(M, N, K, 1.0f, row_scale, &a, B, ldb, C, ldc);
 }
@@ -112,8 +113,8 @@ void emb_nn_gemm(int M, int N, int K, float alpha, const float *A, int lda, cons
                  int ldc) {
     (void)M, (void)N, (void)K, (void)alpha, (void)A, (void)lda, (void)B, (void)ldb, (void)C, (void)ldc;
 }
-void emb_nn_gemm_scaled(int M, int N, int K, const float *row_scale, const float *A, int lda, const float *B, int ldb,
-                        float *C, int ldc) {
+void emb_nn_gemm_scaled(int M, int N, int K, const float *row_scale, const float *A, int lda, const float *B,
+                        int ldb, float *C, int ldc) {
     (void)M, (void)N, (void)K, (void)row_scale, (void)A, (void)lda, (void)B, (void)ldb, (void)C, (void)ldc;
 }
 #endif

@@ -15,8 +15,8 @@ void emb_nn_gemm(int M, int N, int K, float alpha, const float *A, int lda, cons
                  int ldc);
 /* C[i][j] = row_scale[i] * (A B)[i][j]: the context of unnormalised softmax weights, scaled
  * by each row's 1 / sum. */
-void emb_nn_gemm_scaled(int M, int N, int K, const float *row_scale, const float *A, int lda, const float *B, int ldb,
-                        float *C, int ldc);
+void emb_nn_gemm_scaled(int M, int N, int K, const float *row_scale, const float *A, int lda, const float *B,
+                        int ldb, float *C, int ldc);
 /* T[d][n] = X[n][d] for n < N, d < D (X's row stride ldx, T's row stride N): a head's keys for
  * the scores. Call only when supported. */
 void emb_transpose(int N, int D, const float *X, int ldx, float *T);

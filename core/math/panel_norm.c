@@ -7,7 +7,7 @@
 #include <immintrin.h>
 
 __attribute__((target("avx512f"))) void emb_panel_layernorm(float *panel, const float *g, const float *b, int H,
-                                                              float eps) {
+                                                            float eps) {
     __m512d sum[4], var[4], mean[4], rstd[4];
     for (int q = 0; q < 4; q++) sum[q] = var[q] = _mm512_setzero_pd();
     for (int n = 0; n < H; n++)

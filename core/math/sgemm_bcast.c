@@ -25,7 +25,8 @@ T_AVX512 static void pack_rows(int mr, int K, const float *A, int lda, float *P)
 
 /* C[i][j] = bias[j] + cols[j] lane i, or without a bias C[i][j] += cols[j] lane i, for i < rows,
  * j < ncols (ncols <= 16 vectors given). */
-T_AVX512 static void add_transposed(const __m512 *cols, int ncols, int rows, const float *bias, float *C, int ldc) {
+T_AVX512 static void add_transposed(const __m512 *cols, int ncols, int rows, const float *bias, float *C,
+                                    int ldc) {
     __m512 r[16];
     for (int j = 0; j < 16; j++) r[j] = j < ncols ? cols[j] : _mm512_setzero_ps();
     emb_transpose16(r);
@@ -57,8 +58,8 @@ static inline void prefetch_rows(const float *bias, int rows, const float *C, in
 #define OUT_ROWS (-1)
 
 /* Columns n0..n0+nr-1 (nr <= 12) of rows 0..mr-1 (mr <= 32), from A packed 32 wide. */
-T_AVX512 static void kernel_32x12(int mr, int nr, int K, const float *P, const float *W, int ldw, const float *bias,
-                                  float *C, int ldc, int out) {
+T_AVX512 static void kernel_32x12(int mr, int nr, int K, const float *P, const float *W, int ldw,
+                                  const float *bias, float *C, int ldc, int out) {
     if (out == OUT_ROWS) prefetch_rows(bias, mr, C, ldc);
     const float *w[12];
     for (int j = 0; j < 12; j++) w[j] = WROW(j);
@@ -80,7 +81,8 @@ T_AVX512 static void kernel_32x12(int mr, int nr, int K, const float *P, const f
         return;
     }
     for (int j = 0; j < nr; j++) {
-        __m512 b = _mm512_set1_ps(bias ? bias[j] : 0.0f), x0 = _mm512_add_ps(lo[j], b), x1 = _mm512_add_ps(hi[j], b);
+        __m512 b = _mm512_set1_ps(bias ? bias[j] : 0.0f), x0 = _mm512_add_ps(lo[j], b),
+               x1 = _mm512_add_ps(hi[j], b);
         if (out == EMB_PANELS_ADD) {
             x0 = _mm512_add_ps(x0, _mm512_load_ps(C + 32 * j));
             x1 = _mm512_add_ps(x1, _mm512_load_ps(C + 32 * j + 16));
@@ -130,8 +132,8 @@ T_AVX512 static void pack_pairs(int mr, int K, const float *A, int lda, float *P
  * accumulator holds 8 rows x (even k, odd k), so a step reads 2 vectors of A and 12 pairs of
  * weights for 24 multiply-adds (a 16-row x 24-column tile of single k would read 25 values for
  * 24). Each sum is its even k plus its odd k. */
-T_AVX512 static void kernel_16x12(int mr, int nr, int K, const float *P, const float *W, int ldw, const float *bias,
-                                  float *C, int ldc) {
+T_AVX512 static void kernel_16x12(int mr, int nr, int K, const float *P, const float *W, int ldw,
+                                  const float *bias, float *C, int ldc) {
     prefetch_rows(bias, mr, C, ldc);
     const float *w[12];
     for (int j = 0; j < 12; j++) w[j] = WROW(j);
@@ -264,16 +266,36 @@ static void run(bcast_job *j, emb_workers *workers) {
 
 void emb_sgemm_bcast(int M, int N, int K, const float *A, int lda, const float *W, int ldw, const float *bias,
                      float *C, int ldc, float *scratch, emb_workers *workers) {
-    bcast_job j = {.A = A, .W = W, .bias = bias, .C = C, .scratch = scratch, .out = OUT_ROWS, .M = M, .N = N, .K = K,
-                   .lda = lda, .ldw = ldw, .ldc = ldc};
+    bcast_job j = {.A = A,
+                   .W = W,
+                   .bias = bias,
+                   .C = C,
+                   .scratch = scratch,
+                   .out = OUT_ROWS,
+                   .M = M,
+                   .N = N,
+                   .K = K,
+                   .lda = lda,
+                   .ldw = ldw,
+                   .ldc = ldc};
     run(&j, workers);
 }
 
 void emb_sgemm_bcast_to_panels(int M, int N, int K, const float *A, int lda, const float *a_panels, const float *W,
                                int ldw, const float *bias, emb_panels_out out, float *panels, float *scratch,
                                emb_workers *workers) {
-    bcast_job j = {.A = a_panels ? NULL : A, .a_panels = a_panels, .W = W, .bias = bias, .C = panels,
-                   .scratch = scratch, .out = (int)out, .M = M, .N = N, .K = K, .lda = lda, .ldw = ldw};
+    bcast_job j = {.A = a_panels ? NULL : A,
+                   .a_panels = a_panels,
+                   .W = W,
+                   .bias = bias,
+                   .C = panels,
+                   .scratch = scratch,
+                   .out = (int)out,
+                   .M = M,
+                   .N = N,
+                   .K = K,
+                   .lda = lda,
+                   .ldw = ldw};
     run(&j, workers);
 }
 
@@ -289,8 +311,7 @@ static void pack_task(void *cv, int t, int worker) {
     int m0 = t * 32, mr = j->M - m0 < 32 ? j->M - m0 : 32;
     if (j->to_rows) /* the panel's K columns of 32 floats become mr rows of K */
         emb_transpose_rows(j->K, j->K, mr, j->src + (size_t)m0 * j->K, 32, j->dst + (size_t)m0 * j->ld, j->ld);
-    else
-        pack_rows(mr, j->K, j->src + (size_t)m0 * j->ld, j->ld, j->dst + (size_t)m0 * j->K);
+    else pack_rows(mr, j->K, j->src + (size_t)m0 * j->ld, j->ld, j->dst + (size_t)m0 * j->K);
 }
 
 static void run_packing(pack_job *j, emb_workers *workers) {
@@ -309,15 +330,25 @@ void emb_sgemm_bcast_unpack_panels(int M, int N, const float *panels, float *C, 
 
 void emb_sgemm_bcast_panels(int M, int N, int K, const float *panels, const float *W, int ldw, const float *bias,
                             float *C, int ldc, float *scratch, emb_workers *workers) {
-    bcast_job j = {.a_panels = panels, .W = W, .bias = bias, .C = C, .scratch = scratch, .out = OUT_ROWS, .M = M,
-                   .N = N, .K = K, .ldw = ldw, .ldc = ldc};
+    bcast_job j = {.a_panels = panels,
+                   .W = W,
+                   .bias = bias,
+                   .C = C,
+                   .scratch = scratch,
+                   .out = OUT_ROWS,
+                   .M = M,
+                   .N = N,
+                   .K = K,
+                   .ldw = ldw,
+                   .ldc = ldc};
     run(&j, workers);
 }
 #else
 int emb_sgemm_bcast_supported(void) { return 0; }
 void emb_sgemm_bcast(int M, int N, int K, const float *A, int lda, const float *W, int ldw, const float *bias,
                      float *C, int ldc, float *scratch, emb_workers *workers) {
-    (void)bias, (void)M, (void)N, (void)K, (void)A, (void)lda, (void)W, (void)ldw, (void)C, (void)ldc, (void)scratch;
+    (void)bias, (void)M, (void)N, (void)K, (void)A, (void)lda, (void)W, (void)ldw, (void)C, (void)ldc,
+        (void)scratch;
     (void)workers;
 }
 void emb_sgemm_bcast_to_panels(int M, int N, int K, const float *A, int lda, const float *a_panels, const float *W,

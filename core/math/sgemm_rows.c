@@ -1,5 +1,8 @@
 /* See sgemm_rows.h. Tiles of 4 rows of A x 4 rows of W: 16 accumulators of 16 lanes over K, then
  * one transposing reduction gives the tile's 16 sums. */
+/* The register tiles are written as rows of macro calls, which clang-format cannot lay out (it
+ * splits them differently at each pass): this file keeps its own layout. */
+// clang-format off
 #include "math/sgemm_rows.h"
 #include <stddef.h>
 
@@ -74,3 +77,4 @@ void emb_sgemm_rows(int M, int N, int K, const float *A, int lda, const float *W
     (void)M, (void)N, (void)K, (void)A, (void)lda, (void)W, (void)ldw, (void)C, (void)ldc;
 }
 #endif
+// clang-format on

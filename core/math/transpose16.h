@@ -32,8 +32,8 @@ __attribute__((target("avx512f"))) static inline void emb_transpose16(__m512 *r)
 
 /* T[d * ldt + n] = X[n * ldx + d] for d < D and n < width, X's rows past `rows` read as zeros
  * (rows <= width; T's columns past width untouched), 16 x 16 blocks at a time. */
-__attribute__((target("avx512f"))) static inline void emb_transpose_rows(int rows, int width, int D, const float *X,
-                                                                         int ldx, float *T, int ldt) {
+__attribute__((target("avx512f"))) static inline void
+emb_transpose_rows(int rows, int width, int D, const float *X, int ldx, float *T, int ldt) {
     for (int n0 = 0; n0 < width; n0 += 16) {
         int wn = width - n0 < 16 ? width - n0 : 16;
         __mmask16 nm = (__mmask16)((1u << wn) - 1u);
@@ -42,7 +42,8 @@ __attribute__((target("avx512f"))) static inline void emb_transpose_rows(int row
             __mmask16 dm = (__mmask16)((1u << dn) - 1u);
             __m512 r[16];
             for (int i = 0; i < 16; i++)
-                r[i] = n0 + i < rows ? _mm512_maskz_loadu_ps(dm, X + (size_t)(n0 + i) * ldx + d0) : _mm512_setzero_ps();
+                r[i] = n0 + i < rows ? _mm512_maskz_loadu_ps(dm, X + (size_t)(n0 + i) * ldx + d0)
+                                     : _mm512_setzero_ps();
             emb_transpose16(r);
             for (int i = 0; i < dn; i++) _mm512_mask_storeu_ps(T + (size_t)(d0 + i) * ldt + n0, nm, r[i]);
         }

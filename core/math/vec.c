@@ -4,7 +4,8 @@
 #include <strings.h>
 
 /* GCC function multi-versioning: one body, compiled per ISA, picked by ifunc at load. */
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__) &&          \
+    !defined(__SANITIZE_THREAD__)
 #define EMB_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
 #else
 #define EMB_CLONES
@@ -85,7 +86,8 @@ EMB_CLONES void emb_vec_accumulate(double *acc, const float *a, size_t n) {
 }
 
 const char *emb_vec_simd_path(void) {
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__) &&          \
+    !defined(__SANITIZE_THREAD__)
     __builtin_cpu_init();
     if (__builtin_cpu_supports("avx512f")) return "avx512f";
     if (__builtin_cpu_supports("avx2")) return "avx2";

@@ -13,12 +13,12 @@
 #define DEFINED_DEFAULT_POSITIONS 512
 
 struct emb_defined_model {
-    emb_model_dims dims;   /* hidden, vocab_size, max_positions */
+    emb_model_dims dims; /* hidden, vocab_size, max_positions */
     int sinusoidal;
-    char **vocab;          /* vocab_size NUL-terminated words */
-    int32_t *sorted;       /* word ids sorted by word, for binary search */
-    float *embeddings;     /* vocab_size x hidden */
-    float *positions;      /* max_positions x hidden (sinusoidal rows precomputed) */
+    char **vocab; /* vocab_size NUL-terminated words */
+    int32_t *sorted; /* word ids sorted by word, for binary search */
+    float *embeddings; /* vocab_size x hidden */
+    float *positions; /* max_positions x hidden (sinusoidal rows precomputed) */
 };
 
 static int cmp_words(const void *a, const void *b, void *m) {
@@ -52,7 +52,8 @@ static int parse_vocab(const cJSON *vocab, emb_defined_model *m, char err[EMB_ER
         return emb_fail(err, "\"vocab\" must be a non-empty array of strings");
     m->dims.vocab_size = cJSON_GetArraySize(vocab);
     if (m->dims.vocab_size > EMB_DEFINED_MAX_VOCAB)
-        return emb_fail(err, "\"vocab\" has %d words, more than the %d allowed", m->dims.vocab_size, EMB_DEFINED_MAX_VOCAB);
+        return emb_fail(err, "\"vocab\" has %d words, more than the %d allowed", m->dims.vocab_size,
+                        EMB_DEFINED_MAX_VOCAB);
     m->vocab = calloc((size_t)m->dims.vocab_size, sizeof(char *));
     m->sorted = malloc((size_t)m->dims.vocab_size * sizeof(int32_t));
     if (!m->vocab || !m->sorted) return emb_fail(err, "out of memory");
@@ -108,18 +109,24 @@ static int parse(const cJSON *root, emb_defined_model *m, char err[EMB_ERR_LEN])
         return emb_fail(err, "\"embeddings\" must be an array of arrays of numbers");
     int32_t rows = cJSON_GetArraySize(emb);
     if (rows != m->dims.vocab_size)
-        return emb_fail(err, "\"embeddings\" has %d rows, expected %d (one per vocabulary word)", rows, m->dims.vocab_size);
+        return emb_fail(err, "\"embeddings\" has %d rows, expected %d (one per vocabulary word)", rows,
+                        m->dims.vocab_size);
     m->dims.hidden = cJSON_GetArraySize(emb->child);
     if (m->dims.hidden < 1 || m->dims.hidden > EMB_DEFINED_MAX_DIMS)
-        return emb_fail(err, "\"embeddings\"[0] has %d values (1 to %d allowed)", m->dims.hidden, EMB_DEFINED_MAX_DIMS);
+        return emb_fail(err, "\"embeddings\"[0] has %d values (1 to %d allowed)", m->dims.hidden,
+                        EMB_DEFINED_MAX_DIMS);
     const cJSON *pos = cJSON_GetObjectItemCaseSensitive(root, "positions");
     if (position_rows(root, pos, m, err)) return -1;
-    uint64_t bytes = ((uint64_t)m->dims.vocab_size + (uint64_t)m->dims.max_positions) * (uint64_t)m->dims.hidden * sizeof(float);
+    uint64_t bytes = ((uint64_t)m->dims.vocab_size + (uint64_t)m->dims.max_positions) * (uint64_t)m->dims.hidden *
+                     sizeof(float);
     if (bytes > EMB_DEFINED_MAX_BYTES)
-        return emb_fail(err, "the tables would take %llu bytes, more than the %llu allowed ((vocabulary + positions) "
-                        "x dimensions x 4)", (unsigned long long)bytes, (unsigned long long)EMB_DEFINED_MAX_BYTES);
+        return emb_fail(err,
+                        "the tables would take %llu bytes, more than the %llu allowed ((vocabulary + positions) "
+                        "x dimensions x 4)",
+                        (unsigned long long)bytes, (unsigned long long)EMB_DEFINED_MAX_BYTES);
     if (read_matrix(emb, "embeddings", m->dims.vocab_size, m->dims.hidden, &m->embeddings, err)) return -1;
-    if (!m->sinusoidal) return read_matrix(pos, "positions", m->dims.max_positions, m->dims.hidden, &m->positions, err);
+    if (!m->sinusoidal)
+        return read_matrix(pos, "positions", m->dims.max_positions, m->dims.hidden, &m->positions, err);
     m->positions = malloc((size_t)m->dims.max_positions * (size_t)m->dims.hidden * sizeof(float));
     if (!m->positions) return emb_fail(err, "out of memory");
     for (int32_t p = 0; p < m->dims.max_positions; p++)
@@ -127,8 +134,7 @@ static int parse(const cJSON *root, emb_defined_model *m, char err[EMB_ERR_LEN])
     return 0;
 }
 
-int emb_defined_model_from_json(const char *json, size_t len, emb_defined_model **out,
-                                char err[EMB_ERR_LEN]) {
+int emb_defined_model_from_json(const char *json, size_t len, emb_defined_model **out, char err[EMB_ERR_LEN]) {
     *out = NULL;
     cJSON *root = cJSON_ParseWithLength(json, len);
     if (!root) return emb_fail(err, "model definition is not valid JSON");
@@ -176,8 +182,8 @@ int32_t emb_defined_lookup(const emb_defined_model *m, const char *word, size_t 
 
 static int is_space(char c) { return c == ' ' || (c >= '\t' && c <= '\r'); }
 
-int emb_defined_tokenize(const emb_defined_model *m, const char *text, size_t len,
-                         emb_encoding *enc, char err[EMB_ERR_LEN]) {
+int emb_defined_tokenize(const emb_defined_model *m, const char *text, size_t len, emb_encoding *enc,
+                         char err[EMB_ERR_LEN]) {
     enc->n = 0;
     size_t bad;
     if (!emb_utf8_valid(text, len, &bad)) return emb_fail(err, "invalid UTF-8 at byte %zu", bad);
@@ -210,8 +216,7 @@ uint64_t emb_defined_fingerprint(const emb_defined_model *m) {
     XXH3_64bits_reset(st);
     int32_t head[4] = {m->dims.vocab_size, m->dims.hidden, m->dims.max_positions, m->sinusoidal};
     XXH3_64bits_update(st, head, sizeof head);
-    for (int32_t i = 0; i < m->dims.vocab_size; i++)
-        XXH3_64bits_update(st, m->vocab[i], strlen(m->vocab[i]) + 1);
+    for (int32_t i = 0; i < m->dims.vocab_size; i++) XXH3_64bits_update(st, m->vocab[i], strlen(m->vocab[i]) + 1);
     XXH3_64bits_update(st, m->embeddings, (size_t)m->dims.vocab_size * (size_t)m->dims.hidden * sizeof(float));
     XXH3_64bits_update(st, m->positions, (size_t)m->dims.max_positions * (size_t)m->dims.hidden * sizeof(float));
     uint64_t h = XXH3_64bits_digest(st);

@@ -20,14 +20,13 @@ typedef struct emb_defined_model emb_defined_model;
 
 /* Parses {"vocab": [...], "embeddings": [[...]...], "positions": [[...]...] | "sinusoidal"
  * [, "max_positions": N]}, within the limits above. */
-int emb_defined_model_from_json(const char *json, size_t len, emb_defined_model **out,
-                                char err[EMB_ERR_LEN]);
+int emb_defined_model_from_json(const char *json, size_t len, emb_defined_model **out, char err[EMB_ERR_LEN]);
 void emb_defined_model_free(emb_defined_model *m);
 int32_t emb_defined_lookup(const emb_defined_model *m, const char *word, size_t len);
 /* Splits text on whitespace into enc, one token (and one word) per word; a word outside the
  * vocabulary, more words than positions, or invalid UTF-8 is an error. */
-int emb_defined_tokenize(const emb_defined_model *m, const char *text, size_t len,
-                         emb_encoding *enc, char err[EMB_ERR_LEN]);
+int emb_defined_tokenize(const emb_defined_model *m, const char *text, size_t len, emb_encoding *enc,
+                         char err[EMB_ERR_LEN]);
 uint64_t emb_defined_fingerprint(const emb_defined_model *m);
 
 /* hidden (the definition's dimensions), vocab_size, max_positions (rows given, or 512 for

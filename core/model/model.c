@@ -16,8 +16,8 @@
 #include <string.h>
 #include <xxhash.h>
 
-#define EMBED_BATCH 32    /* sequences per forward pass */
-#define RUNNERS_KEPT 8    /* idle scratch sets a model keeps for reuse */
+#define EMBED_BATCH 32 /* sequences per forward pass */
+#define RUNNERS_KEPT 8 /* idle scratch sets a model keeps for reuse */
 
 /* Scratch for one forward pass at a time: taken from the model's pool by a thread,
  * returned after, so activations are reused across calls without locks during the math. */
@@ -36,11 +36,11 @@ struct emb_model {
     emb_model_info info;
     char *name, *path;
     emb_defined_model *defined; /* architecture "defined" */
-    emb_tokenizer *tok;        /* folder models */
-    emb_encoder *enc;          /* NULL for tokenizer-only folders */
-    emb_sbert_config sbert;    /* sentence-transformers settings (pooling, normalize, limit) */
+    emb_tokenizer *tok; /* folder models */
+    emb_encoder *enc; /* NULL for tokenizer-only folders */
+    emb_sbert_config sbert; /* sentence-transformers settings (pooling, normalize, limit) */
     emb_model_dims vocab_only; /* a tokenizer-only model's sizes: its vocabulary's */
-    pthread_mutex_t lock;      /* guards idle */
+    pthread_mutex_t lock; /* guards idle */
     runner *idle;
     int n_idle;
 };
@@ -65,8 +65,7 @@ static void set_fingerprint(emb_model_info *info, uint64_t h) {
     snprintf(info->fingerprint, sizeof info->fingerprint, "%016" PRIx64, h);
 }
 
-int emb_model_define(const char *name, const char *json, size_t len, emb_model **out,
-                     char err[EMB_ERR_LEN]) {
+int emb_model_define(const char *name, const char *json, size_t len, emb_model **out, char err[EMB_ERR_LEN]) {
     *out = NULL;
     emb_defined_model *sm;
     if (emb_defined_model_from_json(json, len, &sm, err)) return -1;
@@ -123,7 +122,8 @@ static int load_folder(emb_model *m, const char *dir, const emb_load_options *op
     if (emb_tokenizer_load(dir, &m->tok, err)) return -1;
     int has_weights = exists(dir, "model.safetensors") || exists(dir, "model.safetensors.index.json");
     if (exists(dir, "config.json") && has_weights) {
-        if (emb_encoder_load_with(dir, opt->mmap, &m->enc, err) || emb_encoder_set_weights(m->enc, opt->weights, err))
+        if (emb_encoder_load_with(dir, opt->mmap, &m->enc, err) ||
+            emb_encoder_set_weights(m->enc, opt->weights, err))
             return -1;
     } else if (has_weights) {
         return emb_fail(err, "%s: model weights but no config.json", dir);
@@ -152,8 +152,10 @@ static int load_folder(emb_model *m, const char *dir, const emb_load_options *op
         /* a single text must always work (a pair's type ids are checked when a pair comes) */
         int max_type = emb_tokenizer_max_type_id(m->tok, 0);
         if (c->dims.type_vocab > 0 && max_type >= c->dims.type_vocab)
-            return emb_fail(err, "tokenizer.json: the post_processor gives type id %d but the model has only %d token "
-                            "types (config.json type_vocab_size)", max_type, c->dims.type_vocab);
+            return emb_fail(err,
+                            "tokenizer.json: the post_processor gives type id %d but the model has only %d token "
+                            "types (config.json type_vocab_size)",
+                            max_type, c->dims.type_vocab);
         if (m->sbert.pooling_dim > 0 && m->sbert.pooling_dim != c->dims.hidden)
             return emb_fail(err, "1_Pooling/config.json: word_embedding_dimension %d differs from hidden size %d",
                             m->sbert.pooling_dim, c->dims.hidden);
@@ -263,8 +265,8 @@ static void runner_give(emb_model *m, runner *r) {
 void emb_model_encoding_init(emb_encoding *enc) { emb_encoding_init(enc); }
 void emb_model_encoding_free(emb_encoding *enc) { emb_encoding_free(enc); }
 
-int emb_model_tokenize_limit(const emb_model *m, const char *text, size_t len, const char *text_b,
-                             size_t len_b, int max_tokens, emb_encoding *enc, char err[EMB_ERR_LEN]) {
+int emb_model_tokenize_limit(const emb_model *m, const char *text, size_t len, const char *text_b, size_t len_b,
+                             int max_tokens, emb_encoding *enc, char err[EMB_ERR_LEN]) {
     enc->n = 0;
     if (m->defined) {
         if (text_b) return emb_fail(err, "a defined model takes one text, not a pair");
@@ -274,8 +276,8 @@ int emb_model_tokenize_limit(const emb_model *m, const char *text, size_t len, c
     return emb_tokenize(m->tok, text, len, text_b, len_b, (size_t)max_tokens, enc, err);
 }
 
-int emb_model_tokenize(const emb_model *m, const char *text, size_t len, const char *text_b,
-                       size_t len_b, emb_encoding *enc, char err[EMB_ERR_LEN]) {
+int emb_model_tokenize(const emb_model *m, const char *text, size_t len, const char *text_b, size_t len_b,
+                       emb_encoding *enc, char err[EMB_ERR_LEN]) {
     return emb_model_tokenize_limit(m, text, len, text_b, len_b, -1, enc, err);
 }
 
@@ -306,9 +308,9 @@ int emb_model_rotary(const emb_model *m, int *rot_dims, double *theta) {
  * starts[] and lens[] per sequence), padded to the longest of them (run in groups of similar
  * lengths when seq is in length order). The hidden states of the real tokens land in
  * r->hidden, B x *T x hidden. */
-static int run_batch(emb_model *m, runner *r, const int32_t *ids, const int32_t *types,
-                     const size_t *starts, const int32_t *lens, const size_t *seq, int B,
-                     int n_layers, int *T_out, char err[EMB_ERR_LEN]) {
+static int run_batch(emb_model *m, runner *r, const int32_t *ids, const int32_t *types, const size_t *starts,
+                     const int32_t *lens, const size_t *seq, int B, int n_layers, int *T_out,
+                     char err[EMB_ERR_LEN]) {
     int T = 0;
     for (int b = 0; b < B; b++)
         if (lens[seq[b]] > T) T = lens[seq[b]];
@@ -334,11 +336,10 @@ int emb_model_hidden_states(emb_model *m, const emb_encoding *enc, int n_layers,
                             char err[EMB_ERR_LEN]) {
     size_t H = (size_t)m->info.dims->hidden;
     if (m->defined) {
-        if (n_layers != 0)
-            return emb_fail(err, "model '%s' has no layers (layer %d asked)", m->name, n_layers);
+        if (n_layers != 0) return emb_fail(err, "model '%s' has no layers (layer %d asked)", m->name, n_layers);
         for (size_t i = 0; i < enc->n; i++)
-            emb_vec_add(out + i * H, emb_model_token_row(m, enc->tok[i].id),
-                        emb_model_position_row(m, (int32_t)i), H);
+            emb_vec_add(out + i * H, emb_model_token_row(m, enc->tok[i].id), emb_model_position_row(m, (int32_t)i),
+                        H);
         return 0;
     }
     if (emb_model_require_vectors(&m->info, "vectors", err)) return -1;
@@ -391,7 +392,8 @@ int emb_model_attention(emb_model *m, const emb_encoding *enc, int first_layer, 
     return rc;
 }
 
-int emb_model_attention_bias(const emb_model *m, int layer, int64_t i, int64_t j, float *out, char err[EMB_ERR_LEN]) {
+int emb_model_attention_bias(const emb_model *m, int layer, int64_t i, int64_t j, float *out,
+                             char err[EMB_ERR_LEN]) {
     if (require_attention(m, err)) return -1;
     return emb_encoder_attention_bias(m->enc, layer, i, j, out, err);
 }
@@ -402,14 +404,14 @@ static int by_length(const void *a, const void *b, void *lens) {
 }
 
 /* Pools one sequence's hidden states into out and normalises it as asked. */
-static void finish_vector(const float *hidden, int T, int H, int len, emb_pool_mode mode,
-                          int normalize, float *out) {
+static void finish_vector(const float *hidden, int T, int H, int len, emb_pool_mode mode, int normalize,
+                          float *out) {
     emb_pool(hidden, T, H, len, mode, out);
     if (normalize) emb_vec_normalize(out, out, (size_t)H);
 }
 
-static int embed_defined(emb_model *m, const char *const *texts, const size_t *lens, size_t n,
-                         emb_pool_mode mode, int normalize, float *out, char err[EMB_ERR_LEN]) {
+static int embed_defined(emb_model *m, const char *const *texts, const size_t *lens, size_t n, emb_pool_mode mode,
+                         int normalize, float *out, char err[EMB_ERR_LEN]) {
     int H = m->info.dims->hidden;
     emb_encoding enc;
     emb_encoding_init(&enc);
@@ -463,8 +465,8 @@ int emb_model_embed(emb_model *m, const char *const *texts, const size_t *lens, 
         int B = (int)(n - at < EMBED_BATCH ? n - at : EMBED_BATCH), T;
         rc = run_batch(m, r, ids, types, starts, tlens, order + at, B, m->info.dims->layers, &T, err);
         for (int b = 0; rc == 0 && b < B; b++)
-            finish_vector(r->hidden + (size_t)b * (size_t)T * H, T, (int)H, tlens[order[at + b]],
-                          mode, normalize, out + order[at + b] * H);
+            finish_vector(r->hidden + (size_t)b * (size_t)T * H, T, (int)H, tlens[order[at + b]], mode, normalize,
+                          out + order[at + b] * H);
     }
     free(ids);
     free(types);

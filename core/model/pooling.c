@@ -3,11 +3,12 @@
 
 void emb_pool(const float *hidden, int T, int H, int len, emb_pool_mode mode, float *out) {
     if (len > T) len = T;
-    if (len <= 0) { memset(out, 0, (size_t)H * sizeof *out); return; }
+    if (len <= 0) {
+        memset(out, 0, (size_t)H * sizeof *out);
+        return;
+    }
     switch (mode) {
-    case EMB_POOL_CLS:
-        memcpy(out, hidden, (size_t)H * sizeof *out);
-        break;
+    case EMB_POOL_CLS: memcpy(out, hidden, (size_t)H * sizeof *out); break;
     case EMB_POOL_MAX:
         memcpy(out, hidden, (size_t)H * sizeof *out);
         for (int t = 1; t < len; t++) {

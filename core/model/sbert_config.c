@@ -31,7 +31,8 @@ static int read_modules(const cJSON *mods, emb_sbert_config *c, int *have_pool, 
         const cJSON *pa = cJSON_GetObjectItemCaseSensitive(m, "path");
         if (!cJSON_IsString(ty)) return emb_fail(err, "modules.json: a module has no \"type\" string");
         const char *p = cJSON_IsString(pa) ? pa->valuestring : "";
-        if (!safe_rel_path(p)) return emb_fail(err, "modules.json: module path '%.60s' is not a plain relative folder", p);
+        if (!safe_rel_path(p))
+            return emb_fail(err, "modules.json: module path '%.60s' is not a plain relative folder", p);
         if (ends_with(ty->valuestring, ".Transformer") || strcmp(ty->valuestring, "Transformer") == 0) {
             snprintf(c->transformer_path, sizeof c->transformer_path, "%s", p);
         } else if (ends_with(ty->valuestring, ".Pooling") || strcmp(ty->valuestring, "Pooling") == 0) {
@@ -40,32 +41,39 @@ static int read_modules(const cJSON *mods, emb_sbert_config *c, int *have_pool, 
         } else if (ends_with(ty->valuestring, ".Normalize") || strcmp(ty->valuestring, "Normalize") == 0) {
             c->normalize = 1;
         } else {
-            return emb_fail(err, "modules.json: module type '%.80s' is not supported (only Transformer, Pooling, Normalize)",
-                            ty->valuestring);
+            return emb_fail(
+                err, "modules.json: module type '%.80s' is not supported (only Transformer, Pooling, Normalize)",
+                ty->valuestring);
         }
     }
     if (!*have_pool)
-        return emb_fail(err, "modules.json: no Pooling module (token-level sentence-transformers models are not supported)");
+        return emb_fail(
+            err, "modules.json: no Pooling module (token-level sentence-transformers models are not supported)");
     return 0;
 }
 
 /* The Pooling module's config.json, label (its path in the folder) as read: one mode of cls, mean, max. */
 static int read_pool_modes(const cJSON *pool, const char *label, emb_sbert_config *c, char err[EMB_ERR_LEN]) {
     if (!cJSON_IsObject(pool)) return emb_fail(err, "%.100s: not a JSON object", label);
-    static const char *keys[] = {"pooling_mode_cls_token", "pooling_mode_mean_tokens", "pooling_mode_max_tokens",
-                                 "pooling_mode_mean_sqrt_len_tokens", "pooling_mode_weightedmean_tokens",
-                                 "pooling_mode_lasttoken"};
+    static const char *keys[] = {"pooling_mode_cls_token",           "pooling_mode_mean_tokens",
+                                 "pooling_mode_max_tokens",          "pooling_mode_mean_sqrt_len_tokens",
+                                 "pooling_mode_weightedmean_tokens", "pooling_mode_lasttoken"};
     int on[6], n_on = 0;
     for (int i = 0; i < 6; i++) {
         const cJSON *j = cJSON_GetObjectItemCaseSensitive(pool, keys[i]);
-        if (j && !cJSON_IsBool(j) && !cJSON_IsNull(j)) return emb_fail(err, "%.100s: key '%s' is not a boolean", label, keys[i]);
+        if (j && !cJSON_IsBool(j) && !cJSON_IsNull(j))
+            return emb_fail(err, "%.100s: key '%s' is not a boolean", label, keys[i]);
         on[i] = cJSON_IsTrue(j);
         n_on += on[i];
     }
     if (n_on == 0) return emb_fail(err, "%.100s: no pooling mode is enabled", label);
-    if (n_on > 1) return emb_fail(err, "%.100s: several pooling modes at once (concatenated vectors) are not supported", label);
+    if (n_on > 1)
+        return emb_fail(err, "%.100s: several pooling modes at once (concatenated vectors) are not supported",
+                        label);
     for (int i = 3; i < 6; i++)
-        if (on[i]) return emb_fail(err, "%.100s: pooling mode '%s' is not supported (only cls, mean, max)", label, keys[i]);
+        if (on[i])
+            return emb_fail(err, "%.100s: pooling mode '%s' is not supported (only cls, mean, max)", label,
+                            keys[i]);
     c->pool = on[0] ? EMB_POOL_CLS : on[1] ? EMB_POOL_MEAN : EMB_POOL_MAX;
     const cJSON *d = cJSON_GetObjectItemCaseSensitive(pool, "word_embedding_dimension");
     int64_t dim = 0;
@@ -80,7 +88,8 @@ static int read_pooling(const char *dir, const char *pool_path, emb_sbert_config
     cJSON *pool;
     snprintf(label, sizeof label, "%.100s%sconfig.json", pool_path, *pool_path ? "/" : "");
     if (emb_path_join(path, sizeof path, dir, label, err) || load_json(path, &pool, err)) return -1;
-    if (!pool) return emb_fail(err, "%.100s: missing (modules.json lists a Pooling module at '%.60s')", label, pool_path);
+    if (!pool)
+        return emb_fail(err, "%.100s: missing (modules.json lists a Pooling module at '%.60s')", label, pool_path);
     int rc = read_pool_modes(pool, label, c, err);
     cJSON_Delete(pool);
     return rc;
@@ -90,14 +99,14 @@ static int read_pooling(const char *dir, const char *pool_path, emb_sbert_config
 static int read_sentence_bert(const char *dir, emb_sbert_config *c, char err[EMB_ERR_LEN]) {
     char path[4096];
     cJSON *sb;
-    if (emb_path_join(path, sizeof path, dir, "sentence_bert_config.json", err) || load_json(path, &sb, err)) return -1;
+    if (emb_path_join(path, sizeof path, dir, "sentence_bert_config.json", err) || load_json(path, &sb, err))
+        return -1;
     if (!sb) return 0;
     int rc = 0;
     const cJSON *m = cJSON_GetObjectItemCaseSensitive(sb, "max_seq_length");
     const cJSON *l = cJSON_GetObjectItemCaseSensitive(sb, "do_lower_case");
     int64_t v = 0;
-    if (!cJSON_IsObject(sb))
-        rc = emb_fail(err, "sentence_bert_config.json: not a JSON object");
+    if (!cJSON_IsObject(sb)) rc = emb_fail(err, "sentence_bert_config.json: not a JSON object");
     else if (m && !cJSON_IsNull(m) && emb_json_int(m, 1, 10000000, &v))
         rc = emb_fail(err, "sentence_bert_config.json: key 'max_seq_length' is not an integer from 1 to 10000000");
     else if (l && !cJSON_IsNull(l) && !cJSON_IsBool(l))

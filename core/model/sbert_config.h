@@ -7,12 +7,12 @@
 #include "sqlite-embed/pooling.h"
 
 typedef struct {
-    int present;            /* modules.json exists */
-    emb_pool_mode pool;     /* EMB_POOL_MEAN when not present */
-    int normalize;          /* a Normalize module is listed */
-    int max_seq_length;     /* sentence_bert_config.json; 0 if none */
-    int do_lower_case;      /* sentence_bert_config.json; sentence-transformers lowercases the text before tokenizing */
-    int pooling_dim;        /* word_embedding_dimension of the Pooling config; 0 if absent */
+    int present; /* modules.json exists */
+    emb_pool_mode pool; /* EMB_POOL_MEAN when not present */
+    int normalize; /* a Normalize module is listed */
+    int max_seq_length; /* sentence_bert_config.json; 0 if none */
+    int do_lower_case; /* sentence_bert_config.json; sentence-transformers lowercases the text before tokenizing */
+    int pooling_dim; /* word_embedding_dimension of the Pooling config; 0 if absent */
     char transformer_path[128]; /* the Transformer module's folder relative to the model dir ("" = the dir) */
 } emb_sbert_config;
 

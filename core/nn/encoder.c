@@ -33,8 +33,7 @@ int emb_encoder_pooler(const emb_encoder *e, const float *cls, float *out) {
     memcpy(out, e->pool_b, (size_t)H * sizeof(float));
     if (emb_sgemm_rows_supported()) /* one row: no OpenBLAS threads woken for it */
         emb_sgemm_rows(1, H, H, cls, H, e->pool_w, H, out, H);
-    else
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, 1, H, H, 1.0f, cls, H, e->pool_w, H, 1.0f, out, H);
+    else cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, 1, H, H, 1.0f, cls, H, e->pool_w, H, 1.0f, out, H);
     for (int i = 0; i < H; i++) out[i] = tanhf(out[i]);
     return 0;
 }
@@ -47,7 +46,8 @@ double emb_encoder_flops(const emb_encoder *e, int B, int T, const int32_t *lens
         double att = 0;
         for (int b = 0; b < B; b++) {
             double keys = lens ? lens[b] : T;
-            if (emb_encoder_config_layer_is_local(c, l) && keys > 2.0 * c->half_window + 1) keys = 2.0 * c->half_window + 1;
+            if (emb_encoder_config_layer_is_local(c, l) && keys > 2.0 * c->half_window + 1)
+                keys = 2.0 * c->half_window + 1;
             att += 2.0 * 2.0 * T * keys * H;
         }
         total += proj + att;
@@ -104,8 +104,9 @@ static int forward_sub_batches(const emb_encoder *e, emb_workspace *ws, int B, i
     int g = sub_batch_sequences(e, B, T);
     for (int b = 0; b < B; b += g) {
         size_t r0 = (size_t)b * T;
-        int rc = emb_encoder_forward_batch(e, ws, B - b < g ? B - b : g, T, ids + r0, type_ids ? type_ids + r0 : NULL,
-                                           lens + b, n_layers, out + r0 * e->cfg.dims.hidden, NULL, NULL, 1, err);
+        int rc =
+            emb_encoder_forward_batch(e, ws, B - b < g ? B - b : g, T, ids + r0, type_ids ? type_ids + r0 : NULL,
+                                      lens + b, n_layers, out + r0 * e->cfg.dims.hidden, NULL, NULL, 1, err);
         if (rc) return rc;
     }
     return 0;
@@ -142,8 +143,7 @@ static void share_task(void *cv, int t, int worker) {
     int b0 = (int)((int64_t)j->B * t / j->shares), b1 = (int)((int64_t)j->B * (t + 1) / j->shares);
     emb_workspace *ws = j->ws->share[worker];
     size_t r0 = (size_t)b0 * j->T;
-    if (!ws)
-        j->rc[t] = emb_fail(j->err[t], "out of memory for a batch of %d x %d tokens", j->B, j->T);
+    if (!ws) j->rc[t] = emb_fail(j->err[t], "out of memory for a batch of %d x %d tokens", j->B, j->T);
     else
         j->rc[t] = forward_sub_batches(j->e, ws, b1 - b0, j->T, j->ids + r0, j->type_ids ? j->type_ids + r0 : NULL,
                                        j->lens + b0, j->n_layers, j->out + r0 * j->e->cfg.dims.hidden, j->err[t]);
@@ -162,11 +162,12 @@ int emb_encoder_check_batch(const emb_encoder *e, int B, int T, const int32_t *i
     if (T > emb_encoder_max_tokens(e))
         return emb_fail(err, "%d tokens exceed the model's maximum of %d positions", T, emb_encoder_max_tokens(e));
     if (n_layers < 0 || n_layers > c->dims.layers)
-        return emb_fail(err, "layer %d out of range (the model has %d layers; 0 is the embedding output)", n_layers,
-                        c->dims.layers);
+        return emb_fail(err, "layer %d out of range (the model has %d layers; 0 is the embedding output)",
+                        n_layers, c->dims.layers);
     if ((size_t)B * (size_t)T > (size_t)1 << 26) return emb_fail(err, "batch too large");
     for (int b = 0; b < B; b++)
-        if (lens[b] < 1 || lens[b] > T) return emb_fail(err, "sequence %d has length %d, expected 1..%d", b, lens[b], T);
+        if (lens[b] < 1 || lens[b] > T)
+            return emb_fail(err, "sequence %d has length %d, expected 1..%d", b, lens[b], T);
     for (size_t i = 0; i < (size_t)B * T; i++) {
         if (ids[i] < 0 || ids[i] >= c->dims.vocab_size)
             return emb_fail(err, "token id %d out of range (vocabulary size %d)", ids[i], c->dims.vocab_size);
@@ -195,8 +196,16 @@ int emb_encoder_run_batch(const emb_encoder *e, emb_workspace *ws, int B, int T,
         return emb_encoder_forward_batch(e, ws, B, T, ids, type_ids, lens, n_layers, out, span, probs, nthr, err);
     if (nthr == 1) return forward_sub_batches(e, ws, B, T, ids, type_ids, lens, n_layers, out, err);
     emb_workspace_use_workers(ws, nthr, 1);
-    share_job j = {.e = e, .ws = ws, .B = B, .T = T, .n_layers = n_layers, .ids = ids, .type_ids = type_ids,
-                   .lens = lens, .out = out, .shares = emb_workers_helpers(ws->workers) + 1};
+    share_job j = {.e = e,
+                   .ws = ws,
+                   .B = B,
+                   .T = T,
+                   .n_layers = n_layers,
+                   .ids = ids,
+                   .type_ids = type_ids,
+                   .lens = lens,
+                   .out = out,
+                   .shares = emb_workers_helpers(ws->workers) + 1};
     for (int w = 0; w < j.shares; w++)
         if (!ws->share[w]) ws->share[w] = emb_workspace_new();
     emb_workers_run(ws->workers, j.shares, share_task, &j);

@@ -17,15 +17,15 @@ typedef struct emb_encoder emb_encoder;
 
 /* What loading found; the sizes and settings are the config's (emb_encoder_get_config). */
 typedef struct {
-    const char *weight_type;     /* "F32" | "F16" | "BF16" ("mixed" if the tensors differ) */
-    size_t weight_bytes;         /* bytes of the tensors used, as float32 in memory */
-    const char *tensor_prefix;   /* "", or a task-head save's "bert.", "distilbert.", "roberta.", "model." */
-    int has_pooler;              /* pooler.dense present (BERT, RoBERTa, JinaBERT) */
-    int n_files;                 /* safetensors files read (shards) */
-    size_t converted_bytes;      /* bytes copied/converted at load (F16/BF16, misaligned F32) */
-    size_t mapped_bytes;         /* bytes of F32 tensors used in place from a file mapping */
-    size_t packed_bytes;         /* int8 weights: bytes of the packed linear layers (else 0) */
-    size_t used_bytes;           /* what the forward pass reads: weight_bytes, or with int8 weights
+    const char *weight_type; /* "F32" | "F16" | "BF16" ("mixed" if the tensors differ) */
+    size_t weight_bytes; /* bytes of the tensors used, as float32 in memory */
+    const char *tensor_prefix; /* "", or a task-head save's "bert.", "distilbert.", "roberta.", "model." */
+    int has_pooler; /* pooler.dense present (BERT, RoBERTa, JinaBERT) */
+    int n_files; /* safetensors files read (shards) */
+    size_t converted_bytes; /* bytes copied/converted at load (F16/BF16, misaligned F32) */
+    size_t mapped_bytes; /* bytes of F32 tensors used in place from a file mapping */
+    size_t packed_bytes; /* int8 weights: bytes of the packed linear layers (else 0) */
+    size_t used_bytes; /* what the forward pass reads: weight_bytes, or with int8 weights
                                   * the packed linear layers in place of their float32 tensors */
 } emb_encoder_info;
 
@@ -34,8 +34,8 @@ typedef struct {
  * that memory is a mapping of the files (truncating a file then breaks the model: SIGBUS);
  * without, the files are read into private memory. Files none of whose tensors is used in
  * place are closed after loading. emb_encoder_load is emb_encoder_load_with(dir, 1, ...). */
-int  emb_encoder_load(const char *dir, emb_encoder **out, char err[EMB_ERR_LEN]);
-int  emb_encoder_load_with(const char *dir, int use_mmap, emb_encoder **out, char err[EMB_ERR_LEN]);
+int emb_encoder_load(const char *dir, emb_encoder **out, char err[EMB_ERR_LEN]);
+int emb_encoder_load_with(const char *dir, int use_mmap, emb_encoder **out, char err[EMB_ERR_LEN]);
 void emb_encoder_free(emb_encoder *);
 const emb_encoder_info *emb_encoder_get_info(const emb_encoder *);
 /* What the linear layers multiply with (EMB_WEIGHTS_F32 after loading). EMB_WEIGHTS_INT8 and
@@ -51,14 +51,14 @@ emb_weights emb_encoder_weights(const emb_encoder *);
 /* config.json as read: architecture, sizes (dims), settings. */
 const emb_encoder_config *emb_encoder_get_config(const emb_encoder *);
 
-const float *emb_encoder_word_row(const emb_encoder *, int32_t id);      /* NULL if out of range */
+const float *emb_encoder_word_row(const emb_encoder *, int32_t id); /* NULL if out of range */
 /* The row of the model's own position table that the token at position pos receives (RoBERTa:
  * row pad_token_id + 1 + pos); NULL out of range and for rotary and ALiBi models, which add no
  * position vector to the input. */
 const float *emb_encoder_position_row(const emb_encoder *, int32_t pos);
 /* The most tokens one sequence may have: the position table's rows (less RoBERTa's offset). */
 int emb_encoder_max_tokens(const emb_encoder *);
-const float *emb_encoder_type_row(const emb_encoder *, int32_t type);    /* NULL for distilbert */
+const float *emb_encoder_type_row(const emb_encoder *, int32_t type); /* NULL for distilbert */
 
 /* XXH3_64 over the config numbers and the weights actually used (as float32 values,
  * in a fixed order, tensor names without prefix): the same on every machine. */
@@ -75,7 +75,7 @@ int emb_encoder_pooler(const emb_encoder *, const float *cls, float *out);
 typedef struct emb_workspace emb_workspace;
 emb_workspace *emb_workspace_new(void);
 void emb_workspace_free(emb_workspace *);
-size_t emb_workspace_bytes(const emb_workspace *);  /* currently allocated */
+size_t emb_workspace_bytes(const emb_workspace *); /* currently allocated */
 
 /* B sequences padded to T tokens: ids and type_ids are row-major B*T (type_ids may be NULL:
  * all 0; ignored by distilbert), lens[b] in 1..T real tokens, the rest padding, masked out

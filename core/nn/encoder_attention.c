@@ -31,7 +31,11 @@ static void softmax_rows(float *S, int rows, int n) {
         for (int i = 0; i < n; i++) mx = s[i] > mx ? s[i] : mx;
         float sum = 0;
 #pragma omp simd reduction(+ : sum)
-        for (int i = 0; i < n; i++) { float y = emb_expf(s[i] - mx); s[i] = y; sum += y; }
+        for (int i = 0; i < n; i++) {
+            float y = emb_expf(s[i] - mx);
+            s[i] = y;
+            sum += y;
+        }
         float inv = 1.0f / sum;
 #pragma omp simd
         for (int i = 0; i < n; i++) s[i] *= inv;
@@ -97,7 +101,8 @@ static void mean_context(float *out, const float *vb, int T, int H, int dh) {
  * softmax over each row's keys (its window's only, the rest 0), normalised (inv NULL) or left
  * for the context product to scale by inv[i] (0 for an empty window). Returns how many rows
  * have an empty window. */
-static int scores_softmax(const emb_attention_job *c, int h, float *Sr, int r0, int m, int k0, int nk, float *inv) {
+static int scores_softmax(const emb_attention_job *c, int h, float *Sr, int r0, int m, int k0, int nk,
+                          float *inv) {
     if (c->slopes) {
         float slope = c->slopes[h];
         for (int i = 0; i < m; i++)
@@ -106,8 +111,7 @@ static int scores_softmax(const emb_attention_job *c, int h, float *Sr, int r0, 
     if (c->half_window < 0) {
         if (inv)
             for (int i = 0; i < m; i++) inv[i] = exp_row(Sr + (size_t)i * nk, nk);
-        else
-            softmax_rows(Sr, m, nk);
+        else softmax_rows(Sr, m, nk);
         return 0;
     }
     int empty = 0, w = c->half_window;
@@ -116,7 +120,10 @@ static int scores_softmax(const emb_attention_job *c, int h, float *Sr, int r0, 
         int q = r0 + i, lo = q - w - k0, hi = q + w + 1 - k0;
         if (lo < 0) lo = 0;
         if (hi > nk) hi = nk;
-        if (lo >= hi) { empty++; lo = hi = 0; }
+        if (lo >= hi) {
+            empty++;
+            lo = hi = 0;
+        }
         for (int j = 0; j < lo; j++) row[j] = 0;
         for (int j = hi; j < nk; j++) row[j] = 0;
         if (inv) inv[i] = 0;
@@ -127,8 +134,8 @@ static int scores_softmax(const emb_attention_job *c, int h, float *Sr, int r0, 
 
 /* Copies the weights of rows [r0, r0+m) (keys [k0, k0+nk), row stride nk; normalised, or scaled
  * here by inv) into the capture of head h: full rows of T, 0 for the keys outside [k0, k0+nk). */
-static void capture_rows(const emb_attention_job *c, int h, const float *Sr, const float *inv, int r0, int m, int k0,
-                         int nk) {
+static void capture_rows(const emb_attention_job *c, int h, const float *Sr, const float *inv, int r0, int m,
+                         int k0, int nk) {
     int T = c->T;
     float *P = c->capture + (size_t)(h - c->capture_h0) * T * T;
     for (int i = 0; i < m; i++) {
@@ -155,8 +162,10 @@ void emb_attention_task(void *cv, int t, int worker) {
     float *inv = kt + (size_t)dh * T; /* own kernels: each row's 1 / sum of its weights */
     int capture = c->capture && b == 0 && h >= c->capture_h0 && h < c->capture_h0 + c->capture_nh;
     if (c->rope) {
-        for (int i = 0; i < T; i++) emb_relpos_rope_rotate(qb + (size_t)i * H, c->rope + (size_t)i * c->rot, c->rot);
-        for (int i = 0; i < len; i++) emb_relpos_rope_rotate(kb + (size_t)i * H, c->rope + (size_t)i * c->rot, c->rot);
+        for (int i = 0; i < T; i++)
+            emb_relpos_rope_rotate(qb + (size_t)i * H, c->rope + (size_t)i * c->rot, c->rot);
+        for (int i = 0; i < len; i++)
+            emb_relpos_rope_rotate(kb + (size_t)i * H, c->rope + (size_t)i * c->rot, c->rot);
     }
     /* With several OpenBLAS threads, products are issued in row blocks of at most
      * ATT_BLOCK_MNK multiply-adds, which OpenBLAS keeps on the calling thread: splitting
@@ -191,8 +200,8 @@ void emb_attention_task(void *cv, int t, int worker) {
             if (capture) capture_rows(c, h, S, inv, r0, m, k0, nk);
             emb_nn_gemm_scaled(m, dh, nk, inv, S, nk, vb + (size_t)k0 * H, H, cr, H);
         } else if (nk > 0) {
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, nk, dh, c->scale, qr, H, kb + (size_t)k0 * H, H,
-                        0.0f, S, nk);
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, nk, dh, c->scale, qr, H, kb + (size_t)k0 * H,
+                        H, 0.0f, S, nk);
             empty = scores_softmax(c, h, S, r0, m, k0, nk, NULL);
             if (capture) capture_rows(c, h, S, NULL, r0, m, k0, nk);
             /* the context (without ctx, over these query rows of this head: no longer needed) */

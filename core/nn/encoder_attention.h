@@ -1,5 +1,5 @@
 /* The attention of one encoder layer, one (sequence, head) per task, as the forward pass
- * (encoder.c) hands it to its helper threads: rotary positions on the queries and keys, scores,
+ * (encoder_layers.c) hands it to its helper threads: rotary positions on the queries and keys, scores,
  * ALiBi's bias, the sliding window, the softmax, the context. Also the additive bias itself,
  * for those who want to see it (emb_encoder_attention_bias). Internal to the encoder's files. */
 #ifndef EMBED_ENCODER_ATTENTION_H
@@ -11,20 +11,20 @@
 #define EMB_ATTENTION_SCRATCH(T, dh) ((size_t)(T) * (size_t)(T) + ((size_t)(dh) + 1) * (size_t)(T))
 
 typedef struct {
-    int NH, T, H, dh;           /* heads, padded length, hidden size, head size */
-    const int32_t *lens;        /* real tokens of each sequence (the keys past them are padding) */
-    float *q, *k, *v;           /* B*T*H each, heads side by side in a row; q receives the context */
-    int qk_panels;              /* own kernels, no rotary: q and k are 32-row panels of H columns
+    int NH, T, H, dh; /* heads, padded length, hidden size, head size */
+    const int32_t *lens; /* real tokens of each sequence (the keys past them are padding) */
+    float *q, *k, *v; /* B*T*H each, heads side by side in a row; q receives the context */
+    int qk_panels; /* own kernels, no rotary: q and k are 32-row panels of H columns
                                  * (sgemm_bcast.h), read in place; the context goes to ctx */
-    float *ctx;                 /* B*T*H rows for the context, or NULL: into q */
-    float *scores;              /* one EMB_ATTENTION_SCRATCH(T, dh) block per worker */
-    float scale;                /* 1 / sqrt(dh) */
-    int own_kernels;            /* the products on nn_gemm (AVX-512F), else on OpenBLAS */
-    int split;                  /* OpenBLAS: issue the products in blocks it keeps on the calling thread */
-    const float *rope;          /* this layer's rotary table (T rows of rot), or NULL */
+    float *ctx; /* B*T*H rows for the context, or NULL: into q */
+    float *scores; /* one EMB_ATTENTION_SCRATCH(T, dh) block per worker */
+    float scale; /* 1 / sqrt(dh) */
+    int own_kernels; /* the products on nn_gemm (AVX-512F), else on OpenBLAS */
+    int split; /* OpenBLAS: issue the products in blocks it keeps on the calling thread */
+    const float *rope; /* this layer's rotary table (T rows of rot), or NULL */
     int rot;
-    int half_window;            /* this layer's window (-1: full attention) */
-    const float *slopes;        /* ALiBi: one per head, or NULL */
+    int half_window; /* this layer's window (-1: full attention) */
+    const float *slopes; /* ALiBi: one per head, or NULL */
     /* The weights of sequence 0's heads capture_h0.. capture_h0 + capture_nh - 1 are copied
      * here (capture_nh * T * T, row i the weights of query i; keys it does not see get 0), or
      * NULL: the normal pass, which pays one test per block of rows. */

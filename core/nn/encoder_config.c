@@ -29,11 +29,19 @@ static const int_key INT_KEYS[] = {
     {{"num_attention_heads", "n_heads", "n_head", "num_attention_heads"}, DIM(heads), 1, 4096, 0, 0},
     {{"intermediate_size", "hidden_dim", "n_inner", "intermediate_size"}, DIM(intermediate), 1, 1 << 18, 0, 0},
     {{"max_position_embeddings", "max_position_embeddings", "n_positions", "max_position_embeddings"},
-     DIM(max_positions), 1, BIG, 0, 0},
+     DIM(max_positions),
+     1,
+     BIG,
+     0,
+     0},
     {{"vocab_size", "vocab_size", "vocab_size", "vocab_size"}, DIM(vocab_size), 1, 1 << 24, 0, 0},
     {{"type_vocab_size", NULL, "type_vocab_size", NULL}, DIM(type_vocab), 1, BIG, 1, 2},
-    {{"pad_token_id", "pad_token_id", "pad_token_id", "pad_token_id"}, offsetof(emb_encoder_config, pad_token_id), 0,
-     1 << 24, 1, 0},
+    {{"pad_token_id", "pad_token_id", "pad_token_id", "pad_token_id"},
+     offsetof(emb_encoder_config, pad_token_id),
+     0,
+     1 << 24,
+     1,
+     0},
 };
 
 /* The integer keys of naming n into c. */
@@ -72,7 +80,8 @@ static int read_string(const cJSON *root, const char *key, const char *dflt, con
 }
 
 /* A boolean key (absent or null: dflt). */
-static int read_bool(const cJSON *root, const char *key, int dflt, const char *file, int *out, char err[EMB_ERR_LEN]) {
+static int read_bool(const cJSON *root, const char *key, int dflt, const char *file, int *out,
+                     char err[EMB_ERR_LEN]) {
     const cJSON *b = cJSON_GetObjectItemCaseSensitive(root, key);
     *out = dflt;
     if (!b || cJSON_IsNull(b)) return 0;
@@ -138,7 +147,9 @@ static int read_jina(const cJSON *root, const char *file, emb_encoder_config *c,
     c->ffn_in_bias = 0; /* gated_layers has no bias */
     if (strcmp(ff, "geglu") == 0) c->act = EMB_ACT_GELU;
     else if (strcmp(ff, "reglu") == 0) c->act = EMB_ACT_RELU;
-    else return emb_fail(err, "%s: JinaBERT feed_forward_type '%.40s' is not supported (geglu, reglu, original)", file, ff);
+    else
+        return emb_fail(err, "%s: JinaBERT feed_forward_type '%.40s' is not supported (geglu, reglu, original)",
+                        file, ff);
     return 0;
 }
 
@@ -149,7 +160,8 @@ static int read_bert(const cJSON *root, const char *file, const char *type, emb_
     c->arch = roberta ? EMB_ARCH_ROBERTA : EMB_ARCH_BERT;
     c->arch_name = roberta ? (strcmp(type, "roberta") == 0 ? "roberta" : "xlm-roberta") : "bert";
     all_biases(c);
-    if (read_ints(root, file, NAMES_BERT, c, err) || read_eps(root, "layer_norm_eps", 1e-12, file, c, err)) return -1;
+    if (read_ints(root, file, NAMES_BERT, c, err) || read_eps(root, "layer_norm_eps", 1e-12, file, c, err))
+        return -1;
     const char *pe;
     if (read_string(root, "position_embedding_type", "absolute", file, &pe, err)) return -1;
     if (!roberta && strcmp(pe, "alibi") == 0) return read_jina(root, file, c, err);
@@ -186,8 +198,10 @@ static int check_rope_dims(const char *file, emb_encoder_config *c, double fract
     c->pos_kind = EMB_POS_ROTARY;
     c->rope_dims = (int)(dh * fraction);
     if (c->rope_dims < 2 || c->rope_dims % 2)
-        return emb_fail(err, "%s: %d rotary dimensions per head (head size %d x rotary_emb_fraction %g): must be even "
-                        "and at least 2", file, c->rope_dims, dh, fraction);
+        return emb_fail(err,
+                        "%s: %d rotary dimensions per head (head size %d x rotary_emb_fraction %g): must be even "
+                        "and at least 2",
+                        file, c->rope_dims, dh, fraction);
     return 0;
 }
 
@@ -203,14 +217,17 @@ static int read_nomic(const cJSON *root, const char *file, emb_encoder_config *c
     if (read_string(root, "activation_function", "swiglu", file, &act, err)) return -1;
     if (strcmp(act, "swiglu") == 0) c->act = EMB_ACT_SILU;
     else if (strcmp(act, "geglu") == 0) c->act = EMB_ACT_GELU;
-    else return emb_fail(err, "%s: nomic_bert activation_function '%.40s' is not supported (swiglu, geglu)", file, act);
+    else
+        return emb_fail(err, "%s: nomic_bert activation_function '%.40s' is not supported (swiglu, geglu)", file,
+                        act);
     c->gated = 1;
     int interleaved, prenorm, parallel, rms, causal;
     if (read_bool(root, "qkv_proj_bias", 1, file, &c->qkv_bias, err) ||
         read_bool(root, "mlp_fc1_bias", 1, file, &c->ffn_in_bias, err) ||
         read_bool(root, "mlp_fc2_bias", 1, file, &c->ffn_out_bias, err) ||
         read_bool(root, "rotary_emb_interleaved", 0, file, &interleaved, err) ||
-        read_bool(root, "prenorm", 0, file, &prenorm, err) || read_bool(root, "parallel_block", 0, file, &parallel, err) ||
+        read_bool(root, "prenorm", 0, file, &prenorm, err) ||
+        read_bool(root, "parallel_block", 0, file, &parallel, err) ||
         read_bool(root, "use_rms_norm", 0, file, &rms, err) || read_bool(root, "causal", 0, file, &causal, err))
         return -1;
     c->out_bias = c->qkv_bias; /* out_proj is built with qkv_proj_bias */
@@ -218,9 +235,12 @@ static int read_nomic(const cJSON *root, const char *file, emb_encoder_config *c
     const cJSON *scale_base = cJSON_GetObjectItemCaseSensitive(root, "rotary_emb_scale_base");
     const cJSON *moe = cJSON_GetObjectItemCaseSensitive(root, "moe_every_n_layers");
     if (refuse_if(interleaved, file, "nomic_bert rotary_emb_interleaved", err) ||
-        refuse_if(prenorm, file, "nomic_bert prenorm", err) || refuse_if(parallel, file, "nomic_bert parallel_block", err) ||
-        refuse_if(rms, file, "nomic_bert use_rms_norm", err) || refuse_if(causal, file, "nomic_bert causal attention", err) ||
-        refuse_if(scaling && !cJSON_IsNull(scaling), file, "nomic_bert rotary_scaling_factor (dynamic NTK)", err) ||
+        refuse_if(prenorm, file, "nomic_bert prenorm", err) ||
+        refuse_if(parallel, file, "nomic_bert parallel_block", err) ||
+        refuse_if(rms, file, "nomic_bert use_rms_norm", err) ||
+        refuse_if(causal, file, "nomic_bert causal attention", err) ||
+        refuse_if(scaling && !cJSON_IsNull(scaling), file, "nomic_bert rotary_scaling_factor (dynamic NTK)",
+                  err) ||
         refuse_if(scale_base && !cJSON_IsNull(scale_base), file, "nomic_bert rotary_emb_scale_base (xPos)", err) ||
         refuse_if(moe && !cJSON_IsNull(moe) && !(cJSON_IsNumber(moe) && moe->valuedouble == 0), file,
                   "nomic_bert mixture of experts (moe_every_n_layers)", err))
@@ -230,7 +250,8 @@ static int read_nomic(const cJSON *root, const char *file, emb_encoder_config *c
         read_number(root, "rotary_emb_fraction", 0, 0, 1, file, &fraction, err))
         return -1;
     if (fraction == 0)
-        return emb_fail(err, "%s: nomic_bert with absolute positions (rotary_emb_fraction 0) is not supported", file);
+        return emb_fail(err, "%s: nomic_bert with absolute positions (rotary_emb_fraction 0) is not supported",
+                        file);
     c->rope_theta_local = c->rope_theta;
     return check_rope_dims(file, c, fraction, err);
 }
@@ -247,7 +268,8 @@ static int read_modernbert(const cJSON *root, const char *file, emb_encoder_conf
         return -1;
     int attn_bias, mlp_bias;
     if (read_bool(root, "norm_bias", 0, file, &c->norm_bias, err) ||
-        read_bool(root, "attention_bias", 0, file, &attn_bias, err) || read_bool(root, "mlp_bias", 0, file, &mlp_bias, err))
+        read_bool(root, "attention_bias", 0, file, &attn_bias, err) ||
+        read_bool(root, "mlp_bias", 0, file, &mlp_bias, err))
         return -1;
     c->qkv_bias = c->out_bias = attn_bias;
     c->ffn_in_bias = c->ffn_out_bias = mlp_bias;
@@ -278,10 +300,14 @@ static int refuse_known(const char *type, const char *file, char err[EMB_ERR_LEN
     };
     for (size_t i = 0; i < sizeof KNOWN / sizeof *KNOWN; i++)
         if (strcmp(type, KNOWN[i][0]) == 0)
-            return emb_fail(err, "%s: model_type '%s': %s is not supported (supported: bert, distilbert, roberta, "
-                            "xlm-roberta, nomic_bert, modernbert, JinaBERT v2)", file, type, KNOWN[i][1]);
-    return emb_fail(err, "%s: model_type '%.40s' is not supported (supported: bert, distilbert, roberta, xlm-roberta, "
-                    "nomic_bert, modernbert, JinaBERT v2)", file, type);
+            return emb_fail(err,
+                            "%s: model_type '%s': %s is not supported (supported: bert, distilbert, roberta, "
+                            "xlm-roberta, nomic_bert, modernbert, JinaBERT v2)",
+                            file, type, KNOWN[i][1]);
+    return emb_fail(err,
+                    "%s: model_type '%.40s' is not supported (supported: bert, distilbert, roberta, xlm-roberta, "
+                    "nomic_bert, modernbert, JinaBERT v2)",
+                    file, type);
 }
 
 static int read_config(const cJSON *root, const char *file, emb_encoder_config *c, char err[EMB_ERR_LEN]) {

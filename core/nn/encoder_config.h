@@ -13,43 +13,45 @@
 typedef enum {
     EMB_ARCH_BERT,
     EMB_ARCH_DISTILBERT,
-    EMB_ARCH_ROBERTA,    /* model_type roberta and xlm-roberta */
+    EMB_ARCH_ROBERTA, /* model_type roberta and xlm-roberta */
     EMB_ARCH_NOMIC_BERT, /* model_type nomic_bert */
-    EMB_ARCH_JINA_BERT,  /* model_type bert with position_embedding_type alibi (JinaBERT v2) */
-    EMB_ARCH_MODERNBERT  /* model_type modernbert */
+    EMB_ARCH_JINA_BERT, /* model_type bert with position_embedding_type alibi (JinaBERT v2) */
+    EMB_ARCH_MODERNBERT /* model_type modernbert */
 } emb_arch;
 typedef enum { EMB_ACT_GELU /* exact erf */, EMB_ACT_SILU, EMB_ACT_RELU } emb_activation;
 typedef enum {
-    EMB_POS_LEARNED,    /* a table added to the input (RoBERTa: rows from pos_offset) */
+    EMB_POS_LEARNED, /* a table added to the input (RoBERTa: rows from pos_offset) */
     EMB_POS_SINUSOIDAL, /* DistilBERT's fixed table */
-    EMB_POS_ROTARY,     /* q and k rotated in attention */
-    EMB_POS_ALIBI       /* a bias -slope_h |i - j| on the attention scores */
+    EMB_POS_ROTARY, /* q and k rotated in attention */
+    EMB_POS_ALIBI /* a bias -slope_h |i - j| on the attention scores */
 } emb_pos_kind;
 
 typedef struct {
     emb_arch arch;
-    const char *arch_name;      /* "bert" | "distilbert" | "roberta" | "xlm-roberta" | "nomic_bert" | "jina_bert" | "modernbert" */
-    emb_model_dims dims;        /* type_vocab 0 for distilbert and modernbert */
-    int sinusoidal;             /* distilbert sinusoidal_pos_embds */
+    const char *
+        arch_name; /* "bert" | "distilbert" | "roberta" | "xlm-roberta" | "nomic_bert" | "jina_bert" | "modernbert" */
+    emb_model_dims dims; /* type_vocab 0 for distilbert and modernbert */
+    int sinusoidal; /* distilbert sinusoidal_pos_embds */
     float ln_eps;
-    emb_activation act;         /* of the feed-forward (of its gate half when gated) */
-    int pad_token_id;           /* RoBERTa: padding_idx of its position ids; otherwise unused */
+    emb_activation act; /* of the feed-forward (of its gate half when gated) */
+    int pad_token_id; /* RoBERTa: padding_idx of its position ids; otherwise unused */
     emb_pos_kind pos_kind;
-    int pos_offset;             /* RoBERTa: padding_idx + 1, the table row of position 0; else 0 */
-    int gated;                  /* feed-forward act(first half) * second half (GEGLU, SwiGLU) */
-    int pre_norm;               /* ModernBERT: norm before attention / MLP, final norm after the last layer */
-    int rope_dims;              /* rotary: dimensions rotated per head (pairs (i, i + rope_dims/2)) */
-    double rope_theta;          /* rotary base (global layers) */
-    double rope_theta_local;    /* rotary base of sliding-window layers */
-    int half_window;            /* sliding-window layers: a query sees keys with |i - j| <= half_window */
-    int global_every;           /* layer l attends globally iff l % global_every == 0 (0: all global) */
-    int qkv_bias, out_bias;     /* attention projections have biases */
+    int pos_offset; /* RoBERTa: padding_idx + 1, the table row of position 0; else 0 */
+    int gated; /* feed-forward act(first half) * second half (GEGLU, SwiGLU) */
+    int pre_norm; /* ModernBERT: norm before attention / MLP, final norm after the last layer */
+    int rope_dims; /* rotary: dimensions rotated per head (pairs (i, i + rope_dims/2)) */
+    double rope_theta; /* rotary base (global layers) */
+    double rope_theta_local; /* rotary base of sliding-window layers */
+    int half_window; /* sliding-window layers: a query sees keys with |i - j| <= half_window */
+    int global_every; /* layer l attends globally iff l % global_every == 0 (0: all global) */
+    int qkv_bias, out_bias; /* attention projections have biases */
     int ffn_in_bias, ffn_out_bias; /* feed-forward projections have biases */
-    int norm_bias;              /* LayerNorms have biases */
+    int norm_bias; /* LayerNorms have biases */
 } emb_encoder_config;
 
 /* Parse config.json text; file names the file in messages. */
-int emb_encoder_config_parse(const char *json, size_t len, const char *file, emb_encoder_config *out, char err[EMB_ERR_LEN]);
+int emb_encoder_config_parse(const char *json, size_t len, const char *file, emb_encoder_config *out,
+                             char err[EMB_ERR_LEN]);
 /* Read <dir>/config.json. */
 int emb_encoder_config_load(const char *dir, emb_encoder_config *out, char err[EMB_ERR_LEN]);
 /* "learned", "sinusoidal", "rotary" or "alibi" */

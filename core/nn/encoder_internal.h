@@ -39,25 +39,25 @@ struct emb_encoder {
     emb_encoder_config cfg;
     emb_encoder_info info;
     char prefix[16];
-    char src_label[64];         /* "model.safetensors" or "model.safetensors.index.json" */
+    char src_label[64]; /* "model.safetensors" or "model.safetensors.index.json" */
     emb_safetensors **files;
-    unsigned char *in_place;    /* per file: some tensor is used where it lies in the file's memory */
+    unsigned char *in_place; /* per file: some tensor is used where it lies in the file's memory */
     int nfiles;
     void **owned;
     int nowned, capowned;
     const float *word, *pos, *type, *ln_g, *ln_b, *pool_w, *pool_b;
     const float *final_g, *final_b; /* pre-norm models: the norm after the last layer */
-    const float *zeros;         /* max(3H, 2I) zeros: the biases an architecture does not have */
-    float *alibi_slopes;        /* ALiBi: one per head */
+    const float *zeros; /* max(3H, 2I) zeros: the biases an architecture does not have */
+    float *alibi_slopes; /* ALiBi: one per head */
     emb_layer_weights *L;
     emb_weights weights;
-    emb_layer_i8 *L8;           /* int8 weights: one per layer; NULL otherwise */
-    emb_layer_bf16 *LB;         /* bf16 weights: one per layer; NULL otherwise */
+    emb_layer_i8 *L8; /* int8 weights: one per layer; NULL otherwise */
+    emb_layer_bf16 *LB; /* bf16 weights: one per layer; NULL otherwise */
     int first_dtype, mixed;
     XXH3_state_t *hash;
-    uint64_t fingerprint;       /* of what the forward pass multiplies with */
-    uint64_t fingerprint_f32;   /* of the float32 weights as loaded */
-    int steps_only;             /* tests: 1 runs every batch as one, each step split over the
+    uint64_t fingerprint; /* of what the forward pass multiplies with */
+    uint64_t fingerprint_f32; /* of the float32 weights as loaded */
+    int steps_only; /* tests: 1 runs every batch as one, each step split over the
                                  * threads (no sub-batches, no split by sequences) */
 };
 
@@ -86,24 +86,24 @@ int emb_encoder_run_batch(const emb_encoder *, emb_workspace *, int B, int T, co
 struct emb_workspace {
     float *arena;
     size_t arena_n;
-    float *scores;              /* one EMB_ATTENTION_SCRATCH(T, dh) block per worker */
+    float *scores; /* one EMB_ATTENTION_SCRATCH(T, dh) block per worker */
     size_t scores_n;
-    float *xn;                  /* pre-norm: the normed copy of the hidden states a layer reads */
+    float *xn; /* pre-norm: the normed copy of the hidden states a layer reads */
     size_t xn_n;
-    float *rope;                /* rotary tables of rope_T positions: global base, then local base */
+    float *rope; /* rotary tables of rope_T positions: global base, then local base */
     size_t rope_n;
     int rope_T, rope_rot;
     double rope_theta[2];
-    int32_t *pos_ids;           /* RoBERTa: each token's row of the position table */
+    int32_t *pos_ids; /* RoBERTa: each token's row of the position table */
     size_t pos_n;
-    emb_workers *workers;       /* helper threads, or NULL */
-    float *packs;               /* float32 on AVX-512: each thread's scratch for emb_sgemm_bcast */
+    emb_workers *workers; /* helper threads, or NULL */
+    float *packs; /* float32 on AVX-512: each thread's scratch for emb_sgemm_bcast */
     size_t packs_n;
-    float *panels;              /* float32 on AVX-512, over 24 rows: BERT's residual stream, or the
+    float *panels; /* float32 on AVX-512, over 24 rows: BERT's residual stream, or the
                                  * hidden states packed for Q, K, V */
     size_t panels_n;
-    emb_int8_gemm_act act;             /* int8 weights: the quantized input of the current product */
-    emb_bf16_act bact;          /* bf16 weights: the rounded input of the current product */
+    emb_int8_gemm_act act; /* int8 weights: the quantized input of the current product */
+    emb_bf16_act bact; /* bf16 weights: the rounded input of the current product */
     emb_workspace *share[EMB_ENCODER_MAX_THREADS]; /* a batch split by sequences over the threads:
                                                     * each worker's own */
 };
@@ -119,7 +119,8 @@ void emb_workspace_use_workers(emb_workspace *ws, int nthr, int wanted);
 void emb_encoder_embed_ln_row(float *dst, const float *w, const float *p, const float *ty, const float *g,
                               const float *b, int H, float eps);
 void emb_encoder_fill_bias(float *C, const float *bias, size_t rows, int n);
-void emb_encoder_bias_ln(float *X, const float *bias, const float *g, const float *b, size_t rows, int H, float eps);
+void emb_encoder_bias_ln(float *X, const float *bias, const float *g, const float *b, size_t rows, int H,
+                         float eps);
 void emb_encoder_glu_rows(float *Y, size_t rows, int n, emb_activation act, int quick);
 void emb_encoder_bias_norm_to(float *X, float *dst, const float *bias, const float *g, const float *b, size_t rows,
                               int H, float eps);
@@ -129,41 +130,41 @@ void emb_encoder_bias_norm_to(float *X, float *dst, const float *bias, const flo
 typedef struct {
     const emb_encoder *e;
     const emb_layer_weights *w;
-    const emb_layer_i8 *w8;               /* int8 weights: this layer's packed weights, else NULL */
-    emb_int8_gemm_act *act;                      /* int8 weights: the quantized input of a product */
-    const emb_layer_bf16 *wb;             /* bf16 weights: this layer's packed weights, else NULL */
-    emb_bf16_act *bact;                   /* bf16 weights: the rounded input of a product */
-    emb_workers *gemm_workers;            /* int8 weights: the threads a large product is split over */
-    int failed;                           /* an int8 product ran out of memory */
-    int bias_in_gemm;                     /* products write bias + A W^T (beta 0): int8, bf16, float32 on
+    const emb_layer_i8 *w8; /* int8 weights: this layer's packed weights, else NULL */
+    emb_int8_gemm_act *act; /* int8 weights: the quantized input of a product */
+    const emb_layer_bf16 *wb; /* bf16 weights: this layer's packed weights, else NULL */
+    emb_bf16_act *bact; /* bf16 weights: the rounded input of a product */
+    emb_workers *gemm_workers; /* int8 weights: the threads a large product is split over */
+    int failed; /* an int8 product ran out of memory */
+    int bias_in_gemm; /* products write bias + A W^T (beta 0): int8, bf16, float32 on
                                            * emb_sgemm_bcast; float32 on OpenBLAS: the row tasks preload
                                            * the biases into the outputs */
-    const float *quant_src;               /* int8: the rows (stride quant_ld) a row task quantizes into
+    const float *quant_src; /* int8: the rows (stride quant_ld) a row task quantizes into
                                            * act once it has written them, while they are in cache */
     int quant_ld;
-    const float *act_of;                  /* int8: whose rows act holds, ready for a product, or NULL */
-    float *packs;                         /* float32 on AVX-512: the products run on emb_sgemm_bcast
+    const float *act_of; /* int8: whose rows act holds, ready for a product, or NULL */
+    float *packs; /* float32 on AVX-512: the products run on emb_sgemm_bcast
                                            * with this scratch; else NULL and OpenBLAS */
-    float *stream_panels;                 /* float32 on AVX-512, BERT's layers, over 24 rows: the residual
+    float *stream_panels; /* float32 on AVX-512, BERT's layers, over 24 rows: the residual
                                            * stream between the embeddings and the last layer, kept as
                                            * panels (layers_post_norm_panels); else NULL */
-    float *qkv_panels;                    /* float32 on AVX-512, over 24 rows: Q, K and V read one
+    float *qkv_panels; /* float32 on AVX-512, over 24 rows: Q, K and V read one
                                            * packing of their input from here; else NULL */
-    int tile_products;                    /* float32 on OpenBLAS, a short batch on several threads: the
+    int tile_products; /* float32 on OpenBLAS, a short batch on several threads: the
                                            * products run as tiles on the calling thread */
-    const emb_layer_weights *next;        /* layer whose Q/K/V biases the row tasks preload, or NULL */
+    const emb_layer_weights *next; /* layer whose Q/K/V biases the row tasks preload, or NULL */
     int B, T, H, NH, dh, FF;
     size_t BT;
     const int32_t *ids, *type_ids, *lens, *pos_ids;
     float *X, *q, *k, *v, *inter, *xn;
     float eps;
     int rows_per_task, ffn_rows;
-    int FFin;                             /* width of the feed-forward's inner rows (2 FF when gated) */
-    emb_attention_job att;                /* this layer's attention: rotary table, window, capture */
-    const emb_attention_span *span;       /* the layers whose weights are captured into probs, or NULL */
+    int FFin; /* width of the feed-forward's inner rows (2 FF when gated) */
+    emb_attention_job att; /* this layer's attention: rotary table, window, capture */
+    const emb_attention_span *span; /* the layers whose weights are captured into probs, or NULL */
     float *probs;
-    const float *res_bias;                /* pre-norm: the bias the residual stream still lacks, or NULL */
-    const float *norm_g, *norm_b;         /* pre-norm: the norm the row task applies into xn (NULL: none);
+    const float *res_bias; /* pre-norm: the bias the residual stream still lacks, or NULL */
+    const float *norm_g, *norm_b; /* pre-norm: the norm the row task applies into xn (NULL: none);
                                            * stream panels: the norm emb_encoder_step_panel_ln applies */
 } emb_fwd_ctx;
 
@@ -171,13 +172,13 @@ typedef struct {
  * rows_per_task rows, ffn_rows for the activation, one 32-row panel for panel_ln). Before a step,
  * emb_encoder_quantize_in_tasks says which rows its tasks quantize for the next int8 product. */
 void emb_encoder_quantize_in_tasks(emb_fwd_ctx *c, const float *src, int ld, int K);
-void emb_encoder_step_embed(void *cv, int t, int worker);       /* embeddings + their norm */
-void emb_encoder_step_ln1(void *cv, int t, int worker);         /* post-norm: after attention */
-void emb_encoder_step_gelu(void *cv, int t, int worker);        /* the feed-forward's activation */
-void emb_encoder_step_pn_attn_in(void *cv, int t, int worker);  /* pre-norm: before attention */
-void emb_encoder_step_pn_mlp_in(void *cv, int t, int worker);   /* pre-norm: before the MLP */
-void emb_encoder_step_ln2(void *cv, int t, int worker);         /* post-norm: after the feed-forward */
-void emb_encoder_step_panel_ln(void *cv, int t, int worker);    /* post-norm on the stream's panels */
+void emb_encoder_step_embed(void *cv, int t, int worker); /* embeddings + their norm */
+void emb_encoder_step_ln1(void *cv, int t, int worker); /* post-norm: after attention */
+void emb_encoder_step_gelu(void *cv, int t, int worker); /* the feed-forward's activation */
+void emb_encoder_step_pn_attn_in(void *cv, int t, int worker); /* pre-norm: before attention */
+void emb_encoder_step_pn_mlp_in(void *cv, int t, int worker); /* pre-norm: before the MLP */
+void emb_encoder_step_ln2(void *cv, int t, int worker); /* post-norm: after the feed-forward */
+void emb_encoder_step_panel_ln(void *cv, int t, int worker); /* post-norm on the stream's panels */
 
 /* encoder_layers.c: the pass proper on a batch already checked, its steps split over nthr
  * threads (the caller and the workspace's helpers). */

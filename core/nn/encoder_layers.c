@@ -52,8 +52,8 @@ static void product_tiles(const float *A, int lda, const float *W, float *C, int
         int n = N - n0 < TILE_COLS ? N - n0 : TILE_COLS;
         for (int k0 = 0; k0 < K; k0 += kb) {
             int k = K - k0 < kb ? K - k0 : kb;
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, n, k, 1.0f, A + k0, lda, W + (size_t)n0 * K + k0, K,
-                        1.0f, C + n0, ldc);
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, n, k, 1.0f, A + k0, lda,
+                        W + (size_t)n0 * K + k0, K, 1.0f, C + n0, ldc);
         }
     }
 }
@@ -77,15 +77,14 @@ static void linear_acc(emb_fwd_ctx *fc, const float *A, int lda, const float *W,
     const emb_int8_gemm_weights *W8 = packed_i8(fc->w8, slot);
     const emb_bf16w *WB = packed_bf16(fc->wb, slot);
     if (WB) {
-        if (emb_bf16_gemm(A, lda, M, WB, bias, bias ? 0.0f : 1.0f, C, ldc, fc->bact, fc->gemm_workers)) fc->failed = 1;
-    } else if (!W8 && fc->packs)
-        emb_sgemm_bcast(M, N, K, A, lda, W, K, bias, C, ldc, fc->packs, fc->gemm_workers);
-    else if (!W8 && fc->tile_products)
-        product_tiles(A, lda, W, C, ldc, M, N, K);
-    else if (!W8)
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, N, K, 1.0f, A, lda, W, K, 1.0f, C, ldc);
-    else if (fc->act_of == A ? emb_int8_gemm_q(fc->act, W8, bias, bias ? 0.0f : 1.0f, C, ldc, fc->gemm_workers)
-                             : emb_int8_gemm(A, lda, M, W8, bias, bias ? 0.0f : 1.0f, C, ldc, fc->act, fc->gemm_workers))
+        if (emb_bf16_gemm(A, lda, M, WB, bias, bias ? 0.0f : 1.0f, C, ldc, fc->bact, fc->gemm_workers))
+            fc->failed = 1;
+    } else if (!W8 && fc->packs) emb_sgemm_bcast(M, N, K, A, lda, W, K, bias, C, ldc, fc->packs, fc->gemm_workers);
+    else if (!W8 && fc->tile_products) product_tiles(A, lda, W, C, ldc, M, N, K);
+    else if (!W8) cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, N, K, 1.0f, A, lda, W, K, 1.0f, C, ldc);
+    else if (fc->act_of == A
+                 ? emb_int8_gemm_q(fc->act, W8, bias, bias ? 0.0f : 1.0f, C, ldc, fc->gemm_workers)
+                 : emb_int8_gemm(A, lda, M, W8, bias, bias ? 0.0f : 1.0f, C, ldc, fc->act, fc->gemm_workers))
         fc->failed = 1;
     fc->act_of = NULL;
 }
@@ -124,7 +123,8 @@ static void qkv_in(emb_fwd_ctx *fc, const emb_layer_weights *w, const float *A) 
     const emb_layer_bf16 *wb = fc->wb;
     emb_workers *gw = fc->gemm_workers;
     if (wb) {
-        if (emb_bf16_convert(A, H, BT, H, fc->bact) || emb_bf16_gemm_q(fc->bact, wb->q, w->bq, 0.0f, fc->q, H, gw) ||
+        if (emb_bf16_convert(A, H, BT, H, fc->bact) ||
+            emb_bf16_gemm_q(fc->bact, wb->q, w->bq, 0.0f, fc->q, H, gw) ||
             emb_bf16_gemm_q(fc->bact, wb->k, w->bk, 0.0f, fc->k, H, gw) ||
             emb_bf16_gemm_q(fc->bact, wb->v, w->bv, 0.0f, fc->v, H, gw))
             fc->failed = 1;
@@ -143,7 +143,8 @@ static void qkv_in(emb_fwd_ctx *fc, const emb_layer_weights *w, const float *A) 
     }
     if ((fc->act_of != A && emb_int8_gemm_quantize(A, H, BT, H, fc->act, gw)) ||
         emb_int8_gemm_q(fc->act, w8->q, w->bq, 0.0f, fc->q, H, gw) ||
-        emb_int8_gemm_q(fc->act, w8->k, w->bk, 0.0f, fc->k, H, gw) || emb_int8_gemm_q(fc->act, w8->v, w->bv, 0.0f, fc->v, H, gw))
+        emb_int8_gemm_q(fc->act, w8->k, w->bk, 0.0f, fc->k, H, gw) ||
+        emb_int8_gemm_q(fc->act, w8->v, w->bv, 0.0f, fc->v, H, gw))
         fc->failed = 1;
     fc->act_of = NULL;
 }
@@ -195,8 +196,10 @@ static void layers_post_norm_panels(emb_fwd_ctx *fc, const emb_workspace *ws, co
         emb_sgemm_bcast_to_panels(BT, H, H, ctx, H, NULL, w->wo, H, w->bo, EMB_PANELS_ADD, X, fc->packs, gw);
         fc->norm_g = w->ln1_g, fc->norm_b = w->ln1_b;
         emb_workers_run(pl->rows, panels, emb_encoder_step_panel_ln, fc);
-        emb_sgemm_bcast_to_panels(BT, FF, H, NULL, 0, X, w->w1, H, w->b1, EMB_PANELS_GELU, fc->inter, fc->packs, gw);
-        emb_sgemm_bcast_to_panels(BT, H, FF, NULL, 0, fc->inter, w->w2, FF, w->b2, EMB_PANELS_ADD, X, fc->packs, gw);
+        emb_sgemm_bcast_to_panels(BT, FF, H, NULL, 0, X, w->w1, H, w->b1, EMB_PANELS_GELU, fc->inter, fc->packs,
+                                  gw);
+        emb_sgemm_bcast_to_panels(BT, H, FF, NULL, 0, fc->inter, w->w2, FF, w->b2, EMB_PANELS_ADD, X, fc->packs,
+                                  gw);
         fc->norm_g = w->ln2_g, fc->norm_b = w->ln2_b;
         emb_workers_run(pl->rows, panels, emb_encoder_step_panel_ln, fc);
     }
@@ -249,8 +252,7 @@ static void layers_pre_norm(emb_fwd_ctx *fc, const emb_workspace *ws, const plan
         ffn_in(fc, w, fc->xn);
         emb_encoder_quantize_in_tasks(fc, fc->inter, fc->FFin, fc->FF);
         emb_workers_run(pl->rows, pl->ffn_tasks, emb_encoder_step_gelu, fc);
-        linear_acc(fc, fc->inter, fc->FFin, w->w2, LIN_FFN_OUT, NULL, fc->X, fc->H, (int)fc->BT,
-                   fc->H, fc->FF);
+        linear_acc(fc, fc->inter, fc->FFin, w->w2, LIN_FFN_OUT, NULL, fc->X, fc->H, (int)fc->BT, fc->H, fc->FF);
     }
     /* the last layer's output bias, then the final norm, in place */
     fc->next = NULL;
@@ -264,19 +266,21 @@ static void layers_pre_norm(emb_fwd_ctx *fc, const emb_workspace *ws, const plan
 
 /* The pass proper on a batch already checked. */
 int emb_encoder_forward_batch(const emb_encoder *e, emb_workspace *ws, int B, int T, const int32_t *ids,
-                         const int32_t *type_ids, const int32_t *lens, int n_layers, float *out,
-                         const emb_attention_span *span, float *probs, int nthr, char err[EMB_ERR_LEN]) {
+                              const int32_t *type_ids, const int32_t *lens, int n_layers, float *out,
+                              const emb_attention_span *span, float *probs, int nthr, char err[EMB_ERR_LEN]) {
     const emb_encoder_config *c = &e->cfg;
     const int H = c->dims.hidden, FF = c->dims.intermediate, NH = c->dims.heads, dh = H / NH;
     const int FFin = c->gated ? 2 * FF : FF;
     const size_t BT = (size_t)B * T;
     int bcast = !e->L8 && !e->LB && emb_sgemm_bcast_supported(); /* float32 products on emb_sgemm_bcast */
-    int want_workers = nthr > 1 && ((size_t)BT * H >= PAR_MIN_ELEMS || (double)B * NH * T * T * dh >= PAR_MIN_ATT_MNK ||
-                                    (double)BT * H * H >= EMB_SGEMM_BCAST_PAR_MACS);
+    int want_workers =
+        nthr > 1 && ((size_t)BT * H >= PAR_MIN_ELEMS || (double)B * NH * T * T * dh >= PAR_MIN_ATT_MNK ||
+                     (double)BT * H * H >= EMB_SGEMM_BCAST_PAR_MACS);
     emb_workspace_use_workers(ws, nthr, want_workers);
     int n_workers = emb_workers_helpers(ws->workers) + 1;
     size_t need = BT * (size_t)(3 * H > FFin ? 3 * H : FFin); /* q, k, v; later the FFN's inner activations */
-    int panels_ok = bcast && BT > 24, stream_panels = panels_ok && FFin == FF && !c->pre_norm; /* see emb_fwd_ctx */
+    int panels_ok = bcast && BT > 24,
+        stream_panels = panels_ok && FFin == FF && !c->pre_norm; /* see emb_fwd_ctx */
     /* the stream's queries and keys as panels too, which attention reads in place (no rotation
      * to apply to them), its context into rows of its own after the values */
     int own_att = emb_nn_gemm_supported(); /* attention's products on nn_gemm */
@@ -305,21 +309,43 @@ int emb_encoder_forward_batch(const emb_encoder *e, emb_workspace *ws, int B, in
     emb_fwd_ctx fc;
     memset(&fc, 0, sizeof fc);
     fc.e = e;
-    fc.B = B; fc.T = T; fc.H = H; fc.NH = NH; fc.dh = dh; fc.FF = FF; fc.FFin = FFin; fc.BT = BT;
-    fc.ids = ids; fc.type_ids = type_ids; fc.lens = lens;
+    fc.B = B;
+    fc.T = T;
+    fc.H = H;
+    fc.NH = NH;
+    fc.dh = dh;
+    fc.FF = FF;
+    fc.FFin = FFin;
+    fc.BT = BT;
+    fc.ids = ids;
+    fc.type_ids = type_ids;
+    fc.lens = lens;
     fc.pos_ids = c->pos_offset ? ws->pos_ids : NULL;
     fc.X = out;
     size_t qk_n = qk_panels ? qk_floats : BT * H; /* floats of q and of k */
-    fc.q = ws->arena; fc.k = fc.q + qk_n; fc.v = fc.k + qk_n;
+    fc.q = ws->arena;
+    fc.k = fc.q + qk_n;
+    fc.v = fc.k + qk_n;
     fc.inter = ws->arena;
     fc.xn = ws->xn;
     fc.eps = c->ln_eps;
-    fc.att = (emb_attention_job){.NH = NH, .T = T, .H = H, .dh = dh, .lens = lens, .q = fc.q, .k = fc.k, .v = fc.v,
-                                 .qk_panels = qk_panels, .ctx = qk_panels ? fc.v + BT * H : NULL,
-                                 .scores = ws->scores, .scale = (float)(1.0 / sqrt((double)dh)),
+    fc.att = (emb_attention_job){.NH = NH,
+                                 .T = T,
+                                 .H = H,
+                                 .dh = dh,
+                                 .lens = lens,
+                                 .q = fc.q,
+                                 .k = fc.k,
+                                 .v = fc.v,
+                                 .qk_panels = qk_panels,
+                                 .ctx = qk_panels ? fc.v + BT * H : NULL,
+                                 .scores = ws->scores,
+                                 .scale = (float)(1.0 / sqrt((double)dh)),
                                  .own_kernels = own_att,
                                  .split = nthr > 1, /* keep every attention product on its calling thread */
-                                 .half_window = -1, .rot = c->rope_dims, .slopes = e->alibi_slopes,
+                                 .half_window = -1,
+                                 .rot = c->rope_dims,
+                                 .slopes = e->alibi_slopes,
                                  .capture_h0 = span ? span->first_head : 0,
                                  .capture_nh = span ? span->last_head - span->first_head + 1 : 0};
     fc.span = span;

@@ -15,7 +15,10 @@
 static const emb_safetensors_tensor *find_any(const emb_encoder *e, const char *name, int *file) {
     for (int i = 0; i < e->nfiles; i++) {
         const emb_safetensors_tensor *t = emb_safetensors_find(e->files[i], name);
-        if (t) { if (file) *file = i; return t; }
+        if (t) {
+            if (file) *file = i;
+            return t;
+        }
     }
     return NULL;
 }
@@ -47,8 +50,8 @@ static void hash_u64(XXH3_state_t *h, uint64_t v) {
 }
 
 /* Load tensor prefix+suffix with shape [d0] (d1 < 0) or [d0, d1] as float32. */
-static int get_tensor(emb_encoder *e, const char *suffix, int64_t d0, int64_t d1, int optional,
-                      const float **out, char err[EMB_ERR_LEN]) {
+static int get_tensor(emb_encoder *e, const char *suffix, int64_t d0, int64_t d1, int optional, const float **out,
+                      char err[EMB_ERR_LEN]) {
     char name[256];
     snprintf(name, sizeof name, "%s%s", e->prefix, suffix);
     int fi = 0;
@@ -65,7 +68,8 @@ static int get_tensor(emb_encoder *e, const char *suffix, int64_t d0, int64_t d1
         char got[128], exp[64];
         fmt_shape(got, sizeof got, t->ndim, t->shape);
         fmt_shape(exp, sizeof exp, nd, want);
-        return emb_fail(err, "%.40s: tensor '%.100s' has shape %.40s, expected %.40s", file->label, name, got, exp);
+        return emb_fail(err, "%.40s: tensor '%.100s' has shape %.40s, expected %.40s", file->label, name, got,
+                        exp);
     }
     size_t n = (size_t)d0 * (size_t)(nd == 2 ? d1 : 1);
     const float *p;
@@ -76,21 +80,27 @@ static int get_tensor(emb_encoder *e, const char *suffix, int64_t d0, int64_t d1
             if (file->mapped) e->info.mapped_bytes += n * sizeof(float);
         } else {
             float *c = emb_alloc_large(n * sizeof(float) + 1);
-            if (!c || own(e, c)) { free(c); return emb_fail(err, "out of memory loading '%.150s'", name); }
+            if (!c || own(e, c)) {
+                free(c);
+                return emb_fail(err, "out of memory loading '%.150s'", name);
+            }
             memcpy(c, t->data, n * sizeof(float));
             e->info.converted_bytes += n * sizeof(float);
             p = c;
         }
     } else if (t->dtype == EMB_DT_F16 || t->dtype == EMB_DT_BF16) {
         float *c = emb_alloc_large(n * sizeof(float) + 1);
-        if (!c || own(e, c)) { free(c); return emb_fail(err, "out of memory loading '%.150s'", name); }
+        if (!c || own(e, c)) {
+            free(c);
+            return emb_fail(err, "out of memory loading '%.150s'", name);
+        }
         if (t->dtype == EMB_DT_F16) emb_f16_to_f32_n(t->data, c, n);
         else emb_bf16_to_f32_n(t->data, c, n);
         e->info.converted_bytes += n * sizeof(float);
         p = c;
     } else {
-        return emb_fail(err, "%.40s: tensor '%.150s' has dtype %.10s, expected F32, F16 or BF16", file->label, name,
-                        emb_dtype_name(t->dtype));
+        return emb_fail(err, "%.40s: tensor '%.150s' has dtype %.10s, expected F32, F16 or BF16", file->label,
+                        name, emb_dtype_name(t->dtype));
     }
     if (e->first_dtype < 0) e->first_dtype = (int)t->dtype;
     else if (e->first_dtype != (int)t->dtype) e->mixed = 1;
@@ -136,7 +146,8 @@ static int open_shards(emb_encoder *e, const char *dir, const cJSON *root, int u
             return emb_fail(err, "%s: weight_map entry '%.100s' is not a file name", idx, it->string);
         const char *f = it->valuestring;
         size_t fl = strlen(f);
-        if (!fl || strchr(f, '/') || strchr(f, '\\') || f[0] == '.' || fl < 12 || strcmp(f + fl - 12, ".safetensors") != 0)
+        if (!fl || strchr(f, '/') || strchr(f, '\\') || f[0] == '.' || fl < 12 ||
+            strcmp(f + fl - 12, ".safetensors") != 0)
             return emb_fail(err, "%s: shard name '%.100s' is not a plain *.safetensors file name", idx, f);
         int seen = 0;
         for (int i = 0; i < e->nfiles && !seen; i++) seen = strcmp(e->files[i]->label, f) == 0;
@@ -158,8 +169,10 @@ static int open_weights(emb_encoder *e, const char *dir, int use_mmap, char err[
     }
     if (emb_path_join(path, sizeof path, dir, "model.safetensors.index.json", err)) return -1;
     if (!emb_path_exists(path))
-        return emb_fail(err, "%s: no model.safetensors or model.safetensors.index.json (PyTorch .bin checkpoints are "
-                        "not supported)", dir);
+        return emb_fail(err,
+                        "%s: no model.safetensors or model.safetensors.index.json (PyTorch .bin checkpoints are "
+                        "not supported)",
+                        dir);
     snprintf(e->src_label, sizeof e->src_label, "model.safetensors.index.json");
     cJSON *root;
     if (emb_json_read_file(path, 64u << 20, &root, err)) return -1;
@@ -185,11 +198,16 @@ static int build_sinusoidal(emb_encoder *e, char err[EMB_ERR_LEN]) {
     for (int i = 0; i < e->nfiles; i++) in_files += e->files[i]->h.data_len;
     uint64_t bytes = (uint64_t)c->dims.max_positions * (uint64_t)c->dims.hidden * sizeof(float);
     if (bytes > in_files)
-        return emb_fail(err, "config.json: max_position_embeddings %d needs a %llu-byte sinusoidal table, more than the "
-                        "%llu bytes of weights in %s", c->dims.max_positions, (unsigned long long)bytes,
-                        (unsigned long long)in_files, e->src_label);
+        return emb_fail(
+            err,
+            "config.json: max_position_embeddings %d needs a %llu-byte sinusoidal table, more than the "
+            "%llu bytes of weights in %s",
+            c->dims.max_positions, (unsigned long long)bytes, (unsigned long long)in_files, e->src_label);
     float *t = malloc((size_t)bytes);
-    if (!t || own(e, t)) { free(t); return emb_fail(err, "out of memory"); }
+    if (!t || own(e, t)) {
+        free(t);
+        return emb_fail(err, "out of memory");
+    }
     sinusoidal_table(t, c->dims.max_positions, c->dims.hidden);
     e->pos = t;
     XXH3_64bits_update(e->hash, "sinusoidal", 11);
@@ -230,16 +248,24 @@ static int find_prefix(emb_encoder *e, char err[EMB_ERR_LEN]) {
  * so that their fingerprints stay what applications stored; the newer settings after them). */
 static void hash_config(emb_encoder *e) {
     const emb_encoder_config *c = &e->cfg;
-    int64_t nums[] = {c->arch, c->dims.hidden, c->dims.layers, c->dims.heads, c->dims.intermediate,
-                      c->dims.max_positions, c->dims.type_vocab, c->dims.vocab_size, c->sinusoidal, c->act};
+    int64_t nums[] = {c->arch,
+                      c->dims.hidden,
+                      c->dims.layers,
+                      c->dims.heads,
+                      c->dims.intermediate,
+                      c->dims.max_positions,
+                      c->dims.type_vocab,
+                      c->dims.vocab_size,
+                      c->sinusoidal,
+                      c->act};
     for (size_t i = 0; i < sizeof nums / sizeof nums[0]; i++) hash_u64(e->hash, (uint64_t)nums[i]);
     double eps = c->ln_eps;
     uint64_t eb;
     memcpy(&eb, &eps, 8);
     hash_u64(e->hash, eb);
     if (c->arch == EMB_ARCH_BERT || c->arch == EMB_ARCH_DISTILBERT) return;
-    int64_t more[] = {c->pad_token_id, c->pos_kind, c->pos_offset, c->gated, c->pre_norm, c->rope_dims,
-                      c->half_window, c->global_every};
+    int64_t more[] = {c->pad_token_id, c->pos_kind,  c->pos_offset,  c->gated,
+                      c->pre_norm,     c->rope_dims, c->half_window, c->global_every};
     for (size_t i = 0; i < sizeof more / sizeof more[0]; i++) hash_u64(e->hash, (uint64_t)more[i]);
     double th[2] = {c->rope_theta, c->rope_theta_local};
     for (int i = 0; i < 2; i++) {
@@ -278,7 +304,10 @@ static int make_constants(emb_encoder *e, char err[EMB_ERR_LEN]) {
     size_t n = 3 * (size_t)c->dims.hidden;
     if (2 * (size_t)c->dims.intermediate > n) n = 2 * (size_t)c->dims.intermediate;
     float *z = calloc(n, sizeof(float));
-    if (!z || own(e, z)) { free(z); return emb_fail(err, "out of memory"); }
+    if (!z || own(e, z)) {
+        free(z);
+        return emb_fail(err, "out of memory");
+    }
     e->zeros = z;
     if (c->pos_kind != EMB_POS_ALIBI) return 0;
     e->alibi_slopes = malloc((size_t)c->dims.heads * sizeof(float));
@@ -304,8 +333,9 @@ static int load_embeddings(emb_encoder *e, char err[EMB_ERR_LEN]) {
     if (c->dims.type_vocab > 0 &&
         get_tensor(e, "embeddings.token_type_embeddings.weight", c->dims.type_vocab, H, 0, &e->type, err))
         return -1;
-    const char *ln = c->arch == EMB_ARCH_NOMIC_BERT ? "emb_ln" : c->arch == EMB_ARCH_MODERNBERT ? "embeddings.norm"
-                                                                                                : "embeddings.LayerNorm";
+    const char *ln = c->arch == EMB_ARCH_NOMIC_BERT   ? "emb_ln"
+                     : c->arch == EMB_ARCH_MODERNBERT ? "embeddings.norm"
+                                                      : "embeddings.LayerNorm";
     char g[48], b[48];
     snprintf(g, sizeof g, "%s.weight", ln);
     snprintf(b, sizeof b, "%s.bias", ln);
@@ -314,35 +344,42 @@ static int load_embeddings(emb_encoder *e, char err[EMB_ERR_LEN]) {
 
 /* BERT's and DistilBERT's layers: sixteen tensors each; RoBERTa's are BERT's. */
 static int load_layer_classic(emb_encoder *e, int l, char err[EMB_ERR_LEN]) {
-    static const char *const fmt_bert[16] = {
-        "encoder.layer.%d.attention.self.query.weight", "encoder.layer.%d.attention.self.query.bias",
-        "encoder.layer.%d.attention.self.key.weight", "encoder.layer.%d.attention.self.key.bias",
-        "encoder.layer.%d.attention.self.value.weight", "encoder.layer.%d.attention.self.value.bias",
-        "encoder.layer.%d.attention.output.dense.weight", "encoder.layer.%d.attention.output.dense.bias",
-        "encoder.layer.%d.attention.output.LayerNorm.weight", "encoder.layer.%d.attention.output.LayerNorm.bias",
-        "encoder.layer.%d.intermediate.dense.weight", "encoder.layer.%d.intermediate.dense.bias",
-        "encoder.layer.%d.output.dense.weight", "encoder.layer.%d.output.dense.bias",
-        "encoder.layer.%d.output.LayerNorm.weight", "encoder.layer.%d.output.LayerNorm.bias"};
+    static const char *const fmt_bert[16] = {"encoder.layer.%d.attention.self.query.weight",
+                                             "encoder.layer.%d.attention.self.query.bias",
+                                             "encoder.layer.%d.attention.self.key.weight",
+                                             "encoder.layer.%d.attention.self.key.bias",
+                                             "encoder.layer.%d.attention.self.value.weight",
+                                             "encoder.layer.%d.attention.self.value.bias",
+                                             "encoder.layer.%d.attention.output.dense.weight",
+                                             "encoder.layer.%d.attention.output.dense.bias",
+                                             "encoder.layer.%d.attention.output.LayerNorm.weight",
+                                             "encoder.layer.%d.attention.output.LayerNorm.bias",
+                                             "encoder.layer.%d.intermediate.dense.weight",
+                                             "encoder.layer.%d.intermediate.dense.bias",
+                                             "encoder.layer.%d.output.dense.weight",
+                                             "encoder.layer.%d.output.dense.bias",
+                                             "encoder.layer.%d.output.LayerNorm.weight",
+                                             "encoder.layer.%d.output.LayerNorm.bias"};
     static const char *const fmt_distil[16] = {
-        "transformer.layer.%d.attention.q_lin.weight", "transformer.layer.%d.attention.q_lin.bias",
-        "transformer.layer.%d.attention.k_lin.weight", "transformer.layer.%d.attention.k_lin.bias",
-        "transformer.layer.%d.attention.v_lin.weight", "transformer.layer.%d.attention.v_lin.bias",
+        "transformer.layer.%d.attention.q_lin.weight",   "transformer.layer.%d.attention.q_lin.bias",
+        "transformer.layer.%d.attention.k_lin.weight",   "transformer.layer.%d.attention.k_lin.bias",
+        "transformer.layer.%d.attention.v_lin.weight",   "transformer.layer.%d.attention.v_lin.bias",
         "transformer.layer.%d.attention.out_lin.weight", "transformer.layer.%d.attention.out_lin.bias",
-        "transformer.layer.%d.sa_layer_norm.weight", "transformer.layer.%d.sa_layer_norm.bias",
-        "transformer.layer.%d.ffn.lin1.weight", "transformer.layer.%d.ffn.lin1.bias",
-        "transformer.layer.%d.ffn.lin2.weight", "transformer.layer.%d.ffn.lin2.bias",
+        "transformer.layer.%d.sa_layer_norm.weight",     "transformer.layer.%d.sa_layer_norm.bias",
+        "transformer.layer.%d.ffn.lin1.weight",          "transformer.layer.%d.ffn.lin1.bias",
+        "transformer.layer.%d.ffn.lin2.weight",          "transformer.layer.%d.ffn.lin2.bias",
         "transformer.layer.%d.output_layer_norm.weight", "transformer.layer.%d.output_layer_norm.bias"};
     const int64_t H = e->cfg.dims.hidden, FF = e->cfg.dims.intermediate;
     emb_layer_weights *w = &e->L[l];
-    const float **dst[16] = {&w->wq, &w->bq, &w->wk, &w->bk, &w->wv, &w->bv, &w->wo, &w->bo,
+    const float **dst[16] = {&w->wq,    &w->bq,    &w->wk, &w->bk, &w->wv, &w->bv, &w->wo,    &w->bo,
                              &w->ln1_g, &w->ln1_b, &w->w1, &w->b1, &w->w2, &w->b2, &w->ln2_g, &w->ln2_b};
-    const int64_t shp[16][2] = {{H, H}, {H, -1}, {H, H}, {H, -1}, {H, H}, {H, -1}, {H, H}, {H, -1},
+    const int64_t shp[16][2] = {{H, H},  {H, -1}, {H, H},  {H, -1},  {H, H},  {H, -1}, {H, H},  {H, -1},
                                 {H, -1}, {H, -1}, {FF, H}, {FF, -1}, {H, FF}, {H, -1}, {H, -1}, {H, -1}};
     /* JinaBERT v2 with a gated feed-forward has BERT's attention and its own MLP tensors */
     int n = e->cfg.gated ? 10 : 16;
     for (int k = 0; k < n; k++)
-        if (layer_tensor(e, e->cfg.arch == EMB_ARCH_DISTILBERT ? fmt_distil[k] : fmt_bert[k], l, shp[k][0], shp[k][1],
-                         dst[k], err))
+        if (layer_tensor(e, e->cfg.arch == EMB_ARCH_DISTILBERT ? fmt_distil[k] : fmt_bert[k], l, shp[k][0],
+                         shp[k][1], dst[k], err))
             return -1;
     if (!e->cfg.gated) return 0;
     const float *gl;
@@ -391,7 +428,10 @@ static int load_layer_nomic(emb_encoder *e, int l, char err[EMB_ERR_LEN]) {
     /* the two halves' biases side by side, in the order of the halves: [fc12 | fc11] */
     const float *b12, *b11;
     float *b = malloc((size_t)(2 * FF) * sizeof(float));
-    if (!b || own(e, b)) { free(b); return emb_fail(err, "out of memory"); }
+    if (!b || own(e, b)) {
+        free(b);
+        return emb_fail(err, "out of memory");
+    }
     if (layer_tensor(e, "encoder.layers.%d.mlp.fc12.bias", l, FF, -1, &b12, err) ||
         layer_tensor(e, "encoder.layers.%d.mlp.fc11.bias", l, FF, -1, &b11, err))
         return -1;

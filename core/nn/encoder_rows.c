@@ -14,7 +14,10 @@ static inline void ln_inplace(float *x, const float *g, const float *b, int H, f
     for (int i = 0; i < H; i++) s += x[i];
     double mean = s / H, v = 0;
 #pragma omp simd reduction(+ : v)
-    for (int i = 0; i < H; i++) { double d = x[i] - mean; v += d * d; }
+    for (int i = 0; i < H; i++) {
+        double d = x[i] - mean;
+        v += d * d;
+    }
     double rstd = 1.0 / sqrt(v / H + (double)eps);
     float m = (float)mean;
     float rs = (float)rstd;

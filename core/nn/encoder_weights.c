@@ -25,7 +25,8 @@ emb_weights emb_encoder_weights(const emb_encoder *e) { return e->weights; }
 
 /* The two packed kinds behind one handle. */
 static void *new_w(emb_weights kind, int N, int K, char err[EMB_ERR_LEN]) {
-    return kind == EMB_WEIGHTS_INT8 ? (void *)emb_int8_gemm_weights_new(N, K, err) : (void *)emb_bf16w_new(N, K, err);
+    return kind == EMB_WEIGHTS_INT8 ? (void *)emb_int8_gemm_weights_new(N, K, err)
+                                    : (void *)emb_bf16w_new(N, K, err);
 }
 static int set_rows(emb_weights kind, void *w, int n0, int rows, const float *W, int ldw, char err[EMB_ERR_LEN]) {
     return kind == EMB_WEIGHTS_INT8 ? emb_int8_gemm_weights_set_rows(w, n0, rows, W, ldw, err)

@@ -12,13 +12,15 @@
 #error "safetensors data is little-endian; this reader assumes a little-endian host"
 #endif
 
-static const struct { const char *name; size_t size; } dtypes[] = {
-    [EMB_DT_BOOL] = {"BOOL", 1},      [EMB_DT_U8] = {"U8", 1},     [EMB_DT_I8] = {"I8", 1},
-    [EMB_DT_F8_E5M2] = {"F8_E5M2", 1}, [EMB_DT_F8_E4M3] = {"F8_E4M3", 1},
-    [EMB_DT_I16] = {"I16", 2},        [EMB_DT_U16] = {"U16", 2},   [EMB_DT_F16] = {"F16", 2},
-    [EMB_DT_BF16] = {"BF16", 2},      [EMB_DT_I32] = {"I32", 4},   [EMB_DT_U32] = {"U32", 4},
-    [EMB_DT_F32] = {"F32", 4},        [EMB_DT_F64] = {"F64", 8},   [EMB_DT_I64] = {"I64", 8},
-    [EMB_DT_U64] = {"U64", 8},
+static const struct {
+    const char *name;
+    size_t size;
+} dtypes[] = {
+    [EMB_DT_BOOL] = {"BOOL", 1},       [EMB_DT_U8] = {"U8", 1},           [EMB_DT_I8] = {"I8", 1},
+    [EMB_DT_F8_E5M2] = {"F8_E5M2", 1}, [EMB_DT_F8_E4M3] = {"F8_E4M3", 1}, [EMB_DT_I16] = {"I16", 2},
+    [EMB_DT_U16] = {"U16", 2},         [EMB_DT_F16] = {"F16", 2},         [EMB_DT_BF16] = {"BF16", 2},
+    [EMB_DT_I32] = {"I32", 4},         [EMB_DT_U32] = {"U32", 4},         [EMB_DT_F32] = {"F32", 4},
+    [EMB_DT_F64] = {"F64", 8},         [EMB_DT_I64] = {"I64", 8},         [EMB_DT_U64] = {"U64", 8},
 };
 #define N_DTYPES ((int)(sizeof dtypes / sizeof dtypes[0]))
 
@@ -37,7 +39,8 @@ static int cmp_tensor_name(const void *a, const void *b) {
     return strcmp(((const emb_safetensors_tensor *)a)->name, ((const emb_safetensors_tensor *)b)->name);
 }
 static int cmp_tensor_begin(const void *a, const void *b) {
-    const emb_safetensors_tensor *x = *(const emb_safetensors_tensor *const *)a, *y = *(const emb_safetensors_tensor *const *)b;
+    const emb_safetensors_tensor *x = *(const emb_safetensors_tensor *const *)a,
+                                 *y = *(const emb_safetensors_tensor *const *)b;
     if (x->begin != y->begin) return x->begin < y->begin ? -1 : 1;
     if (x->end != y->end) return x->end < y->end ? -1 : 1;
     return 0;
@@ -51,8 +54,8 @@ void emb_safetensors_header_free(emb_safetensors_header *h) {
 }
 
 /* The 8-byte length and the JSON object it delimits: into *root, and h's data section. */
-static int read_json(const unsigned char *b, size_t size, const char *name, cJSON **root, emb_safetensors_header *h,
-                     char err[EMB_ERR_LEN]) {
+static int read_json(const unsigned char *b, size_t size, const char *name, cJSON **root,
+                     emb_safetensors_header *h, char err[EMB_ERR_LEN]) {
     if (size < 8) return emb_fail(err, "%s: file too short (%zu bytes) for the 8-byte header length", name, size);
     uint64_t n = 0;
     for (int i = 7; i >= 0; i--) n = (n << 8) | b[i];
@@ -99,7 +102,8 @@ static int read_tensor(const cJSON *e, const char *key, const char *name, const 
     for (const cJSON *s = sh->child; s; s = s->next, k++) {
         uint64_t v;
         if (get_u64(s, &v))
-            return emb_fail(err, "%s: tensor '%.100s' has a shape entry that is not a non-negative integer", name, key);
+            return emb_fail(err, "%s: tensor '%.100s' has a shape entry that is not a non-negative integer", name,
+                            key);
         t->shape[k] = (int64_t)v;
         if (v && elems > UINT64_MAX / v) overflow = 1;
         elems *= v;
@@ -111,13 +115,15 @@ static int read_tensor(const cJSON *e, const char *key, const char *name, const 
         return emb_fail(err, "%s: tensor '%.100s' has data_offsets that are not non-negative integers", name, key);
     if (t->begin > t->end) return emb_fail(err, "%s: tensor '%.100s' has data_offsets begin > end", name, key);
     if (t->end > h->data_len)
-        return emb_fail(err, "%s: tensor '%.100s' data [%llu, %llu) lies outside the data section (%llu bytes)", name,
-                        key, (unsigned long long)t->begin, (unsigned long long)t->end, (unsigned long long)h->data_len);
+        return emb_fail(err, "%s: tensor '%.100s' data [%llu, %llu) lies outside the data section (%llu bytes)",
+                        name, key, (unsigned long long)t->begin, (unsigned long long)t->end,
+                        (unsigned long long)h->data_len);
     size_t es = dtypes[d].size;
     if (overflow || elems > UINT64_MAX / es || elems * es != t->end - t->begin)
-        return emb_fail(err, "%s: tensor '%.100s' shape and dtype %s need %s%llu bytes but data_offsets span %llu", name,
-                        key, dtypes[d].name, overflow ? "more than " : "",
-                        (unsigned long long)(overflow ? UINT64_MAX : elems * es), (unsigned long long)(t->end - t->begin));
+        return emb_fail(err, "%s: tensor '%.100s' shape and dtype %s need %s%llu bytes but data_offsets span %llu",
+                        name, key, dtypes[d].name, overflow ? "more than " : "",
+                        (unsigned long long)(overflow ? UINT64_MAX : elems * es),
+                        (unsigned long long)(t->end - t->begin));
     t->data = h->data + t->begin;
     t->name = strdup(key);
     if (!t->name) return emb_fail(err, "%s: out of memory", name);
@@ -141,7 +147,8 @@ static int check_layout(emb_safetensors_header *h, const char *name, char err[EM
     for (int i = 0; i < h->n && rc == 0; i++) {
         if (order[i]->begin == order[i]->end) continue;
         if (prev && order[i]->begin < prev_end)
-            rc = emb_fail(err, "%s: tensors '%.80s' and '%.80s' overlap in the data section", name, prev, order[i]->name);
+            rc = emb_fail(err, "%s: tensors '%.80s' and '%.80s' overlap in the data section", name, prev,
+                          order[i]->name);
         prev_end = order[i]->end;
         prev = order[i]->name;
     }
@@ -188,7 +195,8 @@ const emb_safetensors_tensor *emb_safetensors_header_find(const emb_safetensors_
         int mid = (lo + hi) / 2;
         int c = strcmp(h->tensors[mid].name, name);
         if (c == 0) return &h->tensors[mid];
-        if (c < 0) lo = mid + 1; else hi = mid - 1;
+        if (c < 0) lo = mid + 1;
+        else hi = mid - 1;
     }
     return NULL;
 }
@@ -254,7 +262,8 @@ const emb_safetensors_tensor *emb_safetensors_find(const emb_safetensors *sf, co
     return emb_safetensors_header_find(&sf->h, name);
 }
 
-int emb_safetensors_write(const char *path, const emb_safetensors_write_tensor *t, int n, int misalign, char err[EMB_ERR_LEN]) {
+int emb_safetensors_write(const char *path, const emb_safetensors_write_tensor *t, int n, int misalign,
+                          char err[EMB_ERR_LEN]) {
     size_t cap = 256 + (size_t)n * 512, len = 0;
     char *hdr = malloc(cap);
     FILE *f = NULL;
@@ -269,9 +278,12 @@ int emb_safetensors_write(const char *path, const emb_safetensors_write_tensor *
             free(hdr);
             return emb_fail(err, "%s: tensor name '%.40s...' too long", path, t[i].name);
         }
-        len += (size_t)snprintf(hdr + len, cap - len, ",\"%s\":{\"dtype\":\"%s\",\"shape\":[", t[i].name, emb_dtype_name(t[i].dtype));
-        for (int d = 0; d < t[i].ndim; d++) len += (size_t)snprintf(hdr + len, cap - len, "%s%lld", d ? "," : "", (long long)t[i].shape[d]);
-        len += (size_t)snprintf(hdr + len, cap - len, "],\"data_offsets\":[%llu,%llu]}", (unsigned long long)off, (unsigned long long)(off + bytes));
+        len += (size_t)snprintf(hdr + len, cap - len, ",\"%s\":{\"dtype\":\"%s\",\"shape\":[", t[i].name,
+                                emb_dtype_name(t[i].dtype));
+        for (int d = 0; d < t[i].ndim; d++)
+            len += (size_t)snprintf(hdr + len, cap - len, "%s%lld", d ? "," : "", (long long)t[i].shape[d]);
+        len += (size_t)snprintf(hdr + len, cap - len, "],\"data_offsets\":[%llu,%llu]}", (unsigned long long)off,
+                                (unsigned long long)(off + bytes));
         off += bytes;
     }
     len += (size_t)snprintf(hdr + len, cap - len, "}");

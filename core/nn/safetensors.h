@@ -13,9 +13,21 @@
 #define EMB_SAFETENSORS_MAX_HEADER (100u << 20) /* same bound as the reference implementation */
 
 typedef enum {
-    EMB_DT_BOOL, EMB_DT_U8, EMB_DT_I8, EMB_DT_F8_E5M2, EMB_DT_F8_E4M3,
-    EMB_DT_I16, EMB_DT_U16, EMB_DT_F16, EMB_DT_BF16,
-    EMB_DT_I32, EMB_DT_U32, EMB_DT_F32, EMB_DT_F64, EMB_DT_I64, EMB_DT_U64
+    EMB_DT_BOOL,
+    EMB_DT_U8,
+    EMB_DT_I8,
+    EMB_DT_F8_E5M2,
+    EMB_DT_F8_E4M3,
+    EMB_DT_I16,
+    EMB_DT_U16,
+    EMB_DT_F16,
+    EMB_DT_BF16,
+    EMB_DT_I32,
+    EMB_DT_U32,
+    EMB_DT_F32,
+    EMB_DT_F64,
+    EMB_DT_I64,
+    EMB_DT_U64
 } emb_dtype;
 
 typedef struct {
@@ -23,22 +35,23 @@ typedef struct {
     emb_dtype dtype;
     int ndim;
     int64_t shape[EMB_SAFETENSORS_MAX_DIMS];
-    uint64_t begin, end;        /* byte offsets into the data section */
-    const unsigned char *data;  /* begin of the tensor's bytes inside the buffer */
+    uint64_t begin, end; /* byte offsets into the data section */
+    const unsigned char *data; /* begin of the tensor's bytes inside the buffer */
 } emb_safetensors_tensor;
 
 typedef struct {
-    emb_safetensors_tensor *tensors;     /* sorted by name */
+    emb_safetensors_tensor *tensors; /* sorted by name */
     int n;
     uint64_t header_len;
-    const unsigned char *data;  /* the data section */
+    const unsigned char *data; /* the data section */
     uint64_t data_len;
 } emb_safetensors_header;
 
 /* Parse and validate a whole safetensors image held in memory (buf, size bytes).
  * name (may be NULL) prefixes error messages, e.g. the file name. On success
  * out->tensors point into buf; free with emb_safetensors_header_free. */
-int emb_safetensors_parse(const void *buf, size_t size, const char *name, emb_safetensors_header *out, char err[EMB_ERR_LEN]);
+int emb_safetensors_parse(const void *buf, size_t size, const char *name, emb_safetensors_header *out,
+                          char err[EMB_ERR_LEN]);
 void emb_safetensors_header_free(emb_safetensors_header *h);
 const emb_safetensors_tensor *emb_safetensors_header_find(const emb_safetensors_header *h, const char *name);
 
@@ -48,9 +61,9 @@ size_t emb_dtype_size(emb_dtype d);
 /* A safetensors file, memory-mapped (read-only, shared with the page cache: changing the file
  * in place changes or, when truncated, breaks the mapping) or read into private memory. */
 typedef struct emb_safetensors {
-    char *path;       /* as given */
-    const char *label;/* file name used in messages */
-    void *map;        /* the whole file: a mapping (mapped) or a malloc'd copy */
+    char *path; /* as given */
+    const char *label; /* file name used in messages */
+    void *map; /* the whole file: a mapping (mapped) or a malloc'd copy */
     size_t size;
     int mapped;
     emb_safetensors_header h;
@@ -70,7 +83,8 @@ typedef struct {
     emb_dtype dtype;
     int ndim;
     int64_t shape[EMB_SAFETENSORS_MAX_DIMS];
-    const void *data;   /* product(shape) * dtype size bytes */
+    const void *data; /* product(shape) * dtype size bytes */
 } emb_safetensors_write_tensor;
-int emb_safetensors_write(const char *path, const emb_safetensors_write_tensor *t, int n, int misalign, char err[EMB_ERR_LEN]);
+int emb_safetensors_write(const char *path, const emb_safetensors_write_tensor *t, int n, int misalign,
+                          char err[EMB_ERR_LEN]);
 #endif

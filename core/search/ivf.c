@@ -162,7 +162,8 @@ static int seed_centroids(emb_ivf *ivf, const float *x, size_t n, const float *w
     size_t trials = 2 + (size_t)log((double)lists), pick[2 + 64];
     size_t *idx = malloc(n * sizeof *idx);
     float *sub = malloc(m * d * sizeof *sub), *cand = malloc(trials * d * sizeof *cand);
-    float *sn2 = malloc(m * sizeof *sn2), *dots = malloc(m * trials * sizeof *dots), *mind = malloc(m * sizeof *mind);
+    float *sn2 = malloc(m * sizeof *sn2), *dots = malloc(m * trials * sizeof *dots),
+          *mind = malloc(m * sizeof *mind);
     double *cum = malloc(m * sizeof *cum);
     unsigned char *taken = calloc(m, 1);
     int rc = -1;

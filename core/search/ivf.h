@@ -21,7 +21,7 @@ typedef struct {
     size_t lists, d;
     emb_metric metric;
     float *centroids; /* lists x d, row-major; cosine/dot: unit length (spherical k-means) */
-    float *norms2;    /* lists values |c|^2 (for l2 assignment) */
+    float *norms2; /* lists values |c|^2 (for l2 assignment) */
 } emb_ivf;
 
 /* Trains `lists` centroids on the n training vectors x (n x d; the caller passes a sample, e.g.
@@ -51,7 +51,7 @@ size_t emb_ivf_probe(const emb_ivf *ivf, const float *q, size_t probes, int32_t 
 typedef struct {
     size_t lists, n;
     size_t *start; /* lists + 2 offsets */
-    size_t *pos;   /* n positions */
+    size_t *pos; /* n positions */
 } emb_ivf_groups;
 /* Counting sort, O(n + lists). *g is zeroed first. Returns 0 or -1 (out of memory, bad
  * arguments). */

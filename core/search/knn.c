@@ -10,9 +10,7 @@ void emb_knn_scratch_free(emb_knn_scratch *s) {
     s->cap = 0;
 }
 
-int emb_knn_needs_aux(emb_metric m) {
-    return m == EMB_METRIC_COSINE || m == EMB_METRIC_L2;
-}
+int emb_knn_needs_aux(emb_metric m) { return m == EMB_METRIC_COSINE || m == EMB_METRIC_L2; }
 
 float emb_knn_aux(emb_metric m, const float *v, size_t d) {
     if (!emb_knn_needs_aux(m)) return 0;
@@ -32,8 +30,8 @@ static void score_rows(const emb_knn_index *ix, const float *q, float *score) {
     const size_t block = 65536;
     for (size_t at = 0; at < n; at += block) {
         size_t rows = n - at < block ? n - at : block;
-        cblas_sgemv(CblasRowMajor, CblasNoTrans, (blasint)rows, (blasint)d, 1.0f,
-                    ix->vectors + at * d, (blasint)d, q, 1, 0.0f, score + at, 1);
+        cblas_sgemv(CblasRowMajor, CblasNoTrans, (blasint)rows, (blasint)d, 1.0f, ix->vectors + at * d, (blasint)d,
+                    q, 1, 0.0f, score + at, 1);
     }
     const float *aux = ix->aux;
     if (ix->metric == EMB_METRIC_COSINE)
@@ -177,8 +175,8 @@ int emb_knn_search_rows(const emb_knn_index *ix, const float *q, size_t k, const
     return 0;
 }
 
-int emb_knn_search(const emb_knn_index *ix, const float *q, size_t k, emb_knn_scratch *scratch,
-                   emb_knn_hit *out, size_t *n_out) {
+int emb_knn_search(const emb_knn_index *ix, const float *q, size_t k, emb_knn_scratch *scratch, emb_knn_hit *out,
+                   size_t *n_out) {
     return emb_knn_search_rows(ix, q, k, NULL, 0, scratch, out, n_out);
 }
 

@@ -16,8 +16,8 @@
 /* The rows searched. Nothing is owned. */
 typedef struct {
     const float *vectors; /* n x d, row-major */
-    const float *aux;     /* n values emb_knn_aux(metric, row, d); NULL unless emb_knn_needs_aux */
-    const int64_t *ids;   /* n ids, reported with the hits and breaking ties of equal distance;
+    const float *aux; /* n values emb_knn_aux(metric, row, d); NULL unless emb_knn_needs_aux */
+    const int64_t *ids; /* n ids, reported with the hits and breaking ties of equal distance;
                              NULL: a row's id is its position */
     size_t n, d;
     emb_metric metric;
@@ -25,8 +25,8 @@ typedef struct {
 
 typedef struct {
     double dist; /* emb_vec_distance(metric, row, query, d) */
-    int64_t id;  /* the row's id */
-    size_t pos;  /* the row's position in the array */
+    int64_t id; /* the row's id */
+    size_t pos; /* the row's position in the array */
 } emb_knn_hit;
 
 /* Room for the n float32 scores of a search, kept between searches of a large array so that
@@ -46,8 +46,8 @@ float emb_knn_aux(emb_metric m, const float *v, size_t d);
 /* The min(k, ix->n) rows nearest to q (d floats) into out, which has room for that many,
  * nearest first; *n_out is their number. scratch may be NULL (the scores are then allocated
  * for this search only). Returns 0, or -1 when out of memory. */
-int emb_knn_search(const emb_knn_index *ix, const float *q, size_t k, emb_knn_scratch *scratch,
-                   emb_knn_hit *out, size_t *n_out);
+int emb_knn_search(const emb_knn_index *ix, const float *q, size_t k, emb_knn_scratch *scratch, emb_knn_hit *out,
+                   size_t *n_out);
 /* As emb_knn_search, among the m rows at positions rows[0 .. m-1] only (a filtered search):
  * a few rows are scored one by one, so a selective filter makes the search cheaper. rows NULL:
  * every row. */

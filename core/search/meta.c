@@ -54,9 +54,7 @@ int emb_meta_column_copy(emb_meta_column *dst, const emb_meta_column *src) {
     return 0;
 }
 
-size_t emb_meta_column_bytes(const emb_meta_column *c) {
-    return c->cap * (1 + sizeof *c->cell) + c->arena_cap;
-}
+size_t emb_meta_column_bytes(const emb_meta_column *c) { return c->cap * (1 + sizeof *c->cell) + c->arena_cap; }
 
 int emb_meta_column_set(emb_meta_column *c, size_t i, const emb_value *v) {
     union emb_cell *cell = &c->cell[i];
@@ -190,8 +188,8 @@ static size_t filter_numeric(const emb_meta_column *col, const int64_t *ids, con
     return m;
 }
 
-size_t emb_meta_filter(const emb_meta_column *cols, const int64_t *ids, size_t n, const emb_pred *preds,
-                       size_t np, const size_t *candidates, size_t nc, size_t *out) {
+size_t emb_meta_filter(const emb_meta_column *cols, const int64_t *ids, size_t n, const emb_pred *preds, size_t np,
+                       const size_t *candidates, size_t nc, size_t *out) {
     /* one condition at a time, each over the rows the ones before kept */
     const size_t *src = candidates;
     size_t count = candidates ? nc : n;

@@ -31,7 +31,7 @@ typedef struct {
             size_t off; /* into arena */
             size_t n;
         } s;
-    } *cell;
+    } * cell;
     size_t n, cap;
     char *arena;
     size_t arena_n, arena_cap;
@@ -59,8 +59,17 @@ emb_value emb_meta_column_get(const emb_meta_column *c, size_t i);
 int emb_value_compare(const emb_value *a, const emb_value *b);
 
 typedef enum {
-    EMB_OP_EQ, EMB_OP_NE, EMB_OP_LT, EMB_OP_LE, EMB_OP_GT, EMB_OP_GE,
-    EMB_OP_IS, EMB_OP_ISNOT, EMB_OP_ISNULL, EMB_OP_NOTNULL, EMB_OP_IN
+    EMB_OP_EQ,
+    EMB_OP_NE,
+    EMB_OP_LT,
+    EMB_OP_LE,
+    EMB_OP_GT,
+    EMB_OP_GE,
+    EMB_OP_IS,
+    EMB_OP_ISNOT,
+    EMB_OP_ISNULL,
+    EMB_OP_NOTNULL,
+    EMB_OP_IN
 } emb_op;
 
 /* One condition: column col (or the rows' ids when col is -1) op value, or for EMB_OP_IN,
@@ -79,8 +88,8 @@ int emb_pred_holds(const emb_pred *p, const emb_value *v);
 /* The rows among candidates (positions; NULL: 0 .. n-1, nc ignored) that satisfy every
  * predicate, into out (room for nc, or n), in increasing position order when candidates are.
  * cols[j] is column j, ids the rows' ids. Returns their number. */
-size_t emb_meta_filter(const emb_meta_column *cols, const int64_t *ids, size_t n, const emb_pred *preds,
-                       size_t np, const size_t *candidates, size_t nc, size_t *out);
+size_t emb_meta_filter(const emb_meta_column *cols, const int64_t *ids, size_t n, const emb_pred *preds, size_t np,
+                       const size_t *candidates, size_t nc, size_t *out);
 
 /* The rows of a column grouped by value, to find the rows of one value (a partition) without a
  * pass over the others: positions sorted by value, then position. */
@@ -94,7 +103,6 @@ int emb_meta_groups_build(emb_meta_groups *g, const emb_meta_column *c);
 void emb_meta_groups_free(emb_meta_groups *g);
 /* The positions whose value equals v (never NULL's): *first .. *first + return value - 1 of
  * g->order. */
-size_t emb_meta_groups_find(const emb_meta_groups *g, const emb_meta_column *c, const emb_value *v,
-                            size_t *first);
+size_t emb_meta_groups_find(const emb_meta_groups *g, const emb_meta_column *c, const emb_value *v, size_t *first);
 
 #endif

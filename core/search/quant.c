@@ -35,7 +35,9 @@ size_t emb_code_bytes(emb_storage s, size_t d) {
 
 static int forced_path = -1; /* emb_quant_force_path; tests and benchmarks only */
 
-static emb_qpath current_path(void) { return forced_path >= 0 ? (emb_qpath)forced_path : emb_quant_kernels_best_path(); }
+static emb_qpath current_path(void) {
+    return forced_path >= 0 ? (emb_qpath)forced_path : emb_quant_kernels_best_path();
+}
 
 static const char *const path_names[] = {"scalar", "avx2", "avx512"};
 

@@ -63,13 +63,13 @@ float emb_code_aux(emb_storage s, emb_metric m, const void *record, size_t d);
 typedef struct {
     emb_storage storage;
     emb_metric metric;
-    size_t d, bytes;    /* dimensions; bytes of a record */
-    int path;           /* kernel set (internal: quant_kernels.h) */
-    float factor;       /* cosine: 1/|q| (int8: qscale/|q^|); int8 l2 / dot: qscale */
-    int32_t qsum;       /* int8: sum of the query's codes */
-    void *mem;          /* owned, 64-byte aligned: the query in the forms the kernels read */
-    const float *qf;    /* d floats, zero-padded to a multiple of 16 */
-    const int8_t *q8;   /* int8: codes, zero-padded to a multiple of 64 */
+    size_t d, bytes; /* dimensions; bytes of a record */
+    int path; /* kernel set (internal: quant_kernels.h) */
+    float factor; /* cosine: 1/|q| (int8: qscale/|q^|); int8 l2 / dot: qscale */
+    int32_t qsum; /* int8: sum of the query's codes */
+    void *mem; /* owned, 64-byte aligned: the query in the forms the kernels read */
+    const float *qf; /* d floats, zero-padded to a multiple of 16 */
+    const int8_t *q8; /* int8: codes, zero-padded to a multiple of 64 */
     const uint8_t *qabs; /* int8: |codes|, padded likewise */
     const uint8_t *qbits; /* bit: sign bits, padded to a multiple of 64 bytes */
 } emb_code_query;
@@ -81,8 +81,8 @@ void emb_code_query_free(emb_code_query *q);
 /* The scores of the m records at positions rows[0 .. m-1] (rows NULL: positions 0 .. m-1) of
  * `records` (record i at records + i * q->bytes) into score[0 .. m-1]. aux: the per-row values
  * emb_code_aux, indexed by position (NULL: computed here when needed). */
-void emb_code_scores(const emb_code_query *q, const void *records, const float *aux, const size_t *rows,
-                     size_t m, float *score);
+void emb_code_scores(const emb_code_query *q, const void *records, const float *aux, const size_t *rows, size_t m,
+                     float *score);
 
 /* Memory reused between searches. Zero-initialise; free with emb_code_scratch_free. */
 typedef struct {

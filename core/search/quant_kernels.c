@@ -12,7 +12,8 @@
 /* Not the target_clones of vec.c: one function per set, picked per query (tests force each),
  * which also works under ASan, where ifunc resolvers run too early. */
 #define T_AVX2 __attribute__((target("avx2,fma,f16c,popcnt")))
-#define T_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx512vpopcntdq,avx2,fma,f16c,popcnt")))
+#define T_AVX512                                                                                                  \
+    __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx512vpopcntdq,avx2,fma,f16c,popcnt")))
 #else
 #define QK_X86 0
 #endif
@@ -21,7 +22,8 @@ int emb_quant_kernels_path_supported(emb_qpath p) {
     if (p == EMB_QPATH_SCALAR) return 1;
 #if QK_X86
     __builtin_cpu_init();
-    int avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("popcnt") &&
+    int avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+               __builtin_cpu_supports("popcnt") &&
                __builtin_cpu_supports("avx"); /* F16C comes with every AVX2 CPU */
     if (p == EMB_QPATH_AVX2) return avx2;
     if (p == EMB_QPATH_AVX512)
@@ -56,9 +58,9 @@ static uint16_t f32_to_f16(float f) {
     uint32_t a = u & 0x7fffffffu;
     if (a > 0x7f800000u) return (uint16_t)(sign | 0x7e00u | ((a >> 13) & 0x3ffu));
     if (a > 0x477fe000u) a = 0x477fe000u; /* 65504, the largest f16 */
-    if (a >= 0x38800000u) {               /* 2^-14 and up: a normal f16 */
-        uint32_t r = a - 0x38000000u;     /* exponent bias 127 -> 15 */
-        r += 0x0fffu + ((r >> 13) & 1u);  /* round the 13 dropped bits to nearest even */
+    if (a >= 0x38800000u) { /* 2^-14 and up: a normal f16 */
+        uint32_t r = a - 0x38000000u; /* exponent bias 127 -> 15 */
+        r += 0x0fffu + ((r >> 13) & 1u); /* round the 13 dropped bits to nearest even */
         return (uint16_t)(sign | (r >> 13));
     }
     if (a <= 0x33000000u) return sign; /* up to 2^-25 (half the smallest subnormal; a tie goes to 0) */
@@ -84,14 +86,16 @@ T_AVX2 static void f32_to_f16_f16c(const float *x, size_t n, unsigned char *out)
     for (; i + 8 <= n; i += 8) {
         /* max(lo, x), min(hi, .): a NaN x passes through (the second operand is returned) */
         __m256 v = _mm256_min_ps(hi, _mm256_max_ps(lo, _mm256_loadu_ps(x + i)));
-        _mm_storeu_si128((__m128i *)(out + 2 * i), _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+        _mm_storeu_si128((__m128i *)(out + 2 * i),
+                         _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
     }
     f32_to_f16_scalar(x + i, n - i, out + 2 * i);
 }
 
 T_AVX2 static void f16_to_f32_f16c(const unsigned char *in, size_t n, float *out) {
     size_t i = 0;
-    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(out + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(in + 2 * i))));
+    for (; i + 8 <= n; i += 8)
+        _mm256_storeu_ps(out + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(in + 2 * i))));
     emb_f16_to_f32_n(in + 2 * i, out + i, n - i);
 }
 #endif
@@ -152,20 +156,26 @@ static inline int32_t hamming_c(const uint8_t *qb, const unsigned char *r, size_
     return s;
 }
 
-#define ROWS_LOOP(b, expr)                                                                                  \
-    for (size_t j = 0; j < (b)->n; j++) {                                                                   \
-        const unsigned char *r = (b)->records + emb_qblock_pos((b), j) * (b)->bytes;                        \
-        out[j] = expr;                                                                                      \
+#define ROWS_LOOP(b, expr)                                                                                        \
+    for (size_t j = 0; j < (b)->n; j++) {                                                                         \
+        const unsigned char *r = (b)->records + emb_qblock_pos((b), j) * (b)->bytes;                              \
+        out[j] = expr;                                                                                            \
     }
 
 /* the exact code product times the row's scale: one float multiply, the same on every set */
-static inline float int8_scaled(int32_t isum, const unsigned char *r, size_t d) { return (float)isum * load_f32(r + d); }
+static inline float int8_scaled(int32_t isum, const unsigned char *r, size_t d) {
+    return (float)isum * load_f32(r + d);
+}
 
 static void int8_dots_c(const int8_t *q8, size_t d, const emb_qblock *b, float *out) {
     ROWS_LOOP(b, int8_scaled(int8_dot_c(q8, r, d), r, d))
 }
-static void f16_dots_c(const float *qf, size_t d, const emb_qblock *b, float *out) { ROWS_LOOP(b, f16_dot_c(qf, r, d)) }
-static void f32_dots_c(const float *qf, size_t d, const emb_qblock *b, float *out) { ROWS_LOOP(b, f32_dot_c(qf, r, d)) }
+static void f16_dots_c(const float *qf, size_t d, const emb_qblock *b, float *out) {
+    ROWS_LOOP(b, f16_dot_c(qf, r, d))
+}
+static void f32_dots_c(const float *qf, size_t d, const emb_qblock *b, float *out) {
+    ROWS_LOOP(b, f32_dot_c(qf, r, d))
+}
 static void hamming_rows_c(const uint8_t *qb, size_t d, const emb_qblock *b, float *out) {
     ROWS_LOOP(b, (float)hamming_c(qb, r, d))
 }
@@ -201,7 +211,8 @@ T_AVX2 static void int8_dots_avx2(const int8_t *q8, const uint8_t *qabs, size_t 
             __m256i p = _mm256_maddubs_epi16(_mm256_load_si256((const __m256i *)(qabs + i)), x);
             acc = _mm256_add_epi32(acc, _mm256_madd_epi16(p, ones));
         }
-        int32_t isum = (int32_t)((uint32_t)hsum256_epi32(acc) + (uint32_t)int8_dot_c(q8 + body, r + body, d - body));
+        int32_t isum =
+            (int32_t)((uint32_t)hsum256_epi32(acc) + (uint32_t)int8_dot_c(q8 + body, r + body, d - body));
         out[j] = int8_scaled(isum, r, d);
     }
 }
@@ -213,17 +224,23 @@ T_AVX2 static void f16_dots_avx2(const float *qf, size_t d, const emb_qblock *b,
         __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
         size_t i = 0;
         for (; i + 32 <= body; i += 32) {
-            a0 = _mm256_fmadd_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(r + 2 * i))), _mm256_load_ps(qf + i), a0);
-            a1 = _mm256_fmadd_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(r + 2 * i + 16))), _mm256_load_ps(qf + i + 8), a1);
-            a2 = _mm256_fmadd_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(r + 2 * i + 32))), _mm256_load_ps(qf + i + 16), a2);
-            a3 = _mm256_fmadd_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(r + 2 * i + 48))), _mm256_load_ps(qf + i + 24), a3);
+            a0 = _mm256_fmadd_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(r + 2 * i))),
+                                 _mm256_load_ps(qf + i), a0);
+            a1 = _mm256_fmadd_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(r + 2 * i + 16))),
+                                 _mm256_load_ps(qf + i + 8), a1);
+            a2 = _mm256_fmadd_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(r + 2 * i + 32))),
+                                 _mm256_load_ps(qf + i + 16), a2);
+            a3 = _mm256_fmadd_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(r + 2 * i + 48))),
+                                 _mm256_load_ps(qf + i + 24), a3);
         }
         for (; i < body; i += 8)
-            a0 = _mm256_fmadd_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(r + 2 * i))), _mm256_load_ps(qf + i), a0);
+            a0 = _mm256_fmadd_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(r + 2 * i))),
+                                 _mm256_load_ps(qf + i), a0);
         if (i < d) { /* the last d % 8 values, through a zero-padded copy (qf is padded with zeros) */
             uint16_t tail[8] = {0};
             memcpy(tail, r + 2 * i, 2 * (d - i));
-            a1 = _mm256_fmadd_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)tail)), _mm256_load_ps(qf + i), a1);
+            a1 = _mm256_fmadd_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)tail)), _mm256_load_ps(qf + i),
+                                 a1);
         }
         out[j] = hsum256_ps(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)));
     }
@@ -251,9 +268,8 @@ T_AVX2 static void f32_dots_avx2(const float *qf, size_t d, const emb_qblock *b,
 }
 
 /* the scalar loop, compiled with the POPCNT instruction */
-T_AVX2 static void hamming_rows_popcnt(const uint8_t *qb, size_t d, const emb_qblock *b, float *out) {
-    ROWS_LOOP(b, (float)hamming_c(qb, r, d))
-}
+T_AVX2 static void hamming_rows_popcnt(const uint8_t *qb, size_t d, const emb_qblock *b,
+                                       float *out){ROWS_LOOP(b, (float)hamming_c(qb, r, d))}
 
 /* ---------- AVX-512 (F, BW, VL, VNNI, VPOPCNTDQ) ---------- */
 
@@ -296,14 +312,21 @@ T_AVX512 static void f16_dots_avx512(const float *qf, size_t d, const emb_qblock
         __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
         size_t i = 0;
         for (; i + 64 <= body; i += 64) {
-            a0 = _mm512_fmadd_ps(_mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(r + 2 * i))), _mm512_load_ps(qf + i), a0);
-            a1 = _mm512_fmadd_ps(_mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(r + 2 * i + 32))), _mm512_load_ps(qf + i + 16), a1);
-            a2 = _mm512_fmadd_ps(_mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(r + 2 * i + 64))), _mm512_load_ps(qf + i + 32), a2);
-            a3 = _mm512_fmadd_ps(_mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(r + 2 * i + 96))), _mm512_load_ps(qf + i + 48), a3);
+            a0 = _mm512_fmadd_ps(_mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(r + 2 * i))),
+                                 _mm512_load_ps(qf + i), a0);
+            a1 = _mm512_fmadd_ps(_mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(r + 2 * i + 32))),
+                                 _mm512_load_ps(qf + i + 16), a1);
+            a2 = _mm512_fmadd_ps(_mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(r + 2 * i + 64))),
+                                 _mm512_load_ps(qf + i + 32), a2);
+            a3 = _mm512_fmadd_ps(_mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(r + 2 * i + 96))),
+                                 _mm512_load_ps(qf + i + 48), a3);
         }
         for (; i < body; i += 16)
-            a0 = _mm512_fmadd_ps(_mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(r + 2 * i))), _mm512_load_ps(qf + i), a0);
-        if (tail) a1 = _mm512_fmadd_ps(_mm512_cvtph_ps(_mm256_maskz_loadu_epi16(tail, r + 2 * i)), _mm512_load_ps(qf + i), a1);
+            a0 = _mm512_fmadd_ps(_mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(r + 2 * i))),
+                                 _mm512_load_ps(qf + i), a0);
+        if (tail)
+            a1 = _mm512_fmadd_ps(_mm512_cvtph_ps(_mm256_maskz_loadu_epi16(tail, r + 2 * i)),
+                                 _mm512_load_ps(qf + i), a1);
         out[j] = _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)));
     }
 }
@@ -342,8 +365,9 @@ T_AVX512 static void hamming_rows_avx512(const uint8_t *qb, size_t d, const emb_
         const unsigned char *r = b->records + emb_qblock_pos(b, j) * b->bytes;
         __m256i acc = _mm256_setzero_si256();
         for (size_t i = 0; i < body; i += 32)
-            acc = _mm256_add_epi64(acc, _mm256_popcnt_epi64(_mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(r + i)),
-                                                                             _mm256_load_si256((const __m256i *)(qb + i)))));
+            acc = _mm256_add_epi64(
+                acc, _mm256_popcnt_epi64(_mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(r + i)),
+                                                          _mm256_load_si256((const __m256i *)(qb + i)))));
         __m128i s = _mm_add_epi64(_mm256_castsi256_si128(acc), _mm256_extracti128_si256(acc, 1));
         if (half) {
             __m128i x = _mm_xor_si128(_mm_loadu_si128((const __m128i *)(r + body)), q16);
@@ -361,7 +385,7 @@ T_AVX512 static void hamming_rows_avx512(const uint8_t *qb, size_t d, const emb_
 /* ---------- dispatch ---------- */
 
 void emb_quant_kernels_int8_dots(emb_qpath p, const int8_t *q8, const uint8_t *qabs, int32_t qsum, size_t d,
-                      const emb_qblock *b, float *out) {
+                                 const emb_qblock *b, float *out) {
 #if QK_X86
     if (p == EMB_QPATH_AVX512) {
         int8_dots_avx512(q8, qsum, d, b, out);

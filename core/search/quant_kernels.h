@@ -30,7 +30,7 @@ static inline size_t emb_qblock_pos(const emb_qblock *b, size_t j) {
 /* int8: out[j] = (float)isum * scale of row j, isum = sum_i q8[i] * code_i exactly (the same
  * on every set). q8, qabs (|q8|): padded to 64; qsum: sum of q8. */
 void emb_quant_kernels_int8_dots(emb_qpath p, const int8_t *q8, const uint8_t *qabs, int32_t qsum, size_t d,
-                      const emb_qblock *b, float *out);
+                                 const emb_qblock *b, float *out);
 /* f16 / f32 rows: out[j] = sum_i qf[i] * x_i (float; qf padded to 16). */
 void emb_quant_kernels_f16_dots(emb_qpath p, const float *qf, size_t d, const emb_qblock *b, float *out);
 void emb_quant_kernels_f32_dots(emb_qpath p, const float *qf, size_t d, const emb_qblock *b, float *out);

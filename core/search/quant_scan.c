@@ -10,9 +10,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#define BLOCK 256                       /* rows scored between two selections */
-#define PARALLEL_BYTES (4u << 20)       /* a scan of more records than this uses threads */
-#define BYTES_PER_THREAD (1u << 20)     /* and gives each at least this much */
+#define BLOCK 256 /* rows scored between two selections */
+#define PARALLEL_BYTES (4u << 20) /* a scan of more records than this uses threads */
+#define BYTES_PER_THREAD (1u << 20) /* and gives each at least this much */
 #define MAX_THREADS 64
 
 static float load_f32(const unsigned char *p) {
@@ -30,7 +30,8 @@ static float l1_row(const emb_code_query *q, const unsigned char *r) {
         for (size_t i = 0; i < q->d; i++) s += fabsf(qf[i] - load_f32(r + 4 * i));
         break;
     case EMB_STORAGE_F16:
-        for (size_t i = 0; i < q->d; i++) s += fabsf(qf[i] - emb_f16_to_f32((uint16_t)(r[2 * i] | r[2 * i + 1] << 8)));
+        for (size_t i = 0; i < q->d; i++)
+            s += fabsf(qf[i] - emb_f16_to_f32((uint16_t)(r[2 * i] | r[2 * i + 1] << 8)));
         break;
     default: { /* int8 */
         float scale = load_f32(r + q->d);
@@ -85,8 +86,8 @@ static void block_scores(const emb_code_query *q, const unsigned char *records, 
     }
 }
 
-void emb_code_scores(const emb_code_query *q, const void *records, const float *aux, const size_t *rows,
-                     size_t m, float *score) {
+void emb_code_scores(const emb_code_query *q, const void *records, const float *aux, const size_t *rows, size_t m,
+                     float *score) {
     for (size_t at = 0; at < m; at += BLOCK)
         block_scores(q, records, aux, rows, at, m - at < BLOCK ? m - at : BLOCK, score + at);
 }

@@ -9,9 +9,9 @@
 #include <stdint.h>
 
 typedef struct {
-    float *vecs;  /* n x d, room for cap rows */
+    float *vecs; /* n x d, room for cap rows */
     int64_t *ids; /* n */
-    float *aux;   /* n values of emb_knn_aux; NULL unless emb_knn_needs_aux(metric) */
+    float *aux; /* n values of emb_knn_aux; NULL unless emb_knn_needs_aux(metric) */
     size_t n, d, cap;
     emb_metric metric;
 } emb_vec_array;

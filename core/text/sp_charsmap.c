@@ -54,7 +54,8 @@ int emb_sp_charsmap_load(sp_charsmap *m, const char *b64, char err[EMB_ERR_LEN])
         free(raw);
         return emb_fail(err, "precompiled_charsmap is not valid base64");
     }
-    uint32_t tsize = n >= 4 ? (uint32_t)raw[0] | (uint32_t)raw[1] << 8 | (uint32_t)raw[2] << 16 | (uint32_t)raw[3] << 24 : 0;
+    uint32_t tsize =
+        n >= 4 ? (uint32_t)raw[0] | (uint32_t)raw[1] << 8 | (uint32_t)raw[2] << 16 | (uint32_t)raw[3] << 24 : 0;
     if (n < 8 || tsize < 4 || tsize % 4 || (uint64_t)tsize > (uint64_t)n - 4) {
         free(raw);
         return emb_fail(err, "precompiled_charsmap is truncated (%ld bytes, trie of %u bytes)", n, tsize);

@@ -52,9 +52,12 @@ void emb_tok_bpe_scratch_free(bpe_scratch *s) {
 }
 
 /* token id of the byte-level string of a merge side, or a load error naming it */
-static int side_id(const emb_vocab *v, const char *s, size_t len, size_t rank, int32_t *id, char err[EMB_ERR_LEN]) {
+static int side_id(const emb_vocab *v, const char *s, size_t len, size_t rank, int32_t *id,
+                   char err[EMB_ERR_LEN]) {
     *id = emb_vocab_find(v, s, len);
-    if (*id < 0) return emb_fail(err, "BPE merge %zu names '%.*s', which is not in the vocabulary", rank, (int)(len > 40 ? 40 : len), s);
+    if (*id < 0)
+        return emb_fail(err, "BPE merge %zu names '%.*s', which is not in the vocabulary", rank,
+                        (int)(len > 40 ? 40 : len), s);
     return 0;
 }
 
@@ -82,7 +85,8 @@ int emb_tok_bpe_build(tok_bpe *m, const emb_vocab *vocab, const void *merges_jso
         size_t ll, rl;
         if (cJSON_IsString(e)) {
             const char *s = e->valuestring, *sp = strchr(s, ' ');
-            if (!sp || strchr(sp + 1, ' ')) return emb_fail(err, "BPE merge %zu is not two tokens separated by one space", rank);
+            if (!sp || strchr(sp + 1, ' '))
+                return emb_fail(err, "BPE merge %zu is not two tokens separated by one space", rank);
             l = s;
             ll = (size_t)(sp - s);
             r = sp + 1;
@@ -102,8 +106,9 @@ int emb_tok_bpe_build(tok_bpe *m, const emb_vocab *vocab, const void *merges_jso
         memcpy(buf + ll, r, rl);
         if (side_id(vocab, l, ll, rank, &a, err) || side_id(vocab, r, rl, rank, &b, err)) return -1;
         o = emb_vocab_find(vocab, buf, ll + rl);
-        if (o < 0) return emb_fail(err, "BPE merge %zu: the merged token '%.*s' is not in the vocabulary", rank,
-                                   (int)((ll + rl) > 40 ? 40 : ll + rl), buf);
+        if (o < 0)
+            return emb_fail(err, "BPE merge %zu: the merged token '%.*s' is not in the vocabulary", rank,
+                            (int)((ll + rl) > 40 ? 40 : ll + rl), buf);
         uint64_t key = (uint64_t)(uint32_t)a << 32 | (uint32_t)b;
         size_t i = slot_of(key, m->mask);
         while (m->m[i].rank >= 0 && m->m[i].key != key) i = (i + 1) & m->mask;
@@ -117,12 +122,14 @@ int emb_tok_bpe_build(tok_bpe *m, const emb_vocab *vocab, const void *merges_jso
 }
 
 int emb_tok_bpe_encode(const tok_bpe *m, const emb_vocab *vocab, bpe_scratch *sc, const char *s, size_t len,
-                   piece_list *out) {
+                       piece_list *out) {
     if (len == 0) return 0;
     if (len > sc->cap) {
         size_t c1 = sc->cap, c2 = sc->cap, c3 = sc->cap, c4 = sc->cap;
-        if (emb_grow((void **)&sc->id, &c1, len, sizeof *sc->id) || emb_grow((void **)&sc->end, &c2, len, sizeof *sc->end) ||
-            emb_grow((void **)&sc->rank, &c3, len, sizeof *sc->rank) || emb_grow((void **)&sc->out, &c4, len, sizeof *sc->out))
+        if (emb_grow((void **)&sc->id, &c1, len, sizeof *sc->id) ||
+            emb_grow((void **)&sc->end, &c2, len, sizeof *sc->end) ||
+            emb_grow((void **)&sc->rank, &c3, len, sizeof *sc->rank) ||
+            emb_grow((void **)&sc->out, &c4, len, sizeof *sc->out))
             return -1;
         sc->cap = c1 < c2 ? c1 : c2;
         if (c3 < sc->cap) sc->cap = c3;
@@ -132,7 +139,8 @@ int emb_tok_bpe_encode(const tok_bpe *m, const emb_vocab *vocab, bpe_scratch *sc
     if (m->ignore_merges) {
         char buf[256];
         size_t bl = 0;
-        for (size_t i = 0; i < len && bl + 2 <= sizeof buf; i++) bl += (size_t)tok_put_utf8(buf + bl, emb_tok_bpe_byte_char(u[i]));
+        for (size_t i = 0; i < len && bl + 2 <= sizeof buf; i++)
+            bl += (size_t)tok_put_utf8(buf + bl, emb_tok_bpe_byte_char(u[i]));
         int32_t id = bl < sizeof buf - 2 ? emb_vocab_find(vocab, buf, bl) : -1;
         if (id >= 0) return emb_tok_unigram_piece_push(out, 0, (uint32_t)len, id);
     }
@@ -184,13 +192,15 @@ static int cls_of(uint32_t c) {
     }
     if (tok_is_ws(c)) return C_WS;
     switch (utf8proc_category((utf8proc_int32_t)c)) {
-    case UTF8PROC_CATEGORY_LU: case UTF8PROC_CATEGORY_LL: case UTF8PROC_CATEGORY_LT:
-    case UTF8PROC_CATEGORY_LM: case UTF8PROC_CATEGORY_LO:
-        return C_L;
-    case UTF8PROC_CATEGORY_ND: case UTF8PROC_CATEGORY_NL: case UTF8PROC_CATEGORY_NO:
-        return C_N;
-    default:
-        return C_OTHER;
+    case UTF8PROC_CATEGORY_LU:
+    case UTF8PROC_CATEGORY_LL:
+    case UTF8PROC_CATEGORY_LT:
+    case UTF8PROC_CATEGORY_LM:
+    case UTF8PROC_CATEGORY_LO: return C_L;
+    case UTF8PROC_CATEGORY_ND:
+    case UTF8PROC_CATEGORY_NL:
+    case UTF8PROC_CATEGORY_NO: return C_N;
+    default: return C_OTHER;
     }
 }
 

@@ -38,7 +38,7 @@ void emb_tok_bpe_free(tok_bpe *m);
 void emb_tok_bpe_scratch_free(bpe_scratch *s);
 /* Tokens of the raw bytes s[0..len) (one pre-token); ranges in bytes of s. -1 out of memory. */
 int emb_tok_bpe_encode(const tok_bpe *m, const emb_vocab *vocab, bpe_scratch *sc, const char *s, size_t len,
-                   piece_list *out);
+                       piece_list *out);
 /* Length of the GPT-2 regex match at s[i..len) (len > i). */
 size_t emb_tok_bpe_split_next(const char *s, size_t len, size_t i);
 #endif

@@ -165,7 +165,8 @@ void emb_tok_nstr_metaspace(nstr *dst, const nstr *src, const char *r, size_t rl
     }
 }
 
-void emb_tok_nstr_replace_run(nstr *dst, const nstr *src, uint32_t c, size_t min_run, int single, const char *r, size_t rlen) {
+void emb_tok_nstr_replace_run(nstr *dst, const nstr *src, uint32_t c, size_t min_run, int single, const char *r,
+                              size_t rlen) {
     dst->n = 0;
     dst->oom = src->oom;
     if (reserve(dst, src->n + 1)) return;

@@ -38,7 +38,8 @@ void emb_tok_nstr_tlist_free(tlist *l);
 void emb_tok_nstr_strip(nstr *s, int left, int right);
 /* Replaces every run of at least min_run characters c (single: every occurrence on its own, as
  * a one-character String pattern) by the UTF-8 string r, with HF Replace's span moves. */
-void emb_tok_nstr_replace_run(nstr *dst, const nstr *src, uint32_t c, size_t min_run, int single, const char *r, size_t rlen);
+void emb_tok_nstr_replace_run(nstr *dst, const nstr *src, uint32_t c, size_t min_run, int single, const char *r,
+                              size_t rlen);
 /* 1 if src holds a run that emb_tok_nstr_replace_run would replace (else it would only copy src). */
 int emb_tok_nstr_has_run(const nstr *src, uint32_t c, size_t min_run);
 /* Metaspace: every ' ' replaced by r, then r prepended when prepend is set and the result does

@@ -125,8 +125,9 @@ static int segment(const emb_tokenizer *t, pipe_scratch *sc, const char *text, s
         int rc = sc->cache ? emb_tok_cache_get(sc->cache, n->b + i, e - i, &h, &sc->pl) : 0;
         if (rc < 0) return -1;
         if (rc == 0) {
-            rc = t->kind == TOK_UNIGRAM ? emb_tok_unigram_encode(&p->ug, t->vocab, &sc->us, n->b + i, e - i, &sc->pl)
-                                        : emb_tok_bpe_encode(&p->bpe, t->vocab, &sc->bs, n->b + i, e - i, &sc->pl);
+            rc = t->kind == TOK_UNIGRAM
+                     ? emb_tok_unigram_encode(&p->ug, t->vocab, &sc->us, n->b + i, e - i, &sc->pl)
+                     : emb_tok_bpe_encode(&p->bpe, t->vocab, &sc->bs, n->b + i, e - i, &sc->pl);
             if (rc) return -1;
             if (sc->cache) emb_tok_cache_put(sc->cache, n->b + i, e - i, h, sc->pl.t, sc->pl.n);
         }
@@ -226,7 +227,7 @@ static void trim_offsets(const emb_tokenizer *t, toklist *l, const char *text) {
 }
 
 int emb_tok_pipeline_seq(const emb_tokenizer *t, void **scratch, const char *text, size_t len, int seq, size_t cap,
-                 toklist *out) {
+                         toklist *out) {
     pipe_scratch *sc = *scratch;
     if (!sc) {
         sc = calloc(1, sizeof *sc);
@@ -243,7 +244,9 @@ int emb_tok_pipeline_seq(const emb_tokenizer *t, void **scratch, const char *tex
         /* the leftmost (then longest) added token from i */
         size_t m = 0, k = 0;
         while (i < len) {
-            if (t->added_first[(unsigned char)text[i]] && (m = emb_tok_pipeline_match_added(t, text + i, len - i, &k))) break;
+            if (t->added_first[(unsigned char)text[i]] &&
+                (m = emb_tok_pipeline_match_added(t, text + i, len - i, &k)))
+                break;
             i++;
         }
         size_t ms = i, me = i + m;

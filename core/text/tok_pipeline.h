@@ -13,7 +13,8 @@
 
 /* tok_pipeline_load.c. Reads model (kind "Unigram" or "BPE"), normalizer and pre_tokenizer of j
  * into t (vocab, unk_id, t->pipe). bound: ids must lie below it. 0 ok. */
-int emb_tok_pipeline_parse(emb_tokenizer *t, const cJSON *j, const char *kind, int64_t bound, char err[EMB_ERR_LEN]);
+int emb_tok_pipeline_parse(emb_tokenizer *t, const cJSON *j, const char *kind, int64_t bound,
+                           char err[EMB_ERR_LEN]);
 void emb_tok_pipeline_free(tok_pipe *p);
 uint64_t emb_tok_pipeline_fingerprint(const tok_pipe *p);
 int emb_tok_pipeline_has_normalizer(const tok_pipe *p);
@@ -22,7 +23,7 @@ void emb_tok_pipeline_set_trim(tok_pipe *p, int trim, int add_prefix_space);
  * the word that brings the count to cap (0: no cap). *scratch is the pipeline's memory, kept by
  * the caller. -1 out of memory. */
 int emb_tok_pipeline_seq(const emb_tokenizer *t, void **scratch, const char *text, size_t len, int seq, size_t cap,
-                 toklist *out);
+                         toklist *out);
 void emb_tok_pipeline_scratch_free(void *scratch);
 
 /* The pipeline's state: filled by tok_pipeline_load.c, run by tok_pipeline.c (the tokenizer's
@@ -35,27 +36,27 @@ enum { PREPEND_ALWAYS, PREPEND_FIRST, PREPEND_NEVER };
 
 typedef struct {
     int kind;
-    sp_charsmap cm;       /* Precompiled */
-    int left, right;      /* Strip */
-    uint32_t rc;          /* Replace: the repeated character */
-    size_t min_run;       /* Replace: runs of at least min_run characters rc ... */
-    int single;           /* ... or (1) every occurrence on its own */
-    char *rs;             /* Replace: the content */
+    sp_charsmap cm; /* Precompiled */
+    int left, right; /* Strip */
+    uint32_t rc; /* Replace: the repeated character */
+    size_t min_run; /* Replace: runs of at least min_run characters rc ... */
+    int single; /* ... or (1) every occurrence on its own */
+    char *rs; /* Replace: the content */
     size_t rlen;
 } norm_step;
 
 struct tok_pipe {
     norm_step norm[MAX_NORM];
     int n_norm;
-    int pre;                /* P_* */
-    char repl[8];           /* Metaspace replacement, UTF-8 */
+    int pre; /* P_* */
+    char repl[8]; /* Metaspace replacement, UTF-8 */
     size_t repl_len;
     uint32_t repl_cp;
-    int prepend, split;     /* Metaspace */
+    int prepend, split; /* Metaspace */
     int prefix_space, use_regex; /* ByteLevel */
     tok_unigram ug;
     tok_bpe bpe;
-    int trim, trim_prefix;  /* RobertaProcessing trim_offsets / add_prefix_space */
+    int trim, trim_prefix; /* RobertaProcessing trim_offsets / add_prefix_space */
     uint64_t fp;
 };
 

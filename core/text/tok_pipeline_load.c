@@ -64,7 +64,8 @@ static int64_t one_char(const char *s, size_t *len) {
 static int parse_replace(norm_step *st, const cJSON *n, char err[EMB_ERR_LEN]) {
     const cJSON *pat = cJSON_GetObjectItemCaseSensitive(n, "pattern");
     const cJSON *content = cJSON_GetObjectItemCaseSensitive(n, "content");
-    if (!cJSON_IsString(content)) return emb_fail(err, "tokenizer.json: Replace normalizer without a content string");
+    if (!cJSON_IsString(content))
+        return emb_fail(err, "tokenizer.json: Replace normalizer without a content string");
     if (bad_utf8(content->valuestring, "a Replace content", err)) return -1;
     const cJSON *ps = cJSON_GetObjectItemCaseSensitive(pat, "String");
     const cJSON *pr = cJSON_GetObjectItemCaseSensitive(pat, "Regex");
@@ -74,7 +75,8 @@ static int parse_replace(norm_step *st, const cJSON *n, char err[EMB_ERR_LEN]) {
     if (cJSON_IsString(ps)) {
         c = one_char(ps->valuestring, NULL);
         if (c < 0)
-            return emb_fail(err, "tokenizer.json: Replace pattern '%.40s' is not supported (only one character)", ps->valuestring);
+            return emb_fail(err, "tokenizer.json: Replace pattern '%.40s' is not supported (only one character)",
+                            ps->valuestring);
     } else if (cJSON_IsString(pr)) {
         const char *r = pr->valuestring;
         if (bad_utf8(r, "a Replace regex", err)) return -1;
@@ -97,8 +99,10 @@ static int parse_replace(norm_step *st, const cJSON *n, char err[EMB_ERR_LEN]) {
             }
         } else if (c >= 0 && *q) c = -1;
         if (c < 0)
-            return emb_fail(err, "tokenizer.json: Replace regex '%.40s' is not supported (only one character, "
-                            "optionally repeated as X+ or X{n,})", r);
+            return emb_fail(err,
+                            "tokenizer.json: Replace regex '%.40s' is not supported (only one character, "
+                            "optionally repeated as X+ or X{n,})",
+                            r);
     } else {
         return emb_fail(err, "tokenizer.json: Replace normalizer without a String or Regex pattern");
     }
@@ -114,7 +118,8 @@ static int parse_norm(tok_pipe *p, const cJSON *n, char err[EMB_ERR_LEN]) {
     const char *ty = type_str(n);
     if (ty && strcmp(ty, "Sequence") == 0) {
         const cJSON *e;
-        cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(n, "normalizers")) if (parse_norm(p, e, err)) return -1;
+        cJSON_ArrayForEach(
+            e, cJSON_GetObjectItemCaseSensitive(n, "normalizers")) if (parse_norm(p, e, err)) return -1;
         return 0;
     }
     if (p->n_norm == MAX_NORM) return emb_fail(err, "tokenizer.json: more than %d normalizers", MAX_NORM);
@@ -122,7 +127,8 @@ static int parse_norm(tok_pipe *p, const cJSON *n, char err[EMB_ERR_LEN]) {
     memset(st, 0, sizeof *st);
     if (ty && strcmp(ty, "Precompiled") == 0) {
         const cJSON *cm = cJSON_GetObjectItemCaseSensitive(n, "precompiled_charsmap");
-        if (!cJSON_IsString(cm)) return emb_fail(err, "tokenizer.json: Precompiled normalizer without a precompiled_charsmap string");
+        if (!cJSON_IsString(cm))
+            return emb_fail(err, "tokenizer.json: Precompiled normalizer without a precompiled_charsmap string");
         st->kind = N_PRECOMPILED;
         char e2[EMB_ERR_LEN];
         if (emb_sp_charsmap_load(&st->cm, cm->valuestring, e2)) return emb_fail(err, "tokenizer.json: %s", e2);
@@ -137,8 +143,10 @@ static int parse_norm(tok_pipe *p, const cJSON *n, char err[EMB_ERR_LEN]) {
             return -1;
         }
     } else {
-        return emb_fail(err, "tokenizer.json: normalizer type '%.40s' is not supported with a Unigram or BPE model "
-                        "(only Precompiled, Strip, Replace and Sequence)", ty ? ty : "?");
+        return emb_fail(err,
+                        "tokenizer.json: normalizer type '%.40s' is not supported with a Unigram or BPE model "
+                        "(only Precompiled, Strip, Replace and Sequence)",
+                        ty ? ty : "?");
     }
     p->n_norm++;
     return 0;
@@ -158,7 +166,9 @@ static int parse_pre(tok_pipe *p, const cJSON *pt, int kind, char err[EMB_ERR_LE
             if (strcmp(ps->valuestring, "always") == 0) p->prepend = PREPEND_ALWAYS;
             else if (strcmp(ps->valuestring, "first") == 0) p->prepend = PREPEND_FIRST;
             else if (strcmp(ps->valuestring, "never") == 0) p->prepend = PREPEND_NEVER;
-            else return emb_fail(err, "tokenizer.json: Metaspace prepend_scheme '%.20s' is unknown", ps->valuestring);
+            else
+                return emb_fail(err, "tokenizer.json: Metaspace prepend_scheme '%.20s' is unknown",
+                                ps->valuestring);
         } else {
             p->prepend = jbool(pt, "add_prefix_space", 1) ? PREPEND_ALWAYS : PREPEND_NEVER;
         }
@@ -172,7 +182,8 @@ static int parse_pre(tok_pipe *p, const cJSON *pt, int kind, char err[EMB_ERR_LE
         return 0;
     }
     return emb_fail(err, "tokenizer.json: pre_tokenizer type '%.40s' is not supported with a %s model (only %s)",
-                    ty ? ty : "null", kind == TOK_UNIGRAM ? "Unigram" : "BPE", kind == TOK_UNIGRAM ? "Metaspace" : "ByteLevel");
+                    ty ? ty : "null", kind == TOK_UNIGRAM ? "Unigram" : "BPE",
+                    kind == TOK_UNIGRAM ? "Metaspace" : "ByteLevel");
 }
 
 /* The score HF sees for a number JSON wrote as the shortest decimal of x: serde_json's default
@@ -216,7 +227,8 @@ static double serde_json_f64(double x) {
 static int parse_unigram(emb_tokenizer *t, tok_pipe *p, const cJSON *model, int64_t bound, char err[EMB_ERR_LEN]) {
     const cJSON *vocab = cJSON_GetObjectItemCaseSensitive(model, "vocab");
     if (!cJSON_IsArray(vocab)) return emb_fail(err, "tokenizer.json: Unigram model without a vocab array");
-    if (jbool(model, "byte_fallback", 0)) return emb_fail(err, "tokenizer.json: Unigram byte_fallback is not supported");
+    if (jbool(model, "byte_fallback", 0))
+        return emb_fail(err, "tokenizer.json: Unigram byte_fallback is not supported");
     int n = cJSON_GetArraySize(vocab);
     if (n == 0) return emb_fail(err, "tokenizer.json: the vocabulary is empty");
     double *score = malloc((size_t)n * sizeof *score);
@@ -225,8 +237,8 @@ static int parse_unigram(emb_tokenizer *t, tok_pipe *p, const cJSON *model, int6
     const cJSON *e;
     cJSON_ArrayForEach(e, vocab) {
         const cJSON *s = cJSON_GetArrayItem(e, 0), *sc = cJSON_GetArrayItem(e, 1);
-        if (cJSON_GetArraySize(e) != 2 || !cJSON_IsString(s) || !cJSON_IsNumber(sc) || !isfinite(sc->valuedouble) ||
-            fabs(sc->valuedouble) > 1e300) {
+        if (cJSON_GetArraySize(e) != 2 || !cJSON_IsString(s) || !cJSON_IsNumber(sc) ||
+            !isfinite(sc->valuedouble) || fabs(sc->valuedouble) > 1e300) {
             free(score);
             return emb_fail(err, "tokenizer.json: Unigram vocab entry %d is not [piece, finite score]", id);
         }
@@ -244,9 +256,11 @@ static int parse_unigram(emb_tokenizer *t, tok_pipe *p, const cJSON *model, int6
     const cJSON *unk = cJSON_GetObjectItemCaseSensitive(model, "unk_id");
     int64_t u = -1;
     if (cJSON_IsNumber(unk)) {
-        if (!(unk->valuedouble >= 0 && unk->valuedouble < n && unk->valuedouble == (double)(int64_t)unk->valuedouble)) {
+        if (!(unk->valuedouble >= 0 && unk->valuedouble < n &&
+              unk->valuedouble == (double)(int64_t)unk->valuedouble)) {
             free(score);
-            return emb_fail(err, "tokenizer.json: Unigram unk_id %.15g is out of range 0 to %d", unk->valuedouble, n - 1);
+            return emb_fail(err, "tokenizer.json: Unigram unk_id %.15g is out of range 0 to %d", unk->valuedouble,
+                            n - 1);
         }
         u = (int64_t)unk->valuedouble;
     } else if (unk && !cJSON_IsNull(unk)) {
@@ -271,10 +285,13 @@ static int parse_bpe(emb_tokenizer *t, tok_pipe *p, const cJSON *model, int64_t 
     cJSON_ArrayForEach(e, vocab) {
         if (!cJSON_IsNumber(e) || !(e->valuedouble >= 0 && e->valuedouble < (double)bound) ||
             e->valuedouble != (double)(int64_t)e->valuedouble)
-            return emb_fail(err, "tokenizer.json: model.vocab id of '%.40s' is out of range 0 to %lld (ids are bounded "
-                            "by the %lld entries present)", e->string ? e->string : "", (long long)bound - 1, (long long)bound);
+            return emb_fail(err,
+                            "tokenizer.json: model.vocab id of '%.40s' is out of range 0 to %lld (ids are bounded "
+                            "by the %lld entries present)",
+                            e->string ? e->string : "", (long long)bound - 1, (long long)bound);
         if (bad_utf8(e->string, "a BPE vocab token", err)) return -1;
-        if (emb_vocab_add(t->vocab, e->string, strlen(e->string), (int32_t)e->valuedouble)) return emb_fail(err, "out of memory");
+        if (emb_vocab_add(t->vocab, e->string, strlen(e->string), (int32_t)e->valuedouble))
+            return emb_fail(err, "out of memory");
     }
     static const char *unsupported[] = {"dropout", "continuing_subword_prefix", "end_of_word_suffix"};
     for (int i = 0; i < 3; i++) {
@@ -282,7 +299,8 @@ static int parse_bpe(emb_tokenizer *t, tok_pipe *p, const cJSON *model, int64_t 
         if (v && !cJSON_IsNull(v) && !(cJSON_IsString(v) && !*v->valuestring))
             return emb_fail(err, "tokenizer.json: BPE %s is not supported", unsupported[i]);
     }
-    if (jbool(model, "byte_fallback", 0)) return emb_fail(err, "tokenizer.json: BPE byte_fallback is not supported");
+    if (jbool(model, "byte_fallback", 0))
+        return emb_fail(err, "tokenizer.json: BPE byte_fallback is not supported");
     const cJSON *unk = cJSON_GetObjectItemCaseSensitive(model, "unk_token");
     t->unk_id = cJSON_IsString(unk) ? emb_vocab_find(t->vocab, unk->valuestring, strlen(unk->valuestring)) : -1;
     const cJSON *merges = cJSON_GetObjectItemCaseSensitive(model, "merges");
@@ -329,7 +347,8 @@ static void hash_model(XXH3_state_t *st, const tok_pipe *p, const cJSON *model, 
     XXH3_64bits_update(st, &im, sizeof im);
 }
 
-int emb_tok_pipeline_parse(emb_tokenizer *t, const cJSON *j, const char *kind, int64_t bound, char err[EMB_ERR_LEN]) {
+int emb_tok_pipeline_parse(emb_tokenizer *t, const cJSON *j, const char *kind, int64_t bound,
+                           char err[EMB_ERR_LEN]) {
     tok_pipe *p = calloc(1, sizeof *p);
     if (!p) return emb_fail(err, "out of memory");
     t->pipe = p;
@@ -341,7 +360,8 @@ int emb_tok_pipeline_parse(emb_tokenizer *t, const cJSON *j, const char *kind, i
     const cJSON *pre = cJSON_GetObjectItemCaseSensitive(j, "pre_tokenizer");
     if (norm && !cJSON_IsNull(norm) && parse_norm(p, norm, err)) return -1;
     if (parse_pre(p, pre, t->kind, err)) return -1;
-    if (t->kind == TOK_UNIGRAM ? parse_unigram(t, p, model, bound, err) : parse_bpe(t, p, model, bound, err)) return -1;
+    if (t->kind == TOK_UNIGRAM ? parse_unigram(t, p, model, bound, err) : parse_bpe(t, p, model, bound, err))
+        return -1;
     XXH3_state_t *st = XXH3_createState();
     if (!st) return emb_fail(err, "out of memory");
     XXH3_64bits_reset(st);

@@ -6,7 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-
 int emb_tok_unigram_piece_push(piece_list *l, uint32_t a, uint32_t b, int32_t id) {
     if (l->n == l->cap && emb_grow((void **)&l->t, &l->cap, l->n + 1, sizeof *l->t)) return -1;
     l->t[l->n++] = (piece_tok){a, b, id};
@@ -46,7 +45,8 @@ static int cmp_piece(const void *x, const void *y) {
 }
 
 static int64_t new_node(tok_unigram *m) {
-    if (m->n_node == m->cap_node && emb_grow((void **)&m->node, &m->cap_node, m->n_node + 1, sizeof *m->node)) return -1;
+    if (m->n_node == m->cap_node && emb_grow((void **)&m->node, &m->cap_node, m->n_node + 1, sizeof *m->node))
+        return -1;
     m->node[m->n_node] = (trie_node){-1, 0, 0, -1};
     return (int64_t)m->n_node++;
 }
@@ -60,7 +60,8 @@ static int build(tok_unigram *m, const piece_ref *p, size_t lo, size_t hi, uint3
     size_t first = m->n_edge;
     if (first + groups > m->cap_edge) {
         size_t c1 = m->cap_edge, c2 = m->cap_edge;
-        if (emb_grow((void **)&m->label, &c1, first + groups, 1) || emb_grow((void **)&m->kid, &c2, first + groups, sizeof *m->kid))
+        if (emb_grow((void **)&m->label, &c1, first + groups, 1) ||
+            emb_grow((void **)&m->kid, &c2, first + groups, sizeof *m->kid))
             return -1;
         m->cap_edge = c1 < c2 ? c1 : c2;
     }
@@ -83,7 +84,7 @@ static int build(tok_unigram *m, const piece_ref *p, size_t lo, size_t hi, uint3
 }
 
 int emb_tok_unigram_build(tok_unigram *m, const emb_vocab *vocab, const double *score, int32_t n, int32_t unk_id,
-                      char err[EMB_ERR_LEN]) {
+                          char err[EMB_ERR_LEN]) {
     memset(m, 0, sizeof *m);
     m->score = malloc((size_t)(n ? n : 1) * sizeof *m->score);
     piece_ref *p = malloc((size_t)(n ? n : 1) * sizeof *p);
@@ -124,7 +125,8 @@ int emb_tok_unigram_build(tok_unigram *m, const emb_vocab *vocab, const double *
         trie_node *t = &m->node[i];
         if (i && t->nkids < DIRECT_MIN) continue;
         t->direct = (int32_t)m->n_direct++;
-        for (uint32_t k = 0; k < t->nkids; k++) m->direct[(size_t)t->direct * 256 + m->label[t->first + k]] = m->kid[t->first + k];
+        for (uint32_t k = 0; k < t->nkids; k++)
+            m->direct[(size_t)t->direct * 256 + m->label[t->first + k]] = m->kid[t->first + k];
     }
     return 0;
 }
@@ -145,8 +147,8 @@ static inline uint32_t child(const tok_unigram *m, uint32_t node, unsigned char 
 
 static inline size_t char_len(unsigned char b) { return b < 0x80 ? 1 : b < 0xE0 ? 2 : b < 0xF0 ? 3 : 4; }
 
-int emb_tok_unigram_encode(const tok_unigram *m, const emb_vocab *vocab, unigram_scratch *sc, const char *s, size_t len,
-                       piece_list *out) {
+int emb_tok_unigram_encode(const tok_unigram *m, const emb_vocab *vocab, unigram_scratch *sc, const char *s,
+                           size_t len, piece_list *out) {
     if (len == 0) return 0;
     if (len + 1 > sc->cap) {
         size_t c1 = sc->cap, c2 = sc->cap, c3 = sc->cap;

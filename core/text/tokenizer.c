@@ -40,8 +40,8 @@ int emb_tokenizer_max_type_id(const emb_tokenizer *t, int pair) { return t->max_
 /* encoding */
 
 typedef struct {
-    uint32_t nb;    /* byte offset of the character in the normalized word */
-    int32_t s, e;   /* its span in the original text */
+    uint32_t nb; /* byte offset of the character in the normalized word */
+    int32_t s, e; /* its span in the original text */
 } wchar;
 
 typedef struct {
@@ -58,7 +58,7 @@ typedef struct {
     size_t nchars; /* characters in the word (may exceed nwc for over-long words) */
     int32_t w_s, w_e;
     int32_t word; /* next word index */
-    size_t cap;   /* early exit: stop after the word that brings the count to cap (0: never) */
+    size_t cap; /* early exit: stop after the word that brings the count to cap (0: never) */
     int stop;
     int oom;
     void *pipe; /* the Unigram / BPE pipeline's memory */
@@ -190,7 +190,8 @@ done:
 }
 
 /* Feeds one normalized character to the pre-tokenizer: punctuation is a word of its own. */
-static void put_char(const emb_tokenizer *t, scratch *sc, toklist *l, int32_t seq, uint32_t c, int32_t s, int32_t e) {
+static void put_char(const emb_tokenizer *t, scratch *sc, toklist *l, int32_t seq, uint32_t c, int32_t s,
+                     int32_t e) {
     unsigned f = c < 65536 ? t->bmp[c] : emb_hf_flags(c);
     if (f & EMB_HF_PUNCT) {
         flush_word(t, sc, l, seq);
@@ -202,7 +203,8 @@ static void put_char(const emb_tokenizer *t, scratch *sc, toklist *l, int32_t se
 }
 
 /* A part of strip_accents' NFD that survives the Mn filter: lowercased, then fed on. */
-static void put_part(const emb_tokenizer *t, scratch *sc, toklist *l, int32_t seq, uint32_t c, int32_t s, int32_t e) {
+static void put_part(const emb_tokenizer *t, scratch *sc, toklist *l, int32_t seq, uint32_t c, int32_t s,
+                     int32_t e) {
     unsigned f = c < 65536 ? t->bmp[c] : emb_hf_flags(c);
     if (!t->lowercase || (f & EMB_HF_LOWER_ID)) {
         put_char(t, sc, l, seq, c, s, e);
@@ -241,7 +243,8 @@ static void flush_marks(const emb_tokenizer *t, scratch *sc, toklist *l, int32_t
 
 /* strip_accents of a character whose decomposition holds marks: its starters go on at once
  * (after the pending run), its marks join the run. */
-static void feed_nfd(const emb_tokenizer *t, scratch *sc, toklist *l, int32_t seq, uint32_t c, int32_t s, int32_t e) {
+static void feed_nfd(const emb_tokenizer *t, scratch *sc, toklist *l, int32_t seq, uint32_t c, int32_t s,
+                     int32_t e) {
     emb_hf_nfd_item d[EMB_HF_MAXMAP];
     int n = emb_hf_nfd(c, d);
     for (int i = 0; i < n; i++) {
@@ -254,7 +257,8 @@ static void feed_nfd(const emb_tokenizer *t, scratch *sc, toklist *l, int32_t se
             if (d[i].keep) put_part(t, sc, l, seq, d[i].cp, sc->last_s, sc->last_e);
             continue;
         }
-        if ((sc->npend == sc->pendcap && emb_grow((void **)&sc->pend, &sc->pendcap, sc->npend + 1, sizeof *sc->pend)) ||
+        if ((sc->npend == sc->pendcap &&
+             emb_grow((void **)&sc->pend, &sc->pendcap, sc->npend + 1, sizeof *sc->pend)) ||
             (i == 0 && sc->nsrc == sc->srccap &&
              emb_grow((void **)&sc->psrc, &sc->srccap, sc->nsrc + 1, sizeof *sc->psrc))) {
             sc->oom = 1;
@@ -304,7 +308,6 @@ static void feed_cp(const emb_tokenizer *t, scratch *sc, toklist *l, int32_t seq
     if (isolate) flush_word(t, sc, l, seq);
 }
 
-
 /* Tokenizes one (valid UTF-8) sequence into sc->seq[seq]; stops after the word that brings the
  * count to cap (cap 0: no limit), as HF 0.23's early exit does. */
 static void tokenize_seq(const emb_tokenizer *t, scratch *sc, const char *text, size_t len, int seq, size_t cap) {
@@ -350,11 +353,8 @@ static void tokenize_seq(const emb_tokenizer *t, scratch *sc, const char *text, 
                     sc->wb[sc->wlen++] = t->ascii_low[b];
                 }
                 break;
-            case A_REMOVED:
-                break;
-            case A_WS:
-                flush_word(t, sc, l, seq);
-                break;
+            case A_REMOVED: break;
+            case A_WS: flush_word(t, sc, l, seq); break;
             default: /* punctuation */
                 flush_word(t, sc, l, seq);
                 add_bytes(t, sc, text + i, 1, (int32_t)i, (int32_t)i + 1);
@@ -433,8 +433,7 @@ int emb_tokenize(const emb_tokenizer *t, const char *text, size_t len, const cha
     if (max_len && n1 + n2 > budget) {
         if (!pair) n1 = budget;
         else if (budget == 0) n1 = n2 = 0;
-        else { /* longest_first (tokenizers utils/truncation.rs) on the early-exit counts */
-            size_t a = n1, b = n2;
+        else { /* longest_first (tokenizers utils/truncation.rs) on the early-exit counts */ size_t a = n1, b = n2;
             int swap = a > b;
             if (swap) {
                 size_t tmp = a;
@@ -462,14 +461,16 @@ int emb_tokenize(const emb_tokenizer *t, const char *text, size_t len, const cha
     if (emb_grow((void **)&out->tok, &out->cap, total, sizeof *out->tok)) return emb_fail(err, "out of memory");
     for (int k = 0; k < ntm; k++) {
         if (tm[k].kind == 0) {
-            if (append_out(out, (emb_token){tm[k].id, tm[k].type_id, -1, -1, -1, -1})) return emb_fail(err, "out of memory");
+            if (append_out(out, (emb_token){tm[k].id, tm[k].type_id, -1, -1, -1, -1}))
+                return emb_fail(err, "out of memory");
         } else {
             int s = tm[k].kind - 1;
             size_t cnt = s ? n2 : n1;
             if (s == 1 && !pair) continue;
             const toklist *sl = &sc->seq[s];
             for (size_t j = 0; j < sl->ntt && sl->tt[j].index < cnt; j++) {
-                if (sc->nott == sc->ottcap && emb_grow((void **)&sc->ott, &sc->ottcap, sc->nott + 1, sizeof *sc->ott))
+                if (sc->nott == sc->ottcap &&
+                    emb_grow((void **)&sc->ott, &sc->ottcap, sc->nott + 1, sizeof *sc->ott))
                     return emb_fail(err, "out of memory");
                 sc->ott[sc->nott] = sl->tt[j];
                 sc->ott[sc->nott].tok = sl->tok[sl->tt[j].index]; /* as output: after trim_offsets */

@@ -44,8 +44,8 @@ void emb_encoding_free(emb_encoding *enc); /* frees tok and the scratch memory *
  * HF tokenizers 0.23 does (right side; pairs: longest_first with its early exit). max_len smaller
  * than the number of special tokens is an error. Invalid UTF-8 is an error
  * ("invalid UTF-8 at byte N" / "invalid UTF-8 in text_b at byte N"). 0 ok. */
-int emb_tokenize(const emb_tokenizer *t, const char *text, size_t len, const char *text_b,
-                 size_t len_b, size_t max_len, emb_encoding *out, char err[EMB_ERR_LEN]);
+int emb_tokenize(const emb_tokenizer *t, const char *text, size_t len, const char *text_b, size_t len_b,
+                 size_t max_len, emb_encoding *out, char err[EMB_ERR_LEN]);
 
 /* The text Hugging Face reports for token i of enc when it is not the vocabulary's string of
  * its id, else NULL: a Unigram piece that maps to unk is named by the normalized text it could
@@ -62,10 +62,10 @@ uint64_t emb_tokenizer_fingerprint(const emb_tokenizer *t);
 
 /* Settings */
 int emb_tokenizer_lowercase(const emb_tokenizer *t);
-int emb_tokenizer_strip_accents(const emb_tokenizer *t);   /* effective value */
+int emb_tokenizer_strip_accents(const emb_tokenizer *t); /* effective value */
 int emb_tokenizer_chinese_chars(const emb_tokenizer *t);
 int emb_tokenizer_clean_text(const emb_tokenizer *t);
-int32_t emb_tokenizer_unk_id(const emb_tokenizer *t);       /* -1 when the model has none (byte-level BPE) */
+int32_t emb_tokenizer_unk_id(const emb_tokenizer *t); /* -1 when the model has none (byte-level BPE) */
 int32_t emb_tokenizer_cls_id(const emb_tokenizer *t);
 int32_t emb_tokenizer_sep_id(const emb_tokenizer *t);
 int32_t emb_tokenizer_pad_id(const emb_tokenizer *t);

@@ -40,7 +40,8 @@ int emb_tokenizer_finish(emb_tokenizer *t, const char *src, char err[EMB_ERR_LEN
         int pair = k >= t->n_single;
         const tmpl_item *it = pair ? &t->pair[k - t->n_single] : &t->single[k];
         if (it->kind == 0 && !emb_vocab_token(t->vocab, it->id, NULL))
-            return emb_fail(err, "%s: the post_processor's special token id %d is not in the vocabulary", src, it->id);
+            return emb_fail(err, "%s: the post_processor's special token id %d is not in the vocabulary", src,
+                            it->id);
         if (it->type_id > t->max_type[pair]) t->max_type[pair] = it->type_id;
     }
     if (t->pad_id >= 0 && !emb_vocab_token(t->vocab, t->pad_id, NULL))
@@ -60,7 +61,8 @@ int emb_tokenizer_finish(emb_tokenizer *t, const char *src, char err[EMB_ERR_LEN
         }
     }
     /* a byte-level BPE needs none: every byte is a token */
-    if (t->unk_id < 0 && t->kind != TOK_BPE) return emb_fail(err, "%s: the unknown token is not in the vocabulary", src);
+    if (t->unk_id < 0 && t->kind != TOK_BPE)
+        return emb_fail(err, "%s: the unknown token is not in the vocabulary", src);
     if (t->n_added) qsort(t->added, t->n_added, sizeof *t->added, cmp_added);
     memset(t->added_first, 0, sizeof t->added_first);
     for (size_t i = 0; i < t->n_added; i++) t->added_first[(unsigned char)t->added[i].s[0]] = 1;
@@ -87,7 +89,8 @@ int emb_tokenizer_finish(emb_tokenizer *t, const char *src, char err[EMB_ERR_LEN
     if (t->pipe) { /* Unigram / BPE (WordPiece fingerprints stay as they were) */
         put_u64(st, (uint64_t)t->kind);
         put_u64(st, emb_tok_pipeline_fingerprint(t->pipe));
-        for (size_t i = 0; i < t->n_added; i++) put_u64(st, (uint64_t)(t->added[i].lstrip * 2 + t->added[i].rstrip));
+        for (size_t i = 0; i < t->n_added; i++)
+            put_u64(st, (uint64_t)(t->added[i].lstrip * 2 + t->added[i].rstrip));
     }
     put_u64(st, (uint64_t)t->lowercase);
     put_u64(st, (uint64_t)t->strip);

@@ -23,9 +23,9 @@ typedef struct tok_pipe tok_pipe; /* tok_pipeline.h: the Unigram / BPE pipeline 
 /* A token that Hugging Face names by its own text rather than the vocabulary's string (a
  * Unigram piece that maps to unk: the normalized text it could not segment, unknowns fused). */
 typedef struct {
-    size_t index;  /* of the token in its list */
+    size_t index; /* of the token in its list */
     size_t off, len; /* its text in the list's text buffer */
-    emb_token tok;   /* in the output: the token itself, so that an encoding another tokenizer
+    emb_token tok; /* in the output: the token itself, so that an encoding another tokenizer
                       * refilled does not match */
 } tok_text;
 
@@ -47,10 +47,10 @@ typedef struct {
 enum { A_WORD = 0, A_REMOVED = 1, A_WS = 2, A_PUNCT = 3 };
 
 struct emb_tokenizer {
-    int kind;       /* TOK_* */
+    int kind; /* TOK_* */
     tok_pipe *pipe; /* Unigram and BPE: normalizers, pre-tokenizer, model */
     emb_vocab *vocab; /* every token */
-    emb_vocab *cont;  /* tokens that start with the prefix, keyed without it */
+    emb_vocab *cont; /* tokens that start with the prefix, keyed without it */
     size_t max_tok, max_cont;
     int lowercase, strip, chinese, clean;
     int max_chars;

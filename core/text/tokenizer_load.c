@@ -15,7 +15,7 @@
 #include "base/file.h"
 #include "text/tok_pipeline.h"
 
-#define MAX_TYPE_ID 255                 /* token type ids of a template */
+#define MAX_TYPE_ID 255 /* token type ids of a template */
 #define TOKENIZER_MAX_BYTES (256u << 20) /* tokenizer.json or vocab.txt */
 
 static emb_tokenizer *tok_new(void) {
@@ -71,7 +71,6 @@ static int add_added(emb_tokenizer *t, const char *s, size_t len, int32_t id, in
     t->added[t->n_added++] = (added_tok){c, len, id, (uint8_t)lstrip, (uint8_t)rstrip};
     return 0;
 }
-
 
 static void default_template(emb_tokenizer *t) {
     t->n_single = 3;
@@ -176,14 +175,16 @@ static int load_vocab_txt(emb_tokenizer *t, const char *vocab_path, const cJSON 
     if (cfg) {
         const cJSON *cls = cJSON_GetObjectItemCaseSensitive(cfg, "tokenizer_class");
         if (cJSON_IsString(cls)) {
-            static const char *ok[] = {"BertTokenizer", "BertTokenizerFast", "DistilBertTokenizer",
-                                       "DistilBertTokenizerFast", "ElectraTokenizer", "ElectraTokenizerFast",
-                                       "MobileBertTokenizer", "MobileBertTokenizerFast"};
+            static const char *ok[] = {"BertTokenizer",           "BertTokenizerFast",      "DistilBertTokenizer",
+                                       "DistilBertTokenizerFast", "ElectraTokenizer",       "ElectraTokenizerFast",
+                                       "MobileBertTokenizer",     "MobileBertTokenizerFast"};
             int found = 0;
             for (size_t k = 0; k < sizeof ok / sizeof *ok; k++) found |= strcmp(cls->valuestring, ok[k]) == 0;
             if (!found)
-                return emb_fail(err, "tokenizer_config.json: tokenizer_class '%.60s' is not supported with vocab.txt "
-                                 "(only BERT WordPiece)", cls->valuestring);
+                return emb_fail(err,
+                                "tokenizer_config.json: tokenizer_class '%.60s' is not supported with vocab.txt "
+                                "(only BERT WordPiece)",
+                                cls->valuestring);
         }
     }
     t->lowercase = json_bool(cfg, "do_lower_case", 1);
@@ -199,7 +200,8 @@ static int load_vocab_txt(emb_tokenizer *t, const char *vocab_path, const cJSON 
     t->pad_id = lookup_cstr(t, names[2]);
     t->cls_id = lookup_cstr(t, names[3]);
     t->mask_id = lookup_cstr(t, names[4]);
-    if (t->cls_id < 0 || t->sep_id < 0) return emb_fail(err, "%s: no [CLS]/[SEP] token in the vocabulary", vocab_path);
+    if (t->cls_id < 0 || t->sep_id < 0)
+        return emb_fail(err, "%s: no [CLS]/[SEP] token in the vocabulary", vocab_path);
     for (int k = 0; k < 5; k++) {
         int32_t kid = lookup_cstr(t, names[k]);
         if (kid >= 0 && add_added(t, names[k], strlen(names[k]), kid, 0, 0, err)) return -1;
@@ -213,9 +215,11 @@ static int load_vocab_txt(emb_tokenizer *t, const char *vocab_path, const cJSON 
         if (!cJSON_IsString(c) || !a->string) continue;
         int32_t aid;
         if (parse_id_key(a->string, bound, &aid))
-            return emb_fail(err, "tokenizer_config.json: added_tokens_decoder id '%.20s' is not a number from 0 to %lld "
-                            "(ids are bounded by the %lld entries present)", a->string, (long long)bound - 1,
-                            (long long)bound);
+            return emb_fail(
+                err,
+                "tokenizer_config.json: added_tokens_decoder id '%.20s' is not a number from 0 to %lld "
+                "(ids are bounded by the %lld entries present)",
+                a->string, (long long)bound - 1, (long long)bound);
         if (check_added_flags(t, a, "tokenizer_config.json", c->valuestring, err)) return -1;
         if (emb_vocab_token(t->vocab, aid, NULL) == NULL &&
             add_vocab(t, c->valuestring, strlen(c->valuestring), aid))
@@ -227,7 +231,8 @@ static int load_vocab_txt(emb_tokenizer *t, const char *vocab_path, const cJSON 
 }
 
 /* The ids of a special token of a TemplateProcessing ("special_tokens": {"[CLS]": {"ids": [101]}}). */
-static int special_ids(const cJSON *specials, const char *name, int32_t ids[MAX_TMPL], int *n, char err[EMB_ERR_LEN]) {
+static int special_ids(const cJSON *specials, const char *name, int32_t ids[MAX_TMPL], int *n,
+                       char err[EMB_ERR_LEN]) {
     const cJSON *s = cJSON_GetObjectItemCaseSensitive(specials, name);
     const cJSON *arr = s ? cJSON_GetObjectItemCaseSensitive(s, "ids") : NULL;
     if (!cJSON_IsArray(arr))
@@ -238,8 +243,10 @@ static int special_ids(const cJSON *specials, const char *name, int32_t ids[MAX_
         int64_t v;
         if (*n >= MAX_TMPL) return emb_fail(err, "tokenizer.json: template too long");
         if (emb_json_int(x, 0, INT32_MAX - 1, &v))
-            return emb_fail(err, "tokenizer.json: post_processor special_tokens '%.40s' has an id that is not a "
-                            "non-negative integer", name);
+            return emb_fail(err,
+                            "tokenizer.json: post_processor special_tokens '%.40s' has an id that is not a "
+                            "non-negative integer",
+                            name);
         ids[(*n)++] = (int32_t)v;
     }
     return 0;
@@ -262,7 +269,8 @@ static int parse_template(const cJSON *arr, const cJSON *specials, int pair, tmp
         if (!o || !cJSON_IsString(id)) return emb_fail(err, "tokenizer.json: bad TemplateProcessing item");
         int64_t type_id = 0;
         if (ty && emb_json_int(ty, 0, MAX_TYPE_ID, &type_id))
-            return emb_fail(err, "tokenizer.json: post_processor type_id is not an integer from 0 to %d", MAX_TYPE_ID);
+            return emb_fail(err, "tokenizer.json: post_processor type_id is not an integer from 0 to %d",
+                            MAX_TYPE_ID);
         if (sq) {
             if (*n >= MAX_TMPL) return emb_fail(err, "tokenizer.json: template too long");
             int kind = strcmp(id->valuestring, "A") == 0 ? 1 : strcmp(id->valuestring, "B") == 0 ? 2 : 0;
@@ -304,8 +312,10 @@ static int processing_id(const cJSON *pp, const char *key, int32_t *out, char er
 static int bad_id(const char *what, const char *tok, const cJSON *id, int64_t bound, char err[EMB_ERR_LEN]) {
     char shown[32] = "that is not a number";
     if (cJSON_IsNumber(id)) snprintf(shown, sizeof shown, "%.15g", id->valuedouble);
-    return emb_fail(err, "tokenizer.json: %s id %s of '%.40s' is out of range 0 to %lld (ids are bounded by the "
-                    "%lld entries present)", what, shown, tok, (long long)bound - 1, (long long)bound);
+    return emb_fail(err,
+                    "tokenizer.json: %s id %s of '%.40s' is out of range 0 to %lld (ids are bounded by the "
+                    "%lld entries present)",
+                    what, shown, tok, (long long)bound - 1, (long long)bound);
 }
 
 /* The WordPiece model, BertNormalizer and BertPreTokenizer of a tokenizer.json. */
@@ -373,7 +383,8 @@ static int parse_json(emb_tokenizer *t, const cJSON *j, char err[EMB_ERR_LEN]) {
         else mt = "WordLevel";
     }
     if (strcmp(mt, "WordPiece") != 0 && strcmp(mt, "Unigram") != 0 && strcmp(mt, "BPE") != 0)
-        return emb_fail(err, "tokenizer.json: model type '%.40s' is not supported (only WordPiece, Unigram and BPE)", mt);
+        return emb_fail(
+            err, "tokenizer.json: model type '%.40s' is not supported (only WordPiece, Unigram and BPE)", mt);
     const cJSON *added = cJSON_GetObjectItemCaseSensitive(j, "added_tokens");
     /* ids are bounded by the entries present, checked before anything is sized by them */
     int64_t bound = (int64_t)cJSON_GetArraySize(vocab) + cJSON_GetArraySize(added);
@@ -410,7 +421,8 @@ static int parse_json(emb_tokenizer *t, const cJSON *j, char err[EMB_ERR_LEN]) {
         const char *ppt = type_of(pp);
         if (ppt && strcmp(ppt, "TemplateProcessing") == 0) {
             const cJSON *sp = cJSON_GetObjectItemCaseSensitive(pp, "special_tokens");
-            if (parse_template(cJSON_GetObjectItemCaseSensitive(pp, "single"), sp, 0, t->single, &t->n_single, err) ||
+            if (parse_template(cJSON_GetObjectItemCaseSensitive(pp, "single"), sp, 0, t->single, &t->n_single,
+                               err) ||
                 parse_template(cJSON_GetObjectItemCaseSensitive(pp, "pair"), sp, 1, t->pair, &t->n_pair, err))
                 return -1;
             int first = -1, last = -1;
@@ -434,10 +446,14 @@ static int parse_json(emb_tokenizer *t, const cJSON *j, char err[EMB_ERR_LEN]) {
             t->pair[4] = (tmpl_item){2, -1, 0};
             t->pair[5] = (tmpl_item){0, t->sep_id, 0};
             t->n_pair = 6;
-            emb_tok_pipeline_set_trim(t->pipe, json_bool(pp, "trim_offsets", 1), json_bool(pp, "add_prefix_space", 1));
+            emb_tok_pipeline_set_trim(t->pipe, json_bool(pp, "trim_offsets", 1),
+                                      json_bool(pp, "add_prefix_space", 1));
         } else {
-            return emb_fail(err, "tokenizer.json: post_processor type '%.40s' is not supported "
-                            "(only TemplateProcessing, BertProcessing and, for BPE and Unigram, RobertaProcessing)", ppt ? ppt : "?");
+            return emb_fail(
+                err,
+                "tokenizer.json: post_processor type '%.40s' is not supported "
+                "(only TemplateProcessing, BertProcessing and, for BPE and Unigram, RobertaProcessing)",
+                ppt ? ppt : "?");
         }
     }
     t->pad_id = lookup_cstr(t, t->pipe ? "<pad>" : "[PAD]");
@@ -445,7 +461,8 @@ static int parse_json(emb_tokenizer *t, const cJSON *j, char err[EMB_ERR_LEN]) {
     const cJSON *pid = pad ? cJSON_GetObjectItemCaseSensitive(pad, "pad_id") : NULL;
     int64_t v;
     if (pid && !cJSON_IsNull(pid)) {
-        if (emb_json_int(pid, 0, INT32_MAX - 1, &v)) return emb_fail(err, "tokenizer.json: padding pad_id is not an id");
+        if (emb_json_int(pid, 0, INT32_MAX - 1, &v))
+            return emb_fail(err, "tokenizer.json: padding pad_id is not an id");
         t->pad_id = (int32_t)v;
     }
     t->mask_id = lookup_cstr(t, t->pipe ? "<mask>" : "[MASK]");
@@ -511,7 +528,8 @@ int emb_tokenizer_load(const char *dir, emb_tokenizer **out, char err[EMB_ERR_LE
         return emb_tokenizer_load_files(js ? dir : NULL, js ? NULL : dir, NULL, out, err);
     }
     char p1[PATH_MAX], p2[PATH_MAX], p3[PATH_MAX];
-    if (emb_path_join(p1, sizeof p1, dir, "tokenizer.json", err) || emb_path_join(p2, sizeof p2, dir, "vocab.txt", err) ||
+    if (emb_path_join(p1, sizeof p1, dir, "tokenizer.json", err) ||
+        emb_path_join(p2, sizeof p2, dir, "vocab.txt", err) ||
         emb_path_join(p3, sizeof p3, dir, "tokenizer_config.json", err))
         return -1;
     const char *cfg = emb_path_exists(p3) ? p3 : NULL;

@@ -8,10 +8,10 @@
 #include <stdint.h>
 
 enum {
-    EMB_HF_REMOVED = 1,   /* deleted by clean_text: NUL, U+FFFD, Cc/Cf/Co except \t \n \r */
-    EMB_HF_WS = 2,        /* Rust char::is_whitespace (clean_text maps it to ' ', pre-tokenizer splits) */
-    EMB_HF_PUNCT = 4,     /* isolated by the pre-tokenizer: ASCII punctuation or P* */
-    EMB_HF_CJK = 8,       /* padded by handle_chinese_chars */
+    EMB_HF_REMOVED = 1, /* deleted by clean_text: NUL, U+FFFD, Cc/Cf/Co except \t \n \r */
+    EMB_HF_WS = 2, /* Rust char::is_whitespace (clean_text maps it to ' ', pre-tokenizer splits) */
+    EMB_HF_PUNCT = 4, /* isolated by the pre-tokenizer: ASCII punctuation or P* */
+    EMB_HF_CJK = 8, /* padded by handle_chinese_chars */
     EMB_HF_STRIP_ID = 16, /* NFD + drop Mn leaves the character unchanged */
     EMB_HF_LOWER_ID = 32, /* to_lowercase leaves the character unchanged */
     EMB_HF_NONSTARTER = 64 /* its NFD (HF's tables) holds a mark of nonzero combining class */

@@ -6,8 +6,8 @@
 #include <xxhash.h>
 
 typedef struct {
-    uint32_t tag;  /* high 32 bits of the hash, 0 = empty slot (real tags are forced nonzero) */
-    uint32_t key;  /* index into keys[] */
+    uint32_t tag; /* high 32 bits of the hash, 0 = empty slot (real tags are forced nonzero) */
+    uint32_t key; /* index into keys[] */
 } slot;
 
 typedef struct {
@@ -24,7 +24,7 @@ struct emb_vocab {
     size_t mask; /* capacity - 1 */
     int32_t *id_key; /* id -> key index (-1 none) */
     size_t id_cap;
-    int32_t size;    /* max id + 1 */
+    int32_t size; /* max id + 1 */
 };
 
 emb_vocab *emb_vocab_new(void) {

@@ -43,11 +43,28 @@
 /* The declared columns: CREATE TABLE x(vector, text, distance HIDDEN, k HIDDEN, oversample
  * HIDDEN, probes HIDDEN, NAME HIDDEN, then the metadata columns in their declared order
  * (IX_COL_META + j). */
-enum { IX_COL_VECTOR, IX_COL_TEXT, IX_COL_DISTANCE, IX_COL_K, IX_COL_OVERSAMPLE, IX_COL_PROBES, IX_COL_TABLE, IX_COL_META };
+enum {
+    IX_COL_VECTOR,
+    IX_COL_TEXT,
+    IX_COL_DISTANCE,
+    IX_COL_K,
+    IX_COL_OVERSAMPLE,
+    IX_COL_PROBES,
+    IX_COL_TABLE,
+    IX_COL_META
+};
 /* xBestIndex's idxNum for xFilter: a plan and flags. */
 enum { IX_PLAN_SCAN = 0, IX_PLAN_KNN = 1, IX_PLAN_ROWID = 2, IX_PLAN_MASK = 3 };
-enum { IX_F_K = 4, IX_F_LIMIT = 8, IX_F_OFFSET = 16, IX_F_VECTOR = 32, IX_F_NEED_K = 64, IX_F_NEED_MATCH = 128,
-       IX_F_OVERSAMPLE = 256, IX_F_PROBES = 512 };
+enum {
+    IX_F_K = 4,
+    IX_F_LIMIT = 8,
+    IX_F_OFFSET = 16,
+    IX_F_VECTOR = 32,
+    IX_F_NEED_K = 64,
+    IX_F_NEED_MATCH = 128,
+    IX_F_OVERSAMPLE = 256,
+    IX_F_PROBES = 512
+};
 /* Storage formats: 1 (the first: f32 chunks without versions), 2 (chunk versions, codes,
  * NAME_vectors, IVF lists). */
 enum { IX_FORMAT_V1 = 1, IX_FORMAT_V2 = 2 };
@@ -56,13 +73,36 @@ enum { IX_FORMAT_V1 = 1, IX_FORMAT_V2 = 2 };
  * before IX_STMT_SHARED_COUNT are prepared once per table and shared (ix_stmt); the others are
  * prepared per cursor (ix_prepare). */
 enum {
-    IX_STMT_INSERT_ROW, IX_STMT_INSERT_PENDING, IX_STMT_GET_ROW, IX_STMT_DELETE_ROW, IX_STMT_DELETE_PENDING_ROW,
-    IX_STMT_GET_PENDING, IX_STMT_SET_LOC, IX_STMT_READ_PENDING, IX_STMT_CLEAR_PENDING, IX_STMT_GET_CONFIG,
-    IX_STMT_SET_CONFIG, IX_STMT_BUMP_VERSION, IX_STMT_NEW_CHUNK, IX_STMT_DELETE_CHUNK, IX_STMT_TEXT,
-    IX_STMT_ROW_LOCS, IX_STMT_CHUNK_SPAN, IX_STMT_CHUNK_VERS, IX_STMT_SET_CHUNK_VER, IX_STMT_ROW_META,
-    IX_STMT_GET_VECTOR, IX_STMT_PUT_VECTOR, IX_STMT_DELETE_VECTOR, IX_STMT_GET_CENTROIDS, IX_STMT_CLEAR_CENTROIDS,
-    IX_STMT_PUT_CENTROID, IX_STMT_SHARED_COUNT,
-    IX_STMT_SCAN = IX_STMT_SHARED_COUNT, IX_STMT_LOOKUP, IX_STMT_ALL_CONFIG
+    IX_STMT_INSERT_ROW,
+    IX_STMT_INSERT_PENDING,
+    IX_STMT_GET_ROW,
+    IX_STMT_DELETE_ROW,
+    IX_STMT_DELETE_PENDING_ROW,
+    IX_STMT_GET_PENDING,
+    IX_STMT_SET_LOC,
+    IX_STMT_READ_PENDING,
+    IX_STMT_CLEAR_PENDING,
+    IX_STMT_GET_CONFIG,
+    IX_STMT_SET_CONFIG,
+    IX_STMT_BUMP_VERSION,
+    IX_STMT_NEW_CHUNK,
+    IX_STMT_DELETE_CHUNK,
+    IX_STMT_TEXT,
+    IX_STMT_ROW_LOCS,
+    IX_STMT_CHUNK_SPAN,
+    IX_STMT_CHUNK_VERS,
+    IX_STMT_SET_CHUNK_VER,
+    IX_STMT_ROW_META,
+    IX_STMT_GET_VECTOR,
+    IX_STMT_PUT_VECTOR,
+    IX_STMT_DELETE_VECTOR,
+    IX_STMT_GET_CENTROIDS,
+    IX_STMT_CLEAR_CENTROIDS,
+    IX_STMT_PUT_CENTROID,
+    IX_STMT_SHARED_COUNT,
+    IX_STMT_SCAN = IX_STMT_SHARED_COUNT,
+    IX_STMT_LOOKUP,
+    IX_STMT_ALL_CONFIG
 };
 
 /* A metadata column: `name type [partition key]` among the arguments of CREATE VIRTUAL TABLE,
@@ -79,23 +119,23 @@ typedef struct {
  * number each write gives the chunk) differs from the one it read. A copy shared through the
  * registry is never changed while another holder may read it (refs > 1). */
 typedef struct {
-    int refs;              /* holders: the registry, a connection's own copy, open cursors */
+    int refs; /* holders: the registry, a connection's own copy, open cursors */
     sqlite3_int64 version; /* NAME_config's version it shows; -1 when it may show more or less */
     emb_storage storage;
     emb_metric metric;
     size_t n, cap, d, rec, chunk;
     unsigned char *records; /* n records of rec bytes */
     int64_t *ids;
-    float *aux;     /* emb_knn_aux / emb_code_aux per row; NULL when the scan uses none */
+    float *aux; /* emb_knn_aux / emb_code_aux per row; NULL when the scan uses none */
     int32_t *lists; /* IVF list per row, -1 unassigned; NULL unless index = 'ivf' */
     sqlite3_int64 *chunk_ver; /* the version read for each chunk (0: unknown, read again) */
     size_t n_chunks;
     emb_meta_column *meta; /* n_meta columns, row i for position i */
     int n_meta;
-    int partition;          /* the partition key's column, or -1 */
+    int partition; /* the partition key's column, or -1 */
     emb_meta_groups groups; /* the partition key's rows by value (partition >= 0) */
-    int grouped;            /* groups and ivf_groups are made for the rows there are */
-    int ivf_ready;          /* the IVF is built: ivf and ivf_groups are set */
+    int grouped; /* groups and ivf_groups are made for the rows there are */
+    int ivf_ready; /* the IVF is built: ivf and ivf_groups are set */
     sqlite3_int64 ivf_serial; /* NAME_config's ivf_serial of the centroids held */
     emb_ivf ivf;
     emb_ivf_groups ivf_groups;
@@ -113,30 +153,30 @@ typedef struct {
     char fingerprint[17];
     int dims, chunk;
     emb_metric metric;
-    int format;          /* IX_FORMAT_V1 or IX_FORMAT_V2 */
+    int format; /* IX_FORMAT_V1 or IX_FORMAT_V2 */
     emb_storage storage; /* the chunks' records */
-    int rescore;         /* compact storage keeps the float32 vectors in NAME_vectors */
-    int ivf;             /* index = 'ivf' */
-    size_t rec;          /* bytes of a record */
-    char *key;           /* the registry's key (file and uid); NULL: not shared (in memory, format 1) */
+    int rescore; /* compact storage keeps the float32 vectors in NAME_vectors */
+    int ivf; /* index = 'ivf' */
+    size_t rec; /* bytes of a record */
+    char *key; /* the registry's key (file and uid); NULL: not shared (in memory, format 1) */
     /* the metadata columns, from the CREATE arguments (xCreate and xConnect alike) */
     ix_meta *meta;
     int n_meta;
-    int partition;  /* the partition key's column j, or -1 */
+    int partition; /* the partition key's column j, or -1 */
     char *meta_sql; /* ", m0, m1, ..." for the statements, "" without metadata */
     char *meta_par; /* ", ?3, ?4, ..." */
     /* the model that embeds this transaction's pending texts, retained from the first text
      * insert to the end of the transaction, so that unloading it cannot fail the COMMIT */
     emb_model *held;
-    int dirty;            /* written since the last commit: bump the version at xSync */
-    int pending;          /* rows possibly pending (a hint: 0 means certainly none) */
+    int dirty; /* written since the last commit: bump the version at xSync */
+    int pending; /* rows possibly pending (a hint: 0 means certainly none) */
     size_t pending_bytes;
     ix_cache *own; /* the connection's own copy: unshared indexes, and transactions that wrote */
-    int attached;  /* counted among the users of the registry's entry for key */
-    char *damage;  /* the first damage reported (ix_corrupt), which refuses later writes */
-    emb_knn_scratch scratch;   /* a search's scores, kept between searches */
+    int attached; /* counted among the users of the registry's entry for key */
+    char *damage; /* the first damage reported (ix_corrupt), which refuses later writes */
+    emb_knn_scratch scratch; /* a search's scores, kept between searches */
     emb_code_scratch cscratch; /* the same for a scan of compact codes */
-    emb_ivf placing;           /* the centroids that place new rows, of NAME_config's ivf_serial */
+    emb_ivf placing; /* the centroids that place new rows, of NAME_config's ivf_serial */
     sqlite3_int64 placing_serial;
     sqlite3_stmt *stmt[IX_STMT_SHARED_COUNT];
 } ix_vtab;
@@ -293,8 +333,6 @@ int ix_build(ix_vtab *v, sqlite3_value *options);
 int ix_flush(ix_vtab *v);
 /* xUpdate. */
 int ix_update(sqlite3_vtab *vt, int argc, sqlite3_value **argv, sqlite3_int64 *rowid_out);
-
-
 
 /* ---------- ext_index_search.c: the cursor methods, reads only ---------- */
 

@@ -14,9 +14,9 @@
 #define BUILD_EXAMPLE "{\"lists\": 1000, \"iterations\": 10, \"sample\": 256}"
 
 typedef struct {
-    sqlite3_int64 lists;      /* 0: emb_ivf_default_lists */
+    sqlite3_int64 lists; /* 0: emb_ivf_default_lists */
     sqlite3_int64 iterations; /* Lloyd iterations */
-    sqlite3_int64 sample;     /* training rows per list */
+    sqlite3_int64 sample; /* training rows per list */
 } build_options;
 
 static int integer_option(ix_vtab *v, const cJSON *root, const char *key, sqlite3_int64 lo, sqlite3_int64 hi,
@@ -38,7 +38,8 @@ static int read_options(ix_vtab *v, sqlite3_value *val, build_options *o) {
         return ix_error(v, "build: the options must be JSON text such as '%s'", BUILD_EXAMPLE);
     cJSON *root = NULL;
     char *err = NULL;
-    if (ext_json_object((const char *)sqlite3_value_text(val), sqlite3_value_bytes(val), BUILD_EXAMPLE, &root, &err)) {
+    if (ext_json_object((const char *)sqlite3_value_text(val), sqlite3_value_bytes(val), BUILD_EXAMPLE, &root,
+                        &err)) {
         int rc = err ? ix_error(v, "build: %s", err) : SQLITE_NOMEM;
         sqlite3_free(err);
         return rc;
@@ -163,8 +164,10 @@ static int store_by_list(ix_vtab *v, const ix_cache *c, const int32_t *list1, si
 
 int ix_build(ix_vtab *v, sqlite3_value *options) {
     if (!v->ivf)
-        return ix_error(v, "\"%s\" has no IVF to build: it was made without index = 'ivf' (its searches "
-                           "are exact scans)", v->name);
+        return ix_error(v,
+                        "\"%s\" has no IVF to build: it was made without index = 'ivf' (its searches "
+                        "are exact scans)",
+                        v->name);
     build_options o;
     int rc = read_options(v, options, &o);
     ix_cache *c = NULL;
@@ -176,8 +179,10 @@ int ix_build(ix_vtab *v, sqlite3_value *options) {
     emb_ivf ivf;
     memset(&ivf, 0, sizeof ivf);
     if (n == 0)
-        rc = ix_error(v, "build: \"%s\" is empty: insert rows first (rows inserted after a build go "
-                         "into their lists at once)", v->name);
+        rc = ix_error(v,
+                      "build: \"%s\" is empty: insert rows first (rows inserted after a build go "
+                      "into their lists at once)",
+                      v->name);
     else if (lists > n)
         rc = ix_error(v, "build: %lld lists for %lld rows: a list needs at least one row", (long long)lists,
                       (long long)n);

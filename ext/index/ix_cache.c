@@ -134,7 +134,8 @@ ix_cache *ix_cache_clone(const ix_cache *src) {
 }
 
 size_t ix_cache_bytes(const ix_cache *c) {
-    size_t b = c->cap * (c->rec + sizeof *c->ids + (c->aux ? sizeof *c->aux : 0) + (c->lists ? sizeof *c->lists : 0));
+    size_t b =
+        c->cap * (c->rec + sizeof *c->ids + (c->aux ? sizeof *c->aux : 0) + (c->lists ? sizeof *c->lists : 0));
     for (int j = 0; j < c->n_meta; j++) b += emb_meta_column_bytes(&c->meta[j]);
     b += c->groups.n * sizeof *c->groups.order + c->ivf.lists * c->ivf.d * sizeof(float);
     b += (c->ivf_groups.n + c->ivf_groups.lists + 2) * sizeof(size_t);
@@ -146,7 +147,7 @@ size_t ix_cache_bytes(const ix_cache *c) {
 typedef struct entry {
     char *key;
     ix_cache *copy; /* NULL while a holder brings it up to date */
-    int users;      /* connections attached */
+    int users; /* connections attached */
     struct entry *next;
 } entry;
 

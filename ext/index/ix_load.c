@@ -29,9 +29,8 @@ static int bring_up_to_date(ix_vtab *v, ix_cache *c, sqlite3_int64 ver, sqlite3_
  * of another shape means the registry itself was misled: reported as damage rather than read
  * past the ends of its arrays. */
 static int fits(const ix_vtab *v, const ix_cache *c) {
-    if (c->d != (size_t)v->dims || c->rec != v->rec || c->chunk != (size_t)v->chunk ||
-        c->storage != v->storage || c->metric != v->metric || c->n_meta != v->n_meta ||
-        c->partition != v->partition || !c->lists != !v->ivf)
+    if (c->d != (size_t)v->dims || c->rec != v->rec || c->chunk != (size_t)v->chunk || c->storage != v->storage ||
+        c->metric != v->metric || c->n_meta != v->n_meta || c->partition != v->partition || !c->lists != !v->ivf)
         return 0;
     return c->n <= c->cap && c->n_chunks == (c->n + c->chunk - 1) / c->chunk;
 }
@@ -40,8 +39,9 @@ static int fits(const ix_vtab *v, const ix_cache *c) {
 static int checked(ix_vtab *v, ix_cache *c) {
     if (!c || fits(v, c)) return SQLITE_OK;
     ix_cache_release(c);
-    return ix_corrupt(v, "config", "its uid names a copy of another index's vectors (was the uid copied "
-                                   "from another index?)");
+    return ix_corrupt(v, "config",
+                      "its uid names a copy of another index's vectors (was the uid copied "
+                      "from another index?)");
 }
 
 /* A copy to change: c itself when the caller holds it alone, else a clone (c released). */

@@ -8,9 +8,11 @@
 static int model_fits(ix_vtab *v, const char *name, emb_model *m) {
     const emb_model_info *info = emb_model_get_info(m);
     if (info->has_vectors && info->dims->hidden == v->dims && !strcmp(info->fingerprint, v->fingerprint)) return 1;
-    ix_error(v, "model '%s' (fingerprint %s, %d dimensions) is not the model \"%s\" was made with "
-                "(fingerprint %s, %d dimensions)", name, info->fingerprint,
-             info->has_vectors ? info->dims->hidden : 0, v->name, v->fingerprint, v->dims);
+    ix_error(v,
+             "model '%s' (fingerprint %s, %d dimensions) is not the model \"%s\" was made with "
+             "(fingerprint %s, %d dimensions)",
+             name, info->fingerprint, info->has_vectors ? info->dims->hidden : 0, v->name, v->fingerprint,
+             v->dims);
     return 0;
 }
 
@@ -19,13 +21,16 @@ static int model_fits(ix_vtab *v, const char *name, emb_model *m) {
 static void not_loaded(ix_vtab *v, const char *name) {
     char *path = NULL;
     if (ix_get_config_text(v, "model_path", &path) == SQLITE_OK && path)
-        ix_error(v, "model '%s' of \"%s\" is not loaded: load it first with embed_load('%s', '%s') "
-                    "(the folder it was loaded from when the index was created), or point the "
-                    "index at an equal model: INSERT INTO \"%s\"(\"%s\", text) VALUES ('model', 'name')",
+        ix_error(v,
+                 "model '%s' of \"%s\" is not loaded: load it first with embed_load('%s', '%s') "
+                 "(the folder it was loaded from when the index was created), or point the "
+                 "index at an equal model: INSERT INTO \"%s\"(\"%s\", text) VALUES ('model', 'name')",
                  name, v->name, name, path, v->name, v->name);
     else
-        ix_error(v, "model '%s' of \"%s\" is not loaded: load or define it first (embed_load, "
-                    "embed_define)", name, v->name);
+        ix_error(v,
+                 "model '%s' of \"%s\" is not loaded: load or define it first (embed_load, "
+                 "embed_define)",
+                 name, v->name);
     sqlite3_free(path);
 }
 
@@ -41,8 +46,8 @@ emb_model *ix_model(ix_vtab *v, int *rc) {
     if ((*rc = ix_get_config_text(v, "model", &name)) != SQLITE_OK) return NULL;
     *rc = SQLITE_ERROR;
     if (!name) {
-        ix_error(v, "\"%s\" has no model (it was created with dims = %d): give vectors, not text",
-                 v->name, v->dims);
+        ix_error(v, "\"%s\" has no model (it was created with dims = %d): give vectors, not text", v->name,
+                 v->dims);
     } else if (!(m = ext_registry_get(name))) {
         not_loaded(v, name);
     } else if (!model_fits(v, name, m)) {

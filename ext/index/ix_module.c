@@ -121,13 +121,15 @@ static int ix_best_index(sqlite3_vtab *vt, sqlite3_index_info *info) {
     int search_terms = 0; /* conditions on k or distance, which only a search has */
     for (int i = 0; i < info->nConstraint; i++) {
         const struct sqlite3_index_constraint *c = &info->aConstraint[i];
-        if (c->op == SQLITE_INDEX_CONSTRAINT_MATCH && (c->iColumn == IX_COL_TABLE || c->iColumn == IX_COL_VECTOR)) {
+        if (c->op == SQLITE_INDEX_CONSTRAINT_MATCH &&
+            (c->iColumn == IX_COL_TABLE || c->iColumn == IX_COL_VECTOR)) {
             if (!c->usable) unusable_match = 1;
             else if (match < 0) match = i;
         } else if (c->op == SQLITE_INDEX_CONSTRAINT_EQ && c->iColumn == IX_COL_K) {
             if (!c->usable) unusable_k = 1;
             else if (k < 0) k = i;
-        } else if (c->op == SQLITE_INDEX_CONSTRAINT_EQ && (c->iColumn == IX_COL_OVERSAMPLE || c->iColumn == IX_COL_PROBES)) {
+        } else if (c->op == SQLITE_INDEX_CONSTRAINT_EQ &&
+                   (c->iColumn == IX_COL_OVERSAMPLE || c->iColumn == IX_COL_PROBES)) {
             if (!c->usable) unusable_k = 1;
             else if (setting[c->iColumn - IX_COL_OVERSAMPLE] < 0) setting[c->iColumn - IX_COL_OVERSAMPLE] = i;
         } else if (c->op == SQLITE_INDEX_CONSTRAINT_LIMIT && c->usable) {
@@ -169,7 +171,8 @@ static int ix_best_index(sqlite3_vtab *vt, sqlite3_index_info *info) {
                 flags |= IX_F_OFFSET;
                 info->aConstraintUsage[offset].argvIndex = 3;
             }
-            if (sqlite3_vtab_rhs_value(info, limit, &rhs) == SQLITE_OK && sqlite3_value_type(rhs) == SQLITE_INTEGER)
+            if (sqlite3_vtab_rhs_value(info, limit, &rhs) == SQLITE_OK &&
+                sqlite3_value_type(rhs) == SQLITE_INTEGER)
                 rows = (double)sqlite3_value_int64(rhs);
         }
         if (info->nOrderBy == 1 && info->aOrderBy[0].iColumn == IX_COL_DISTANCE && !info->aOrderBy[0].desc)
@@ -200,8 +203,8 @@ static int ix_best_index(sqlite3_vtab *vt, sqlite3_index_info *info) {
      * searches, so a lookup is priced above a search (an OR of lookups ANDed with a search must
      * not replace it), a scan with a condition takes it (see take_checked) and a scan with none
      * comes last: a search ORed with conditions then runs as the union of its branches. */
-    sqlite3_uint64 search_cols = (sqlite3_uint64)1 << IX_COL_TABLE | (sqlite3_uint64)1 << IX_COL_K |
-                                 (sqlite3_uint64)1 << IX_COL_DISTANCE;
+    sqlite3_uint64 search_cols =
+        (sqlite3_uint64)1 << IX_COL_TABLE | (sqlite3_uint64)1 << IX_COL_K | (sqlite3_uint64)1 << IX_COL_DISTANCE;
     int searches = (info->colUsed & search_cols) != 0;
     if (rowid >= 0) {
         info->aConstraintUsage[rowid].argvIndex = 1;
@@ -275,15 +278,16 @@ static int ix_rollback_to(sqlite3_vtab *vt, int i) {
 }
 
 /* Pending rows are placed first, so that a search reads only what is in the chunks. */
-static int ix_filter(sqlite3_vtab_cursor *cur, int idx_num, const char *idx_str, int argc,
-                     sqlite3_value **argv) {
+static int ix_filter(sqlite3_vtab_cursor *cur, int idx_num, const char *idx_str, int argc, sqlite3_value **argv) {
     (void)argc;
     ix_vtab *v = (ix_vtab *)cur->pVtab;
     int rc = ix_config(v);
     if (rc != SQLITE_OK) return rc;
     if (idx_num & IX_F_NEED_MATCH)
-        return ix_error(v, "k and distance belong to a search, which needs MATCH: WHERE \"%s\" MATCH "
-                           ":query AND k = 10", v->name);
+        return ix_error(v,
+                        "k and distance belong to a search, which needs MATCH: WHERE \"%s\" MATCH "
+                        ":query AND k = 10",
+                        v->name);
     if ((rc = ix_flush(v)) != SQLITE_OK) return rc;
     return ix_search_filter(cur, idx_num, idx_str, argv);
 }

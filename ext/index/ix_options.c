@@ -56,20 +56,21 @@ static char *vec0_hint(const char *arg) {
     const char *metric = sqlite3_strglob("*distance_metric*=*", arg) == 0 ? strrchr(arg, '=') + 1 : NULL;
     while (metric && (*metric == ' ' || *metric == '\'' || *metric == '"')) metric++;
     char m[16] = "";
-    for (int i = 0; metric && i < 15 && metric[i] && metric[i] != ' ' && metric[i] != '\'' &&
-                    metric[i] != '"' && metric[i] != ')'; i++)
+    for (int i = 0; metric && i < 15 && metric[i] && metric[i] != ' ' && metric[i] != '\'' && metric[i] != '"' &&
+                    metric[i] != ')';
+         i++)
         m[i] = metric[i], m[i + 1] = 0;
     return sqlite3_mprintf(IX_FN ": columns are not declared as in sqlite-vec's vec0 ('%s'): the vector "
-                              "column is always named vector; write embed_index(dims = %d%s%s%s) for "
-                              "vectors made elsewhere, or embed_index(model = 'name') to embed text",
+                                 "column is always named vector; write embed_index(dims = %d%s%s%s) for "
+                                 "vectors made elsewhere, or embed_index(model = 'name') to embed text",
                            arg, dims, *m ? ", metric = '" : "", m, *m ? "'" : "");
 }
 
 #define KNOWN_OPTIONS "model, dims, metric, storage, rescore, index, chunk_size"
 /* Names a metadata column cannot have: the table's own columns, the rowid, the options. */
-static const char *const reserved_names[] = {"vector", "text", "distance", "k", "oversample", "probes", "rowid",
-                                             "oid", "_rowid_", "model", "dims", "metric", "chunk_size", "storage",
-                                             "rescore", "index"};
+static const char *const reserved_names[] = {"vector",     "text",    "distance", "k",     "oversample", "probes",
+                                             "rowid",      "oid",     "_rowid_",  "model", "dims",       "metric",
+                                             "chunk_size", "storage", "rescore",  "index"};
 #define N_COLUMN_NAMES 9
 static const char *const meta_types[] = {"integer", "real", "text", "blob"};
 
@@ -81,7 +82,9 @@ static int parse_column(const char *a, ix_options *o, char **err) {
         char close = *p == '[' ? ']' : *p;
         const char *q = p + 1;
         while (*q && !(*q == close && q[1] != close)) q += *q == close ? 2 : 1;
-        if (!*q) return (*err = sqlite3_mprintf(IX_FN ": unfinished column name in '%s'", a)) ? SQLITE_ERROR : SQLITE_NOMEM;
+        if (!*q)
+            return (*err = sqlite3_mprintf(IX_FN ": unfinished column name in '%s'", a)) ? SQLITE_ERROR
+                                                                                         : SQLITE_NOMEM;
         name_end = q + 1;
         name = dequote(p, (size_t)(name_end - p));
     } else {
@@ -92,8 +95,9 @@ static int parse_column(const char *a, ix_options *o, char **err) {
         name = name_end > p ? dequote(p, (size_t)(name_end - p)) : NULL;
         if (name_end == p) {
             *err = sqlite3_mprintf(IX_FN ": argument '%s' is neither key = value (options: " KNOWN_OPTIONS
-                                      ") nor a metadata column `name type` (types: integer, real, "
-                                      "text, blob)", a);
+                                         ") nor a metadata column `name type` (types: integer, real, "
+                                         "text, blob)",
+                                   a);
             return SQLITE_ERROR;
         }
     }
@@ -119,10 +123,12 @@ static int parse_column(const char *a, ix_options *o, char **err) {
     if (*err) {
     } else if (t < 0) {
         *err = sqlite3_mprintf(IX_FN ": metadata column '%s' has type '%s'; the types are integer, real, "
-                                  "text and blob", name, got >= 1 ? type : "");
+                                     "text and blob",
+                               name, got >= 1 ? type : "");
     } else if (got >= 2 && !partition) {
         *err = sqlite3_mprintf(IX_FN ": metadata column '%s': unexpected '%s' after its type (only "
-                                  "'partition key' may follow)", name, rest);
+                                     "'partition key' may follow)",
+                               name, rest);
     } else if (partition && o->partition >= 0) {
         *err = sqlite3_mprintf(IX_FN ": only one column can be the partition key ('%s' and '%s')",
                                o->meta[o->partition].name, name);
@@ -192,7 +198,8 @@ static int parse_option(const char *a, ix_options *o, char **err) {
         else if (!sqlite3_stricmp(val, "flat")) o->ivf = 0;
         else {
             *err = sqlite3_mprintf(IX_FN ": unknown index '%s' (use flat, the exact scan, or ivf, the "
-                                      "approximate inverted-file index)", val);
+                                         "approximate inverted-file index)",
+                                   val);
             rc = SQLITE_ERROR;
         }
     } else if (!sqlite3_stricmp(key, "distance_metric")) {
@@ -234,27 +241,29 @@ int ix_check_options(ix_options *o, emb_model **mod, char **err) {
         char msg[EMB_ERR_LEN];
         if (!(*mod = ext_registry_get(o->model))) {
             *err = sqlite3_mprintf(IX_FN ": unknown model '%s': load it first with embed_load(name, path) "
-                                      "or embed_define(name, json)", o->model);
+                                         "or embed_define(name, json)",
+                                   o->model);
             rc = SQLITE_ERROR;
         } else if (emb_model_require_vectors(info = emb_model_get_info(*mod), "vectors", msg)) {
             *err = sqlite3_mprintf(IX_FN ": %s", msg);
             rc = SQLITE_ERROR;
         } else if (o->dims && o->dims != info->dims->hidden) {
-            *err = sqlite3_mprintf(IX_FN ": dims = %d, but model '%s' makes vectors of %d dimensions",
-                                   o->dims, o->model, info->dims->hidden);
+            *err = sqlite3_mprintf(IX_FN ": dims = %d, but model '%s' makes vectors of %d dimensions", o->dims,
+                                   o->model, info->dims->hidden);
             rc = SQLITE_ERROR;
         } else {
             o->dims = info->dims->hidden;
         }
     }
     if (rc == SQLITE_OK && !o->dims) {
-        *err = sqlite3_mprintf(IX_FN ": say which vectors it holds: embed_index(model = 'name') or "
-                                  "embed_index(dims = N), optionally with metric = 'cosine' | 'l2' | 'dot' | 'l1'");
+        *err = sqlite3_mprintf(IX_FN
+                               ": say which vectors it holds: embed_index(model = 'name') or "
+                               "embed_index(dims = N), optionally with metric = 'cosine' | 'l2' | 'dot' | 'l1'");
         rc = SQLITE_ERROR;
     }
     if (rc == SQLITE_OK && o->has_rescore && o->storage == EMB_STORAGE_F32 && !o->rescore) {
         *err = sqlite3_mprintf(IX_FN ": rescore = false needs compact storage (storage = 'f16', 'int8' or "
-                                  "'bit'): f32 storage is exact already");
+                                     "'bit'): f32 storage is exact already");
         rc = SQLITE_ERROR;
     }
     if (rc == SQLITE_OK && (size_t)o->chunk * (size_t)o->dims * sizeof(float) > IX_MAX_CHUNK_BYTES) {
@@ -263,4 +272,3 @@ int ix_check_options(ix_options *o, emb_model **mod, char **err) {
     }
     return rc;
 }
-

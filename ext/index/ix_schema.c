@@ -29,8 +29,10 @@ int ix_corrupt(ix_vtab *v, const char *table, const char *fmt, ...) {
     char *msg = sqlite3_vmprintf(fmt, ap);
     va_end(ap);
     if (!msg) return SQLITE_NOMEM;
-    int rc = ix_error(v, "shadow table \"%s_%s\" is damaged: %s (the index is corrupt: drop it and "
-                         "build it again)", v->name, table, msg);
+    int rc = ix_error(v,
+                      "shadow table \"%s_%s\" is damaged: %s (the index is corrupt: drop it and "
+                      "build it again)",
+                      v->name, table, msg);
     sqlite3_free(msg);
     if (rc == SQLITE_NOMEM) return rc;
     /* kept, so that later writes are refused with it: writing into a damaged index would
@@ -60,13 +62,13 @@ static const char *const stmt_sql[] = {
     [IX_STMT_GET_PENDING] = "SELECT vector FROM \"%w\".\"%w_pending\" WHERE id = ?1",
     [IX_STMT_SET_LOC] = "UPDATE \"%w\".\"%w_rows\" SET loc = ?2 WHERE id = ?1",
     [IX_STMT_READ_PENDING] = "SELECT p.id, p.vector, r.text%s FROM \"%w\".\"%w_pending\" AS p"
-                          " JOIN \"%w\".\"%w_rows\" AS r ON r.id = p.id ORDER BY p.id",
+                             " JOIN \"%w\".\"%w_rows\" AS r ON r.id = p.id ORDER BY p.id",
     [IX_STMT_CLEAR_PENDING] = "DELETE FROM \"%w\".\"%w_pending\"",
     [IX_STMT_GET_CONFIG] = "SELECT value FROM \"%w\".\"%w_config\" WHERE key = ?1",
     [IX_STMT_SET_CONFIG] = "INSERT OR REPLACE INTO \"%w\".\"%w_config\"(key, value) VALUES (?1, ?2)",
     [IX_STMT_BUMP_VERSION] = "UPDATE \"%w\".\"%w_config\" SET value = value + 1 WHERE key = 'version'",
     [IX_STMT_NEW_CHUNK] = "INSERT INTO \"%w\".\"%w_chunks\"(chunk_id, ver, rowids, vectors, lists)"
-                       " VALUES (?1, ?4, zeroblob(?2), zeroblob(?3), zeroblob(?5))",
+                          " VALUES (?1, ?4, zeroblob(?2), zeroblob(?3), zeroblob(?5))",
     [IX_STMT_DELETE_CHUNK] = "DELETE FROM \"%w\".\"%w_chunks\" WHERE chunk_id = ?1",
     [IX_STMT_TEXT] = "SELECT text FROM \"%w\".\"%w_rows\" WHERE id = ?1",
     [IX_STMT_ROW_LOCS] = "SELECT id, loc%s FROM \"%w\".\"%w_rows\" WHERE loc IS NOT NULL",
@@ -88,7 +90,7 @@ static const char *const stmt_sql[] = {
 /* Format 1 (the first tables made) differs in its chunks: no version, no lists. */
 static const char *const stmt_sql_v1[] = {
     [IX_STMT_NEW_CHUNK] = "INSERT INTO \"%w\".\"%w_chunks\"(chunk_id, rowids, vectors)"
-                       " VALUES (?1, zeroblob(?2), zeroblob(?3))",
+                          " VALUES (?1, zeroblob(?2), zeroblob(?3))",
     [IX_STMT_CHUNK_VERS] = "SELECT chunk_id, NULL FROM \"%w\".\"%w_chunks\" ORDER BY chunk_id",
 };
 
@@ -210,9 +212,7 @@ int ix_set_config_text(ix_vtab *v, const char *key, const char *value) {
     return ix_run(v, s);
 }
 
-int ix_version(ix_vtab *v, sqlite3_int64 *ver) {
-    return ix_get_config(v, "version", ver);
-}
+int ix_version(ix_vtab *v, sqlite3_int64 *ver) { return ix_get_config(v, "version", ver); }
 
 static int config_text(sqlite3_stmt *s, char **out) {
     if (sqlite3_column_type(s, 1) != SQLITE_TEXT) return SQLITE_OK; /* NULL: none */
@@ -262,22 +262,24 @@ int ix_config(ix_vtab *v) {
     if (rc == SQLITE_OK) {
         if (dims < 1 || dims > IX_MAX_DIMS)
             rc = ix_corrupt(v, "config", "dims must be an integer from 1 to %d", IX_MAX_DIMS);
-        else if (chunk < 1 || chunk > IX_MAX_CHUNK_ROWS || chunk * dims * (sqlite3_int64)sizeof(float) > IX_MAX_CHUNK_BYTES)
-            rc = ix_corrupt(v, "config", "chunk_size must be an integer from 1 to %d, with at most "
-                                         "%d bytes of vectors per chunk", IX_MAX_CHUNK_ROWS, IX_MAX_CHUNK_BYTES);
+        else if (chunk < 1 || chunk > IX_MAX_CHUNK_ROWS ||
+                 chunk * dims * (sqlite3_int64)sizeof(float) > IX_MAX_CHUNK_BYTES)
+            rc = ix_corrupt(v, "config",
+                            "chunk_size must be an integer from 1 to %d, with at most "
+                            "%d bytes of vectors per chunk",
+                            IX_MAX_CHUNK_ROWS, IX_MAX_CHUNK_BYTES);
         else if (!metric || emb_metric_parse(metric, &v->metric))
             rc = ix_corrupt(v, "config", "metric must be cosine, l2, dot or l1");
         else if (format != IX_FORMAT_V1 && format != IX_FORMAT_V2)
-            rc = ix_corrupt(v, "config", "format must be 1 or 2 (a later version of sqlite-embed may "
-                                         "have made this index)");
+            rc = ix_corrupt(v, "config",
+                            "format must be 1 or 2 (a later version of sqlite-embed may "
+                            "have made this index)");
         else if (format == IX_FORMAT_V2 && (!storage || emb_storage_parse(storage, &v->storage)))
             rc = ix_corrupt(v, "config", "storage must be f32, f16, int8 or bit");
         else if (format == IX_FORMAT_V2 && (!index || (strcmp(index, "flat") && strcmp(index, "ivf"))))
             rc = ix_corrupt(v, "config", "index must be flat or ivf");
-        else if (rescore != 0 && rescore != 1)
-            rc = ix_corrupt(v, "config", "rescore must be 0 or 1");
-        else if (format == IX_FORMAT_V2 && !uid)
-            rc = ix_corrupt(v, "config", "uid is missing");
+        else if (rescore != 0 && rescore != 1) rc = ix_corrupt(v, "config", "rescore must be 0 or 1");
+        else if (format == IX_FORMAT_V2 && !uid) rc = ix_corrupt(v, "config", "uid is missing");
     }
     v->ivf = index && !strcmp(index, "ivf");
     sqlite3_free(metric);
@@ -320,12 +322,14 @@ static int declare(sqlite3 *db, const char *name, const ix_options *o, char **er
     for (int i = 0; i < 6; i++)
         if (sqlite3_stricmp(name, cols[i]) == 0) {
             *err = sqlite3_mprintf(IX_FN ": a table cannot be named '%s', the name of one of its "
-                                      "columns", name);
+                                         "columns",
+                                   name);
             return SQLITE_ERROR;
         }
     sqlite3_str *sql = sqlite3_str_new(NULL);
-    sqlite3_str_appendf(sql, "CREATE TABLE x(vector BLOB, text TEXT, distance HIDDEN, k HIDDEN, oversample HIDDEN, "
-                             "probes HIDDEN, \"%w\" HIDDEN",
+    sqlite3_str_appendf(sql,
+                        "CREATE TABLE x(vector BLOB, text TEXT, distance HIDDEN, k HIDDEN, oversample HIDDEN, "
+                        "probes HIDDEN, \"%w\" HIDDEN",
                         name);
     for (int j = 0; j < o->n_meta; j++)
         sqlite3_str_appendf(sql, ", \"%w\" %s", o->meta[j].name, type_sql[o->meta[j].type]);
@@ -374,8 +378,7 @@ static char *meta_list(const ix_meta *meta, int n, int what) {
 
 /* Declares the table and makes its state, taking the metadata columns from o; NAME_config is
  * read by the first statement that needs it (ix_config). */
-static int vtab_open(sqlite3 *db, const char *schema, const char *name, ix_options *o, ix_vtab **out,
-                     char **err) {
+static int vtab_open(sqlite3 *db, const char *schema, const char *name, ix_options *o, ix_vtab **out, char **err) {
     *out = NULL;
     int rc = declare(db, name, o, err);
     if (rc != SQLITE_OK) return rc;
@@ -414,11 +417,11 @@ int ix_create(sqlite3 *db, void *aux, int argc, const char *const *argv, sqlite3
     if (rc == SQLITE_OK) {
         const emb_model_info *info = mod ? emb_model_get_info(mod) : NULL;
         sqlite3_int64 uid = ix_new_chunk_ver();
-        char *sql = sqlite3_mprintf(create_sql, schema, name, schema, name, rows_cols, schema, name, schema,
-                                    name, schema, name, schema, name, schema, name, o.dims,
-                                    emb_metric_name(o.metric), o.model, info ? info->fingerprint : NULL,
-                                    info ? info->path : NULL, o.chunk, emb_storage_name(o.storage),
-                                    o.storage != EMB_STORAGE_F32 && o.rescore, o.ivf ? "ivf" : "flat", uid);
+        char *sql = sqlite3_mprintf(create_sql, schema, name, schema, name, rows_cols, schema, name, schema, name,
+                                    schema, name, schema, name, schema, name, o.dims, emb_metric_name(o.metric),
+                                    o.model, info ? info->fingerprint : NULL, info ? info->path : NULL, o.chunk,
+                                    emb_storage_name(o.storage), o.storage != EMB_STORAGE_F32 && o.rescore,
+                                    o.ivf ? "ivf" : "flat", uid);
         if (!sql) rc = SQLITE_NOMEM;
         else if ((rc = sqlite3_exec(db, sql, NULL, NULL, NULL)) != SQLITE_OK)
             /* v->name: out of memory while re-reading the schema, SQLite frees argv's table */

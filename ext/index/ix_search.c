@@ -20,7 +20,7 @@ typedef struct {
     /* scan and rowid lookup */
     sqlite3_stmt *stmt;
     int eof;
-    float *one;  /* a vector read without the copy */
+    float *one; /* a vector read without the copy */
     float *vecs; /* a search of compact codes: the hits' float32 vectors, in their order */
     ix_cache *cache;
 } ix_cursor;
@@ -75,8 +75,10 @@ static int query_vector(ix_vtab *v, sqlite3_value *val, ext_vec *q) {
             ext_vec_free(q); /* numbers, but not this index's vector: perhaps a text */
         }
         if (!v->model) {
-            int rc = err ? ix_error(v, "%s (\"%s\" has no model to embed text, so a query must be a "
-                                       "vector)", err, v->name)
+            int rc = err ? ix_error(v,
+                                    "%s (\"%s\" has no model to embed text, so a query must be a "
+                                    "vector)",
+                                    err, v->name)
                          : SQLITE_NOMEM;
             sqlite3_free(err);
             return rc;
@@ -84,15 +86,19 @@ static int query_vector(ix_vtab *v, sqlite3_value *val, ext_vec *q) {
         sqlite3_free(err);
     }
     if (!v->model)
-        return ix_error(v, "\"%s\" has no model (it was created with dims = %d): the query must be a "
-                           "vector, not text", v->name, v->dims);
+        return ix_error(v,
+                        "\"%s\" has no model (it was created with dims = %d): the query must be a "
+                        "vector, not text",
+                        v->name, v->dims);
     if (!emb_utf8_valid(s, len, NULL)) return ix_error(v, "the query text is not valid UTF-8");
     float *f = sqlite3_malloc64((size_t)v->dims * sizeof *f);
     if (!f) return SQLITE_NOMEM;
     int rc = ix_embed_texts(v, &s, &len, 1, f);
     if (rc == SQLITE_OK && v->metric == EMB_METRIC_COSINE && emb_vec_norm2(f, (size_t)v->dims) == 0.0)
-        rc = ix_error(v, "the query text \"%.40s\" embeds to a zero vector, which has no direction "
-                         "(the index's metric is cosine)", s);
+        rc = ix_error(v,
+                      "the query text \"%.40s\" embeds to a zero vector, which has no direction "
+                      "(the index's metric is cosine)",
+                      s);
     if (rc != SQLITE_OK) {
         sqlite3_free(f);
         return rc;
@@ -111,7 +117,8 @@ static emb_value filter_value(ix_vtab *v, int col, sqlite3_value *x) {
     int numeric = col < 0 || v->meta[col].type == IX_META_INTEGER || v->meta[col].type == IX_META_REAL;
     int t = sqlite3_value_type(x);
     if (numeric && t == SQLITE_TEXT) t = sqlite3_value_numeric_type(x);
-    if (col >= 0 && v->meta[col].type == IX_META_TEXT && (t == SQLITE_INTEGER || t == SQLITE_FLOAT)) t = SQLITE_TEXT;
+    if (col >= 0 && v->meta[col].type == IX_META_TEXT && (t == SQLITE_INTEGER || t == SQLITE_FLOAT))
+        t = SQLITE_TEXT;
     switch (t) {
     case SQLITE_INTEGER: e.type = EMB_INT, e.i = sqlite3_value_int64(x); break;
     case SQLITE_FLOAT: e.type = EMB_REAL, e.r = sqlite3_value_double(x); break;
@@ -139,7 +146,8 @@ typedef struct {
 static void filters_free(filter_set *f) {
     for (int i = 0; i < f->n; i++) {
         for (size_t j = 0; f->lists[i] && j < f->pred[i].n_list; j++)
-            if (f->lists[i][j].type == EMB_TEXT || f->lists[i][j].type == EMB_BLOB) sqlite3_free((void *)f->lists[i][j].p);
+            if (f->lists[i][j].type == EMB_TEXT || f->lists[i][j].type == EMB_BLOB)
+                sqlite3_free((void *)f->lists[i][j].p);
         sqlite3_free(f->lists[i]);
     }
     f->n = 0;
@@ -216,7 +224,8 @@ static int filter_rows(ix_vtab *v, ix_cache *c, const filter_set *f, size_t **ro
         size_t *span = sqlite3_malloc64(2 * (nv ? nv : 1) * sizeof *span); /* each value's first, count */
         if (!span) return SQLITE_NOMEM;
         for (size_t i = 0; i < nv; i++)
-            total += span[2 * i + 1] = emb_meta_groups_find(&c->groups, &c->meta[v->partition], &vals[i], &span[2 * i]);
+            total += span[2 * i + 1] =
+                emb_meta_groups_find(&c->groups, &c->meta[v->partition], &vals[i], &span[2 * i]);
         if (!(cand = sqlite3_malloc64((total ? total : 1) * sizeof *cand))) {
             sqlite3_free(span);
             return SQLITE_NOMEM;
@@ -350,8 +359,10 @@ static int search_ivf(ix_cursor *c, ix_vtab *v, const float *q, size_t k, const 
 static int filter_knn(ix_cursor *c, ix_vtab *v, int flags, const char *idx_str, sqlite3_value **argv) {
     sqlite3_int64 k, oversample = 0, probes = 0;
     if (flags & IX_F_NEED_K)
-        return ix_error(v, "a search of \"%s\" needs k: WHERE \"%s\" MATCH :query AND k = 10 "
-                           "(LIMIT 10 works too from SQLite 3.41)", v->name, v->name);
+        return ix_error(v,
+                        "a search of \"%s\" needs k: WHERE \"%s\" MATCH :query AND k = 10 "
+                        "(LIMIT 10 works too from SQLite 3.41)",
+                        v->name, v->name);
     int at = (flags & IX_F_OFFSET) ? 3 : 2, rc = SQLITE_OK;
     if (flags & IX_F_K) {
         if ((rc = positive_setting(v, "k", argv[1], &k)) != SQLITE_OK) return rc;
@@ -363,7 +374,8 @@ static int filter_knn(ix_cursor *c, ix_vtab *v, int flags, const char *idx_str, 
             if (off > 0) k = k > ((sqlite3_int64)1 << 62) - off ? (sqlite3_int64)1 << 62 : k + off;
         }
     }
-    if ((flags & IX_F_OVERSAMPLE) && (rc = positive_setting(v, "oversample", argv[at++], &oversample)) != SQLITE_OK)
+    if ((flags & IX_F_OVERSAMPLE) &&
+        (rc = positive_setting(v, "oversample", argv[at++], &oversample)) != SQLITE_OK)
         return rc;
     if ((flags & IX_F_PROBES) && (rc = positive_setting(v, "probes", argv[at++], &probes)) != SQLITE_OK) return rc;
     c->k = k;
@@ -429,9 +441,7 @@ int ix_next(sqlite3_vtab_cursor *cur) {
     return scan_step(c);
 }
 
-int ix_eof(sqlite3_vtab_cursor *cur) {
-    return ((ix_cursor *)cur)->eof;
-}
+int ix_eof(sqlite3_vtab_cursor *cur) { return ((ix_cursor *)cur)->eof; }
 
 int ix_rowid(sqlite3_vtab_cursor *cur, sqlite3_int64 *out) {
     ix_cursor *c = (ix_cursor *)cur;
@@ -444,7 +454,8 @@ static const float *scan_vector(ix_cursor *c, ix_vtab *v, int *rc) {
     *rc = SQLITE_OK;
     if (sqlite3_column_type(c->stmt, 1) != SQLITE_INTEGER) return NULL; /* pending: no vector yet */
     sqlite3_int64 loc = sqlite3_column_int64(c->stmt, 1);
-    if (c->cache) return loc >= 0 && (size_t)loc < c->cache->n ? (const float *)c->cache->records + loc * v->dims : NULL;
+    if (c->cache)
+        return loc >= 0 && (size_t)loc < c->cache->n ? (const float *)c->cache->records + loc * v->dims : NULL;
     if (!c->one && !(c->one = sqlite3_malloc64((size_t)v->dims * sizeof(float)))) {
         *rc = SQLITE_NOMEM;
         return NULL;
@@ -461,7 +472,7 @@ int ix_column(sqlite3_vtab_cursor *cur, sqlite3_context *ctx, int col) {
     case IX_COL_VECTOR: {
         if (sqlite3_vtab_nochange(ctx)) return SQLITE_OK; /* an UPDATE that leaves it alone */
         int rc = SQLITE_OK;
-        const float *f = !knn_row ? scan_vector(c, v, &rc)
+        const float *f = !knn_row  ? scan_vector(c, v, &rc)
                          : c->vecs ? c->vecs + c->at * (size_t)v->dims
                                    : (const float *)c->cache->records + c->hits[c->at].pos * (size_t)v->dims;
         if (rc != SQLITE_OK) return rc;
@@ -488,8 +499,7 @@ int ix_column(sqlite3_vtab_cursor *cur, sqlite3_context *ctx, int col) {
         return SQLITE_OK;
     case IX_COL_OVERSAMPLE:
     case IX_COL_PROBES:
-    case IX_COL_TABLE:
-        return SQLITE_OK;
+    case IX_COL_TABLE: return SQLITE_OK;
     default: /* a metadata column: from the copy for a search's rows, from NAME_rows otherwise */
         if (!knn_row) {
             sqlite3_result_value(ctx, sqlite3_column_value(c->stmt, 3 + col - IX_COL_META));
@@ -506,4 +516,3 @@ int ix_column(sqlite3_vtab_cursor *cur, sqlite3_context *ctx, int col) {
         return SQLITE_OK;
     }
 }
-

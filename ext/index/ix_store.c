@@ -9,8 +9,10 @@
 static int read_bits(ix_vtab *v, sqlite3_value *val, const char *what, ext_vec *out) {
     size_t bytes = (size_t)sqlite3_value_bytes(val), want = ((size_t)v->dims + 7) / 8;
     if (bytes != want)
-        return ix_error(v, "%s is a bit vector of %lld bytes, but \"%s\" holds vectors of %d dimensions "
-                           "(%lld bytes of bits)", what, (long long)bytes, v->name, v->dims, (long long)want);
+        return ix_error(v,
+                        "%s is a bit vector of %lld bytes, but \"%s\" holds vectors of %d dimensions "
+                        "(%lld bytes of bits)",
+                        what, (long long)bytes, v->name, v->dims, (long long)want);
     if (!(out->buf = sqlite3_malloc64((size_t)v->dims * sizeof(float)))) return SQLITE_NOMEM;
     emb_decode(EMB_STORAGE_BIT, sqlite3_value_blob(val), (size_t)v->dims, out->buf);
     out->v = out->buf;
@@ -25,8 +27,7 @@ int ix_read_vector(ix_vtab *v, sqlite3_value *val, const char *what, ext_vec *ou
         sqlite3_value_subtype(val) == EMBED_VEC_BIT_SUBTYPE)
         return read_bits(v, val, what, out);
     ext_rc r = ext_value_vector(val, what, out, &err);
-    if (r == EXT_NULL)
-        return ix_error(v, "%s must be a vector (float32 blob or JSON array), not NULL", what);
+    if (r == EXT_NULL) return ix_error(v, "%s must be a vector (float32 blob or JSON array), not NULL", what);
     if (r == EXT_ERROR) {
         if (!err) return SQLITE_NOMEM;
         ix_error(v, "%s", err);
@@ -38,15 +39,17 @@ int ix_read_vector(ix_vtab *v, sqlite3_value *val, const char *what, ext_vec *ou
 
 int ix_check_vector(ix_vtab *v, const char *what, ext_vec *out) {
     if (out->n != (size_t)v->dims) {
-        int rc = ix_error(v, "%s has %lld dimensions, but \"%s\" holds vectors of %d", what,
-                          (long long)out->n, v->name, v->dims);
+        int rc = ix_error(v, "%s has %lld dimensions, but \"%s\" holds vectors of %d", what, (long long)out->n,
+                          v->name, v->dims);
         ext_vec_free(out);
         return rc;
     }
     if (v->metric == EMB_METRIC_COSINE && emb_vec_norm2(out->v, out->n) == 0.0) {
         ext_vec_free(out);
-        return ix_error(v, "%s is a zero vector, which has no direction (the index's metric is "
-                           "cosine)", what);
+        return ix_error(v,
+                        "%s is a zero vector, which has no direction (the index's metric is "
+                        "cosine)",
+                        what);
     }
     return SQLITE_OK;
 }
@@ -68,8 +71,9 @@ static int check_chunk_span(ix_vtab *v, sqlite3_int64 count) {
     sqlite3_reset(s);
     if (rc != SQLITE_ROW) return ix_sql_error(v, rc);
     if (n != want || (n && (lo != 0 || hi != n - 1)))
-        return ix_corrupt(v, "chunks", "it has %lld chunks numbered %lld to %lld, but the count of "
-                                       "%lld vectors needs chunks 0 to %lld",
+        return ix_corrupt(v, "chunks",
+                          "it has %lld chunks numbered %lld to %lld, but the count of "
+                          "%lld vectors needs chunks 0 to %lld",
                           (long long)n, (long long)lo, (long long)hi, (long long)count, (long long)want - 1);
     return SQLITE_OK;
 }
@@ -79,8 +83,8 @@ int ix_count(ix_vtab *v, sqlite3_int64 *count) {
     /* every size computed from count must fit: count * dims * 4 bytes well within size_t */
     sqlite3_int64 most = ((sqlite3_int64)1 << 40) / v->dims;
     if (rc == SQLITE_OK && (*count < 0 || *count > most))
-        return ix_corrupt(v, "config", "count %lld is not a number of vectors from 0 to %lld",
-                          (long long)*count, (long long)most);
+        return ix_corrupt(v, "config", "count %lld is not a number of vectors from 0 to %lld", (long long)*count,
+                          (long long)most);
     return rc == SQLITE_OK ? check_chunk_span(v, *count) : rc;
 }
 
@@ -100,8 +104,8 @@ int ix_find_row(ix_vtab *v, sqlite3_int64 rowid, int *found, int *pending, sqlit
 /* ---------- chunk I/O ---------- */
 
 /* Incremental blob I/O on one chunk's column ("rowids", "vectors" or "lists"). */
-static int chunk_io(ix_vtab *v, sqlite3_int64 chunk, const char *col, void *buf, size_t bytes,
-                    size_t offset, int write) {
+static int chunk_io(ix_vtab *v, sqlite3_int64 chunk, const char *col, void *buf, size_t bytes, size_t offset,
+                    int write) {
     char *table = sqlite3_mprintf("%s_chunks", v->name);
     if (!table) return SQLITE_NOMEM;
     sqlite3_blob *b = NULL;
@@ -261,7 +265,8 @@ static int encode_records(ix_vtab *v, const float *vecs, size_t n, unsigned char
         return SQLITE_OK;
     }
     if (!(*out = sqlite3_malloc64(n * v->rec))) return SQLITE_NOMEM;
-    for (size_t i = 0; i < n; i++) emb_encode(v->storage, vecs + i * (size_t)v->dims, (size_t)v->dims, *out + i * v->rec);
+    for (size_t i = 0; i < n; i++)
+        emb_encode(v->storage, vecs + i * (size_t)v->dims, (size_t)v->dims, *out + i * v->rec);
     return SQLITE_OK;
 }
 
@@ -325,8 +330,7 @@ int ix_unplace(ix_vtab *v, sqlite3_int64 rowid, sqlite3_int64 loc) {
     int rc = ix_count(v, &count);
     if (rc != SQLITE_OK) return rc;
     if (loc < 0 || loc >= count)
-        return ix_corrupt(v, "rows", "rowid %lld has position %lld, outside the %lld vectors", rowid,
-                          loc, count);
+        return ix_corrupt(v, "rows", "rowid %lld has position %lld, outside the %lld vectors", rowid, loc, count);
     sqlite3_int64 last = count - 1;
     if (loc != last) {
         slot_data x = {.rec = sqlite3_malloc64(v->rec)};
@@ -357,7 +361,8 @@ int ix_write_chunk(ix_vtab *v, sqlite3_int64 chunk, const unsigned char *recs, c
     int rc = chunk_io(v, chunk, "vectors", (void *)recs, rows * v->rec, 0, 1);
     if (rc == SQLITE_OK) rc = chunk_io(v, chunk, "rowids", (void *)ids, rows * sizeof *ids, 0, 1);
     if (rc == SQLITE_OK && v->ivf) rc = chunk_io(v, chunk, "lists", (void *)list1, rows * sizeof *list1, 0, 1);
-    for (size_t i = 0; rc == SQLITE_OK && i < rows; i++) rc = set_loc(v, ids[i], chunk * v->chunk + (sqlite3_int64)i);
+    for (size_t i = 0; rc == SQLITE_OK && i < rows; i++)
+        rc = set_loc(v, ids[i], chunk * v->chunk + (sqlite3_int64)i);
     return rc == SQLITE_OK ? touch_chunk(v, chunk) : rc;
 }
 
@@ -406,9 +411,10 @@ static int check_all_rows(ix_vtab *v, ix_cache *c) {
         else if (seen[loc / 8] & (1u << (loc % 8)))
             rc = ix_corrupt(v, "rows", "two rows have position %lld", (long long)loc);
         else if (c->ids[loc] != id)
-            rc = ix_corrupt(v, "chunks", "position %lld holds rowid %lld, but \"%s_rows\" puts rowid "
-                                         "%lld there", (long long)loc, (long long)c->ids[loc], v->name,
-                            (long long)id);
+            rc = ix_corrupt(v, "chunks",
+                            "position %lld holds rowid %lld, but \"%s_rows\" puts rowid "
+                            "%lld there",
+                            (long long)loc, (long long)c->ids[loc], v->name, (long long)id);
         else {
             seen[loc / 8] |= (unsigned char)(1u << (loc % 8));
             rows++;
@@ -423,8 +429,8 @@ static int check_all_rows(ix_vtab *v, ix_cache *c) {
     if (rc == SQLITE_DONE) rc = SQLITE_OK;
     else if (rc != SQLITE_OK && rc != SQLITE_CORRUPT_VTAB && rc != SQLITE_NOMEM) return ix_sql_error(v, rc);
     if (rc == SQLITE_OK && rows != n)
-        rc = ix_corrupt(v, "rows", "it places %lld rows, but \"%s_config\" counts %lld vectors",
-                        (long long)rows, v->name, (long long)n);
+        rc = ix_corrupt(v, "rows", "it places %lld rows, but \"%s_config\" counts %lld vectors", (long long)rows,
+                        v->name, (long long)n);
     return rc;
 }
 
@@ -470,8 +476,7 @@ static int read_chunk(ix_vtab *v, ix_cache *c, size_t id, size_t rows, sqlite3_b
         }
         if (rc == SQLITE_ERROR) /* no such chunk, or not a blob; not memory, locks or interrupts */
             rc = ix_corrupt(v, "chunks", "chunk %lld cannot be read: %s", (long long)id, sqlite3_errmsg(v->db));
-        else if (rc != SQLITE_OK)
-            break;
+        else if (rc != SQLITE_OK) break;
         else if ((size_t)sqlite3_blob_bytes(b[k]) != want[k])
             rc = ix_corrupt(v, "chunks", "chunk %lld has %d bytes of %s, not %lld", (long long)id,
                             sqlite3_blob_bytes(b[k]), cols[k], (long long)want[k]);
@@ -505,7 +510,8 @@ static int chunk_versions(ix_vtab *v, sqlite3_int64 *vers, size_t chunks) {
     while ((step = sqlite3_step(s)) == SQLITE_ROW && i < chunks) vers[i++] = sqlite3_column_int64(s, 1);
     sqlite3_reset(s);
     if (step != SQLITE_DONE && step != SQLITE_ROW) return ix_sql_error(v, step);
-    if (i != chunks) return ix_corrupt(v, "chunks", "it has %lld chunks, not %lld", (long long)i, (long long)chunks);
+    if (i != chunks)
+        return ix_corrupt(v, "chunks", "it has %lld chunks, not %lld", (long long)i, (long long)chunks);
     return SQLITE_OK;
 }
 

@@ -34,11 +34,10 @@ static void batch_free(pending_batch *b) {
 static int batch_grow(pending_batch *b) {
     if (b->n < b->cap) return SQLITE_OK;
     size_t cap = b->cap ? 2 * b->cap : 256;
-    void *p[5] = {sqlite3_realloc64(b->ids, cap * sizeof *b->ids),
-                  sqlite3_realloc64(b->vecs, cap * b->d * sizeof *b->vecs),
-                  sqlite3_realloc64(b->texts, cap * sizeof *b->texts),
-                  sqlite3_realloc64(b->lens, cap * sizeof *b->lens),
-                  sqlite3_realloc64(b->text_row, cap * sizeof *b->text_row)};
+    void *p[5] = {
+        sqlite3_realloc64(b->ids, cap * sizeof *b->ids), sqlite3_realloc64(b->vecs, cap * b->d * sizeof *b->vecs),
+        sqlite3_realloc64(b->texts, cap * sizeof *b->texts), sqlite3_realloc64(b->lens, cap * sizeof *b->lens),
+        sqlite3_realloc64(b->text_row, cap * sizeof *b->text_row)};
     if (p[0]) b->ids = p[0];
     if (p[1]) b->vecs = p[1];
     if (p[2]) b->texts = p[2];
@@ -66,8 +65,10 @@ static int batch_add(ix_vtab *v, pending_batch *b, sqlite3_stmt *s) {
         b->lens[b->nt] = len;
         b->text_row[b->nt++] = b->n;
     } else {
-        return ix_corrupt(v, "pending", "rowid %lld has neither a vector of %lld bytes nor a text to "
-                                        "embed", (long long)b->ids[b->n], (long long)(d * sizeof(float)));
+        return ix_corrupt(v, "pending",
+                          "rowid %lld has neither a vector of %lld bytes nor a text to "
+                          "embed",
+                          (long long)b->ids[b->n], (long long)(d * sizeof(float)));
     }
     b->n++;
     return SQLITE_OK;
@@ -143,8 +144,8 @@ static int remove_row(ix_vtab *v, sqlite3_int64 rowid, int *found) {
 }
 
 /* Adds a validated row: vec (dims floats) or NULL to embed text later. rowid NULL: assign. */
-static int add_row(ix_vtab *v, sqlite3_value *rowid, const float *vec, const char *text,
-                   int text_len, sqlite3_value **meta, sqlite3_int64 *out) {
+static int add_row(ix_vtab *v, sqlite3_value *rowid, const float *vec, const char *text, int text_len,
+                   sqlite3_value **meta, sqlite3_int64 *out) {
     int rc;
     sqlite3_stmt *s = ix_stmt(v, IX_STMT_INSERT_ROW, &rc);
     if (!s) return rc;
@@ -252,9 +253,10 @@ static int run_command(ix_vtab *v, sqlite3_value *cmd, sqlite3_value *arg) {
         int rc = ix_flush(v); /* the rows inserted so far are built into the lists */
         return rc == SQLITE_OK ? ix_build(v, arg) : rc;
     }
-    return ix_error(v, "unknown command '%s' (known: INSERT INTO \"%s\"(\"%s\", text) VALUES ('model', "
-                       "'name') to use another loaded model of the same fingerprint, and ('build', "
-                       "'{\"lists\": N}') to build the IVF of an index made with index = 'ivf')",
+    return ix_error(v,
+                    "unknown command '%s' (known: INSERT INTO \"%s\"(\"%s\", text) VALUES ('model', "
+                    "'name') to use another loaded model of the same fingerprint, and ('build', "
+                    "'{\"lists\": N}') to build the IVF of an index made with index = 'ivf')",
                     c ? c : "", v->name, v->name);
 }
 
@@ -284,15 +286,16 @@ static int update_row(ix_vtab *v, int argc, sqlite3_value **argv, sqlite3_int64 
     static const char *const hidden[] = {"distance", "k", "oversample", "probes"};
     for (int i = IX_COL_DISTANCE; i <= IX_COL_TABLE; i++)
         if (sqlite3_value_type(argv[2 + i]) != SQLITE_NULL)
-            return ix_error(v, "column %s%s%s cannot be written: it is the %s of a search",
-                            i == IX_COL_TABLE ? "\"" : "", i == IX_COL_TABLE ? v->name : hidden[i - IX_COL_DISTANCE],
-                            i == IX_COL_TABLE ? "\"" : "",
-                            i == IX_COL_DISTANCE ? "result" : i == IX_COL_TABLE ? "query" : "setting");
+            return ix_error(
+                v, "column %s%s%s cannot be written: it is the %s of a search", i == IX_COL_TABLE ? "\"" : "",
+                i == IX_COL_TABLE ? v->name : hidden[i - IX_COL_DISTANCE], i == IX_COL_TABLE ? "\"" : "",
+                i == IX_COL_DISTANCE ? "result"
+                : i == IX_COL_TABLE  ? "query"
+                                     : "setting");
     const char *txt;
     int txt_len, rc = row_text(v, text, &txt, &txt_len);
     if (rc != SQLITE_OK) return rc;
-    if (sqlite3_value_type(rowid) != SQLITE_NULL && check_rowid_value(v, rowid) != SQLITE_OK)
-        return SQLITE_ERROR;
+    if (sqlite3_value_type(rowid) != SQLITE_NULL && check_rowid_value(v, rowid) != SQLITE_OK) return SQLITE_ERROR;
     if (is_update && sqlite3_value_type(rowid) == SQLITE_NULL)
         return ix_error(v, "rowid must be an integer, not NULL");
 
@@ -327,8 +330,7 @@ static int update_row(ix_vtab *v, int argc, sqlite3_value **argv, sqlite3_int64 
     }
     if (rc == SQLITE_OK)
         rc = add_row(v, sqlite3_value_type(rowid) == SQLITE_NULL ? NULL : rowid, vec.v, txt, txt_len,
-                     argv + 2 + IX_COL_META,
-                     rowid_out);
+                     argv + 2 + IX_COL_META, rowid_out);
     ext_vec_free(&vec);
     return rc;
 }

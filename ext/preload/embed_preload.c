@@ -103,7 +103,8 @@ static int load_models_json(sqlite3 *db, const char *text) {
         const cJSON *opts = cJSON_IsObject(m) ? cJSON_GetObjectItemCaseSensitive(m, "options") : NULL;
         if (!cJSON_IsString(folder) || (opts && !cJSON_IsObject(opts)) ||
             (cJSON_IsObject(m) && cJSON_GetArraySize(m) != 1 + (opts != NULL))) {
-            complain("EMBED_MODELS: model '%s' must be a folder or {\"folder\": ..., \"options\": {...}}", m->string);
+            complain("EMBED_MODELS: model '%s' must be a folder or {\"folder\": ..., \"options\": {...}}",
+                     m->string);
             rc = SQLITE_ERROR;
             break;
         }
@@ -174,7 +175,8 @@ static void setup(void) {
     char *path = extension_path();
     void *lib = path ? dlopen(path, RTLD_NOW | RTLD_LOCAL) : NULL;
     if (!lib) {
-        complain("cannot load the extension '%s': %s", path ? path : "(no path)", path ? dlerror() : "out of memory");
+        complain("cannot load the extension '%s': %s", path ? path : "(no path)",
+                 path ? dlerror() : "out of memory");
         free(path);
         return;
     }

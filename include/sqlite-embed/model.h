@@ -16,25 +16,24 @@ typedef struct emb_model emb_model;
 
 typedef struct {
     const char *name;
-    const char *path;          /* folder it was loaded from; NULL for defined models */
-    const char *architecture;  /* "defined", "tokenizer", "bert", "distilbert" */
-    const emb_model_dims *dims;/* the sizes, owned by the model (hidden, layers, vocab_size, ...) */
-    int max_tokens;            /* truncation limit in force (incl. special tokens) */
+    const char *path; /* folder it was loaded from; NULL for defined models */
+    const char *architecture; /* "defined", "tokenizer", "bert", "distilbert" */
+    const emb_model_dims *dims; /* the sizes, owned by the model (hidden, layers, vocab_size, ...) */
+    int max_tokens; /* truncation limit in force (incl. special tokens) */
     const char *position_kind; /* "learned", "sinusoidal", or NULL */
-    const char *pooling;       /* "mean", "cls", "max", or NULL */
+    const char *pooling; /* "mean", "cls", "max", or NULL */
     int normalize;
-    const char *weight_type;   /* the checkpoint's tensors: "F32", "F16", "BF16", or NULL */
-    const char *weights;       /* what the products use: "f32" or "int8" (emb_weights_name); NULL
+    const char *weight_type; /* the checkpoint's tensors: "F32", "F16", "BF16", or NULL */
+    const char *weights; /* what the products use: "f32" or "int8" (emb_weights_name); NULL
                                 * for models without an encoder */
-    int64_t bytes;             /* bytes of weights in use */
-    int mmap;                  /* the load option: F32 weights may be used from a file mapping */
-    int mapped;                /* some weights are used in place from a mapping of a file */
-    char fingerprint[17];      /* 16 hex digits */
-    int has_vectors;           /* 0 for tokenizer-only models */
+    int64_t bytes; /* bytes of weights in use */
+    int mmap; /* the load option: F32 weights may be used from a file mapping */
+    int mapped; /* some weights are used in place from a mapping of a file */
+    char fingerprint[17]; /* 16 hex digits */
+    int has_vectors; /* 0 for tokenizer-only models */
 } emb_model_info;
 
-int emb_model_define(const char *name, const char *json, size_t len, emb_model **out,
-                     char err[EMB_ERR_LEN]);
+int emb_model_define(const char *name, const char *json, size_t len, emb_model **out, char err[EMB_ERR_LEN]);
 typedef struct {
     /* 1 (default): F32 weights are used in place from a read-only mapping of the weight files;
      * replacing a file in place (truncating it, writing over it) then reaches the model.
@@ -44,7 +43,8 @@ typedef struct {
      * the fingerprint differs from float32's. */
     emb_weights weights;
 } emb_load_options;
-#define EMB_LOAD_DEFAULTS {1, EMB_WEIGHTS_F32}
+#define EMB_LOAD_DEFAULTS                                                                                         \
+    { 1, EMB_WEIGHTS_F32 }
 
 /* Loads a model folder; emb_model_load uses the default options. */
 int emb_model_load(const char *name, const char *dir, emb_model **out, char err[EMB_ERR_LEN]);
@@ -60,11 +60,11 @@ int emb_model_require_vectors(const emb_model_info *info, const char *what, char
 void emb_model_encoding_init(emb_encoding *enc);
 void emb_model_encoding_free(emb_encoding *enc);
 /* Tokens of text (and text_b, or NULL), special tokens included, truncated to max_tokens. */
-int emb_model_tokenize(const emb_model *m, const char *text, size_t len, const char *text_b,
-                       size_t len_b, emb_encoding *enc, char err[EMB_ERR_LEN]);
+int emb_model_tokenize(const emb_model *m, const char *text, size_t len, const char *text_b, size_t len_b,
+                       emb_encoding *enc, char err[EMB_ERR_LEN]);
 /* The same with another token limit (the C API's way to ask for one; -1: the model's own). */
-int emb_model_tokenize_limit(const emb_model *m, const char *text, size_t len, const char *text_b,
-                             size_t len_b, int max_tokens, emb_encoding *enc, char err[EMB_ERR_LEN]);
+int emb_model_tokenize_limit(const emb_model *m, const char *text, size_t len, const char *text_b, size_t len_b,
+                             int max_tokens, emb_encoding *enc, char err[EMB_ERR_LEN]);
 const char *emb_model_token_text(const emb_model *m, int32_t id, size_t *len);
 
 /* Rows of the model's tables; NULL when out of range or the model has no vectors. */
@@ -90,10 +90,11 @@ int emb_model_attention(emb_model *m, const emb_encoding *enc, int first_layer, 
 /* The additive bias of the attention score of query i and key j in a layer (1..layers; 0: the
  * bias all layers share, an error where they differ), one float per head: ALiBi's
  * -slope * |i - j|, -INFINITY where a sliding window hides the key, 0 otherwise. */
-int emb_model_attention_bias(const emb_model *m, int layer, int64_t i, int64_t j, float *out, char err[EMB_ERR_LEN]);
+int emb_model_attention_bias(const emb_model *m, int layer, int64_t i, int64_t j, float *out,
+                             char err[EMB_ERR_LEN]);
 
 typedef struct {
-    int pool;      /* -1: the model's own pooling, else an emb_pool_mode (pooling.h) */
+    int pool; /* -1: the model's own pooling, else an emb_pool_mode (pooling.h) */
     int normalize; /* -1: the model's own */
 } emb_embed_options;
 

@@ -9,8 +9,8 @@
 typedef struct {
     int32_t id, type_id;
     int32_t start, end; /* UTF-8 byte offsets [start,end) into its own sequence's text; -1 for template specials */
-    int32_t word;       /* index of the word the token belongs to (HF word_ids); -1 for template specials */
-    int32_t seq;        /* 0 text, 1 text_b, -1 template specials */
+    int32_t word; /* index of the word the token belongs to (HF word_ids); -1 for template specials */
+    int32_t seq; /* 0 text, 1 text_b, -1 template specials */
 } emb_token;
 
 typedef struct {

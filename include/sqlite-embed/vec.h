@@ -7,7 +7,7 @@
 #include <stddef.h>
 
 double emb_vec_dot(const float *a, const float *b, size_t n);
-double emb_vec_norm2(const float *a, size_t n);            /* sum of squares */
+double emb_vec_norm2(const float *a, size_t n); /* sum of squares */
 double emb_vec_l2(const float *a, const float *b, size_t n); /* Euclidean distance */
 double emb_vec_l1(const float *a, const float *b, size_t n);
 /* Cosine similarity; NaN when either vector has zero norm (there is no direction to compare). */

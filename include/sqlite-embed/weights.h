@@ -7,7 +7,7 @@ typedef enum {
     EMB_WEIGHTS_F32 = 0, /* the checkpoint's values as float32, float32 products */
     EMB_WEIGHTS_INT8 = 1, /* quantized once at load per output channel, activations per token at run
                            * time, int32 products (VNNI); see core/int8_gemm.h */
-    EMB_WEIGHTS_BF16 = 2  /* weights and activations rounded to bfloat16, float32 sums (AVX512_BF16
+    EMB_WEIGHTS_BF16 = 2 /* weights and activations rounded to bfloat16, float32 sums (AVX512_BF16
                            * only); see core/bf16_gemm.h */
 } emb_weights;
 

@@ -7,11 +7,16 @@
 
 static int check_passed, check_failed;
 
-#define CHECK(cond, ...) do { \
-    if (cond) check_passed++; \
-    else { check_failed++; fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
-           fprintf(stderr, __VA_ARGS__); fputc('\n', stderr); } \
-} while (0)
+#define CHECK(cond, ...)                                                                                          \
+    do {                                                                                                          \
+        if (cond) check_passed++;                                                                                 \
+        else {                                                                                                    \
+            check_failed++;                                                                                       \
+            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                                                  \
+            fprintf(stderr, __VA_ARGS__);                                                                         \
+            fputc('\n', stderr);                                                                                  \
+        }                                                                                                         \
+    } while (0)
 
 #define CHECK_NEAR(a, b, tol, ...) CHECK(fabs((double)(a) - (double)(b)) <= (tol), __VA_ARGS__)
 

@@ -39,7 +39,8 @@ static int vm_flag(const void *a, const char *flag) {
 /* The advice can be checked: a kernel with transparent huge pages, and /proc/self/smaps readable
  * (a chroot may lack /proc). */
 static int thp_kernel(void) {
-    return access("/sys/kernel/mm/transparent_hugepage/enabled", F_OK) == 0 && access("/proc/self/smaps", R_OK) == 0;
+    return access("/sys/kernel/mm/transparent_hugepage/enabled", F_OK) == 0 &&
+           access("/proc/self/smaps", R_OK) == 0;
 }
 
 int main(void) {
@@ -63,7 +64,8 @@ int main(void) {
             CHECK(last == 1, "%zu bytes: its last whole 2 MiB piece lacks the huge-page advice (%d)", n, last);
             if (first_large && n % (2 * MIB)) {
                 int tail = vm_flag(p + n - 1, "hg");
-                CHECK(tail == 0, "%zu bytes: its tail past the whole 2 MiB pieces carries the advice (%d)", n, tail);
+                CHECK(tail == 0, "%zu bytes: its tail past the whole 2 MiB pieces carries the advice (%d)", n,
+                      tail);
             }
         }
         if (n >= 2 * MIB) first_large = 0;

@@ -22,7 +22,10 @@ static char tmpdir[256];
 
 static void write_text(const char *path, const char *text) {
     FILE *f = fopen(path, "wb");
-    if (!f) { perror(path); return; }
+    if (!f) {
+        perror(path);
+        return;
+    }
     fputs(text, f);
     fclose(f);
 }
@@ -36,7 +39,8 @@ static void refused_folder(const char *name, const char *config, const char *wan
     write_text(path, config);
     emb_encoder *e = NULL;
     int rc = emb_encoder_load(dir, &e, err);
-    CHECK(rc != 0 && e == NULL && strncmp(err, "config.json: ", 13) == 0 && strstr(err, want1) && strstr(err, want2),
+    CHECK(rc != 0 && e == NULL && strncmp(err, "config.json: ", 13) == 0 && strstr(err, want1) &&
+              strstr(err, want2),
           "%s refused naming '%s' and '%s': %s", name, want1, want2, rc ? err : "(loaded)");
     unlink(path);
     rmdir(dir);
@@ -44,47 +48,58 @@ static void refused_folder(const char *name, const char *config, const char *wan
 
 static void refusals(void) {
     /* item 5 of issue 12, with configs as the hub's checkpoints have them (abridged) */
-    refused_folder("deberta-v3", "{\"model_type\":\"deberta-v2\",\"architectures\":[\"DebertaV2ForMaskedLM\"],"
-                   "\"hidden_size\":768,\"num_hidden_layers\":12,\"num_attention_heads\":12,\"intermediate_size\":3072,"
-                   "\"max_position_embeddings\":512,\"vocab_size\":128100,\"relative_attention\":true,"
-                   "\"position_buckets\":256,\"pos_att_type\":[\"p2c\",\"c2p\"],\"position_biased_input\":false}",
-                   "deberta-v2", "DeBERTa");
-    refused_folder("deberta", "{\"model_type\":\"deberta\",\"hidden_size\":768,\"num_hidden_layers\":12,"
+    refused_folder(
+        "deberta-v3",
+        "{\"model_type\":\"deberta-v2\",\"architectures\":[\"DebertaV2ForMaskedLM\"],"
+        "\"hidden_size\":768,\"num_hidden_layers\":12,\"num_attention_heads\":12,\"intermediate_size\":3072,"
+        "\"max_position_embeddings\":512,\"vocab_size\":128100,\"relative_attention\":true,"
+        "\"position_buckets\":256,\"pos_att_type\":[\"p2c\",\"c2p\"],\"position_biased_input\":false}",
+        "deberta-v2", "DeBERTa");
+    refused_folder("deberta",
+                   "{\"model_type\":\"deberta\",\"hidden_size\":768,\"num_hidden_layers\":12,"
                    "\"num_attention_heads\":12,\"intermediate_size\":3072,\"max_position_embeddings\":512,"
-                   "\"vocab_size\":50265,\"relative_attention\":true}", "'deberta'", "DeBERTa");
-    refused_folder("mpnet", "{\"model_type\":\"mpnet\",\"architectures\":[\"MPNetForMaskedLM\"],\"hidden_size\":768,"
+                   "\"vocab_size\":50265,\"relative_attention\":true}",
+                   "'deberta'", "DeBERTa");
+    refused_folder("mpnet",
+                   "{\"model_type\":\"mpnet\",\"architectures\":[\"MPNetForMaskedLM\"],\"hidden_size\":768,"
                    "\"num_hidden_layers\":12,\"num_attention_heads\":12,\"intermediate_size\":3072,"
                    "\"max_position_embeddings\":514,\"vocab_size\":30527,\"relative_attention_num_buckets\":32}",
                    "mpnet", "MPNet");
-    refused_folder("t5", "{\"model_type\":\"t5\",\"architectures\":[\"T5EncoderModel\"],\"d_model\":512,"
+    refused_folder("t5",
+                   "{\"model_type\":\"t5\",\"architectures\":[\"T5EncoderModel\"],\"d_model\":512,"
                    "\"num_layers\":6,\"num_heads\":8,\"d_ff\":2048,\"vocab_size\":32128,"
-                   "\"relative_attention_num_buckets\":32}", "'t5'", "T5");
+                   "\"relative_attention_num_buckets\":32}",
+                   "'t5'", "T5");
     refused_folder("other", "{\"model_type\":\"electra\"}", "electra", "supported: bert, distilbert, roberta");
 }
 
 /* Settings within a supported architecture that are not built: refused, never run wrongly. */
 static void refused_settings(void) {
-    static const char *NOMIC =
-        "{\"model_type\":\"nomic_bert\",\"n_embd\":32,\"n_layer\":2,\"n_head\":4,\"n_inner\":64,\"n_positions\":128,"
-        "\"vocab_size\":100%s}"; /* without rotary_emb_fraction: absolute positions */
+    static const char *NOMIC = "{\"model_type\":\"nomic_bert\",\"n_embd\":32,\"n_layer\":2,\"n_head\":4,\"n_"
+                               "inner\":64,\"n_positions\":128,"
+                               "\"vocab_size\":100%s}"; /* without rotary_emb_fraction: absolute positions */
     static const char *MODERN =
         "{\"model_type\":\"modernbert\",\"hidden_size\":32,\"num_hidden_layers\":2,\"num_attention_heads\":4,"
         "\"intermediate_size\":48,\"max_position_embeddings\":128,\"vocab_size\":100%s}";
     static const char *BERTLIKE =
         "{\"model_type\":\"%s\",\"hidden_size\":32,\"num_hidden_layers\":2,\"num_attention_heads\":4,"
         "\"intermediate_size\":64,\"max_position_embeddings\":16,\"vocab_size\":100%s}";
-    struct { const char *fmt, *type, *extra, *want; } cases[] = {
+    struct {
+        const char *fmt, *type, *extra, *want;
+    } cases[] = {
         {NOMIC, NULL, ",\"rotary_emb_fraction\":1.0,\"rotary_emb_interleaved\":true", "rotary_emb_interleaved"},
         {NOMIC, NULL, ",\"rotary_emb_fraction\":1.0,\"prenorm\":true", "prenorm"},
         {NOMIC, NULL, ",\"rotary_emb_fraction\":1.0,\"rotary_scaling_factor\":2.0", "rotary_scaling_factor"},
         {NOMIC, NULL, ",\"rotary_emb_fraction\":1.0,\"moe_every_n_layers\":2", "mixture of experts"},
-        {NOMIC, NULL, ",\"rotary_emb_fraction\":1.0,\"activation_function\":\"gelu\"", "activation_function 'gelu'"},
+        {NOMIC, NULL, ",\"rotary_emb_fraction\":1.0,\"activation_function\":\"gelu\"",
+         "activation_function 'gelu'"},
         {NOMIC, NULL, "", "absolute positions"},
         {NOMIC, NULL, ",\"rotary_emb_fraction\":0.1", "rotary dimensions"}, /* 0 of a head of 8 */
         {MODERN, NULL, ",\"layer_types\":[\"full_attention\",\"sliding_attention\"]", "layer_types"},
         {MODERN, NULL, ",\"hidden_activation\":\"silu\"", "activation 'silu'"},
         {MODERN, NULL, ",\"local_attention\":127.5", "must be integers"},
-        {BERTLIKE, "bert", ",\"position_embedding_type\":\"alibi\",\"feed_forward_type\":\"glu\"", "feed_forward_type 'glu'"},
+        {BERTLIKE, "bert", ",\"position_embedding_type\":\"alibi\",\"feed_forward_type\":\"glu\"",
+         "feed_forward_type 'glu'"},
         {BERTLIKE, "bert", ",\"position_embedding_type\":\"relative_key\"", "relative_key"},
         {BERTLIKE, "xlm-roberta", ",\"position_embedding_type\":\"alibi\"", "'alibi' is not supported"},
         {BERTLIKE, "roberta", ",\"pad_token_id\":15", "no position rows"},
@@ -101,21 +116,25 @@ static void refused_settings(void) {
     /* and what the supported ones read */
     char json[1024], err[EMB_ERR_LEN];
     emb_encoder_config c;
-    snprintf(json, sizeof json, NOMIC, ",\"rotary_emb_fraction\":0.5,\"rotary_emb_base\":1000,\"qkv_proj_bias\":false");
+    snprintf(json, sizeof json, NOMIC,
+             ",\"rotary_emb_fraction\":0.5,\"rotary_emb_base\":1000,\"qkv_proj_bias\":false");
     int rc = emb_encoder_config_parse(json, strlen(json), "config.json", &c, err);
     CHECK(rc == 0 && c.arch == EMB_ARCH_NOMIC_BERT && c.pos_kind == EMB_POS_ROTARY && c.rope_dims == 4 &&
-          c.rope_theta == 1000 && c.gated && c.act == EMB_ACT_SILU && !c.qkv_bias && !c.out_bias && c.ffn_in_bias &&
-          c.ln_eps == 1e-5f && c.dims.type_vocab == 2, "nomic_bert config read: %s", rc ? err : "");
+              c.rope_theta == 1000 && c.gated && c.act == EMB_ACT_SILU && !c.qkv_bias && !c.out_bias &&
+              c.ffn_in_bias && c.ln_eps == 1e-5f && c.dims.type_vocab == 2,
+          "nomic_bert config read: %s", rc ? err : "");
     snprintf(json, sizeof json, MODERN, "");
     rc = emb_encoder_config_parse(json, strlen(json), "config.json", &c, err);
     CHECK(rc == 0 && c.pre_norm && c.gated && c.rope_theta == 160000 && c.rope_theta_local == 160000 &&
-          c.half_window == 64 && c.global_every == 3 && !c.norm_bias && !c.qkv_bias && c.dims.type_vocab == 0 &&
-          !emb_encoder_config_layer_is_local(&c, 0) && emb_encoder_config_layer_is_local(&c, 1) &&
-          !emb_encoder_config_layer_is_local(&c, 3), "modernbert defaults (transformers' ModernBertConfig): %s", rc ? err : "");
+              c.half_window == 64 && c.global_every == 3 && !c.norm_bias && !c.qkv_bias &&
+              c.dims.type_vocab == 0 && !emb_encoder_config_layer_is_local(&c, 0) &&
+              emb_encoder_config_layer_is_local(&c, 1) && !emb_encoder_config_layer_is_local(&c, 3),
+          "modernbert defaults (transformers' ModernBertConfig): %s", rc ? err : "");
     snprintf(json, sizeof json, BERTLIKE, "roberta", "");
     rc = emb_encoder_config_parse(json, strlen(json), "config.json", &c, err);
     CHECK(rc == 0 && c.arch == EMB_ARCH_ROBERTA && strcmp(c.arch_name, "roberta") == 0 && c.pad_token_id == 1 &&
-          c.pos_offset == 2, "roberta without pad_token_id: padding_idx 1 (RobertaConfig's default): %s", rc ? err : "");
+              c.pos_offset == 2,
+          "roberta without pad_token_id: padding_idx 1 (RobertaConfig's default): %s", rc ? err : "");
 }
 
 /* ALiBi slopes: BLOOM's and JinaBERT's values, written out; rotary tables and rotations
@@ -125,8 +144,18 @@ static void relpos(void) {
     emb_relpos_alibi_slopes(4, s);
     CHECK(s[0] == 0.25f && s[1] == 0.0625f && s[2] == 0.015625f && s[3] == 0.00390625f, "ALiBi slopes of 4 heads");
     emb_relpos_alibi_slopes(12, s); /* 8 heads' 2^-1..2^-8, then 16 heads' odd powers of 2^-0.5 */
-    double want12[12] = {0.5, 0.25, 0.125, 0.0625, 0.03125, 0.015625, 0.0078125, 0.00390625,
-                         0.70710678118654752, 0.35355339059327376, 0.17677669529663688, 0.08838834764831844};
+    double want12[12] = {0.5,
+                         0.25,
+                         0.125,
+                         0.0625,
+                         0.03125,
+                         0.015625,
+                         0.0078125,
+                         0.00390625,
+                         0.70710678118654752,
+                         0.35355339059327376,
+                         0.17677669529663688,
+                         0.08838834764831844};
     double worst = 0;
     for (int i = 0; i < 12; i++) worst = fmax(worst, fabs(s[i] - want12[i]) / want12[i]);
     CHECK(worst < 1e-7, "ALiBi slopes of 12 heads: worst relative error %.3g", worst);
@@ -143,7 +172,8 @@ static void relpos(void) {
         }
     CHECK(worst < 1e-7, "rotary table: cos and sin of p * 160000^(-2i/8), worst error %.3g", worst);
     /* a rotation keeps the norm; the dot product of rotated q and k depends on m - n only */
-    float q[ROT] = {0.3f, -1.2f, 0.5f, 2.0f, -0.7f, 0.1f, 1.5f, -0.4f}, k[ROT] = {1.1f, 0.2f, -0.9f, 0.6f, 0.3f, -1.4f, 0.8f, 0.05f};
+    float q[ROT] = {0.3f, -1.2f, 0.5f, 2.0f, -0.7f, 0.1f, 1.5f, -0.4f},
+          k[ROT] = {1.1f, 0.2f, -0.9f, 0.6f, 0.3f, -1.4f, 0.8f, 0.05f};
     double dots[3];
     int ms[3][2] = {{5, 2}, {105, 102}, {650, 647}};
     for (int t = 0; t < 3; t++) {
@@ -153,7 +183,8 @@ static void relpos(void) {
         emb_relpos_rope_rotate(a, tab + ms[t][0] * ROT, ROT);
         emb_relpos_rope_rotate(b, tab + ms[t][1] * ROT, ROT);
         double d = 0, na = 0, nq = 0;
-        for (int i = 0; i < ROT; i++) d += (double)a[i] * b[i], na += (double)a[i] * a[i], nq += (double)q[i] * q[i];
+        for (int i = 0; i < ROT; i++)
+            d += (double)a[i] * b[i], na += (double)a[i] * a[i], nq += (double)q[i] * q[i];
         dots[t] = d;
         CHECK(fabs(na - nq) < 1e-5, "rotation keeps the norm (%g vs %g)", na, nq);
     }
@@ -191,13 +222,25 @@ static void reference_slopes(void) {
 static void roberta_pad_inside(void) {
     char err[EMB_ERR_LEN];
     emb_encoder *e;
-    if (emb_encoder_load(FIXTURES "/models2/xlmr-tiny", &e, err)) { CHECK(0, "load: %s", err); return; }
+    if (emb_encoder_load(FIXTURES "/models2/xlmr-tiny", &e, err)) {
+        CHECK(0, "load: %s", err);
+        return;
+    }
     emb_safetensors *sf;
-    if (emb_safetensors_open(FIXTURES "/models2/xlmr-tiny/model.safetensors", 1, &sf, err)) { CHECK(0, "%s", err); return; }
-    const float *pos = (const float *)(const void *)emb_safetensors_find(sf, "roberta.embeddings.position_embeddings.weight")->data;
-    const float *typ = (const float *)(const void *)emb_safetensors_find(sf, "roberta.embeddings.token_type_embeddings.weight")->data;
-    const float *g = (const float *)(const void *)emb_safetensors_find(sf, "roberta.embeddings.LayerNorm.weight")->data;
-    const float *bb = (const float *)(const void *)emb_safetensors_find(sf, "roberta.embeddings.LayerNorm.bias")->data;
+    if (emb_safetensors_open(FIXTURES "/models2/xlmr-tiny/model.safetensors", 1, &sf, err)) {
+        CHECK(0, "%s", err);
+        return;
+    }
+    const float *pos =
+        (const float *)(const void *)emb_safetensors_find(sf, "roberta.embeddings.position_embeddings.weight")
+            ->data;
+    const float *typ =
+        (const float *)(const void *)emb_safetensors_find(sf, "roberta.embeddings.token_type_embeddings.weight")
+            ->data;
+    const float *g =
+        (const float *)(const void *)emb_safetensors_find(sf, "roberta.embeddings.LayerNorm.weight")->data;
+    const float *bb =
+        (const float *)(const void *)emb_safetensors_find(sf, "roberta.embeddings.LayerNorm.bias")->data;
     enum { T = 5, H = 32 };
     int32_t ids[T] = {0, 5, 1, 6, 2}, rows[T] = {2, 3, 1, 4, 5}, len = T;
     float out[T * H];
@@ -209,11 +252,13 @@ static void roberta_pad_inside(void) {
         double x[H], m = 0, v = 0;
         for (int i = 0; i < H; i++) x[i] = (double)w[i] + typ[i] + pos[(size_t)rows[t] * H + i], m += x[i] / H;
         for (int i = 0; i < H; i++) v += (x[i] - m) * (x[i] - m) / H;
-        for (int i = 0; i < H; i++) worst = fmax(worst, fabs((x[i] - m) / sqrt(v + 1e-5) * g[i] + bb[i] - out[t * H + i]));
+        for (int i = 0; i < H; i++)
+            worst = fmax(worst, fabs((x[i] - m) / sqrt(v + 1e-5) * g[i] + bb[i] - out[t * H + i]));
     }
-    CHECK(rc == 0 && worst < 1e-5, "xlmr-tiny: position rows 2 3 1 4 5 around a padding id: max error %.3g (%s)", worst,
-          rc ? err : "");
-    CHECK(emb_encoder_max_tokens(e) == 512 && emb_encoder_position_row(e, 511) != NULL && emb_encoder_position_row(e, 512) == NULL,
+    CHECK(rc == 0 && worst < 1e-5, "xlmr-tiny: position rows 2 3 1 4 5 around a padding id: max error %.3g (%s)",
+          worst, rc ? err : "");
+    CHECK(emb_encoder_max_tokens(e) == 512 && emb_encoder_position_row(e, 511) != NULL &&
+              emb_encoder_position_row(e, 512) == NULL,
           "xlmr-tiny: 514 position rows hold 512 tokens");
     emb_workspace_free(ws);
     emb_safetensors_close(sf);
@@ -221,14 +266,18 @@ static void roberta_pad_inside(void) {
 }
 
 /* A copy of a golden model's weights with every name prefixed, plus task-head tensors. */
-static int write_prefixed(const char *src, const char *dst, const char *prefix, const char *const *heads, int nheads) {
+static int write_prefixed(const char *src, const char *dst, const char *prefix, const char *const *heads,
+                          int nheads) {
     char path[600], err[EMB_ERR_LEN];
     snprintf(path, sizeof path, "%s/model.safetensors", src);
     emb_safetensors *sf;
-    if (emb_safetensors_open(path, 1, &sf, err)) { fprintf(stderr, "%s\n", err); return -1; }
+    if (emb_safetensors_open(path, 1, &sf, err)) {
+        fprintf(stderr, "%s\n", err);
+        return -1;
+    }
     int n = sf->h.n, m = 0;
     emb_safetensors_write_tensor *wt = calloc((size_t)n + (size_t)nheads, sizeof *wt);
-    char (*names)[160] = calloc((size_t)n, sizeof *names);
+    char(*names)[160] = calloc((size_t)n, sizeof *names);
     static const float head_values[4] = {1, 2, 3, 4};
     for (int i = 0; i < n; i++, m++) {
         const emb_safetensors_tensor *t = &sf->h.tensors[i];
@@ -269,18 +318,22 @@ static void prefixed_save(const char *model, const char *prefix, const char *con
     snprintf(src, sizeof src, FIXTURES "/models2/%s", model);
     snprintf(dst, sizeof dst, "%s/%s-prefixed", tmpdir, model);
     snprintf(refp, sizeof refp, FIXTURES "/models2/refs/%s.json", model);
-    if (write_prefixed(src, dst, prefix, heads, nheads)) { CHECK(0, "%s: cannot write the prefixed copy", model); return; }
+    if (write_prefixed(src, dst, prefix, heads, nheads)) {
+        CHECK(0, "%s: cannot write the prefixed copy", model);
+        return;
+    }
     emb_encoder *e;
     int rc = emb_encoder_load(dst, &e, err);
-    CHECK(rc == 0 && strcmp(emb_encoder_get_info(e)->tensor_prefix, prefix) == 0, "%s saved under '%s' loads: %s", model,
-          prefix, rc ? err : "");
+    CHECK(rc == 0 && strcmp(emb_encoder_get_info(e)->tensor_prefix, prefix) == 0, "%s saved under '%s' loads: %s",
+          model, prefix, rc ? err : "");
     if (rc) return;
     cJSON *ref = load_json(refp);
     const cJSON *cs = cJSON_GetObjectItem(cJSON_GetObjectItem(ref, "cases"), "left_phone");
     int T = cJSON_GetObjectItem(cs, "seq_len")->valueint, H = emb_encoder_get_config(e)->dims.hidden;
     int32_t ids[64], len = T;
     int i = 0;
-    for (const cJSON *v = cJSON_GetObjectItem(cs, "input_ids")->child; v && i < 64; v = v->next) ids[i++] = v->valueint;
+    for (const cJSON *v = cJSON_GetObjectItem(cs, "input_ids")->child; v && i < 64; v = v->next)
+        ids[i++] = v->valueint;
     float *hs = malloc(sizeof(float) * (size_t)T * H);
     emb_workspace *ws = emb_workspace_new();
     rc = emb_encoder_forward(e, ws, 1, T, ids, NULL, &len, emb_encoder_get_config(e)->dims.layers, hs, err);
@@ -288,7 +341,8 @@ static void prefixed_save(const char *model, const char *prefix, const char *con
     const cJSON *r = cJSON_GetObjectItem(cs, "last_hidden_state")->child;
     for (int t = 0; t < T && r && rc == 0; t++, r = r->next) {
         int d = 0;
-        for (const cJSON *v = r->child; v; v = v->next, d++) worst = fmax(worst, fabs(v->valuedouble - hs[t * H + d]));
+        for (const cJSON *v = r->child; v; v = v->next, d++)
+            worst = fmax(worst, fabs(v->valuedouble - hs[t * H + d]));
     }
     CHECK(worst <= 1e-5, "%s under '%s': last_hidden_state max error %.3g", model, prefix, worst);
     free(hs);
@@ -307,7 +361,10 @@ static void prefixed_save(const char *model, const char *prefix, const char *con
 static void window_past_padding(void) {
     char err[EMB_ERR_LEN];
     emb_encoder *e;
-    if (emb_encoder_load(FIXTURES "/models2/modernbert-tiny", &e, err)) { CHECK(0, "load: %s", err); return; }
+    if (emb_encoder_load(FIXTURES "/models2/modernbert-tiny", &e, err)) {
+        CHECK(0, "load: %s", err);
+        return;
+    }
     enum { B = 2, T = 200, H = 32 };
     int32_t *ids = malloc(sizeof(int32_t) * B * T), lens[B] = {T, 3};
     for (int i = 0; i < B * T; i++) ids[i] = 3 + (i * 7919) % 50000;
@@ -321,8 +378,9 @@ static void window_past_padding(void) {
     int finite = 1;
     for (int i = 0; i < 3 * H; i++) worst = fmax(worst, fabs(one[i] - out[T * H + i]));
     for (int i = 0; i < B * T * H; i++) finite &= isfinite(out[i]) != 0;
-    CHECK(rc == 0 && worst <= 1e-5 && finite, "modernbert: 3 tokens padded to 200: rows as alone (%.3g), all finite (%d): %s",
-          worst, finite, rc ? err : "");
+    CHECK(rc == 0 && worst <= 1e-5 && finite,
+          "modernbert: 3 tokens padded to 200: rows as alone (%.3g), all finite (%d): %s", worst, finite,
+          rc ? err : "");
     emb_workspace_free(ws);
     free(ids);
     free(out);
@@ -331,7 +389,10 @@ static void window_past_padding(void) {
 
 int main(void) {
     snprintf(tmpdir, sizeof tmpdir, "/tmp/test_architectures_XXXXXX");
-    if (!mkdtemp(tmpdir)) { perror("mkdtemp"); return 1; }
+    if (!mkdtemp(tmpdir)) {
+        perror("mkdtemp");
+        return 1;
+    }
     refusals();
     refused_settings();
     relpos();

@@ -9,7 +9,8 @@
 #include <string.h>
 
 /* "I left my phone on the left side of the table." in bert-base-uncased ids */
-static const int32_t LEFT_PHONE[14] = {101, 1045, 2187, 2026, 3042, 2006, 1996, 2187, 2217, 1997, 1996, 2795, 1012, 102};
+static const int32_t LEFT_PHONE[14] = {101,  1045, 2187, 2026, 3042, 2006, 1996,
+                                       2187, 2217, 1997, 1996, 2795, 1012, 102};
 
 static double row_sum(const float *row, int n) {
     double s = 0;
@@ -20,7 +21,10 @@ static double row_sum(const float *row, int n) {
 static void capture_leaves_the_pass_unchanged(void) {
     char err[EMB_ERR_LEN];
     emb_encoder *e;
-    if (emb_encoder_load(FIXTURES "/models/bert-tiny-uncased", &e, err)) { CHECK(0, "load: %s", err); return; }
+    if (emb_encoder_load(FIXTURES "/models/bert-tiny-uncased", &e, err)) {
+        CHECK(0, "load: %s", err);
+        return;
+    }
     enum { T = 14, H = 32, NH = 4, L = 2 };
     emb_workspace *ws = emb_workspace_new();
     float plain[T * H], captured[T * H], all[L * NH * T * T], part[1 * 2 * T * T];
@@ -28,8 +32,8 @@ static void capture_leaves_the_pass_unchanged(void) {
     emb_attention_span every = {1, L, 0, NH - 1}, some = {2, 2, 1, 2};
     int rc = emb_encoder_forward(e, ws, 1, T, LEFT_PHONE, NULL, &len, L, plain, err);
     rc |= emb_encoder_forward_capture(e, ws, 1, T, LEFT_PHONE, NULL, &len, L, captured, &every, all, err);
-    CHECK(rc == 0 && memcmp(plain, captured, sizeof plain) == 0, "the output with a capture is the output without: %s",
-          rc ? err : "");
+    CHECK(rc == 0 && memcmp(plain, captured, sizeof plain) == 0,
+          "the output with a capture is the output without: %s", rc ? err : "");
     double worst = 0;
     for (int r = 0; r < L * NH * T; r++) worst = fmax(worst, fabs(row_sum(all + (size_t)r * T, T) - 1));
     CHECK(worst < 1e-5, "every row sums to 1 (worst %.3g)", worst);
@@ -52,8 +56,8 @@ static void capture_leaves_the_pass_unchanged(void) {
                 if (j >= 5) pad = fmax(pad, fabs(w));
                 else diff = fmax(diff, fabs(w - alone[((size_t)p * 5 + i) * 5 + j]));
             }
-    CHECK(rc == 0 && pad == 0 && diff < 1e-6, "padding keys weigh 0 (%g), real rows as alone (%.3g): %s", pad, diff,
-          rc ? err : "");
+    CHECK(rc == 0 && pad == 0 && diff < 1e-6, "padding keys weigh 0 (%g), real rows as alone (%.3g): %s", pad,
+          diff, rc ? err : "");
     emb_workspace_free(ws);
     emb_encoder_free(e);
 }
@@ -61,7 +65,10 @@ static void capture_leaves_the_pass_unchanged(void) {
 static void window_rows_without_a_real_key_are_uniform(void) {
     char err[EMB_ERR_LEN];
     emb_encoder *e;
-    if (emb_encoder_load(FIXTURES "/models2/modernbert-tiny", &e, err)) { CHECK(0, "load: %s", err); return; }
+    if (emb_encoder_load(FIXTURES "/models2/modernbert-tiny", &e, err)) {
+        CHECK(0, "load: %s", err);
+        return;
+    }
     enum { T = 200, H = 32, NH = 4 };
     int32_t *ids = malloc(sizeof(int32_t) * T), len = 3;
     for (int t = 0; t < T; t++) ids[t] = t < 3 ? 3 + t * 101 : 1; /* <pad> after 3 tokens */
@@ -76,8 +83,8 @@ static void window_rows_without_a_real_key_are_uniform(void) {
             far = fmax(far, fabs(probs[((size_t)h * T + 199) * T + j] - 1.0 / T));
             if (j >= 3) near = fmax(near, fabs(probs[((size_t)h * T + 1) * T + j]));
         }
-    CHECK(rc == 0 && far < 1e-7 && near == 0, "far padding row uniform (%.3g), a real row's padding keys 0 (%g): %s", far,
-          near, rc ? err : "");
+    CHECK(rc == 0 && far < 1e-7 && near == 0,
+          "far padding row uniform (%.3g), a real row's padding keys 0 (%g): %s", far, near, rc ? err : "");
     emb_workspace_free(ws);
     free(ids);
     free(out);
@@ -110,13 +117,17 @@ static void bias_and_errors(void) {
     CHECK(rc == 0 && b[0] == 0 && b[3] == 0, "modernbert layer 4 (global): 0");
     expect_error(emb_encoder_attention_bias(modern, 0, 1, 2, b, err), err,
                  "the layers differ (layer 2 has a sliding window, layer 1 does not): give a layer from 1 to 4");
-    expect_error(emb_encoder_attention_bias(bert, 3, 1, 2, b, err), err,
-                 "layer 3 is out of range: the model has layers 1 to 2 (layer 0, the embedding output, has no attention)");
-    expect_error(emb_encoder_attention_bias(bert, 1, -1, 2, b, err), err, "positions -1 and 2: each must be from 0 to 511");
-    expect_error(emb_encoder_attention_bias(bert, 1, 1, 512, b, err), err, "positions 1 and 512: each must be from 0 to 511");
+    expect_error(
+        emb_encoder_attention_bias(bert, 3, 1, 2, b, err), err,
+        "layer 3 is out of range: the model has layers 1 to 2 (layer 0, the embedding output, has no attention)");
+    expect_error(emb_encoder_attention_bias(bert, 1, -1, 2, b, err), err,
+                 "positions -1 and 2: each must be from 0 to 511");
+    expect_error(emb_encoder_attention_bias(bert, 1, 1, 512, b, err), err,
+                 "positions 1 and 512: each must be from 0 to 511");
     emb_attention_span bad_layer = {0, 1, 0, 0}, reversed = {2, 1, 0, 0}, bad_head = {1, 1, 0, 4};
-    expect_error(emb_encoder_attention(bert, ws, 2, LEFT_PHONE, NULL, &bad_layer, probs, err), err,
-                 "layer 0 is out of range: the model has layers 1 to 2 (layer 0, the embedding output, has no attention)");
+    expect_error(
+        emb_encoder_attention(bert, ws, 2, LEFT_PHONE, NULL, &bad_layer, probs, err), err,
+        "layer 0 is out of range: the model has layers 1 to 2 (layer 0, the embedding output, has no attention)");
     expect_error(emb_encoder_attention(bert, ws, 2, LEFT_PHONE, NULL, &reversed, probs, err), err,
                  "layers 2 to 1: the first is after the last");
     expect_error(emb_encoder_attention(bert, ws, 2, LEFT_PHONE, NULL, &bad_head, probs, err), err,

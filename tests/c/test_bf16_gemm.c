@@ -20,7 +20,11 @@ static float from_bits(uint32_t u) {
 }
 
 static void rounding(void) {
-    static const struct { uint32_t in; uint16_t out; const char *why; } cases[] = {
+    static const struct {
+        uint32_t in;
+        uint16_t out;
+        const char *why;
+    } cases[] = {
         {0x3f800000u, 0x3f80, "1.0 exactly"},
         {0x3f808000u, 0x3f80, "a tie rounds to the even 0x3f80"},
         {0x3f818000u, 0x3f82, "a tie rounds to the even 0x3f82"},
@@ -36,13 +40,16 @@ static void rounding(void) {
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         uint16_t got = emb_bf16_round(from_bits(cases[i].in));
-        CHECK(got == cases[i].out, "round %08x: %04x, want %04x (%s)", cases[i].in, got, cases[i].out, cases[i].why);
+        CHECK(got == cases[i].out, "round %08x: %04x, want %04x (%s)", cases[i].in, got, cases[i].out,
+              cases[i].why);
     }
     CHECK(emb_bf16_to_float(0x3f82) == 1.015625f && emb_bf16_to_float(0xc000) == -2.0f, "back to float");
 }
 
-typedef struct { int M, N, K; } shape;
-static const shape shapes[] = {{1, 1, 1},   {1, 17, 5},   {2, 16, 4},    {7, 33, 63},  {6, 64, 64},
+typedef struct {
+    int M, N, K;
+} shape;
+static const shape shapes[] = {{1, 1, 1},     {1, 17, 5},     {2, 16, 4},    {7, 33, 63},    {6, 64, 64},
                                {13, 50, 131}, {16, 384, 384}, {23, 131, 99}, {1, 1152, 384}, {100, 70, 1500}};
 #define NSHAPES (sizeof shapes / sizeof shapes[0])
 
@@ -84,19 +91,20 @@ static void products(void) {
                 double e = fabs(C1[(size_t)m * ldc + n] - want) / (mag + 1 + fabs(want));
                 worst = e > worst ? e : worst;
             }
-        CHECK(worst < 1e-6 * (1 + K / 64), "shape %zu (%d x %d x %d): float32 sums of bf16 products (%.2g)", s, M, N, K,
-              worst);
+        CHECK(worst < 1e-6 * (1 + K / 64), "shape %zu (%d x %d x %d): float32 sums of bf16 products (%.2g)", s, M,
+              N, K, worst);
         if (fast) {
             emb_bf16_gemm_path(1, &a, w, bias, 1.0f, C2, ldc);
-            CHECK(memcmp(C1, C2, sizeof(float) * (size_t)M * ldc) == 0, "shape %zu: AVX512_BF16 = the C loop, bit for bit",
-                  s);
+            CHECK(memcmp(C1, C2, sizeof(float) * (size_t)M * ldc) == 0,
+                  "shape %zu: AVX512_BF16 = the C loop, bit for bit", s);
         }
         /* beta 0, no bias: the product alone; then the same split over two threads */
         emb_bf16_gemm_path(fast, &a, w, NULL, 0.0f, C1, ldc);
         emb_workers *two = emb_workers_new(1);
         int rc = emb_bf16_gemm(A, lda, M, w, NULL, 0.0f, C2, ldc, &a, two);
         emb_workers_free(two);
-        CHECK(rc == 0 && memcmp(C1, C2, sizeof(float) * (size_t)M * ldc) == 0, "shape %zu: two threads, the same bits", s);
+        CHECK(rc == 0 && memcmp(C1, C2, sizeof(float) * (size_t)M * ldc) == 0,
+              "shape %zu: two threads, the same bits", s);
         emb_bf16_act_free(&a);
         emb_bf16w_free(w);
         free(A), free(W), free(bias), free(C0), free(C1), free(C2);
@@ -116,7 +124,8 @@ static void split_and_tiny(void) {
     emb_bf16_act a = {0}, b = {0};
     emb_workers *two = emb_workers_new(1);
     CHECK((double)M * N * K >= EMB_BF16_PAR_MIN_MACS, "the product is split");
-    int rc = emb_bf16_gemm(A, K, M, w, NULL, 0.0f, C1, N, &a, NULL) | emb_bf16_gemm(A, K, M, w, NULL, 0.0f, C2, N, &b, two);
+    int rc = emb_bf16_gemm(A, K, M, w, NULL, 0.0f, C1, N, &a, NULL) |
+             emb_bf16_gemm(A, K, M, w, NULL, 0.0f, C2, N, &b, two);
     CHECK(rc == 0 && memcmp(C1, C2, sizeof(float) * M * N) == 0, "1 and 2 threads: the same bits");
     if (emb_bf16_fast()) {
         emb_bf16_gemm_path(0, &a, w, NULL, 0.0f, C2, N);
@@ -133,7 +142,8 @@ static void split_and_tiny(void) {
     emb_bf16w_free(tiny);
     /* refusals */
     W[5] = (float)NAN;
-    CHECK(!emb_bf16w_pack(W, N, K, K, err) && strstr(err, "row 0, column 5 is not a finite number"), "NaN: %s", err);
+    CHECK(!emb_bf16w_pack(W, N, K, K, err) && strstr(err, "row 0, column 5 is not a finite number"), "NaN: %s",
+          err);
     emb_bf16w *narrow = emb_bf16w_pack(W + 6, 1, 7, 7, err);
     CHECK(narrow && emb_bf16_gemm_path(0, &a, narrow, NULL, 0.0f, C1, N) == -1, "Ks differ");
     CHECK(!emb_bf16w_new(0, 4, err) && emb_bf16_convert(A, 3, 1, 4, &a) == -1, "bad sizes");

@@ -21,12 +21,12 @@
 #include <pthread.h>
 #include <unistd.h>
 
-static const char *MODELS[] = {"bert-tiny-uncased", "bert-tiny-prefixed", "bert-tiny-f16",
-                                "distilbert-tiny-uncased", "distilbert-tiny-sinusoidal", "minilm-tiny-st"};
+static const char *MODELS[] = {"bert-tiny-uncased",       "bert-tiny-prefixed",         "bert-tiny-f16",
+                               "distilbert-tiny-uncased", "distilbert-tiny-sinusoidal", "minilm-tiny-st"};
 #define N_MODELS 6
 /* the second set (schema bert-golden-ref/2): every value within 1e-5 */
-static const char *MODELS2[] = {"xlmr-tiny", "xlmr-tiny-st", "bert-unigram-tiny", "nomic-bert-tiny",
-                                 "jina-bert-v2-tiny", "modernbert-tiny"};
+static const char *MODELS2[] = {"xlmr-tiny",       "xlmr-tiny-st",      "bert-unigram-tiny",
+                                "nomic-bert-tiny", "jina-bert-v2-tiny", "modernbert-tiny"};
 #define N_MODELS2 6
 
 static double worst_all = 0;
@@ -75,7 +75,10 @@ static double maxdiff(const float *a, const float *b, size_t n) {
 static cJSON *load_json(const char *path) {
     char *txt, err[EMB_ERR_LEN];
     size_t len;
-    if (emb_read_file(path, 64u << 20, &txt, &len, err)) { fprintf(stderr, "%s\n", err); return NULL; }
+    if (emb_read_file(path, 64u << 20, &txt, &len, err)) {
+        fprintf(stderr, "%s\n", err);
+        return NULL;
+    }
     cJSON *j = cJSON_ParseWithLength(txt, len);
     free(txt);
     return j;
@@ -92,7 +95,10 @@ static void parity(const char *set, const char *model, double tol) {
     emb_encoder *enc = NULL;
     int rc = emb_encoder_load(dir, &enc, err);
     CHECK(rc == 0, "%s: load failed: %s", model, err);
-    if (rc) { cJSON_Delete(ref); return; }
+    if (rc) {
+        cJSON_Delete(ref);
+        return;
+    }
     const emb_encoder_info *in = emb_encoder_get_info(enc);
     const emb_encoder_config *cfg = emb_encoder_get_config(enc);
     const char *dtype = cJSON_GetObjectItem(ref, "weights_dtype")->valuestring;
@@ -100,27 +106,29 @@ static void parity(const char *set, const char *model, double tol) {
     int H = cfg->dims.hidden, L = cfg->dims.layers;
     const cJSON *maxpos = cJSON_GetObjectItem(ref, "max_position_embeddings"); /* absent in the second set */
     CHECK(strcmp(cfg->arch_name, cJSON_GetObjectItem(ref, "arch")->valuestring) == 0 &&
-          H == cJSON_GetObjectItem(ref, "hidden_size")->valueint &&
-          L == cJSON_GetObjectItem(ref, "num_layers")->valueint &&
-          cfg->dims.heads == cJSON_GetObjectItem(ref, "num_heads")->valueint &&
-          cfg->dims.intermediate == cJSON_GetObjectItem(ref, "intermediate_size")->valueint &&
-          cfg->dims.vocab_size == cJSON_GetObjectItem(ref, "vocab_size")->valueint &&
-          (!maxpos || cfg->dims.max_positions == maxpos->valueint) &&
-          strcmp(in->weight_type, dtype) == 0 &&
-          strcmp(in->tensor_prefix, cJSON_GetObjectItem(ref, "tensor_prefix")->valuestring) == 0 &&
-          in->has_pooler == cJSON_IsTrue(cJSON_GetObjectItem(ref, "has_pooler")) &&
-          fabs(cfg->ln_eps - cJSON_GetObjectItem(ref, "layer_norm_eps")->valuedouble) <= 1e-7 * cfg->ln_eps, /* as float */
-          "%s: info does not match the reference (arch %s hidden %d layers %d prefix '%s' type %s)", model, cfg->arch_name, H, L,
-          in->tensor_prefix, in->weight_type);
+              H == cJSON_GetObjectItem(ref, "hidden_size")->valueint &&
+              L == cJSON_GetObjectItem(ref, "num_layers")->valueint &&
+              cfg->dims.heads == cJSON_GetObjectItem(ref, "num_heads")->valueint &&
+              cfg->dims.intermediate == cJSON_GetObjectItem(ref, "intermediate_size")->valueint &&
+              cfg->dims.vocab_size == cJSON_GetObjectItem(ref, "vocab_size")->valueint &&
+              (!maxpos || cfg->dims.max_positions == maxpos->valueint) && strcmp(in->weight_type, dtype) == 0 &&
+              strcmp(in->tensor_prefix, cJSON_GetObjectItem(ref, "tensor_prefix")->valuestring) == 0 &&
+              in->has_pooler == cJSON_IsTrue(cJSON_GetObjectItem(ref, "has_pooler")) &&
+              fabs(cfg->ln_eps - cJSON_GetObjectItem(ref, "layer_norm_eps")->valuedouble) <=
+                  1e-7 * cfg->ln_eps, /* as float */
+          "%s: info does not match the reference (arch %s hidden %d layers %d prefix '%s' type %s)", model,
+          cfg->arch_name, H, L, in->tensor_prefix, in->weight_type);
     if (cfg->arch == EMB_ARCH_DISTILBERT)
-        CHECK(cfg->sinusoidal == cJSON_IsTrue(cJSON_GetObjectItem(ref, "sinusoidal_pos_embds")), "%s: sinusoidal flag", model);
+        CHECK(cfg->sinusoidal == cJSON_IsTrue(cJSON_GetObjectItem(ref, "sinusoidal_pos_embds")),
+              "%s: sinusoidal flag", model);
     CHECK(emb_encoder_word_row(enc, -1) == NULL && emb_encoder_word_row(enc, cfg->dims.vocab_size) == NULL &&
-          emb_encoder_position_row(enc, emb_encoder_max_tokens(enc)) == NULL &&
-          (cfg->dims.type_vocab > 0 || emb_encoder_type_row(enc, 0) == NULL),
+              emb_encoder_position_row(enc, emb_encoder_max_tokens(enc)) == NULL &&
+              (cfg->dims.type_vocab > 0 || emb_encoder_type_row(enc, 0) == NULL),
           "%s: out-of-range rows must be NULL", model);
     /* models with positions in attention have no position rows */
     int has_pos = cJSON_GetObjectItem(cJSON_GetObjectItem(ref, "cases")->child, "position_embeddings") != NULL;
-    CHECK(has_pos == (emb_encoder_position_row(enc, 0) != NULL), "%s: a position row exactly where the reference has one", model);
+    CHECK(has_pos == (emb_encoder_position_row(enc, 0) != NULL),
+          "%s: a position row exactly where the reference has one", model);
 
     emb_workspace *ws = emb_workspace_new();
     double worst = 0;
@@ -133,18 +141,32 @@ static void parity(const char *set, const char *model, double tol) {
         float *hs = malloc(sizeof(float) * (size_t)T * H), *rows = malloc(sizeof(float) * (size_t)T * H);
         float pooled[3][4096];
         CHECK(get_ints(cJSON_GetObjectItem(cs, "input_ids"), ids, T) == 0 &&
-              get_ints(cJSON_GetObjectItem(cs, "token_type_ids"), tt, T) == 0, "%s/%s: ids", model, cid);
+                  get_ints(cJSON_GetObjectItem(cs, "token_type_ids"), tt, T) == 0,
+              "%s/%s: ids", model, cid);
 
-#define CMP(q, dval) do { double d = (dval); if (d > worst) worst = d; \
-        CHECK(d <= tol, "%s/%s: %s max abs error %.3g > %.g", model, cid, q, d, tol); } while (0)
-        for (int t = 0; t < T; t++) { const float *r = emb_encoder_word_row(enc, ids[t]); memcpy(rows + (size_t)t * H, r, sizeof(float) * H); }
+#define CMP(q, dval)                                                                                              \
+    do {                                                                                                          \
+        double d = (dval);                                                                                        \
+        if (d > worst) worst = d;                                                                                 \
+        CHECK(d <= tol, "%s/%s: %s max abs error %.3g > %.g", model, cid, q, d, tol);                             \
+    } while (0)
+        for (int t = 0; t < T; t++) {
+            const float *r = emb_encoder_word_row(enc, ids[t]);
+            memcpy(rows + (size_t)t * H, r, sizeof(float) * H);
+        }
         CMP("word_embeddings", diff2(cJSON_GetObjectItem(cs, "word_embeddings"), rows, T, H));
         if (has_pos) {
-            for (int t = 0; t < T; t++) { const float *r = emb_encoder_position_row(enc, t); memcpy(rows + (size_t)t * H, r, sizeof(float) * H); }
+            for (int t = 0; t < T; t++) {
+                const float *r = emb_encoder_position_row(enc, t);
+                memcpy(rows + (size_t)t * H, r, sizeof(float) * H);
+            }
             CMP("position_embeddings", diff2(cJSON_GetObjectItem(cs, "position_embeddings"), rows, T, H));
         }
         if (cJSON_GetObjectItem(cs, "token_type_embeddings")) {
-            for (int t = 0; t < T; t++) { const float *r = emb_encoder_type_row(enc, tt[t]); memcpy(rows + (size_t)t * H, r, sizeof(float) * H); }
+            for (int t = 0; t < T; t++) {
+                const float *r = emb_encoder_type_row(enc, tt[t]);
+                memcpy(rows + (size_t)t * H, r, sizeof(float) * H);
+            }
             CMP("token_type_embeddings", diff2(cJSON_GetObjectItem(cs, "token_type_embeddings"), rows, T, H));
         }
         rc = emb_encoder_forward(enc, ws, 1, T, ids, tt, &len, 0, hs, err);
@@ -177,7 +199,10 @@ static void parity(const char *set, const char *model, double tol) {
             CHECK(emb_encoder_pooler(enc, pooled[1], po) == 0, "%s: pooler", model);
             CMP("pooler_output", diff1(cJSON_GetObjectItem(cs, "pooler_output"), po, H));
         }
-        free(ids); free(tt); free(hs); free(rows);
+        free(ids);
+        free(tt);
+        free(hs);
+        free(rows);
     }
     CHECK(ncases >= 24, "%s: only %d cases", model, ncases);
 
@@ -191,7 +216,8 @@ static void parity(const char *set, const char *model, double tol) {
         int32_t *lens = calloc((size_t)B, sizeof(int32_t));
         float *hs = malloc(sizeof(float) * (size_t)B * P * H), *one = malloc(sizeof(float) * (size_t)P * H);
         get_ints(cJSON_GetObjectItem(bt, "seq_lens"), lens, B);
-        const cJSON *ri = cJSON_GetObjectItem(bt, "input_ids")->child, *rt = cJSON_GetObjectItem(bt, "token_type_ids")->child;
+        const cJSON *ri = cJSON_GetObjectItem(bt, "input_ids")->child,
+                    *rt = cJSON_GetObjectItem(bt, "token_type_ids")->child;
         for (int b = 0; b < B; b++, ri = ri->next, rt = rt->next) {
             get_ints(ri, ids + (size_t)b * P, P);
             get_ints(rt, tt + (size_t)b * P, P);
@@ -200,7 +226,8 @@ static void parity(const char *set, const char *model, double tol) {
         CHECK(rc == 0, "%s/%s: batched forward failed: %s", model, cid, err);
         double dv = 0, dpad = 0, dm = 0, dc = 0, dn = 0, dun = 0;
         const cJSON *lhs = cJSON_GetObjectItem(bt, "last_hidden_state")->child;
-        const cJSON *pm = cJSON_GetObjectItem(bt, "pooled_mean")->child, *pc = cJSON_GetObjectItem(bt, "pooled_cls")->child,
+        const cJSON *pm = cJSON_GetObjectItem(bt, "pooled_mean")->child,
+                    *pc = cJSON_GetObjectItem(bt, "pooled_cls")->child,
                     *pn = cJSON_GetObjectItem(bt, "pooled_mean_normalized")->child;
         for (int b = 0; b < B; b++, lhs = lhs->next, pm = pm->next, pc = pc->next, pn = pn->next) {
             const float *x = hs + (size_t)b * P * H;
@@ -209,22 +236,30 @@ static void parity(const char *set, const char *model, double tol) {
             /* padded rows, as HF computes them */
             const cJSON *r = lhs->child;
             for (int t = 0; t < P; t++, r = r->next)
-                if (t >= lens[b]) { v = diff1(r, x + (size_t)t * H, H); dpad = worse(dpad, v); }
+                if (t >= lens[b]) {
+                    v = diff1(r, x + (size_t)t * H, H);
+                    dpad = worse(dpad, v);
+                }
             float p[3][4096];
             emb_pool(x, P, H, lens[b], EMB_POOL_MEAN, p[0]);
             emb_pool(x, P, H, lens[b], EMB_POOL_CLS, p[1]);
             memcpy(p[2], p[0], sizeof(float) * H);
             emb_vec_normalize(p[2], p[2], (size_t)H);
-            v = diff1(pm, p[0], H); dm = worse(dm, v);
-            v = diff1(pc, p[1], H); dc = worse(dc, v);
-            v = diff1(pn, p[2], H); dn = worse(dn, v);
+            v = diff1(pm, p[0], H);
+            dm = worse(dm, v);
+            v = diff1(pc, p[1], H);
+            dc = worse(dc, v);
+            v = diff1(pn, p[2], H);
+            dn = worse(dn, v);
             int32_t l1 = lens[b];
             rc = emb_encoder_forward(enc, ws, 1, l1, ids + (size_t)b * P, tt + (size_t)b * P, &l1, L, one, err);
             CHECK(rc == 0, "%s/%s: unbatched forward failed: %s", model, cid, err);
-            v = maxdiff(one, x, (size_t)l1 * H); dun = worse(dun, v);
+            v = maxdiff(one, x, (size_t)l1 * H);
+            dun = worse(dun, v);
             float q[4096];
             emb_pool(one, l1, H, l1, EMB_POOL_MEAN, q);
-            v = maxdiff(q, p[0], (size_t)H); dun = worse(dun, v);
+            v = maxdiff(q, p[0], (size_t)H);
+            dun = worse(dun, v);
         }
         CMP("batch last_hidden_state (valid positions)", dv);
         CMP("batch last_hidden_state (padded positions)", dpad);
@@ -233,7 +268,11 @@ static void parity(const char *set, const char *model, double tol) {
         CMP("batch pooled_mean_normalized", dn);
         CHECK(dun <= 1e-5, "%s/%s: batched vs unbatched differ by %.3g", model, cid, dun);
         printf("  %s/%s: batched vs unbatched max abs %.3g\n", model, cid, dun);
-        free(ids); free(tt); free(lens); free(hs); free(one);
+        free(ids);
+        free(tt);
+        free(lens);
+        free(hs);
+        free(one);
     }
 #undef CMP
     printf("%-28s %-11s %2d cases, max abs error vs reference %.3g (tolerance %.0e), fingerprint %016llx\n", model,
@@ -248,13 +287,19 @@ static void parity(const char *set, const char *model, double tol) {
 
 static char tmpdir[256];
 static uint32_t rng = 12345;
-static uint32_t rnd(void) { rng = rng * 1664525u + 1013904223u; return rng >> 8; }
+static uint32_t rnd(void) {
+    rng = rng * 1664525u + 1013904223u;
+    return rng >> 8;
+}
 
 static void write_text(const char *dir, const char *name, const char *text) {
     char p[1024];
     snprintf(p, sizeof p, "%s/%s", dir, name);
     FILE *f = fopen(p, "wb");
-    if (!f) { perror(p); return; }
+    if (!f) {
+        perror(p);
+        return;
+    }
     fputs(text, f);
     fclose(f);
 }
@@ -275,14 +320,14 @@ static const char *BERT_CFG =
 
 enum { O_DTYPE_F32, O_DTYPE_BF16, O_DTYPE_F16, O_DTYPE_I32 };
 typedef struct {
-    int dtype;             /* for all tensors, or only `only` if set */
-    const char *only;      /* tensor (suffix) that gets dtype */
+    int dtype; /* for all tensors, or only `only` if set */
+    const char *only; /* tensor (suffix) that gets dtype */
     int misalign;
     const char *prefix;
-    const char *skip;      /* suffix of a tensor left out */
-    const char *reshape;   /* suffix of a 2-D tensor written with half its columns */
-    int shards;            /* 0: model.safetensors; 2: two shards + index */
-    int extra_head;        /* add cls.predictions.bias */
+    const char *skip; /* suffix of a tensor left out */
+    const char *reshape; /* suffix of a 2-D tensor written with half its columns */
+    int shards; /* 0: model.safetensors; 2: two shards + index */
+    int extra_head; /* add cls.predictions.bias */
 } synth_opts;
 
 static uint16_t f32_to_f16_exact(float f) { /* for values exactly representable, normal or zero */
@@ -300,7 +345,13 @@ static int write_synth(const char *dir, const synth_opts *o) {
     char names[64][128];
     int64_t shapes[64][2];
     int n = 0;
-#define ADD(nm, a, b) do { snprintf(names[n], 128, "%s", nm); shapes[n][0] = a; shapes[n][1] = b; n++; } while (0)
+#define ADD(nm, a, b)                                                                                             \
+    do {                                                                                                          \
+        snprintf(names[n], 128, "%s", nm);                                                                        \
+        shapes[n][0] = a;                                                                                         \
+        shapes[n][1] = b;                                                                                         \
+        n++;                                                                                                      \
+    } while (0)
     ADD("embeddings.word_embeddings.weight", V, H);
     ADD("embeddings.position_embeddings.weight", P, H);
     ADD("embeddings.token_type_embeddings.weight", 2, H);
@@ -308,15 +359,27 @@ static int write_synth(const char *dir, const synth_opts *o) {
     ADD("embeddings.LayerNorm.bias", H, -1);
     for (int l = 0; l < L; l++) {
         char b[128];
-#define ADDL(fmt, a, c) do { snprintf(b, sizeof b, fmt, l); ADD(b, a, c); } while (0)
-        ADDL("encoder.layer.%d.attention.self.query.weight", H, H); ADDL("encoder.layer.%d.attention.self.query.bias", H, -1);
-        ADDL("encoder.layer.%d.attention.self.key.weight", H, H); ADDL("encoder.layer.%d.attention.self.key.bias", H, -1);
-        ADDL("encoder.layer.%d.attention.self.value.weight", H, H); ADDL("encoder.layer.%d.attention.self.value.bias", H, -1);
-        ADDL("encoder.layer.%d.attention.output.dense.weight", H, H); ADDL("encoder.layer.%d.attention.output.dense.bias", H, -1);
-        ADDL("encoder.layer.%d.attention.output.LayerNorm.weight", H, -1); ADDL("encoder.layer.%d.attention.output.LayerNorm.bias", H, -1);
-        ADDL("encoder.layer.%d.intermediate.dense.weight", FF, H); ADDL("encoder.layer.%d.intermediate.dense.bias", FF, -1);
-        ADDL("encoder.layer.%d.output.dense.weight", H, FF); ADDL("encoder.layer.%d.output.dense.bias", H, -1);
-        ADDL("encoder.layer.%d.output.LayerNorm.weight", H, -1); ADDL("encoder.layer.%d.output.LayerNorm.bias", H, -1);
+#define ADDL(fmt, a, c)                                                                                           \
+    do {                                                                                                          \
+        snprintf(b, sizeof b, fmt, l);                                                                            \
+        ADD(b, a, c);                                                                                             \
+    } while (0)
+        ADDL("encoder.layer.%d.attention.self.query.weight", H, H);
+        ADDL("encoder.layer.%d.attention.self.query.bias", H, -1);
+        ADDL("encoder.layer.%d.attention.self.key.weight", H, H);
+        ADDL("encoder.layer.%d.attention.self.key.bias", H, -1);
+        ADDL("encoder.layer.%d.attention.self.value.weight", H, H);
+        ADDL("encoder.layer.%d.attention.self.value.bias", H, -1);
+        ADDL("encoder.layer.%d.attention.output.dense.weight", H, H);
+        ADDL("encoder.layer.%d.attention.output.dense.bias", H, -1);
+        ADDL("encoder.layer.%d.attention.output.LayerNorm.weight", H, -1);
+        ADDL("encoder.layer.%d.attention.output.LayerNorm.bias", H, -1);
+        ADDL("encoder.layer.%d.intermediate.dense.weight", FF, H);
+        ADDL("encoder.layer.%d.intermediate.dense.bias", FF, -1);
+        ADDL("encoder.layer.%d.output.dense.weight", H, FF);
+        ADDL("encoder.layer.%d.output.dense.bias", H, -1);
+        ADDL("encoder.layer.%d.output.LayerNorm.weight", H, -1);
+        ADDL("encoder.layer.%d.output.LayerNorm.bias", H, -1);
 #undef ADDL
     }
     ADD("pooler.dense.weight", H, H);
@@ -337,18 +400,26 @@ static int write_synth(const char *dir, const synth_opts *o) {
             int v = (int)(rnd() % 129) - 64;
             f[k] = is_ln_w ? 1.0f + v / 128.0f : v / 256.0f * (strstr(names[i], "embeddings") ? 4.0f : 1.0f);
         }
-        if (o->skip && strcmp(o->skip, names[i]) == 0) { free(f); continue; }
+        if (o->skip && strcmp(o->skip, names[i]) == 0) {
+            free(f);
+            continue;
+        }
         int dt = (!o->only || strcmp(o->only, names[i]) == 0) ? o->dtype : O_DTYPE_F32;
         emb_safetensors_write_tensor *t = &wt[m];
-        snprintf(full[m], sizeof full[m], "%.20s%.120s", o->prefix && strncmp(names[i], "cls.", 4) ? o->prefix : "", names[i]);
+        snprintf(full[m], sizeof full[m], "%.20s%.120s",
+                 o->prefix && strncmp(names[i], "cls.", 4) ? o->prefix : "", names[i]);
         t->name = full[m];
         t->ndim = shapes[i][1] < 0 ? 1 : 2;
         t->shape[0] = shapes[i][0];
         t->shape[1] = shapes[i][1];
         if (o->reshape && strcmp(o->reshape, names[i]) == 0) t->shape[1] /= 2, cnt /= 2;
-        if (dt == O_DTYPE_F32) { t->dtype = EMB_DT_F32; bufs[m] = f; }
-        else if (dt == O_DTYPE_I32) { t->dtype = EMB_DT_I32; bufs[m] = f; }
-        else {
+        if (dt == O_DTYPE_F32) {
+            t->dtype = EMB_DT_F32;
+            bufs[m] = f;
+        } else if (dt == O_DTYPE_I32) {
+            t->dtype = EMB_DT_I32;
+            bufs[m] = f;
+        } else {
             uint16_t *h = malloc(cnt * 2);
             for (size_t k = 0; k < cnt; k++) {
                 uint32_t u;
@@ -376,7 +447,8 @@ static int write_synth(const char *dir, const synth_opts *o) {
         char *idx = malloc(cap);
         len += (size_t)snprintf(idx + len, cap - len, "{\"metadata\":{\"total_size\":0},\"weight_map\":{");
         for (int i = 0; i < m; i++)
-            len += (size_t)snprintf(idx + len, cap - len, "%s\"%s\":\"model-0000%d-of-00002.safetensors\"", i ? "," : "", wt[i].name, i < half ? 1 : 2);
+            len += (size_t)snprintf(idx + len, cap - len, "%s\"%s\":\"model-0000%d-of-00002.safetensors\"",
+                                    i ? "," : "", wt[i].name, i < half ? 1 : 2);
         snprintf(idx + len, cap - len, "}}");
         write_text(dir, "model.safetensors.index.json", idx);
         free(idx);
@@ -390,10 +462,12 @@ static int write_synth(const char *dir, const synth_opts *o) {
 }
 
 /* forward a fixed 2-sequence batch through the synthetic model */
-static int synth_run(const char *dir, float out[2 * 6 * 8], uint64_t *fp, char err[EMB_ERR_LEN], emb_encoder_info *info) {
+static int synth_run(const char *dir, float out[2 * 6 * 8], uint64_t *fp, char err[EMB_ERR_LEN],
+                     emb_encoder_info *info) {
     emb_encoder *e;
     if (emb_encoder_load(dir, &e, err)) return -1;
-    int32_t ids[12] = {2, 5, 7, 9, 3, 0, 2, 11, 19, 3, 0, 0}, tt[12] = {0, 0, 0, 1, 1, 0, 0, 0, 0, 0, 0, 0}, lens[2] = {5, 4};
+    int32_t ids[12] = {2, 5, 7, 9, 3, 0, 2, 11, 19, 3, 0, 0}, tt[12] = {0, 0, 0, 1, 1, 0, 0, 0, 0, 0, 0, 0},
+            lens[2] = {5, 4};
     emb_workspace *ws = emb_workspace_new();
     int rc = emb_encoder_forward(e, ws, 2, 6, ids, tt, lens, 2, out, err);
     if (fp) *fp = emb_encoder_fingerprint(e);
@@ -407,7 +481,11 @@ static int load_fails_with(const char *dir, const char *needle1, const char *nee
     emb_encoder *e = NULL;
     err[0] = 0;
     int rc = emb_encoder_load(dir, &e, err);
-    if (rc == 0) { emb_encoder_free(e); snprintf(err, EMB_ERR_LEN, "(loaded without error)"); return 0; }
+    if (rc == 0) {
+        emb_encoder_free(e);
+        snprintf(err, EMB_ERR_LEN, "(loaded without error)");
+        return 0;
+    }
     if (e != NULL) return 0;
     return strstr(err, needle1) && (!needle2 || strstr(err, needle2));
 }
@@ -425,52 +503,63 @@ static void synthetic_tests(void) {
     o.misalign = 2;
     d = subdir("f32_misaligned");
     CHECK(write_synth(d, &o) == 0 && synth_run(d, out, &fp, err, &info) == 0, "misaligned F32: %s", err);
-    CHECK(maxdiff(out, ref, 96) == 0 && fp == fp0 && info.converted_bytes > 0, "misaligned F32 copied, same results and fingerprint");
+    CHECK(maxdiff(out, ref, 96) == 0 && fp == fp0 && info.converted_bytes > 0,
+          "misaligned F32 copied, same results and fingerprint");
     o.misalign = 0;
     o.dtype = O_DTYPE_BF16;
     d = subdir("bf16");
     CHECK(write_synth(d, &o) == 0 && synth_run(d, out, &fp, err, &info) == 0, "BF16: %s", err);
-    CHECK(maxdiff(out, ref, 96) == 0 && fp == fp0 && strcmp(info.weight_type, "BF16") == 0, "BF16 equals F32 (same values), type %s", info.weight_type);
+    CHECK(maxdiff(out, ref, 96) == 0 && fp == fp0 && strcmp(info.weight_type, "BF16") == 0,
+          "BF16 equals F32 (same values), type %s", info.weight_type);
     o.dtype = O_DTYPE_F16;
     d = subdir("f16");
     CHECK(write_synth(d, &o) == 0 && synth_run(d, out, &fp, err, &info) == 0, "F16: %s", err);
-    CHECK(maxdiff(out, ref, 96) == 0 && fp == fp0 && strcmp(info.weight_type, "F16") == 0, "F16 equals F32 (same values)");
+    CHECK(maxdiff(out, ref, 96) == 0 && fp == fp0 && strcmp(info.weight_type, "F16") == 0,
+          "F16 equals F32 (same values)");
     o.only = "encoder.layer.0.intermediate.dense.weight";
     d = subdir("mixed");
-    CHECK(write_synth(d, &o) == 0 && synth_run(d, out, &fp, err, &info) == 0 && strcmp(info.weight_type, "mixed") == 0 &&
-          maxdiff(out, ref, 96) == 0, "mixed F32/F16: %s", err);
+    CHECK(write_synth(d, &o) == 0 && synth_run(d, out, &fp, err, &info) == 0 &&
+              strcmp(info.weight_type, "mixed") == 0 && maxdiff(out, ref, 96) == 0,
+          "mixed F32/F16: %s", err);
     o = (synth_opts){0};
     o.shards = 2;
     d = subdir("sharded");
     CHECK(write_synth(d, &o) == 0 && synth_run(d, out, &fp, err, &info) == 0, "sharded: %s", err);
-    CHECK(maxdiff(out, ref, 96) == 0 && fp == fp0 && info.n_files == 2, "sharded equals single file (%d files)", info.n_files);
+    CHECK(maxdiff(out, ref, 96) == 0 && fp == fp0 && info.n_files == 2, "sharded equals single file (%d files)",
+          info.n_files);
     o = (synth_opts){0};
     o.prefix = "bert.";
     o.extra_head = 1;
     d = subdir("prefixed");
     CHECK(write_synth(d, &o) == 0 && synth_run(d, out, &fp, err, &info) == 0, "prefixed: %s", err);
-    CHECK(maxdiff(out, ref, 96) == 0 && fp == fp0 && strcmp(info.tensor_prefix, "bert.") == 0, "prefixed + head tensor equals plain");
+    CHECK(maxdiff(out, ref, 96) == 0 && fp == fp0 && strcmp(info.tensor_prefix, "bert.") == 0,
+          "prefixed + head tensor equals plain");
 
     /* load errors */
     o = (synth_opts){0};
     o.skip = "encoder.layer.1.output.dense.bias";
     d = subdir("missing");
     write_synth(d, &o);
-    CHECK(load_fails_with(d, "missing tensor 'encoder.layer.1.output.dense.bias'", "model.safetensors", err), "missing tensor: %s", err);
+    CHECK(load_fails_with(d, "missing tensor 'encoder.layer.1.output.dense.bias'", "model.safetensors", err),
+          "missing tensor: %s", err);
     o.prefix = "bert.";
     d = subdir("missing_prefixed");
     write_synth(d, &o);
-    CHECK(load_fails_with(d, "missing tensor 'bert.encoder.layer.1.output.dense.bias'", NULL, err), "missing prefixed tensor: %s", err);
+    CHECK(load_fails_with(d, "missing tensor 'bert.encoder.layer.1.output.dense.bias'", NULL, err),
+          "missing prefixed tensor: %s", err);
     o = (synth_opts){0};
     o.skip = "embeddings.word_embeddings.weight";
     d = subdir("missing_word");
     write_synth(d, &o);
-    CHECK(load_fails_with(d, "embeddings.word_embeddings.weight", "missing", err), "missing word embeddings: %s", err);
+    CHECK(load_fails_with(d, "embeddings.word_embeddings.weight", "missing", err), "missing word embeddings: %s",
+          err);
     o = (synth_opts){0};
     o.reshape = "encoder.layer.1.attention.self.query.weight";
     d = subdir("wrong_shape");
     write_synth(d, &o);
-    CHECK(load_fails_with(d, "tensor 'encoder.layer.1.attention.self.query.weight' has shape [8,4], expected [8,8]", "model.safetensors", err),
+    CHECK(load_fails_with(d,
+                          "tensor 'encoder.layer.1.attention.self.query.weight' has shape [8,4], expected [8,8]",
+                          "model.safetensors", err),
           "wrong shape: %s", err);
     o = (synth_opts){0};
     o.dtype = O_DTYPE_I32;
@@ -482,10 +571,15 @@ static void synthetic_tests(void) {
     o.shards = 2;
     d = subdir("shard_missing");
     write_synth(d, &o);
-    { char p[1024]; snprintf(p, sizeof p, "%s/model-00002-of-00002.safetensors", d); unlink(p); }
+    {
+        char p[1024];
+        snprintf(p, sizeof p, "%s/model-00002-of-00002.safetensors", d);
+        unlink(p);
+    }
     CHECK(load_fails_with(d, "model-00002-of-00002.safetensors", "cannot open", err), "missing shard: %s", err);
     write_text(d, "model.safetensors.index.json", "{\"weight_map\":{\"a\":\"../../etc/passwd.safetensors\"}}");
-    CHECK(load_fails_with(d, "model.safetensors.index.json", "shard name", err), "shard path escaping the folder: %s", err);
+    CHECK(load_fails_with(d, "model.safetensors.index.json", "shard name", err),
+          "shard path escaping the folder: %s", err);
     write_text(d, "model.safetensors.index.json", "{\"weight_map\":[");
     CHECK(load_fails_with(d, "model.safetensors.index.json", NULL, err), "broken index: %s", err);
 
@@ -493,11 +587,14 @@ static void synthetic_tests(void) {
     d = subdir("cfg");
     o = (synth_opts){0};
     write_synth(d, &o);
-    write_text(d, "config.json", "{\"model_type\":\"bert\",\"num_hidden_layers\":2,\"num_attention_heads\":2,\"intermediate_size\":16,"
-                                 "\"max_position_embeddings\":16,\"vocab_size\":20}");
+    write_text(
+        d, "config.json",
+        "{\"model_type\":\"bert\",\"num_hidden_layers\":2,\"num_attention_heads\":2,\"intermediate_size\":16,"
+        "\"max_position_embeddings\":16,\"vocab_size\":20}");
     CHECK(load_fails_with(d, "config.json", "missing key 'hidden_size'", err), "missing hidden_size: %s", err);
-    write_text(d, "config.json", "{\"model_type\":\"distilbert\",\"dim\":8,\"n_heads\":2,\"hidden_dim\":16,"
-                                 "\"max_position_embeddings\":16,\"vocab_size\":20}");
+    write_text(d, "config.json",
+               "{\"model_type\":\"distilbert\",\"dim\":8,\"n_heads\":2,\"hidden_dim\":16,"
+               "\"max_position_embeddings\":16,\"vocab_size\":20}");
     CHECK(load_fails_with(d, "config.json", "missing key 'n_layers'", err), "missing n_layers: %s", err);
     write_text(d, "config.json", "{\"model_type\":\"gpt2\",\"n_embd\":8}");
     CHECK(load_fails_with(d, "config.json", "'gpt2'", err), "gpt2: %s", err);
@@ -505,21 +602,29 @@ static void synthetic_tests(void) {
     CHECK(load_fails_with(d, "config.json", "model_type", err), "no model_type: %s", err);
     write_text(d, "config.json", "{\"model_type\":\"bert\",");
     CHECK(load_fails_with(d, "config.json", "JSON", err), "broken config JSON: %s", err);
-    write_text(d, "config.json", "{\"model_type\":\"bert\",\"hidden_size\":9,\"num_hidden_layers\":2,\"num_attention_heads\":2,"
-                                 "\"intermediate_size\":16,\"max_position_embeddings\":16,\"vocab_size\":20}");
+    write_text(d, "config.json",
+               "{\"model_type\":\"bert\",\"hidden_size\":9,\"num_hidden_layers\":2,\"num_attention_heads\":2,"
+               "\"intermediate_size\":16,\"max_position_embeddings\":16,\"vocab_size\":20}");
     CHECK(load_fails_with(d, "config.json", "multiple", err), "hidden not a multiple of heads: %s", err);
-    write_text(d, "config.json", "{\"model_type\":\"bert\",\"hidden_size\":8,\"num_hidden_layers\":2,\"num_attention_heads\":2,"
-                                 "\"intermediate_size\":16,\"max_position_embeddings\":16,\"vocab_size\":20,\"hidden_act\":\"relu\"}");
+    write_text(
+        d, "config.json",
+        "{\"model_type\":\"bert\",\"hidden_size\":8,\"num_hidden_layers\":2,\"num_attention_heads\":2,"
+        "\"intermediate_size\":16,\"max_position_embeddings\":16,\"vocab_size\":20,\"hidden_act\":\"relu\"}");
     CHECK(load_fails_with(d, "config.json", "'relu'", err), "unsupported activation: %s", err);
-    write_text(d, "config.json", "{\"model_type\":\"bert\",\"hidden_size\":8,\"num_hidden_layers\":2,\"num_attention_heads\":2,"
-                                 "\"intermediate_size\":16,\"max_position_embeddings\":16,\"vocab_size\":20,\"position_embedding_type\":\"relative_key\"}");
+    write_text(d, "config.json",
+               "{\"model_type\":\"bert\",\"hidden_size\":8,\"num_hidden_layers\":2,\"num_attention_heads\":2,"
+               "\"intermediate_size\":16,\"max_position_embeddings\":16,\"vocab_size\":20,\"position_embedding_"
+               "type\":\"relative_key\"}");
     CHECK(load_fails_with(d, "config.json", "relative_key", err), "relative positions: %s", err);
-    write_text(d, "config.json", "{\"model_type\":\"bert\",\"hidden_size\":8,\"num_hidden_layers\":3,\"num_attention_heads\":2,"
-                                 "\"intermediate_size\":16,\"max_position_embeddings\":16,\"vocab_size\":20}");
+    write_text(d, "config.json",
+               "{\"model_type\":\"bert\",\"hidden_size\":8,\"num_hidden_layers\":3,\"num_attention_heads\":2,"
+               "\"intermediate_size\":16,\"max_position_embeddings\":16,\"vocab_size\":20}");
     CHECK(load_fails_with(d, "missing tensor 'encoder.layer.2.", NULL, err), "more layers than stored: %s", err);
-    write_text(d, "config.json", "{\"model_type\":\"bert\",\"hidden_size\":8,\"num_hidden_layers\":2,\"num_attention_heads\":2,"
-                                 "\"intermediate_size\":16,\"max_position_embeddings\":16,\"vocab_size\":30522}");
-    CHECK(load_fails_with(d, "embeddings.word_embeddings.weight' has shape [20,8], expected [30522,8]", NULL, err), "vocab mismatch: %s", err);
+    write_text(d, "config.json",
+               "{\"model_type\":\"bert\",\"hidden_size\":8,\"num_hidden_layers\":2,\"num_attention_heads\":2,"
+               "\"intermediate_size\":16,\"max_position_embeddings\":16,\"vocab_size\":30522}");
+    CHECK(load_fails_with(d, "embeddings.word_embeddings.weight' has shape [20,8], expected [30522,8]", NULL, err),
+          "vocab mismatch: %s", err);
     d = subdir("empty");
     CHECK(load_fails_with(d, "config.json", "cannot open", err), "no config.json: %s", err);
     write_text(d, "config.json", BERT_CFG);
@@ -532,16 +637,21 @@ static void synthetic_tests(void) {
         emb_workspace *ws = emb_workspace_new();
         float o2[17 * 8];
         int32_t ids[17] = {0}, tt[17] = {0}, len = 3;
-        CHECK(emb_encoder_forward(e, ws, 1, 17, ids, tt, &len, 2, o2, err) != 0 && strstr(err, "17 tokens"), "too many tokens: %s", err);
+        CHECK(emb_encoder_forward(e, ws, 1, 17, ids, tt, &len, 2, o2, err) != 0 && strstr(err, "17 tokens"),
+              "too many tokens: %s", err);
         ids[1] = 20;
-        CHECK(emb_encoder_forward(e, ws, 1, 3, ids, tt, &len, 2, o2, err) != 0 && strstr(err, "token id 20"), "bad id: %s", err);
+        CHECK(emb_encoder_forward(e, ws, 1, 3, ids, tt, &len, 2, o2, err) != 0 && strstr(err, "token id 20"),
+              "bad id: %s", err);
         ids[1] = 1;
         tt[2] = 2;
-        CHECK(emb_encoder_forward(e, ws, 1, 3, ids, tt, &len, 2, o2, err) != 0 && strstr(err, "type id 2"), "bad type id: %s", err);
+        CHECK(emb_encoder_forward(e, ws, 1, 3, ids, tt, &len, 2, o2, err) != 0 && strstr(err, "type id 2"),
+              "bad type id: %s", err);
         tt[2] = 0;
-        CHECK(emb_encoder_forward(e, ws, 1, 3, ids, tt, &len, 3, o2, err) != 0 && strstr(err, "layer 3"), "bad layer: %s", err);
+        CHECK(emb_encoder_forward(e, ws, 1, 3, ids, tt, &len, 3, o2, err) != 0 && strstr(err, "layer 3"),
+              "bad layer: %s", err);
         len = 0;
-        CHECK(emb_encoder_forward(e, ws, 1, 3, ids, tt, &len, 2, o2, err) != 0 && strstr(err, "length 0"), "empty sequence: %s", err);
+        CHECK(emb_encoder_forward(e, ws, 1, 3, ids, tt, &len, 2, o2, err) != 0 && strstr(err, "length 0"),
+              "empty sequence: %s", err);
         len = 3;
         CHECK(emb_encoder_forward(e, ws, 1, 3, ids, NULL, &len, 2, o2, err) == 0, "NULL type ids: %s", err);
         emb_workspace_free(ws);
@@ -628,12 +738,18 @@ static void corrupt_tests(void) {
         put(d, b, n);
         emb_encoder *e = NULL;
         err[0] = 0;
-        if (emb_encoder_load(d, &e, err) == 0) { loaded++; emb_encoder_free(e); }
-        else { failed++; if (!err[0]) ok = 0; }
+        if (emb_encoder_load(d, &e, err) == 0) {
+            loaded++;
+            emb_encoder_free(e);
+        } else {
+            failed++;
+            if (!err[0]) ok = 0;
+        }
     }
     rng = saved;
     CHECK(ok, "every failed load of a corrupted file has a message");
-    printf("corrupted copies: %d failed cleanly, %d loaded (flips in data or harmless header bytes)\n", failed, loaded);
+    printf("corrupted copies: %d failed cleanly, %d loaded (flips in data or harmless header bytes)\n", failed,
+           loaded);
     free(b);
     free(orig);
 }
@@ -644,7 +760,10 @@ static void sinusoidal_fallback_test(void) {
     const char *src = FIXTURES "/models/distilbert-tiny-sinusoidal";
     emb_safetensors *st = NULL;
     snprintf(path, sizeof path, "%s/model.safetensors", src);
-    if (emb_safetensors_open(path, 1, &st, err)) { CHECK(0, "%s", err); return; }
+    if (emb_safetensors_open(path, 1, &st, err)) {
+        CHECK(0, "%s", err);
+        return;
+    }
     emb_safetensors_write_tensor *wt = calloc((size_t)st->h.n, sizeof *wt);
     int m = 0;
     for (int i = 0; i < st->h.n; i++) {
@@ -690,27 +809,35 @@ static void sbert_config_tests(void) {
     char err[EMB_ERR_LEN];
     emb_sbert_config c;
     int rc = emb_sbert_config_load(FIXTURES "/models/minilm-tiny-st", &c, err);
-    CHECK(rc == 0 && c.present && c.pool == EMB_POOL_MEAN && c.normalize && c.max_seq_length == 128 && !c.do_lower_case &&
-          c.pooling_dim == 48 && c.transformer_path[0] == 0,
-          "minilm-tiny-st: rc %d present %d pool %d normalize %d max_seq_length %d (%s)", rc, c.present, c.pool, c.normalize,
-          c.max_seq_length, rc ? err : "");
+    CHECK(rc == 0 && c.present && c.pool == EMB_POOL_MEAN && c.normalize && c.max_seq_length == 128 &&
+              !c.do_lower_case && c.pooling_dim == 48 && c.transformer_path[0] == 0,
+          "minilm-tiny-st: rc %d present %d pool %d normalize %d max_seq_length %d (%s)", rc, c.present, c.pool,
+          c.normalize, c.max_seq_length, rc ? err : "");
     rc = emb_sbert_config_load(FIXTURES "/models/bert-tiny-uncased", &c, err);
-    CHECK(rc == 0 && !c.present && c.pool == EMB_POOL_MEAN && !c.normalize && c.max_seq_length == 0, "plain model: no st config");
+    CHECK(rc == 0 && !c.present && c.pool == EMB_POOL_MEAN && !c.normalize && c.max_seq_length == 0,
+          "plain model: no st config");
     char *d = subdir("st");
     char *p1 = subdir("st/1_Pooling");
     (void)p1;
-    write_text(d, "modules.json", "[{\"idx\":0,\"name\":\"0\",\"path\":\"\",\"type\":\"sentence_transformers.models.Transformer\"},"
-                                  "{\"idx\":1,\"name\":\"1\",\"path\":\"1_Pooling\",\"type\":\"sentence_transformers.models.Pooling\"}]");
-    write_text(d, "1_Pooling/config.json", "{\"word_embedding_dimension\":8,\"pooling_mode_cls_token\":true,\"pooling_mode_mean_tokens\":false}");
+    write_text(
+        d, "modules.json",
+        "[{\"idx\":0,\"name\":\"0\",\"path\":\"\",\"type\":\"sentence_transformers.models.Transformer\"},"
+        "{\"idx\":1,\"name\":\"1\",\"path\":\"1_Pooling\",\"type\":\"sentence_transformers.models.Pooling\"}]");
+    write_text(
+        d, "1_Pooling/config.json",
+        "{\"word_embedding_dimension\":8,\"pooling_mode_cls_token\":true,\"pooling_mode_mean_tokens\":false}");
     rc = emb_sbert_config_load(d, &c, err);
-    CHECK(rc == 0 && c.present && c.pool == EMB_POOL_CLS && !c.normalize && c.max_seq_length == 0, "cls pooling, no normalize: %s", rc ? err : "");
+    CHECK(rc == 0 && c.present && c.pool == EMB_POOL_CLS && !c.normalize && c.max_seq_length == 0,
+          "cls pooling, no normalize: %s", rc ? err : "");
     write_text(d, "1_Pooling/config.json", "{\"pooling_mode_max_tokens\":true}");
     write_text(d, "sentence_bert_config.json", "{\"max_seq_length\":256,\"do_lower_case\":true}");
     rc = emb_sbert_config_load(d, &c, err);
-    CHECK(rc == 0 && c.pool == EMB_POOL_MAX && c.max_seq_length == 256 && c.do_lower_case, "max pooling, lower case: %s", rc ? err : "");
+    CHECK(rc == 0 && c.pool == EMB_POOL_MAX && c.max_seq_length == 256 && c.do_lower_case,
+          "max pooling, lower case: %s", rc ? err : "");
     write_text(d, "1_Pooling/config.json", "{\"pooling_mode_mean_sqrt_len_tokens\":true}");
     rc = emb_sbert_config_load(d, &c, err);
-    CHECK(rc != 0 && strstr(err, "1_Pooling/config.json") && strstr(err, "pooling_mode_mean_sqrt_len_tokens"), "mean_sqrt_len: %s", err);
+    CHECK(rc != 0 && strstr(err, "1_Pooling/config.json") && strstr(err, "pooling_mode_mean_sqrt_len_tokens"),
+          "mean_sqrt_len: %s", err);
     write_text(d, "1_Pooling/config.json", "{\"pooling_mode_mean_tokens\":true,\"pooling_mode_max_tokens\":true}");
     rc = emb_sbert_config_load(d, &c, err);
     CHECK(rc != 0 && strstr(err, "several pooling modes"), "two modes: %s", err);
@@ -720,15 +847,18 @@ static void sbert_config_tests(void) {
     write_text(d, "1_Pooling/config.json", "{\"pooling_mode_mean_tokens\":true}");
     write_text(d, "sentence_bert_config.json", "{\"max_seq_length\":\"long\"}");
     rc = emb_sbert_config_load(d, &c, err);
-    CHECK(rc != 0 && strstr(err, "sentence_bert_config.json") && strstr(err, "max_seq_length"), "bad max_seq_length: %s", err);
+    CHECK(rc != 0 && strstr(err, "sentence_bert_config.json") && strstr(err, "max_seq_length"),
+          "bad max_seq_length: %s", err);
     write_text(d, "sentence_bert_config.json", "{}");
-    write_text(d, "modules.json", "[{\"path\":\"\",\"type\":\"sentence_transformers.models.Transformer\"},"
-                                  "{\"path\":\"1_Pooling\",\"type\":\"sentence_transformers.models.Pooling\"},"
-                                  "{\"path\":\"2_Dense\",\"type\":\"sentence_transformers.models.Dense\"}]");
+    write_text(d, "modules.json",
+               "[{\"path\":\"\",\"type\":\"sentence_transformers.models.Transformer\"},"
+               "{\"path\":\"1_Pooling\",\"type\":\"sentence_transformers.models.Pooling\"},"
+               "{\"path\":\"2_Dense\",\"type\":\"sentence_transformers.models.Dense\"}]");
     rc = emb_sbert_config_load(d, &c, err);
     CHECK(rc != 0 && strstr(err, "modules.json") && strstr(err, "Dense"), "Dense module: %s", err);
-    write_text(d, "modules.json", "[{\"path\":\"\",\"type\":\"sentence_transformers.models.Transformer\"},"
-                                  "{\"path\":\"3_Pool\",\"type\":\"sentence_transformers.models.Pooling\"}]");
+    write_text(d, "modules.json",
+               "[{\"path\":\"\",\"type\":\"sentence_transformers.models.Transformer\"},"
+               "{\"path\":\"3_Pool\",\"type\":\"sentence_transformers.models.Pooling\"}]");
     rc = emb_sbert_config_load(d, &c, err);
     CHECK(rc != 0 && strstr(err, "3_Pool/config.json"), "missing pooling config: %s", err);
     write_text(d, "modules.json", "[{\"path\":\"../x\",\"type\":\"sentence_transformers.models.Pooling\"}]");
@@ -756,12 +886,17 @@ static void pooling_tests(void) {
     CHECK(fabsf(v[0] - 0.6f) < 1e-7f && fabsf(v[1] - 0.8f) < 1e-7f, "normalize [3,4]");
     emb_pool_mode m;
     CHECK(emb_pool_mode_parse("max", &m) == 0 && m == EMB_POOL_MAX && emb_pool_mode_parse("sum", &m) != 0 &&
-          strcmp(emb_pool_mode_name(EMB_POOL_CLS), "cls") == 0, "pool mode names");
+              strcmp(emb_pool_mode_name(EMB_POOL_CLS), "cls") == 0,
+          "pool mode names");
 }
 
 /* Two threads share one encoder, each with its own workspace; a workspace grown by a
  * large batch gives the same result on a small one. */
-typedef struct { const emb_encoder *e; float *out; int rc; } thr_arg;
+typedef struct {
+    const emb_encoder *e;
+    float *out;
+    int rc;
+} thr_arg;
 static void *thr_main(void *p) {
     thr_arg *a = p;
     emb_workspace *ws = emb_workspace_new();
@@ -769,14 +904,18 @@ static void *thr_main(void *p) {
     int32_t ids[4 * 32], lens[4] = {32, 17, 9, 30};
     for (int i = 0; i < 4 * 32; i++) ids[i] = (i * 7919) % 30000;
     a->rc = 0;
-    for (int it = 0; it < 20 && !a->rc; it++) a->rc = emb_encoder_forward(a->e, ws, 4, 32, ids, NULL, lens, 3, a->out, err);
+    for (int it = 0; it < 20 && !a->rc; it++)
+        a->rc = emb_encoder_forward(a->e, ws, 4, 32, ids, NULL, lens, 3, a->out, err);
     emb_workspace_free(ws);
     return NULL;
 }
 static void thread_tests(void) {
     char err[EMB_ERR_LEN];
     emb_encoder *e;
-    if (emb_encoder_load(FIXTURES "/models/minilm-tiny-st", &e, err)) { CHECK(0, "load: %s", err); return; }
+    if (emb_encoder_load(FIXTURES "/models/minilm-tiny-st", &e, err)) {
+        CHECK(0, "load: %s", err);
+        return;
+    }
     const int H = 48, N = 4 * 32 * 48;
     float *solo = malloc(sizeof(float) * N), *o1 = malloc(sizeof(float) * N), *o2 = malloc(sizeof(float) * N);
     thr_arg a0 = {e, solo, 0}, a1 = {e, o1, 0}, a2 = {e, o2, 0};
@@ -786,7 +925,8 @@ static void thread_tests(void) {
     pthread_create(&t2, NULL, thr_main, &a2);
     pthread_join(t1, NULL);
     pthread_join(t2, NULL);
-    CHECK(a0.rc == 0 && a1.rc == 0 && a2.rc == 0 && memcmp(solo, o1, sizeof(float) * N) == 0 && memcmp(solo, o2, sizeof(float) * N) == 0,
+    CHECK(a0.rc == 0 && a1.rc == 0 && a2.rc == 0 && memcmp(solo, o1, sizeof(float) * N) == 0 &&
+              memcmp(solo, o2, sizeof(float) * N) == 0,
           "two threads with one shared encoder give the one-thread result");
     /* workspace reuse: big batch then small in one workspace == fresh workspace */
     emb_workspace *ws = emb_workspace_new(), *fresh = emb_workspace_new();
@@ -826,9 +966,14 @@ static void thread_tests(void) {
         }
         openblas_set_num_threads(saved);
         e->steps_only = 0;
-        CHECK(rc == 0 && dmax <= 1e-5 && dseq <= 1e-5, "4 x 160 batch: 1 vs 2 threads differ by %.3g, batch vs single by %.3g (%s)", dmax, dseq, rc ? err : "");
+        CHECK(rc == 0 && dmax <= 1e-5 && dseq <= 1e-5,
+              "4 x 160 batch: 1 vs 2 threads differ by %.3g, batch vs single by %.3g (%s)", dmax, dseq,
+              rc ? err : "");
         emb_workspace_free(w1);
-        free(ids4); free(o_1); free(o_2); free(o_s);
+        free(ids4);
+        free(o_1);
+        free(o_2);
+        free(o_s);
     }
     /* a model this narrow runs a batch of 1,024 rows or more on one thread as sub-batches of whole
      * sequences (9 x 128: four of 2 and one of 1), and splits a batch by sequences over two
@@ -842,7 +987,10 @@ static void thread_tests(void) {
         for (int i = 0; i < B9 * T9; i++) ids9[i] = 1000 + (i * 7919) % 28000, types9[i] = (i / 7) % 2;
         if (kind == 1 && emb_encoder_set_weights(e, EMB_WEIGHTS_INT8, err)) {
             CHECK(0, "int8 weights: %s", err);
-            free(ids9); free(types9); free(o9); free(o_s);
+            free(ids9);
+            free(types9);
+            free(o9);
+            free(o_s);
             break;
         }
         const struct { int B, T, threads; } runs[] = {{B9, T9, 1}, {B9, T9, 2}, {3, 50, 2}};
@@ -857,20 +1005,27 @@ static void thread_tests(void) {
             double dseq = 0;
             for (int b = 0; b < B && !rc; b++) {
                 int32_t l = lens[b];
-                rc |= emb_encoder_forward(e, w9, 1, l, ids9 + (size_t)b * T, types9 + (size_t)b * T, &l, 3, o_s, err);
+                rc |= emb_encoder_forward(e, w9, 1, l, ids9 + (size_t)b * T, types9 + (size_t)b * T, &l, 3, o_s,
+                                          err);
                 double d = maxdiff(o_s, o9 + (size_t)b * T * 48, (size_t)l * 48);
                 if (d > dseq) dseq = d;
             }
-            CHECK(rc == 0 && dseq <= 1e-5, "%s %d x %d batch on %d thread(s): each sequence as alone (max diff %.3g) %s",
+            CHECK(rc == 0 && dseq <= 1e-5,
+                  "%s %d x %d batch on %d thread(s): each sequence as alone (max diff %.3g) %s",
                   kind ? "int8" : "float32", B, T, runs[r].threads, dseq, rc ? err : "");
         }
         openblas_set_num_threads(saved);
         emb_workspace_free(w9);
-        free(ids9); free(types9); free(o9); free(o_s);
+        free(ids9);
+        free(types9);
+        free(o9);
+        free(o_s);
     }
     emb_workspace_free(ws);
     emb_workspace_free(fresh);
-    free(solo); free(o1); free(o2);
+    free(solo);
+    free(o1);
+    free(o2);
     emb_encoder_free(e);
 }
 
@@ -887,7 +1042,10 @@ int main(void) {
     for (int m = 0; m < N_MODELS2; m++) parity("models2", MODELS2[m], 1e-5);
     printf("max abs error over all models: %.3g\n", worst_all);
     snprintf(tmpdir, sizeof tmpdir, "/tmp/test_encoder_XXXXXX");
-    if (!mkdtemp(tmpdir)) { perror("mkdtemp"); return 1; }
+    if (!mkdtemp(tmpdir)) {
+        perror("mkdtemp");
+        return 1;
+    }
     synthetic_tests();
     corrupt_tests();
     sinusoidal_fallback_test();

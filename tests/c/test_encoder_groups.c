@@ -69,8 +69,8 @@ static void check_groups_optimal(void) {
     n = emb_encoder_groups(many, 1200, mst);
     for (int g = 0; g < n; g++)
         if (mst[g + 1] - mst[g] > longest) longest = mst[g + 1] - mst[g];
-    CHECK(n >= 3 && mst[n] == 1200 && longest <= EMB_GROUP_MAX, "1,200 equal lengths: %d groups, the longest %d", n,
-          longest);
+    CHECK(n >= 3 && mst[n] == 1200 && longest <= EMB_GROUP_MAX, "1,200 equal lengths: %d groups, the longest %d",
+          n, longest);
     free(many);
     free(mst);
     int32_t unsorted[4] = {5, 300, 3, 200};
@@ -131,7 +131,8 @@ static void check_model(const char *set, const char *model, int max_len, double 
     }
     for (int i = 1; i < B; i++) /* by length, stable */
         for (int j = i; j > 0 && cJSON_GetObjectItem(cs[j], "seq_len")->valueint <
-                                      cJSON_GetObjectItem(cs[j - 1], "seq_len")->valueint; j--) {
+                                     cJSON_GetObjectItem(cs[j - 1], "seq_len")->valueint;
+             j--) {
             const cJSON *t = cs[j];
             cs[j] = cs[j - 1];
             cs[j - 1] = t;
@@ -161,10 +162,11 @@ static void check_model(const char *set, const char *model, int max_len, double 
         for (size_t i = (size_t)lens[b] * H; i < (size_t)T * H; i++) pad_nonzero += x[i] != 0.0f;
     }
     CHECK(groups > 1, "%s: %d cases of 2 to %d tokens ran as one group", model, B, T);
-    CHECK(worst <= tol, "%s: %d cases in %d groups: max |HF - ours| %.3g (tolerance %.0e)", model, B, groups, worst,
-          tol);
+    CHECK(worst <= tol, "%s: %d cases in %d groups: max |HF - ours| %.3g (tolerance %.0e)", model, B, groups,
+          worst, tol);
     CHECK(pad_nonzero == 0, "%s: %d padding values not 0", model, pad_nonzero);
-    printf("  %s: %d cases of up to %d tokens in %d groups, max abs error vs HF %.3g\n", model, B, T, groups, worst);
+    printf("  %s: %d cases of up to %d tokens in %d groups, max abs error vs HF %.3g\n", model, B, T, groups,
+           worst);
 
     /* the same batch longest first is not in increasing order: one batch, bit for bit */
     for (int b = 0; b < B / 2; b++) {
@@ -180,7 +182,8 @@ static void check_model(const char *set, const char *model, int max_len, double 
     /* errors as emb_encoder_forward gives them */
     lens[0] = T + 1;
     rc = emb_encoder_forward_grouped(enc, ws, B, T, ids, tt, lens, L, out, err);
-    CHECK(rc != 0 && strstr(err, "sequence 0 has length"), "%s: a length past T: %s", model, rc ? err : "no error");
+    CHECK(rc != 0 && strstr(err, "sequence 0 has length"), "%s: a length past T: %s", model,
+          rc ? err : "no error");
     lens[0] = 1;
     int big = emb_encoder_max_tokens(enc) + 1;
     rc = emb_encoder_forward_grouped(enc, ws, 2, big, ids, tt, lens, L, out, err);

@@ -8,7 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const int32_t LEFT_PHONE[14] = {101, 1045, 2187, 2026, 3042, 2006, 1996, 2187, 2217, 1997, 1996, 2795, 1012, 102};
+static const int32_t LEFT_PHONE[14] = {101,  1045, 2187, 2026, 3042, 2006, 1996,
+                                       2187, 2217, 1997, 1996, 2795, 1012, 102};
 enum { T = 14, H = 32 };
 
 static double cosine(const float *a, const float *b, int n) {
@@ -20,7 +21,10 @@ static double cosine(const float *a, const float *b, int n) {
 static void switch_and_back(const char *folder, emb_weights kind) {
     char err[EMB_ERR_LEN];
     emb_encoder *e;
-    if (emb_encoder_load(folder, &e, err)) { CHECK(0, "load %s: %s", folder, err); return; }
+    if (emb_encoder_load(folder, &e, err)) {
+        CHECK(0, "load %s: %s", folder, err);
+        return;
+    }
     int L = e->cfg.dims.layers;
     emb_workspace *ws = emb_workspace_new();
     float f32[T * H], i8[T * H], back[T * H];
@@ -28,7 +32,8 @@ static void switch_and_back(const char *folder, emb_weights kind) {
     uint64_t fp = emb_encoder_fingerprint(e);
     size_t used = e->info.used_bytes;
     int rc = emb_encoder_forward(e, ws, 1, T, LEFT_PHONE, NULL, &len, L, f32, err);
-    CHECK(rc == 0 && emb_encoder_weights(e) == EMB_WEIGHTS_F32 && e->info.packed_bytes == 0 && used == e->info.weight_bytes,
+    CHECK(rc == 0 && emb_encoder_weights(e) == EMB_WEIGHTS_F32 && e->info.packed_bytes == 0 &&
+              used == e->info.weight_bytes,
           "%s loads as float32: %s", folder, rc ? err : "");
     if (kind == EMB_WEIGHTS_BF16 && !emb_bf16_fast()) {
         CHECK(emb_encoder_set_weights(e, kind, err) != 0 && strstr(err, "need a CPU with AVX512_BF16") &&
@@ -39,32 +44,35 @@ static void switch_and_back(const char *folder, emb_weights kind) {
         return;
     }
     const char *kn = emb_weights_name(kind);
-    rc = emb_encoder_set_weights(e, kind, err) || emb_encoder_forward(e, ws, 1, T, LEFT_PHONE, NULL, &len, L, i8, err);
+    rc = emb_encoder_set_weights(e, kind, err) ||
+         emb_encoder_forward(e, ws, 1, T, LEFT_PHONE, NULL, &len, L, i8, err);
     double worst = 1;
     for (int t = 0; t < T; t++) worst = fmin(worst, cosine(f32 + t * H, i8 + t * H, H));
     CHECK(rc == 0 && emb_encoder_weights(e) == kind && emb_encoder_fingerprint(e) != fp &&
               memcmp(f32, i8, sizeof f32) != 0 && worst > 0.99,
-          "%s %s: another fingerprint and output, every token's cosine to float32 > 0.99 (%.5f): %s", folder, kn, worst,
-          rc ? err : "");
+          "%s %s: another fingerprint and output, every token's cosine to float32 > 0.99 (%.5f): %s", folder, kn,
+          worst, rc ? err : "");
     /* the packed layers take about a quarter (int8) or half (bf16) of the float32 tensors they replace */
     size_t part = kind == EMB_WEIGHTS_INT8 ? 4 : 2;
     CHECK(e->info.packed_bytes > 0 && e->info.used_bytes < used &&
               e->info.used_bytes + e->info.packed_bytes * (part - 1) + 4096 * 6 * 2 * part > used,
-          "%s %s bytes: %zu packed, %zu in use of %zu", folder, kn, e->info.packed_bytes, e->info.used_bytes, used);
+          "%s %s bytes: %zu packed, %zu in use of %zu", folder, kn, e->info.packed_bytes, e->info.used_bytes,
+          used);
     CHECK(emb_encoder_set_weights(e, (emb_weights)7, err) != 0 && strstr(err, "unknown weight type 7") &&
               emb_encoder_weights(e) == kind,
           "an unknown type is refused and changes nothing: %s", err);
-    rc = emb_encoder_set_weights(e, EMB_WEIGHTS_F32, err) || emb_encoder_forward(e, ws, 1, T, LEFT_PHONE, NULL, &len, L, back, err);
-    CHECK(rc == 0 && emb_encoder_fingerprint(e) == fp && memcmp(f32, back, sizeof f32) == 0 && e->info.packed_bytes == 0 &&
-              e->info.used_bytes == used && e->L8 == NULL && e->LB == NULL,
+    rc = emb_encoder_set_weights(e, EMB_WEIGHTS_F32, err) ||
+         emb_encoder_forward(e, ws, 1, T, LEFT_PHONE, NULL, &len, L, back, err);
+    CHECK(rc == 0 && emb_encoder_fingerprint(e) == fp && memcmp(f32, back, sizeof f32) == 0 &&
+              e->info.packed_bytes == 0 && e->info.used_bytes == used && e->L8 == NULL && e->LB == NULL,
           "%s back to float32: the same fingerprint and bytes: %s", folder, rc ? err : "");
     emb_workspace_free(ws);
     emb_encoder_free(e);
 }
 
 int main(void) {
-    CHECK(strcmp(emb_weights_name(EMB_WEIGHTS_INT8), "int8") == 0 && strcmp(emb_weights_name(EMB_WEIGHTS_BF16), "bf16") == 0 &&
-              emb_weights_name((emb_weights)3) == NULL,
+    CHECK(strcmp(emb_weights_name(EMB_WEIGHTS_INT8), "int8") == 0 &&
+              strcmp(emb_weights_name(EMB_WEIGHTS_BF16), "bf16") == 0 && emb_weights_name((emb_weights)3) == NULL,
           "names");
     emb_weights w;
     CHECK(emb_weights_parse("f32", &w) == 0 && w == EMB_WEIGHTS_F32 && emb_weights_parse("int8", &w) == 0 &&

@@ -134,10 +134,12 @@ int main(void) {
     check_vexp();
     float *x = malloc(sizeof(float) * NPOINTS);
     for (int i = 0; i < NPOINTS; i++) x[i] = (float)(-12.0 + 24.0 * i / (NPOINTS - 1));
-    float special[] = {0.0f, -0.0f, 1e-30f, -1e-30f, 1e-45f, 3e38f, -3e38f, INFINITY, -INFINITY, NAN, -20.0f, 20.0f};
+    float special[] = {0.0f,   -0.0f,    1e-30f,    -1e-30f, 1e-45f, 3e38f,
+                       -3e38f, INFINITY, -INFINITY, NAN,     -20.0f, 20.0f};
     size_t ns = sizeof special / sizeof special[0];
     const gelu_form exact = {"emb_gelu", "emb_gelu_of", emb_gelu, gelu_of, 3e-6, 5e-7, 3e-6, 1e-37, 0};
-    const gelu_form quick = {"emb_gelu_quick", "emb_gelu_quick_of", emb_gelu_quick, gelu_quick_of, -1, 1e-6, 0, 1e-6, 1};
+    const gelu_form quick = {
+        "emb_gelu_quick", "emb_gelu_quick_of", emb_gelu_quick, gelu_quick_of, -1, 1e-6, 0, 1e-6, 1};
     check_form(&exact, x, special, ns);
     check_form(&quick, x, special, ns);
     free(x);

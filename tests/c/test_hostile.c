@@ -20,8 +20,8 @@
 #include <unistd.h>
 
 #define SRC FIXTURES "/models/bert-tiny-uncased"
-static const char *files[] = {"config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json",
-                              "vocab.txt", "special_tokens_map.json"};
+static const char *files[] = {"config.json",           "model.safetensors", "tokenizer.json",
+                              "tokenizer_config.json", "vocab.txt",         "special_tokens_map.json"};
 static char root[256];
 
 static char *slurp(const char *path, size_t *len) {
@@ -92,12 +92,14 @@ static void expect_error(const char *what, const char *dir, const char *frag1, c
     clock_gettime(CLOCK_MONOTONIC, &b);
     double secs = (double)(b.tv_sec - a.tv_sec) + (double)(b.tv_nsec - a.tv_nsec) * 1e-9;
     CHECK(rc != 0 && strstr(err, frag1) && (!frag2 || strstr(err, frag2)) && secs < 5,
-          "%s: rc %d after %.1f s, error '%s' (want '%s' and '%s')", what, rc, secs, err, frag1, frag2 ? frag2 : "");
+          "%s: rc %d after %.1f s, error '%s' (want '%s' and '%s')", what, rc, secs, err, frag1,
+          frag2 ? frag2 : "");
     emb_model_release(m);
 }
 
 static void huge_vocab_id(cJSON *t) {
-    cJSON_AddNumberToObject(cJSON_GetObjectItem(cJSON_GetObjectItem(t, "model"), "vocab"), "zzzhuge", 2000000000.0);
+    cJSON_AddNumberToObject(cJSON_GetObjectItem(cJSON_GetObjectItem(t, "model"), "vocab"), "zzzhuge",
+                            2000000000.0);
 }
 static void add_decoder_key(cJSON *c, const char *key) {
     cJSON *d = cJSON_GetObjectItem(c, "added_tokens_decoder");
@@ -115,7 +117,8 @@ static void model_type_number(cJSON *c) { cJSON_ReplaceItemInObject(c, "model_ty
 static void eps_string(cJSON *c) { cJSON_ReplaceItemInObject(c, "layer_norm_eps", cJSON_CreateString("x")); }
 static void eps_underflow(cJSON *c) { cJSON_ReplaceItemInObject(c, "layer_norm_eps", cJSON_CreateNumber(1e-91)); }
 static void template_id(cJSON *t) {
-    cJSON *cls = cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(t, "post_processor"), "special_tokens"), "[CLS]");
+    cJSON *cls = cJSON_GetObjectItem(
+        cJSON_GetObjectItem(cJSON_GetObjectItem(t, "post_processor"), "special_tokens"), "[CLS]");
     cJSON_ReplaceItemInObject(cls, "ids", cJSON_CreateIntArray((const int[]){40000}, 1));
 }
 static void type_id_huge(cJSON *t) {
@@ -137,9 +140,9 @@ typedef enum { FIFO, TEXT, HALF, DIRECTORY, SYMLINK, EDIT } change;
 static const struct {
     const char *file;
     change how;
-    const char *text;        /* TEXT: the new content; SYMLINK: the target */
-    void (*edit)(cJSON *);   /* EDIT */
-    int vocab_txt;           /* tokenizer.json removed: the tokenizer comes from vocab.txt */
+    const char *text; /* TEXT: the new content; SYMLINK: the target */
+    void (*edit)(cJSON *); /* EDIT */
+    int vocab_txt; /* tokenizer.json removed: the tokenizer comes from vocab.txt */
     const char *want, *want2; /* fragments of the error ("@" stands for the file's path) */
 } cases[] = {
     {"config.json", FIFO, 0, 0, 0, "@: not a regular file (a FIFO)", 0},
@@ -157,17 +160,21 @@ static const struct {
     {"config.json", TEXT, "[1, 2]", 0, 0, "config.json: not a JSON object", 0},
     {"tokenizer.json", TEXT, "", 0, 0, "@: not valid JSON", 0},
     {"vocab.txt", TEXT, "", 0, 1, "@: no [CLS]/[SEP] token in the vocabulary", 0},
-    {"tokenizer.json", EDIT, 0, huge_vocab_id, 0, "tokenizer.json: model.vocab id 2000000000 of 'zzzhuge' is out of range", 0},
-    {"tokenizer_config.json", EDIT, 0, overflow_key, 1, "tokenizer_config.json: added_tokens_decoder id '2147483647'", 0},
+    {"tokenizer.json", EDIT, 0, huge_vocab_id, 0,
+     "tokenizer.json: model.vocab id 2000000000 of 'zzzhuge' is out of range", 0},
+    {"tokenizer_config.json", EDIT, 0, overflow_key, 1,
+     "tokenizer_config.json: added_tokens_decoder id '2147483647'", 0},
     {"tokenizer_config.json", EDIT, 0, negative_key, 1, "tokenizer_config.json: added_tokens_decoder id '-1'", 0},
-    {"tokenizer.json", EDIT, 0, template_id, 0, "tokenizer.json: the post_processor's special token id 40000 is not in the vocabulary", 0},
+    {"tokenizer.json", EDIT, 0, template_id, 0,
+     "tokenizer.json: the post_processor's special token id 40000 is not in the vocabulary", 0},
     {"tokenizer.json", EDIT, 0, type_id_huge, 0, "tokenizer.json: post_processor type_id", 0},
     {"tokenizer.json", EDIT, 0, sequence_twice, 0,
      "tokenizer.json: post_processor's pair template must hold sequence A and sequence B each exactly once", 0},
     {"config.json", EDIT, 0, hidden_huge, 0, "config.json: key 'hidden_size' = 1e+300 is out of range", 0},
     {"config.json", EDIT, 0, hidden_string, 0, "config.json: key 'hidden_size' is not an integer", 0},
     {"config.json", EDIT, 0, positions_huge, 0,
-     "model.safetensors: tensor 'embeddings.position_embeddings.weight' has shape [512,32], expected [1048576,32]", 0},
+     "model.safetensors: tensor 'embeddings.position_embeddings.weight' has shape [512,32], expected [1048576,32]",
+     0},
     {"config.json", EDIT, 0, model_type_number, 0, "config.json: key 'model_type' is not a string", 0},
     {"config.json", EDIT, 0, eps_string, 0, "config.json: key 'layer_norm_eps' is not a positive number", 0},
     {"config.json", EDIT, 0, eps_underflow, 0, "config.json: key 'layer_norm_eps' is not a positive number", 0},
@@ -188,11 +195,20 @@ static void hostile_folders(void) {
         path_of(p, d, cases[i].file);
         struct stat st;
         switch (cases[i].how) {
-        case FIFO: unlink(p); CHECK(mkfifo(p, 0600) == 0, "mkfifo"); break;
+        case FIFO:
+            unlink(p);
+            CHECK(mkfifo(p, 0600) == 0, "mkfifo");
+            break;
         case TEXT: put(p, cases[i].text, strlen(cases[i].text)); break;
         case HALF: CHECK(stat(p, &st) == 0 && truncate(p, st.st_size / 2) == 0, "truncate"); break;
-        case DIRECTORY: unlink(p); CHECK(mkdir(p, 0700) == 0, "mkdir"); break;
-        case SYMLINK: unlink(p); CHECK(symlink(cases[i].text, p) == 0, "symlink"); break;
+        case DIRECTORY:
+            unlink(p);
+            CHECK(mkdir(p, 0700) == 0, "mkdir");
+            break;
+        case SYMLINK:
+            unlink(p);
+            CHECK(symlink(cases[i].text, p) == 0, "symlink");
+            break;
         case EDIT: edit(d, cases[i].file, cases[i].edit); break;
         }
         const char *at = strchr(cases[i].want, '@');
@@ -215,7 +231,8 @@ static void hostile_folders(void) {
         const char *text = "I left my phone on the left side";
         size_t len = strlen(text);
         float va[32], vb[32];
-        rc = emb_model_embed(a, &text, &len, 1, NULL, va, err) || emb_model_embed(b, &text, &len, 1, NULL, vb, err);
+        rc =
+            emb_model_embed(a, &text, &len, 1, NULL, va, err) || emb_model_embed(b, &text, &len, 1, NULL, vb, err);
         char p[600];
         path_of(p, d, "model.safetensors");
         CHECK(truncate(p, 0) == 0, "truncate");
@@ -229,11 +246,19 @@ static void hostile_folders(void) {
 }
 
 static void json_integers(void) {
-    static const struct { const char *json; int64_t lo, hi; int ok; int64_t want; } cases[] = {
-        {"0", 0, 10, 1, 0},      {"10", 0, 10, 1, 10},    {"11", 0, 10, 0, 0},          {"-1", 0, 10, 0, 0},
-        {"2.5", 0, 10, 0, 0},    {"1e300", 0, 10, 0, 0},  {"-1e300", -10, 10, 0, 0},     {"1e999", 0, INT64_C(1) << 53, 0, 0},
-        {"\"3\"", 0, 10, 0, 0},  {"true", 0, 10, 0, 0},   {"null", 0, 10, 0, 0},        {"2147483647", 0, INT32_MAX, 1, INT32_MAX},
-        {"-7", -10, 10, 1, -7},  {"9007199254740992", 0, INT64_C(1) << 53, 1, INT64_C(1) << 53},
+    static const struct {
+        const char *json;
+        int64_t lo, hi;
+        int ok;
+        int64_t want;
+    } cases[] = {
+        {"0", 0, 10, 1, 0},        {"10", 0, 10, 1, 10},
+        {"11", 0, 10, 0, 0},       {"-1", 0, 10, 0, 0},
+        {"2.5", 0, 10, 0, 0},      {"1e300", 0, 10, 0, 0},
+        {"-1e300", -10, 10, 0, 0}, {"1e999", 0, INT64_C(1) << 53, 0, 0},
+        {"\"3\"", 0, 10, 0, 0},    {"true", 0, 10, 0, 0},
+        {"null", 0, 10, 0, 0},     {"2147483647", 0, INT32_MAX, 1, INT32_MAX},
+        {"-7", -10, 10, 1, -7},    {"9007199254740992", 0, INT64_C(1) << 53, 1, INT64_C(1) << 53},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         cJSON *j = cJSON_Parse(cases[i].json);
@@ -251,24 +276,31 @@ static void file_reader(void) {
     size_t len;
     snprintf(p, sizeof p, "%s/small", root);
     put(p, "0123456789", 10);
-    CHECK(emb_read_file(p, 10, &buf, &len, err) == 0 && len == 10 && buf[10] == 0 && memcmp(buf, "0123456789", 10) == 0,
+    CHECK(emb_read_file(p, 10, &buf, &len, err) == 0 && len == 10 && buf[10] == 0 &&
+              memcmp(buf, "0123456789", 10) == 0,
           "a file of exactly the limit: %s", err);
     free(buf);
-    CHECK(emb_read_file(p, 9, &buf, &len, err) != 0 && strstr(err, "small: 10 bytes, more than the 9 this file may have") && !buf,
+    CHECK(emb_read_file(p, 9, &buf, &len, err) != 0 &&
+              strstr(err, "small: 10 bytes, more than the 9 this file may have") && !buf,
           "over the limit, before reading: %s", err);
-    CHECK(emb_read_file("/nonexistent/x.json", 9, &buf, &len, err) != 0 && strcmp(err, "/nonexistent/x.json: cannot open: No such file or directory") == 0,
+    CHECK(emb_read_file("/nonexistent/x.json", 9, &buf, &len, err) != 0 &&
+              strcmp(err, "/nonexistent/x.json: cannot open: No such file or directory") == 0,
           "missing: %s", err);
     CHECK(emb_path_exists(p) && !emb_path_exists("/nonexistent/x") && emb_path_exists("/dev/null"), "exists");
     snprintf(p, sizeof p, "%s/dangling_link", root);
-    CHECK(symlink("nowhere", p) == 0 && emb_path_exists(p), "a dangling symlink is there (and then an open error)");
+    CHECK(symlink("nowhere", p) == 0 && emb_path_exists(p),
+          "a dangling symlink is there (and then an open error)");
     CHECK(emb_is_lfs_pointer("version https://git-lfs.github.com/spec/v1\n", 43) &&
-          !emb_is_lfs_pointer("version https://git-lfs.github.com/spec", 39) && !emb_is_lfs_pointer("{}", 2), "LFS magic");
+              !emb_is_lfs_pointer("version https://git-lfs.github.com/spec", 39) && !emb_is_lfs_pointer("{}", 2),
+          "LFS magic");
 }
 
 static void vocabulary_bounds(void) {
     emb_vocab *v = emb_vocab_new();
-    CHECK(emb_vocab_add(v, "a", 1, INT32_MAX) != 0 && emb_vocab_add(v, "a", 1, -1) != 0, "ids whose size overflows are refused");
-    CHECK(emb_vocab_add(v, "a", 1, 5) == 0 && emb_vocab_size(v) == 6 && emb_vocab_find(v, "a", 1) == 5, "a plain id");
+    CHECK(emb_vocab_add(v, "a", 1, INT32_MAX) != 0 && emb_vocab_add(v, "a", 1, -1) != 0,
+          "ids whose size overflows are refused");
+    CHECK(emb_vocab_add(v, "a", 1, 5) == 0 && emb_vocab_size(v) == 6 && emb_vocab_find(v, "a", 1) == 5,
+          "a plain id");
     emb_vocab_free(v);
     /* a tokenizer.json from memory: ids bounded by the entries present (3 vocab + 1 added) */
     const char *fmt = "{\"model\":{\"type\":\"WordPiece\",\"vocab\":{\"[UNK]\":0,\"[CLS]\":1,\"[SEP]\":%d}},"
@@ -277,30 +309,38 @@ static void vocabulary_bounds(void) {
     char json[512], err[EMB_ERR_LEN];
     emb_tokenizer *t;
     snprintf(json, sizeof json, fmt, 2, 3);
-    CHECK(emb_tokenizer_from_json(json, strlen(json), &t, err) == 0 && emb_tokenizer_vocab_size(t) == 4, "ids 0..3: %s", err);
+    CHECK(emb_tokenizer_from_json(json, strlen(json), &t, err) == 0 && emb_tokenizer_vocab_size(t) == 4,
+          "ids 0..3: %s", err);
     emb_tokenizer_free(t);
     snprintf(json, sizeof json, fmt, 4, 3);
     CHECK(emb_tokenizer_from_json(json, strlen(json), &t, err) != 0 &&
-          strstr(err, "model.vocab id 4 of '[SEP]' is out of range 0 to 3 (ids are bounded by the 4 entries present)"),
+              strstr(
+                  err,
+                  "model.vocab id 4 of '[SEP]' is out of range 0 to 3 (ids are bounded by the 4 entries present)"),
           "vocab id 4 of 4 entries: %s", err);
     snprintf(json, sizeof json, fmt, 2, 4);
-    CHECK(emb_tokenizer_from_json(json, strlen(json), &t, err) != 0 && strstr(err, "added_tokens id 4 of '[X]' is out of range"),
+    CHECK(emb_tokenizer_from_json(json, strlen(json), &t, err) != 0 &&
+              strstr(err, "added_tokens id 4 of '[X]' is out of range"),
           "added id 4 of 4 entries: %s", err);
 }
 
 static void nul_in_a_word(void) {
-    const char *def = "{\"vocab\": [\"bus\", \"is\", \"late\", \"b\"], \"embeddings\": [[1],[2],[3],[4]], \"positions\": [[0],[0],[0]]}";
+    const char *def = "{\"vocab\": [\"bus\", \"is\", \"late\", \"b\"], \"embeddings\": [[1],[2],[3],[4]], "
+                      "\"positions\": [[0],[0],[0]]}";
     emb_defined_model *m;
     char err[EMB_ERR_LEN];
     CHECK(emb_defined_model_from_json(def, strlen(def), &m, err) == 0, "define: %s", err);
     /* a heap copy of exactly the bytes, so that ASan sees any read past them */
     char *w = malloc(8);
     memcpy(w, "bus\0xxxx", 8);
-    CHECK(emb_defined_lookup(m, w, 8) == -1 && emb_defined_lookup(m, w, 3) == 0 && emb_defined_lookup(m, w, 4) == -1 &&
-          emb_defined_lookup(m, w, 1) == 3 && emb_defined_lookup(m, w, 2) == -1, "lookups by length");
+    CHECK(emb_defined_lookup(m, w, 8) == -1 && emb_defined_lookup(m, w, 3) == 0 &&
+              emb_defined_lookup(m, w, 4) == -1 && emb_defined_lookup(m, w, 1) == 3 &&
+              emb_defined_lookup(m, w, 2) == -1,
+          "lookups by length");
     emb_encoding enc;
     emb_encoding_init(&enc);
-    CHECK(emb_defined_tokenize(m, w, 8, &enc, err) != 0 && strcmp(err, "word 1 contains a NUL character") == 0, "%s", err);
+    CHECK(emb_defined_tokenize(m, w, 8, &enc, err) != 0 && strcmp(err, "word 1 contains a NUL character") == 0,
+          "%s", err);
     emb_encoding_free(&enc);
     free(w);
     emb_defined_model_free(m);

@@ -16,10 +16,12 @@ static uint64_t next_u64(void) { return check_rng(&rng_state); }
 static double uniform(void) { return (double)(next_u64() >> 11) / 4503599627370496.0 - 1.0; } /* [-1, 1) */
 static int rand_int(int lo, int hi) { return lo + (int)(next_u64() % (uint64_t)(hi - lo + 1)); }
 
-typedef struct { int M, N, K; } shape;
+typedef struct {
+    int M, N, K;
+} shape;
 /* K not a multiple of 4 or 64, N not a multiple of 16 or 64, M = 1 and M past the 6-row tile */
-static const shape shapes[] = {{1, 1, 1},     {1, 17, 5},    {2, 16, 4},    {7, 33, 63},   {5, 64, 64},
-                               {13, 50, 130}, {6, 65, 257},  {16, 384, 384}, {23, 131, 99}, {1, 1152, 384},
+static const shape shapes[] = {{1, 1, 1},     {1, 17, 5},      {2, 16, 4},     {7, 33, 63},   {5, 64, 64},
+                               {13, 50, 130}, {6, 65, 257},    {16, 384, 384}, {23, 131, 99}, {1, 1152, 384},
                                {37, 200, 3},  {130, 33, 6001}, {61, 200, 2701}};
 /* the last two: rows outside panels (codes of the panels within 512 KB), rows in blocks of 48 */
 #define NSHAPES (sizeof shapes / sizeof shapes[0])
@@ -44,7 +46,8 @@ static void test_exact_products(void) {
         for (int m = 0; m < M; m++)
             for (int n = 0; n < N; n++) {
                 int64_t t = 0;
-                for (int k = 0; k < K; k++) t += (int64_t)((int)u[(size_t)m * ldu + k] - zp[m]) * q[(size_t)n * K + k];
+                for (int k = 0; k < K; k++)
+                    t += (int64_t)((int)u[(size_t)m * ldu + k] - zp[m]) * q[(size_t)n * K + k];
                 ref[(size_t)m * N + n] = t;
             }
         emb_int8_gemm_weights *w = emb_int8_gemm_weights_pack_codes(q, sw, N, K, err);
@@ -64,8 +67,9 @@ static void test_exact_products(void) {
             for (int i = 0; i < M * N && !bad; i++)
                 if (P[i] != ref[i]) {
                     bad = 1;
-                    CHECK(0, "%s %dx%dx%d: P[%d][%d] = %d, expected %lld", emb_int8_gemm_path_name((emb_int8_gemm_path)p), M, N, K,
-                          i / N, i % N, P[i], (long long)ref[i]);
+                    CHECK(0, "%s %dx%dx%d: P[%d][%d] = %d, expected %lld",
+                          emb_int8_gemm_path_name((emb_int8_gemm_path)p), M, N, K, i / N, i % N, P[i],
+                          (long long)ref[i]);
                 }
             CHECK(!bad, "%s %dx%dx%d exact", emb_int8_gemm_path_name((emb_int8_gemm_path)p), M, N, K);
         }
@@ -117,7 +121,8 @@ static void test_dequantized(void) {
         for (int i = 0; i < M * ldc; i++) C0[i] = (float)uniform();
         emb_int8_gemm_weights *w = emb_int8_gemm_weights_pack(W, N, K, K, err);
         emb_int8_gemm_act a = EMB_I8_ACT_INIT;
-        CHECK(w && emb_int8_gemm_quantize_path(EMB_I8_SCALAR, A, lda, M, K, &a, NULL) == 0, "shape %zu: quantize", s);
+        CHECK(w && emb_int8_gemm_quantize_path(EMB_I8_SCALAR, A, lda, M, K, &a, NULL) == 0, "shape %zu: quantize",
+              s);
         if (!w) continue;
         int scale_ok = 1;
         for (int m = 0; m < M; m++) { /* sa = (max - min) / 255 over the row and 0 */
@@ -140,7 +145,8 @@ static void test_dequantized(void) {
                 double exact = 0, sum_a = 0, sum_w = 0, sum_aw = 0;
                 float sw = emb_int8_gemm_weights_scale(w, n);
                 for (int k = 0; k < K; k++) {
-                    double av = A[(size_t)m * lda + k], wv = W[(size_t)n * K + k], wq = sw * emb_int8_gemm_weights_code(w, n, k);
+                    double av = A[(size_t)m * lda + k], wv = W[(size_t)n * K + k],
+                           wq = sw * emb_int8_gemm_weights_code(w, n, k);
                     exact += av * wv;
                     sum_a += fabs(av);
                     sum_w += fabs(wq);
@@ -191,8 +197,8 @@ static void test_threads(void) {
     char err[EMB_ERR_LEN];
     emb_workers *wk = emb_workers_new(1);
     CHECK(wk != NULL, "a helper thread");
-    const shape big[] = {{128, 768, 384}, {200, 1152, 160}, {32, 3072, 384}, {301, 40, 2600}, {16, 64, 2600},
-                         {20, 400, 384}, {47, 384, 384}, {128, 1540, 768}};
+    const shape big[] = {{128, 768, 384}, {200, 1152, 160}, {32, 3072, 384}, {301, 40, 2600},
+                         {16, 64, 2600},  {20, 400, 384},   {47, 384, 384},  {128, 1540, 768}};
     for (size_t s = 0; s < sizeof big / sizeof big[0]; s++) {
         int M = big[s].M, N = big[s].N, K = big[s].K;
         CHECK((double)M * N * K >= EMB_I8_PAR_MIN_MACS, "%dx%dx%d is split", M, N, K);
@@ -223,8 +229,8 @@ static void test_edges(void) {
     for (int i = 0; i < N * K; i++) W[i] = (float)uniform();
     for (int n = 0; n < N; n++) bias[n] = (float)n;
     for (int k = 0; k < K; k++) A[k] = 0.0f; /* row 0: zeros */
-    A[K + 3] = __builtin_nanf("");         /* row 1: NaN */
-    A[2 * K + 5] = __builtin_inff();       /* row 2: infinity */
+    A[K + 3] = __builtin_nanf(""); /* row 1: NaN */
+    A[2 * K + 5] = __builtin_inff(); /* row 2: infinity */
     emb_int8_gemm_weights *w = emb_int8_gemm_weights_pack(W, N, K, K, err);
     emb_int8_gemm_act a = EMB_I8_ACT_INIT;
     CHECK(w && emb_int8_gemm(A, K, M, w, bias, 0.0f, C, N, &a, NULL) == 0, "edges: product");
@@ -240,36 +246,45 @@ static void test_edges(void) {
 
     /* one weight from two parts (Q and K side by side) equals the weight packed whole */
     emb_int8_gemm_weights *f = emb_int8_gemm_weights_new(N, K, err);
-    CHECK(f && emb_int8_gemm_weights_set_rows(f, 0, 7, W, K, err) == 0 && emb_int8_gemm_weights_set_rows(f, 7, N - 7, W + 7 * K, K, err) == 0,
+    CHECK(f && emb_int8_gemm_weights_set_rows(f, 0, 7, W, K, err) == 0 &&
+              emb_int8_gemm_weights_set_rows(f, 7, N - 7, W + 7 * K, K, err) == 0,
           "packed in two parts");
     int same = f != NULL;
     for (int n = 0; f && n < N; n++) {
         same &= emb_int8_gemm_weights_scale(f, n) == emb_int8_gemm_weights_scale(w, n);
-        for (int k = 0; k < K; k++) same &= emb_int8_gemm_weights_code(f, n, k) == emb_int8_gemm_weights_code(w, n, k);
+        for (int k = 0; k < K; k++)
+            same &= emb_int8_gemm_weights_code(f, n, k) == emb_int8_gemm_weights_code(w, n, k);
     }
     CHECK(same, "two parts: the same codes and scales as one");
-    CHECK(emb_int8_gemm_weights_bytes(w) >= (size_t)32 * 12 + 32 * 8, "bytes count the padded codes: %zu", emb_int8_gemm_weights_bytes(w));
+    CHECK(emb_int8_gemm_weights_bytes(w) >= (size_t)32 * 12 + 32 * 8, "bytes count the padded codes: %zu",
+          emb_int8_gemm_weights_bytes(w));
     /* the largest |w| of a row is coded as +-127 with scale max / 127 */
     float amax = 0;
     int hit = 0;
     for (int k = 0; k < K; k++) amax = fabsf(W[k]) > amax ? fabsf(W[k]) : amax;
     for (int k = 0; k < K; k++) hit |= fabsf(W[k]) == amax && abs(emb_int8_gemm_weights_code(w, 0, k)) == 127;
-    CHECK(hit && emb_int8_gemm_weights_scale(w, 0) == amax / 127.0f, "row 0: max |w| coded 127, scale %g", emb_int8_gemm_weights_scale(w, 0));
+    CHECK(hit && emb_int8_gemm_weights_scale(w, 0) == amax / 127.0f, "row 0: max |w| coded 127, scale %g",
+          emb_int8_gemm_weights_scale(w, 0));
 
     err[0] = 0;
-    CHECK(emb_int8_gemm_weights_set_rows(f, 15, 6, W, K, err) == -1 && strstr(err, "outside"), "rows past N: %s", err);
+    CHECK(emb_int8_gemm_weights_set_rows(f, 15, 6, W, K, err) == -1 && strstr(err, "outside"), "rows past N: %s",
+          err);
     W[3] = __builtin_inff();
-    CHECK(emb_int8_gemm_weights_pack(W, N, K, K, err) == NULL && strstr(err, "row 0, column 3 is not a finite number"),
+    CHECK(emb_int8_gemm_weights_pack(W, N, K, K, err) == NULL &&
+              strstr(err, "row 0, column 3 is not a finite number"),
           "infinite weight: %s", err);
-    CHECK(emb_int8_gemm_weights_new(4, EMB_I8_MAX_K + 1, err) == NULL && strstr(err, "sizes must be"), "K too large: %s", err);
+    CHECK(emb_int8_gemm_weights_new(4, EMB_I8_MAX_K + 1, err) == NULL && strstr(err, "sizes must be"),
+          "K too large: %s", err);
     CHECK(emb_int8_gemm_weights_new(0, 4, err) == NULL, "N = 0 refused");
     int8_t codes[4] = {1, -128, 3, 4};
     float one = 1;
-    CHECK(emb_int8_gemm_weights_pack_codes(codes, &one, 1, 4, err) == NULL && strstr(err, "-128"), "code -128: %s", err);
+    CHECK(emb_int8_gemm_weights_pack_codes(codes, &one, 1, 4, err) == NULL && strstr(err, "-128"), "code -128: %s",
+          err);
     CHECK(emb_int8_gemm_quantize(A, K - 1, M, K, &a, NULL) == -1, "lda < K refused");
     emb_int8_gemm_act other = EMB_I8_ACT_INIT;
     C[0] = 42.0f;
-    CHECK(emb_int8_gemm_quantize(A, K, M, K - 1, &other, NULL) == 0 && emb_int8_gemm_q(&other, w, NULL, 0.0f, C, N, NULL) == -1 &&
+    CHECK(emb_int8_gemm_quantize(A, K, M, K - 1, &other, NULL) == 0 &&
+              emb_int8_gemm_q(&other, w, NULL, 0.0f, C, N, NULL) == -1 &&
               emb_int8_gemm_s32(EMB_I8_SCALAR, &other, w, (int32_t *)(void *)C, N) == -1 && C[0] == 42.0f,
           "activations of another K refused, C untouched");
     emb_int8_gemm_act_free(&other);
@@ -282,7 +297,8 @@ static void test_edges(void) {
 static void test_env_path(const char *self) {
     char cmd[4096];
     for (int p = 0; p < EMB_I8_NPATHS; p++) {
-        snprintf(cmd, sizeof cmd, "EMBED_INT8_PATH=%s '%s' --print-path", emb_int8_gemm_path_name((emb_int8_gemm_path)p), self);
+        snprintf(cmd, sizeof cmd, "EMBED_INT8_PATH=%s '%s' --print-path",
+                 emb_int8_gemm_path_name((emb_int8_gemm_path)p), self);
         FILE *f = popen(cmd, "r");
         char got[64] = "";
         if (f) {
@@ -290,9 +306,11 @@ static void test_env_path(const char *self) {
             pclose(f);
         }
         got[strcspn(got, "\n")] = 0;
-        const char *want = emb_int8_gemm_path_supported((emb_int8_gemm_path)p) ? emb_int8_gemm_path_name((emb_int8_gemm_path)p)
-                                                                 : emb_int8_gemm_path_name(emb_int8_gemm_path_default());
-        CHECK(!strcmp(got, want), "EMBED_INT8_PATH=%s: %s, expected %s", emb_int8_gemm_path_name((emb_int8_gemm_path)p), got, want);
+        const char *want = emb_int8_gemm_path_supported((emb_int8_gemm_path)p)
+                               ? emb_int8_gemm_path_name((emb_int8_gemm_path)p)
+                               : emb_int8_gemm_path_name(emb_int8_gemm_path_default());
+        CHECK(!strcmp(got, want), "EMBED_INT8_PATH=%s: %s, expected %s",
+              emb_int8_gemm_path_name((emb_int8_gemm_path)p), got, want);
     }
     /* unset: the best set this CPU runs */
     int best = 0;
@@ -318,10 +336,11 @@ static void test_ties(void) {
     for (int p = 0; p < EMB_I8_NPATHS; p++) {
         if (!emb_int8_gemm_path_supported((emb_int8_gemm_path)p)) continue;
         emb_int8_gemm_act a = EMB_I8_ACT_INIT;
-        int ok = emb_int8_gemm_quantize_path((emb_int8_gemm_path)p, A, K, 1, K, &a, NULL) == 0 && a.scale[0] == 1.0f && a.zp[0] == 100;
+        int ok = emb_int8_gemm_quantize_path((emb_int8_gemm_path)p, A, K, 1, K, &a, NULL) == 0 &&
+                 a.scale[0] == 1.0f && a.zp[0] == 100;
         for (int k = 0; ok && k < K; k++) ok = a.u[k] == want[k];
-        CHECK(ok, "%s: ties to even (codes %d %d %d for %g %g %g)", emb_int8_gemm_path_name((emb_int8_gemm_path)p), a.u ? a.u[2] : -1,
-              a.u ? a.u[3] : -1, a.u ? a.u[4] : -1, A[2], A[3], A[4]);
+        CHECK(ok, "%s: ties to even (codes %d %d %d for %g %g %g)", emb_int8_gemm_path_name((emb_int8_gemm_path)p),
+              a.u ? a.u[2] : -1, a.u ? a.u[3] : -1, a.u ? a.u[4] : -1, A[2], A[3], A[4]);
         emb_int8_gemm_act_free(&a);
     }
 }
@@ -340,7 +359,8 @@ int main(int argc, char **argv) {
     test_env_path(argv[0]);
     printf("kernel sets checked on this CPU:");
     for (int p = 0; p < EMB_I8_NPATHS; p++)
-        if (emb_int8_gemm_path_supported((emb_int8_gemm_path)p)) printf(" %s", emb_int8_gemm_path_name((emb_int8_gemm_path)p));
+        if (emb_int8_gemm_path_supported((emb_int8_gemm_path)p))
+            printf(" %s", emb_int8_gemm_path_name((emb_int8_gemm_path)p));
     printf("\n");
     CHECK(n_paths_checked >= (int)NSHAPES, "at least the scalar set checked on every shape");
     return check_report();

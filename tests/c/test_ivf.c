@@ -80,8 +80,7 @@ static void test_assign(void) {
                     second = best;
                     best = dist;
                     want = (int32_t)l;
-                } else if (dist < second)
-                    second = dist;
+                } else if (dist < second) second = dist;
             }
             if (m == EMB_METRIC_COSINE && i == 17) want = 0, second = INFINITY; /* no direction: list 0 */
             exact += got[i] == want;
@@ -239,7 +238,8 @@ static void test_train_recovers(void) {
             CHECK(emb_ivf_train(&ivf, x, n, d, m, centres, 20, seed) == 0, "train");
             int hit[8] = {0};
             size_t far = 0;
-            double tol = sph ? 0.05 : 0.6; /* the mean of 100 noisy points lies within about a tenth of the radius */
+            double tol =
+                sph ? 0.05 : 0.6; /* the mean of 100 noisy points lies within about a tenth of the radius */
             for (size_t l = 0; l < centres; l++) {
                 const float *cl = ivf.centroids + l * d;
                 double best = INFINITY;
@@ -502,7 +502,8 @@ static void test_errors(void) {
     emb_ivf_groups_free(&g);
     emb_ivf_groups_free(NULL);
     /* training that works on the same tiny input: lists == n == 4 */
-    CHECK(emb_ivf_train(&ivf, x, 4, 3, EMB_METRIC_L2, 4, 10, 1) == 0 && ivf.lists == 4 && ivf.d == 3, "lists == n");
+    CHECK(emb_ivf_train(&ivf, x, 4, 3, EMB_METRIC_L2, 4, 10, 1) == 0 && ivf.lists == 4 && ivf.d == 3,
+          "lists == n");
     int32_t as[4];
     CHECK(emb_ivf_assign(&ivf, x, 0, NULL) == 0, "assign 0 rows");
     CHECK(emb_ivf_assign(&ivf, x, 4, as) == 0 && as[0] != as[1] && as[1] != as[2] && as[2] != as[3] &&

@@ -74,8 +74,8 @@ static void check_search(const emb_knn_index *ix, const float *q, size_t k, emb_
         size_t p = hits[i].pos;
         if (p >= n || (ix->ids ? ix->ids[p] : (int64_t)p) != hits[i].id) bad_pos++;
         else if (hits[i].dist != emb_vec_distance(ix->metric, ix->vectors + p * d, q, d)) bad_exact++;
-        if (i && (hits[i].dist < hits[i - 1].dist ||
-                  (hits[i].dist == hits[i - 1].dist && hits[i].id < hits[i - 1].id)))
+        if (i &&
+            (hits[i].dist < hits[i - 1].dist || (hits[i].dist == hits[i - 1].dist && hits[i].id < hits[i - 1].id)))
             bad_order++;
     }
     CHECK(!bad_order, "%s: %d hits out of order or not the nearest", what, bad_order);
@@ -120,8 +120,7 @@ static void tie_case(void) {
     size_t got = 0;
     CHECK(emb_knn_search(&ix, q, 7, NULL, hits, &got) == 0 && got == 7, "ties: %zu hits", got);
     for (size_t i = 0; i < got; i++)
-        CHECK(hits[i].id == (int64_t)i && hits[i].pos == i, "ties: hit %zu is row %lld", i,
-              (long long)hits[i].id);
+        CHECK(hits[i].id == (int64_t)i && hits[i].pos == i, "ties: hit %zu is row %lld", i, (long long)hits[i].id);
     CHECK(emb_knn_search(&ix, q, 0, NULL, hits, &got) == 0 && got == 0, "k = 0: %zu hits", got);
     ix.n = 0;
     CHECK(emb_knn_search(&ix, q, 5, NULL, hits, &got) == 0 && got == 0, "no rows: %zu hits", got);
@@ -190,7 +189,8 @@ static void subset_case(void) {
     for (int metric = 0; metric < 4; metric++) {
         for (size_t i = 0; i < d; i++) q[i] = (float)uniform();
         for (size_t i = 0; i < n; i++) aux[i] = emb_knn_aux((emb_metric)metric, vecs + i * d, d);
-        emb_knn_index ix = {vecs, emb_knn_needs_aux((emb_metric)metric) ? aux : NULL, ids, n, d, (emb_metric)metric};
+        emb_knn_index ix = {
+            vecs, emb_knn_needs_aux((emb_metric)metric) ? aux : NULL, ids, n, d, (emb_metric)metric};
         ref_hit *ref = malloc(m * sizeof *ref);
         for (size_t j = 0; j < m; j++) {
             ref[j].dist = brute_distance(ix.metric, vecs + rows[j] * d, q, d);
@@ -202,9 +202,10 @@ static void subset_case(void) {
         CHECK(m < n / 8, "the subset is small: %zu rows", m);
         CHECK(emb_knn_search_rows(&ix, q, k, rows, m, NULL, hits, &got) == 0 && got == k, "subset: %zu hits", got);
         for (size_t j = 0; j < got; j++)
-            CHECK(hits[j].id == ref[j].id && near(hits[j].dist, ref[j].dist), "subset metric %d hit %zu: id %lld "
-                  "dist %.12g, want id %lld dist %.12g", metric, j, (long long)hits[j].id, hits[j].dist,
-                  (long long)ref[j].id, ref[j].dist);
+            CHECK(hits[j].id == ref[j].id && near(hits[j].dist, ref[j].dist),
+                  "subset metric %d hit %zu: id %lld "
+                  "dist %.12g, want id %lld dist %.12g",
+                  metric, j, (long long)hits[j].id, hits[j].dist, (long long)ref[j].id, ref[j].dist);
         /* rescoring candidates given with their vectors: the k nearest by exact distance */
         emb_knn_hit rs[12];
         float *cv = malloc(m * d * sizeof *cv);
@@ -235,7 +236,7 @@ int main(void) {
     random_case(37, 17, &scratch);
     random_case(1003, 385, NULL);
     random_case(65536 + 77, 7, &scratch); /* two blocks; the scratch grows */
-    random_case(500, 33, &scratch);       /* and is reused for fewer rows */
+    random_case(500, 33, &scratch); /* and is reused for fewer rows */
     emb_knn_scratch_free(&scratch);
     CHECK(scratch.score == NULL && scratch.cap == 0, "scratch freed");
     tie_case();

@@ -23,9 +23,11 @@ static float draw(int ints) {
     return ints ? (float)((int)(r % 15) - 7) : (float)((double)(r >> 11) / 4503599627370496.0 - 1.0);
 }
 
-typedef struct { int M, N, K; } shape;
-static const shape shapes[] = {{1, 1, 1},    {5, 16, 3},    {24, 16, 32},  {25, 17, 7},   {12, 32, 128},
-                               {13, 33, 16}, {8, 48, 20},   {9, 47, 64},   {6, 64, 32},   {7, 63, 5},
+typedef struct {
+    int M, N, K;
+} shape;
+static const shape shapes[] = {{1, 1, 1},      {5, 16, 3},     {24, 16, 32}, {25, 17, 7},  {12, 32, 128},
+                               {13, 33, 16},   {8, 48, 20},    {9, 47, 64},  {6, 64, 32},  {7, 63, 5},
                                {128, 128, 32}, {128, 32, 128}, {30, 130, 9}, {16, 200, 64}};
 #define NSHAPES (sizeof shapes / sizeof shapes[0])
 
@@ -64,7 +66,8 @@ static void run_shape(shape s, int ints, int scaled) {
         }
     CHECK(bad == 0, "%d x %d x %d (%s%s): %d results off, worst |error| %.3g", M, N, K,
           ints ? "integers, exact" : "floats", scaled ? ", a scale per row" : "", bad, worst);
-    CHECK(outside == 0, "%d x %d x %d: %d values written outside C's %d rows and %d columns", M, N, K, outside, M, N);
+    CHECK(outside == 0, "%d x %d x %d: %d values written outside C's %d rows and %d columns", M, N, K, outside, M,
+          N);
     free(A);
     free(B);
     free(C);
@@ -81,8 +84,8 @@ static void check_transpose(int N, int D, int ldx) {
     for (int d = 0; d < D; d++)
         for (int n = 0; n < N; n++) bad += T[d * N + n] != X[n * ldx + d];
     for (int i = 0; i < 16; i++) outside += !isnan(T[D * N + i]);
-    CHECK(bad == 0 && outside == 0, "emb_transpose %d x %d (stride %d): %d values misplaced, %d written past T", N, D,
-          ldx, bad, outside);
+    CHECK(bad == 0 && outside == 0, "emb_transpose %d x %d (stride %d): %d values misplaced, %d written past T", N,
+          D, ldx, bad, outside);
     free(X);
     free(T);
 }
@@ -91,7 +94,8 @@ static void check_transpose(int N, int D, int ldx) {
 static float *to_panels(const float *X, int R, int P) {
     float *panels = calloc((size_t)(R + 31) / 32 * 32 * P, sizeof(float));
     for (int r = 0; r < R; r++)
-        for (int c = 0; c < P; c++) panels[(size_t)(r / 32) * 32 * P + (size_t)c * 32 + r % 32] = X[(size_t)r * P + c];
+        for (int c = 0; c < P; c++)
+            panels[(size_t)(r / 32) * 32 * P + (size_t)c * 32 + r % 32] = X[(size_t)r * P + c];
     return panels;
 }
 
@@ -99,23 +103,25 @@ static float *to_panels(const float *X, int R, int P) {
  * exact) as from the rows themselves, and the transposed copy of the columns. */
 static void check_panels(int M, int N, int K, int row0, int col0, int P) {
     int R = row0 + (M > N ? M : N) + 3;
-    float *X = malloc(sizeof(float) * R * P), *B = malloc(sizeof(float) * K * N), *C = malloc(sizeof(float) * M * N),
-          *C1 = malloc(sizeof(float) * M * N), *T = malloc(sizeof(float) * (K * N + 16));
+    float *X = malloc(sizeof(float) * R * P), *B = malloc(sizeof(float) * K * N),
+          *C = malloc(sizeof(float) * M * N), *C1 = malloc(sizeof(float) * M * N),
+          *T = malloc(sizeof(float) * (K * N + 16));
     for (int i = 0; i < R * P; i++) X[i] = draw(1);
     for (int i = 0; i < K * N; i++) B[i] = draw(1);
     float *panels = to_panels(X, R, P);
     emb_nn_gemm(M, N, K, 0.25f, X + (size_t)row0 * P + col0, P, B, N, C, N);
     emb_nn_gemm_panel_a(M, N, K, 0.25f, panels, P, row0, col0, B, N, C1, N);
-    CHECK(memcmp(C, C1, sizeof(float) * M * N) == 0, "%d x %d x %d from panels (row %d, column %d of %d): %s", M, N,
-          K, row0, col0, P, "the same bits as from rows");
+    CHECK(memcmp(C, C1, sizeof(float) * M * N) == 0, "%d x %d x %d from panels (row %d, column %d of %d): %s", M,
+          N, K, row0, col0, P, "the same bits as from rows");
     for (int i = 0; i < K * N + 16; i++) T[i] = NAN;
     emb_panel_columns_t(N, K, panels, P, row0, col0, T);
     int bad = 0, outside = 0;
     for (int d = 0; d < K; d++)
         for (int n = 0; n < N; n++) bad += T[d * N + n] != X[(size_t)(row0 + n) * P + col0 + d];
     for (int i = 0; i < 16; i++) outside += !isnan(T[K * N + i]);
-    CHECK(bad == 0 && outside == 0, "columns %d.. of rows %d..%d from panels: %d values misplaced, %d written past T",
-          col0, row0, row0 + N - 1, bad, outside);
+    CHECK(bad == 0 && outside == 0,
+          "columns %d.. of rows %d..%d from panels: %d values misplaced, %d written past T", col0, row0,
+          row0 + N - 1, bad, outside);
     free(X), free(B), free(C), free(C1), free(T), free(panels);
 }
 

@@ -41,7 +41,8 @@ static void run(int H, float eps) {
             if (err > worst) worst = err;
         }
     }
-    CHECK(bad == 0, "LayerNorm of a 32 x %d panel (eps %g): %d values off, worst |error| %.3g", H, eps, bad, worst);
+    CHECK(bad == 0, "LayerNorm of a 32 x %d panel (eps %g): %d values off, worst |error| %.3g", H, eps, bad,
+          worst);
     free(panel), free(g), free(b), free(x);
 }
 

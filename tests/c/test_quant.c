@@ -61,18 +61,34 @@ static void test_f16(const char *path) {
         float x;
         uint16_t h;
     } known[] = {
-        {1.0f, 0x3c00}, {-2.0f, 0xc000}, {0.5f, 0x3800}, {0.1f, 0x2e66}, {1.0f / 3, 0x3555},
-        {65504.0f, 0x7bff}, {65519.0f, 0x7bff}, {65520.0f, 0x7bff} /* saturates (IEEE: inf) */,
-        {1e6f, 0x7bff}, {-1e6f, 0xfbff}, {-0.0f, 0x8000}, {0x1p-14f, 0x0400}, {0x1p-24f, 0x0001},
-        {0x1p-25f, 0x0000} /* half the smallest subnormal: tie to even 0 */, {0x1.8p-25f, 0x0001},
-        {0x3p-25f, 0x0002} /* 1.5 units: tie to even 2 */, {0x5p-25f, 0x0002} /* 2.5 units */,
-        {0x7ffp-25f, 0x0400} /* 1023.5 units: tie to even 1024, the smallest normal */, {1e-8f, 0x0000},
-        {4e-8f, 0x0001}, {0x1.002p0f, 0x3c00} /* 1 + 2^-11: tie to even */, {0x1.006p0f, 0x3c02},
-        {0x1.00201p0f, 0x3c01}, {-0x1.ffcp15f, 0xfbff},
+        {1.0f, 0x3c00},
+        {-2.0f, 0xc000},
+        {0.5f, 0x3800},
+        {0.1f, 0x2e66},
+        {1.0f / 3, 0x3555},
+        {65504.0f, 0x7bff},
+        {65519.0f, 0x7bff},
+        {65520.0f, 0x7bff} /* saturates (IEEE: inf) */,
+        {1e6f, 0x7bff},
+        {-1e6f, 0xfbff},
+        {-0.0f, 0x8000},
+        {0x1p-14f, 0x0400},
+        {0x1p-24f, 0x0001},
+        {0x1p-25f, 0x0000} /* half the smallest subnormal: tie to even 0 */,
+        {0x1.8p-25f, 0x0001},
+        {0x3p-25f, 0x0002} /* 1.5 units: tie to even 2 */,
+        {0x5p-25f, 0x0002} /* 2.5 units */,
+        {0x7ffp-25f, 0x0400} /* 1023.5 units: tie to even 1024, the smallest normal */,
+        {1e-8f, 0x0000},
+        {4e-8f, 0x0001},
+        {0x1.002p0f, 0x3c00} /* 1 + 2^-11: tie to even */,
+        {0x1.006p0f, 0x3c02},
+        {0x1.00201p0f, 0x3c01},
+        {-0x1.ffcp15f, 0xfbff},
     };
     for (size_t i = 0; i < sizeof known / sizeof *known; i++)
-        CHECK(f16_of(known[i].x) == known[i].h, "%s: f16(%a) = %04x, want %04x", path, known[i].x, f16_of(known[i].x),
-              known[i].h);
+        CHECK(f16_of(known[i].x) == known[i].h, "%s: f16(%a) = %04x, want %04x", path, known[i].x,
+              f16_of(known[i].x), known[i].h);
     /* every finite f16 in one long vector (so the SIMD loops see them), and the midpoints */
     size_t n = 0x7c00;
     float *x = malloc(4 * n * sizeof *x), *back = malloc(n * sizeof *back);
@@ -120,7 +136,8 @@ static void test_int8_records(void) {
     emb_decode(EMB_STORAGE_INT8, r, 4, back);
     CHECK(back[0] == -254 && back[1] == 4 && back[2] == 6 && back[3] == -8, "int8 decoded: code * scale");
     CHECK_NEAR(emb_code_aux(EMB_STORAGE_INT8, EMB_METRIC_L2, r, 4), 64632, 1e-2, "int8 l2 aux: |(-254,4,6,-8)|^2");
-    CHECK_NEAR(emb_code_aux(EMB_STORAGE_INT8, EMB_METRIC_COSINE, r, 4), 1 / sqrt(64632.0), 1e-9, "int8 cosine aux");
+    CHECK_NEAR(emb_code_aux(EMB_STORAGE_INT8, EMB_METRIC_COSINE, r, 4), 1 / sqrt(64632.0), 1e-9,
+               "int8 cosine aux");
     CHECK(emb_code_aux(EMB_STORAGE_INT8, EMB_METRIC_DOT, r, 4) == 0, "int8 dot aux 0");
     /* 0.3 / (0.3/127) = 127; -0.1 / (0.3/127) = -42.33 -> -42 */
     float c[2] = {0.3f, -0.1f};
@@ -131,7 +148,8 @@ static void test_int8_records(void) {
     float z[3] = {0, 0, 0};
     memset(r, 0xaa, sizeof r);
     emb_encode(EMB_STORAGE_INT8, z, 3, r);
-    CHECK(r[0] == 0 && r[1] == 0 && r[2] == 0 && memcmp(r + 3, "\0\0\0\0", 4) == 0, "zero vector: codes 0, scale 0");
+    CHECK(r[0] == 0 && r[1] == 0 && r[2] == 0 && memcmp(r + 3, "\0\0\0\0", 4) == 0,
+          "zero vector: codes 0, scale 0");
     CHECK(emb_code_aux(EMB_STORAGE_INT8, EMB_METRIC_COSINE, r, 3) == 0, "zero vector: cosine aux 0");
 }
 
@@ -187,8 +205,8 @@ static void test_bit_padding(void) {
 
 typedef struct {
     size_t n, d;
-    float *x;              /* n x d source vectors */
-    unsigned char *rec;    /* their records */
+    float *x; /* n x d source vectors */
+    unsigned char *rec; /* their records */
     float *aux;
 } dataset;
 
@@ -320,8 +338,8 @@ static int ranked_cmp(const void *pa, const void *pb) {
 }
 
 /* candidates == the first keep of (score, position) sorted, for 1, 2, 3 and all threads */
-static void check_candidates(const emb_code_query *q, const void *rec, const float *aux, const size_t *rows, size_t m,
-                             size_t keep, const char *what) {
+static void check_candidates(const emb_code_query *q, const void *rec, const float *aux, const size_t *rows,
+                             size_t m, size_t keep, const char *what) {
     float *score = malloc((m + 1) * sizeof *score);
     ranked *ref = malloc((m + 1) * sizeof *ref);
     size_t *out = malloc((keep + 1) * sizeof *out);
@@ -437,7 +455,7 @@ static int dist_cmp(const void *pa, const void *pb) {
 
 /* The exact top 10 of each query (cosine, in double) into top[t * 10 ..]. */
 static void exact_top10(const float *x, size_t n, const float *queries, int nq, size_t d, size_t *top) {
-    double (*exact)[2] = malloc(n * sizeof *exact);
+    double(*exact)[2] = malloc(n * sizeof *exact);
     for (int t = 0; t < nq; t++) {
         const float *q = queries + (size_t)t * d;
         for (size_t i = 0; i < n; i++) {
@@ -492,12 +510,14 @@ static void recall_data(int clustered, size_t n, size_t d, int nq, float *x, flo
     for (size_t i = 0; i < 200 * d; i++) centre[i] = (float)gaussian();
     for (size_t i = 0; i < n; i++) {
         const float *c = centre + (i % 200) * d;
-        for (size_t j = 0; j < d; j++) x[i * d + j] = clustered ? c[j] + 0.35f * (float)gaussian() : (float)gaussian();
+        for (size_t j = 0; j < d; j++)
+            x[i * d + j] = clustered ? c[j] + 0.35f * (float)gaussian() : (float)gaussian();
         normalize(x + i * d, d);
     }
     for (int t = 0; t < nq; t++) {
         const float *p = x + (size_t)(t * 397) % n * d;
-        for (size_t j = 0; j < d; j++) q[t * d + j] = clustered ? p[j] + 0.1f * (float)gaussian() : (float)gaussian();
+        for (size_t j = 0; j < d; j++)
+            q[t * d + j] = clustered ? p[j] + 0.1f * (float)gaussian() : (float)gaussian();
         normalize(q + t * d, d);
     }
     free(centre);
@@ -548,7 +568,8 @@ int main(void) {
     test_bit_padding();
     for (int si = 0; si < 4; si++)
         for (int mi = 0; mi < 4; mi++)
-            for (size_t di = 0; di < sizeof dims / sizeof *dims; di++) test_scores(storages[si], metrics[mi], dims[di]);
+            for (size_t di = 0; di < sizeof dims / sizeof *dims; di++)
+                test_scores(storages[si], metrics[mi], dims[di]);
     test_candidates_small();
     test_candidates_threads();
     test_recall();

@@ -30,11 +30,13 @@ static float draw(int ints) {
 }
 
 /* On one thread, 2 to 8 row blocks run by column chunks of 96 (250 x 200), more by row blocks. */
-typedef struct { int M, N, K; } shape;
-static const shape shapes[] = {{1, 1, 1},      {15, 13, 17},   {16, 24, 16},    {16, 25, 33},   {17, 12, 15},
-                               {31, 11, 100},  {32, 12, 16},   {32, 23, 384},   {33, 37, 31},   {40, 50, 64},
-                               {48, 97, 129},  {64, 384, 384}, {100, 61, 1000}, {16, 384, 384}, {130, 1536, 96},
-                               {56, 29, 47},   {20, 40, 384},  {60, 13, 18},   {250, 200, 40}, {257, 200, 40}};
+typedef struct {
+    int M, N, K;
+} shape;
+static const shape shapes[] = {{1, 1, 1},     {15, 13, 17},   {16, 24, 16},    {16, 25, 33},   {17, 12, 15},
+                               {31, 11, 100}, {32, 12, 16},   {32, 23, 384},   {33, 37, 31},   {40, 50, 64},
+                               {48, 97, 129}, {64, 384, 384}, {100, 61, 1000}, {16, 384, 384}, {130, 1536, 96},
+                               {56, 29, 47},  {20, 40, 384},  {60, 13, 18},    {250, 200, 40}, {257, 200, 40}};
 #define NSHAPES (sizeof shapes / sizeof shapes[0])
 
 typedef struct {
@@ -45,7 +47,8 @@ typedef struct {
 
 static void problem_new(problem *p, shape s, int ints, int threads) {
     p->M = s.M, p->N = s.N, p->K = s.K, p->lda = s.K + 3, p->ldw = s.K + 1, p->ldc = s.N + 5;
-    size_t nA = (size_t)p->M * p->lda, nW = (size_t)p->N * p->ldw, nC = (size_t)(p->M + 1) * p->ldc; /* + a guard row */
+    size_t nA = (size_t)p->M * p->lda, nW = (size_t)p->N * p->ldw,
+           nC = (size_t)(p->M + 1) * p->ldc; /* + a guard row */
     size_t nS = (size_t)threads * emb_sgemm_bcast_scratch(p->K);
     size_t sizes[4] = {nA + 1, nW + 1, nC + 1, nS + 1};
     for (int i = 0; i < 4; i++) p->blocks[i] = aligned_alloc(64, (sizes[i] * sizeof(float) + 63) / 64 * 64);
@@ -98,8 +101,8 @@ static void run_shape(shape s, int ints, int with_bias) {
         }
     CHECK(bad == 0, "%d x %d x %d (%s, %s): %d results off, worst |error| %.3g", p.M, p.N, p.K,
           ints ? "integers, exact" : "floats", with_bias ? "bias + product" : "C += product", bad, worst);
-    CHECK(outside == 0, "%d x %d x %d: %d values written outside C's %d rows and %d columns", p.M, p.N, p.K, outside,
-          p.M, p.N);
+    CHECK(outside == 0, "%d x %d x %d: %d values written outside C's %d rows and %d columns", p.M, p.N, p.K,
+          outside, p.M, p.N);
     problem_free(&p);
 }
 
@@ -126,8 +129,8 @@ static void run_threads(shape s, int helpers) {
 static void run_ffn(int M, int F, int K, int N, int helpers) {
     emb_workers *w = helpers ? emb_workers_new(helpers) : NULL;
     float *A = malloc(sizeof(float) * M * K), *W1 = malloc(sizeof(float) * F * K), *b1 = malloc(sizeof(float) * F),
-          *W2 = malloc(sizeof(float) * N * F), *C = malloc(sizeof(float) * M * N), *C0 = malloc(sizeof(float) * M * N),
-          *C1 = malloc(sizeof(float) * M * F),
+          *W2 = malloc(sizeof(float) * N * F), *C = malloc(sizeof(float) * M * N),
+          *C0 = malloc(sizeof(float) * M * N), *C1 = malloc(sizeof(float) * M * F),
           *panels = aligned_alloc(64, sizeof(float) * emb_sgemm_bcast_panel_floats(M, F)),
           *scratch = malloc(sizeof(float) * (helpers + 1) * emb_sgemm_bcast_scratch(K > F ? K : F));
     double *inner = malloc(sizeof(double) * M * F);
@@ -157,15 +160,17 @@ static void run_ffn(int M, int F, int K, int N, int helpers) {
             if (!(err <= 1e-5 * (mag + 1.0))) bad++;
             if (err > worst) worst = err;
         }
-    CHECK(bad == 0, "feed-forward %d x %d x %d -> %d through panels, %d threads: %d results off, worst |error| %.3g", M,
-          K, F, N, helpers + 1, bad, worst);
+    CHECK(bad == 0,
+          "feed-forward %d x %d x %d -> %d through panels, %d threads: %d results off, worst |error| %.3g", M, K,
+          F, N, helpers + 1, bad, worst);
     if (M % 32 == 0 || M % 32 > 24) { /* every block a 32-row tile: the same sums as emb_sgemm_bcast */
         emb_sgemm_bcast(M, F, K, A, K, W1, K, b1, C1, F, scratch, NULL);
         emb_gelu(C1, (size_t)M * F);
         int differ = 0;
         for (int m = 0; m < M; m++)
             for (int f = 0; f < F; f++)
-                differ += memcmp(&C1[m * F + f], &panels[(size_t)m / 32 * 32 * F + (size_t)f * 32 + m % 32], 4) != 0;
+                differ +=
+                    memcmp(&C1[m * F + f], &panels[(size_t)m / 32 * 32 * F + (size_t)f * 32 + m % 32], 4) != 0;
         CHECK(differ == 0, "panels of %d x %d: %d values differ from emb_gelu(emb_sgemm_bcast)", M, F, differ);
     }
     free(A), free(W1), free(b1), free(W2), free(C), free(C0), free(C1), free(panels), free(scratch), free(inner);
@@ -201,7 +206,8 @@ static void run_packed(int M, int N, int K) {
         }
     CHECK(bad == 0, "%d x %d x %d from packed panels: %d results off", M, N, K, bad);
     if (M % 32 == 0 || M % 32 > 24)
-        CHECK(differ == 0, "%d x %d x %d from packed panels: %d values differ from emb_sgemm_bcast", M, N, K, differ);
+        CHECK(differ == 0, "%d x %d x %d from packed panels: %d values differ from emb_sgemm_bcast", M, N, K,
+              differ);
     CHECK(threads_differ == 0, "%d x %d x %d from packed panels on 3 threads: %d values differ from 1", M, N, K,
           threads_differ);
     free(panels), free(direct), free(one);
@@ -224,8 +230,9 @@ static void run_roundtrip(int M, int N) {
             differ += memcmp(p.C + (size_t)m * p.ldc, p.C0 + (size_t)m * p.ldc, sizeof(float) * N) != 0;
             for (int n = N; n < p.ldc; n++) past += p.C[(size_t)m * p.ldc + n] != -1.0f;
         }
-        CHECK(differ == 0 && past == 0, "%d x %d packed and unpacked on %d threads: %d rows differ, %d floats past N",
-              M, N, helpers + 1, differ, past);
+        CHECK(differ == 0 && past == 0,
+              "%d x %d packed and unpacked on %d threads: %d rows differ, %d floats past N", M, N, helpers + 1,
+              differ, past);
     }
     free(panels);
     problem_free(&p);
@@ -246,8 +253,8 @@ static void run_to_panels(int M, int N, int K, emb_panels_out mode) {
         if (mode == EMB_PANELS_ADD) emb_sgemm_bcast_pack_panels(M, N, p.C0, p.ldc, out, NULL);
         else
             for (size_t i = 0; i < emb_sgemm_bcast_panel_floats(M, N); i++) out[i] = NAN;
-        emb_sgemm_bcast_to_panels(M, N, K, v ? NULL : p.A, p.lda, v ? a_panels : NULL, p.W, p.ldw, p.bias, mode, out,
-                                  p.scratch, v == 2 ? w : NULL);
+        emb_sgemm_bcast_to_panels(M, N, K, v ? NULL : p.A, p.lda, v ? a_panels : NULL, p.W, p.ldw, p.bias, mode,
+                                  out, p.scratch, v == 2 ? w : NULL);
         emb_sgemm_bcast_unpack_panels(M, N, out, rows[v], p.ldc, NULL);
     }
     int bad = 0, differ = 0;
@@ -266,7 +273,8 @@ static void run_to_panels(int M, int N, int K, emb_panels_out mode) {
         }
     const char *how = mode == EMB_PANELS_ADD ? "added onto panels" : "written as panels";
     CHECK(bad == 0, "%d x %d x %d %s: %d results off", M, N, K, how, bad);
-    CHECK(differ == 0, "%d x %d x %d %s: %d values differ between rows, panels and 3 threads", M, N, K, how, differ);
+    CHECK(differ == 0, "%d x %d x %d %s: %d values differ between rows, panels and 3 threads", M, N, K, how,
+          differ);
     for (int v = 0; v < 3; v++) free(rows[v]);
     free(a_panels), free(out);
     problem_free(&p);
@@ -291,16 +299,19 @@ int main(void) {
     for (size_t i = 0; i < sizeof par / sizeof par[0]; i++)
         for (int h = 1; h <= 3; h++) run_threads(par[i], h);
     static const int packed[][3] = {{1, 5, 3}, {20, 37, 64}, {64, 384, 384}, {90, 50, 129}, {130, 24, 40}};
-    for (size_t i = 0; i < sizeof packed / sizeof packed[0]; i++) run_packed(packed[i][0], packed[i][1], packed[i][2]);
-    static const int ffn[][4] = {{1, 13, 17, 11},  {20, 48, 40, 24}, {33, 50, 19, 12},
-                                 {64, 96, 64, 40}, {94, 37, 70, 13}};
+    for (size_t i = 0; i < sizeof packed / sizeof packed[0]; i++)
+        run_packed(packed[i][0], packed[i][1], packed[i][2]);
+    static const int ffn[][4] = {
+        {1, 13, 17, 11}, {20, 48, 40, 24}, {33, 50, 19, 12}, {64, 96, 64, 40}, {94, 37, 70, 13}};
     for (size_t i = 0; i < sizeof ffn / sizeof ffn[0]; i++)
         for (int h = 0; h <= 2; h += 2) run_ffn(ffn[i][0], ffn[i][1], ffn[i][2], ffn[i][3], h);
     static const int to_panels[][3] = {{1, 5, 3}, {20, 37, 64}, {56, 384, 384}, {90, 50, 129}, {130, 24, 1536}};
     for (size_t i = 0; i < sizeof to_panels / sizeof to_panels[0]; i++)
         for (int add = 0; add <= 1; add++)
-            run_to_panels(to_panels[i][0], to_panels[i][1], to_panels[i][2], add ? EMB_PANELS_ADD : EMB_PANELS_SET);
+            run_to_panels(to_panels[i][0], to_panels[i][1], to_panels[i][2],
+                          add ? EMB_PANELS_ADD : EMB_PANELS_SET);
     static const int roundtrip[][2] = {{1, 1}, {17, 20}, {32, 16}, {100, 384}};
-    for (size_t i = 0; i < sizeof roundtrip / sizeof roundtrip[0]; i++) run_roundtrip(roundtrip[i][0], roundtrip[i][1]);
+    for (size_t i = 0; i < sizeof roundtrip / sizeof roundtrip[0]; i++)
+        run_roundtrip(roundtrip[i][0], roundtrip[i][1]);
     return check_report();
 }

@@ -13,20 +13,24 @@
 static unsigned long long rng_state = 0x9E3779B97F4A7C15ull;
 static unsigned long long next_u64(void) { return check_rng(&rng_state); }
 
-typedef struct { int M, N, K; } shape;
-static const shape shapes[] = {{1, 1, 1},   {1, 5, 16},   {2, 4, 17},    {3, 7, 15},     {4, 4, 32},
-                               {5, 9, 33},  {16, 384, 384}, {13, 37, 100}, {32, 66, 1536}, {31, 3, 7}};
+typedef struct {
+    int M, N, K;
+} shape;
+static const shape shapes[] = {{1, 1, 1},  {1, 5, 16},     {2, 4, 17},    {3, 7, 15},     {4, 4, 32},
+                               {5, 9, 33}, {16, 384, 384}, {13, 37, 100}, {32, 66, 1536}, {31, 3, 7}};
 #define NSHAPES (sizeof shapes / sizeof shapes[0])
 
 /* One shape: small integers (exact) or uniform floats in [-1, 1). */
 static void run_shape(shape s, int ints) {
     int M = s.M, N = s.N, K = s.K, lda = K + 3, ldw = K + 1, ldc = N + 5;
-    float *A = malloc(sizeof(float) * M * lda), *W = malloc(sizeof(float) * N * ldw), *C = malloc(sizeof(float) * M * ldc),
-          *C0 = malloc(sizeof(float) * M * ldc);
+    float *A = malloc(sizeof(float) * M * lda), *W = malloc(sizeof(float) * N * ldw),
+          *C = malloc(sizeof(float) * M * ldc), *C0 = malloc(sizeof(float) * M * ldc);
     for (int i = 0; i < M * lda; i++)
-        A[i] = ints ? (float)((int)(next_u64() % 15) - 7) : (float)((double)(next_u64() >> 11) / 4503599627370496.0 - 1.0);
+        A[i] = ints ? (float)((int)(next_u64() % 15) - 7)
+                    : (float)((double)(next_u64() >> 11) / 4503599627370496.0 - 1.0);
     for (int i = 0; i < N * ldw; i++)
-        W[i] = ints ? (float)((int)(next_u64() % 15) - 7) : (float)((double)(next_u64() >> 11) / 4503599627370496.0 - 1.0);
+        W[i] = ints ? (float)((int)(next_u64() % 15) - 7)
+                    : (float)((double)(next_u64() >> 11) / 4503599627370496.0 - 1.0);
     for (int i = 0; i < M * ldc; i++) C0[i] = ints ? (float)((int)(next_u64() % 101) - 50) : 0.25f;
     memcpy(C, C0, sizeof(float) * M * ldc);
     emb_sgemm_rows(M, N, K, A, lda, W, ldw, C, ldc);
@@ -49,8 +53,8 @@ static void run_shape(shape s, int ints) {
         }
         for (int n = N; n < ldc; n++) outside += memcmp(&C[m * ldc + n], &C0[m * ldc + n], sizeof(float)) != 0;
     }
-    CHECK(bad == 0, "%d x %d x %d (%s): %d results off, worst |error| %.3g", M, N, K, ints ? "integers, exact" : "floats",
-          bad, worst);
+    CHECK(bad == 0, "%d x %d x %d (%s): %d results off, worst |error| %.3g", M, N, K,
+          ints ? "integers, exact" : "floats", bad, worst);
     CHECK(outside == 0, "%d x %d x %d: %d values written past column %d", M, N, K, outside, N);
     free(A);
     free(W);

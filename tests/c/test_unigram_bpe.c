@@ -20,8 +20,10 @@ static int item_int(const cJSON *arr, int i) { return cJSON_GetArrayItem(arr, i)
  * emb_encoding_token_text where it has one (a Unigram unknown: HF names it by the normalized text
  * it could not segment), else the vocabulary's. */
 static int same_as_golden(const emb_tokenizer *t, const emb_encoding *e, const cJSON *g, char *why, size_t wn) {
-    const cJSON *ids = cJSON_GetObjectItemCaseSensitive(g, "ids"), *toks = cJSON_GetObjectItemCaseSensitive(g, "tokens");
-    const cJSON *offs = cJSON_GetObjectItemCaseSensitive(g, "offsets"), *tys = cJSON_GetObjectItemCaseSensitive(g, "type_ids");
+    const cJSON *ids = cJSON_GetObjectItemCaseSensitive(g, "ids"),
+                *toks = cJSON_GetObjectItemCaseSensitive(g, "tokens");
+    const cJSON *offs = cJSON_GetObjectItemCaseSensitive(g, "offsets"),
+                *tys = cJSON_GetObjectItemCaseSensitive(g, "type_ids");
     const cJSON *msk = cJSON_GetObjectItemCaseSensitive(g, "special_tokens_mask");
     size_t n = (size_t)cJSON_GetArraySize(ids);
     if (n != e->n) {
@@ -40,8 +42,11 @@ static int same_as_golden(const emb_tokenizer *t, const emb_encoding *e, const c
         if (!ts) ts = emb_tokenizer_token(t, k->id, &tl);
         int tok_ok = ts && strlen(tok) == tl && memcmp(ts, tok, tl) == 0;
         if (k->id != id || !tok_ok || ks != s || ke != en || k->type_id != ty || (k->seq < 0) != mk) {
-            snprintf(why, wn, "token %zu: got id %d '%.*s' [%d,%d) type %d special %d, expected id %d '%s' [%d,%d) type %d special %d",
-                     i, k->id, ts ? (int)tl : 0, ts ? ts : "", ks, ke, k->type_id, k->seq < 0, id, tok, s, en, ty, mk);
+            snprintf(why, wn,
+                     "token %zu: got id %d '%.*s' [%d,%d) type %d special %d, expected id %d '%s' [%d,%d) type %d "
+                     "special %d",
+                     i, k->id, ts ? (int)tl : 0, ts ? ts : "", ks, ke, k->type_id, k->seq < 0, id, tok, s, en, ty,
+                     mk);
             return 0;
         }
     }
@@ -80,16 +85,19 @@ static void test_golden(cJSON **cases, size_t ncases) {
             if (rc) snprintf(why, sizeof why, "error: %s", err);
             CHECK(ok, "%s line %zu (%s): %s", NAMES[v], i + 1, str_of(cases[i], "cat"), why);
             bad += !ok;
-            if (!ok && shown++ < MAX_DETAIL) fprintf(stderr, "  text: %s%s%s\n", text, tb ? " | text_b: " : "", tb ? tb : "");
+            if (!ok && shown++ < MAX_DETAIL)
+                fprintf(stderr, "  text: %s%s%s\n", text, tb ? " | text_b: " : "", tb ? tb : "");
             rc = emb_tokenize(t, text, strlen(text), tb, tb ? strlen(tb) : 0, 16, &e, err);
-            ok = rc == 0 && same_ids(&e, cJSON_GetObjectItemCaseSensitive(gold[i], "ids_trunc16"), why, sizeof why);
+            ok =
+                rc == 0 && same_ids(&e, cJSON_GetObjectItemCaseSensitive(gold[i], "ids_trunc16"), why, sizeof why);
             if (rc) snprintf(why, sizeof why, "error: %s", err);
             CHECK(ok, "%s line %zu (%s) max_len 16: %s", NAMES[v], i + 1, str_of(cases[i], "cat"), why);
             bad16 += !ok;
-            if (!ok && shown++ < MAX_DETAIL) fprintf(stderr, "  text: %s%s%s\n", text, tb ? " | text_b: " : "", tb ? tb : "");
+            if (!ok && shown++ < MAX_DETAIL)
+                fprintf(stderr, "  text: %s%s%s\n", text, tb ? " | text_b: " : "", tb ? tb : "");
         }
-        printf("%s: %zu of %zu records equal, %zu of %zu truncated to 16\n", NAMES[v], ncases - (size_t)bad, ncases,
-               ncases - (size_t)bad16, ncases);
+        printf("%s: %zu of %zu records equal, %zu of %zu truncated to 16\n", NAMES[v], ncases - (size_t)bad,
+               ncases, ncases - (size_t)bad16, ncases);
         emb_encoding_free(&e);
         for (size_t i = 0; i < ng; i++) cJSON_Delete(gold[i]);
         free(gold);
@@ -107,7 +115,8 @@ static void ids_of(const emb_tokenizer *t, const char *text, const char *text_b,
         snprintf(out, on, "error: %.200s", err);
     } else {
         size_t o = 0;
-        for (size_t i = 0; i < e.n && o + 12 < on; i++) o += (size_t)snprintf(out + o, on - o, i ? " %d" : "%d", e.tok[i].id);
+        for (size_t i = 0; i < e.n && o + 12 < on; i++)
+            o += (size_t)snprintf(out + o, on - o, i ? " %d" : "%d", e.tok[i].id);
     }
     emb_encoding_free(&e);
 }
@@ -124,19 +133,23 @@ static void test_known(void) {
         emb_encoding_init(&e);
         int rc = emb_tokenize(rb, "a <mask> b", 10, NULL, 0, 0, &e, err);
         CHECK(rc == 0 && e.n == 5 && e.tok[2].id == 50264 && e.tok[2].start == 2 && e.tok[2].end == 8,
-              "roberta-base 'a <mask> b': <mask> at [%d,%d)", e.n > 2 ? e.tok[2].start : -1, e.n > 2 ? e.tok[2].end : -1);
-        CHECK(emb_tokenizer_unk_id(rb) == -1 && emb_tokenizer_pad_id(rb) == 1 && emb_tokenizer_mask_id(rb) == 50264 &&
-                  emb_tokenizer_cls_id(rb) == 0 && emb_tokenizer_sep_id(rb) == 2 && emb_tokenizer_num_special(rb, 1) == 4,
+              "roberta-base 'a <mask> b': <mask> at [%d,%d)", e.n > 2 ? e.tok[2].start : -1,
+              e.n > 2 ? e.tok[2].end : -1);
+        CHECK(emb_tokenizer_unk_id(rb) == -1 && emb_tokenizer_pad_id(rb) == 1 &&
+                  emb_tokenizer_mask_id(rb) == 50264 && emb_tokenizer_cls_id(rb) == 0 &&
+                  emb_tokenizer_sep_id(rb) == 2 && emb_tokenizer_num_special(rb, 1) == 4,
               "roberta-base special ids");
         /* lstrip over two spaces: HF's trim moves the start by the 2 absorbed characters */
         rc = emb_tokenize(rb, "a  <mask>", 9, NULL, 0, 0, &e, err);
         CHECK(rc == 0 && e.n == 4 && e.tok[2].id == 50264 && e.tok[2].start == 3 && e.tok[2].end == 9,
-              "roberta-base 'a  <mask>': <mask> at [%d,%d)", e.n > 2 ? e.tok[2].start : -1, e.n > 2 ? e.tok[2].end : -1);
+              "roberta-base 'a  <mask>': <mask> at [%d,%d)", e.n > 2 ? e.tok[2].start : -1,
+              e.n > 2 ? e.tok[2].end : -1);
         /* chosen behaviour: absorbed U+0085 (2 bytes) is skipped as a whole character, where HF adds
          * the character count to the byte offset and cuts into it ([4,11)); found by fuzz_tokenizer2 */
         rc = emb_tokenize(rb, "<s>\xc2\x85<mask>", 11, NULL, 0, 0, &e, err);
         CHECK(rc == 0 && e.n == 4 && e.tok[2].id == 50264 && e.tok[2].start == 5 && e.tok[2].end == 11,
-              "roberta-base '<s>\\u0085<mask>': <mask> at [%d,%d)", e.n > 2 ? e.tok[2].start : -1, e.n > 2 ? e.tok[2].end : -1);
+              "roberta-base '<s>\\u0085<mask>': <mask> at [%d,%d)", e.n > 2 ? e.tok[2].start : -1,
+              e.n > 2 ? e.tok[2].end : -1);
         emb_encoding_free(&e);
         emb_tokenizer_free(rb);
     }
@@ -189,8 +202,8 @@ static void expect_error(const char *name, const char *from, const char *to, con
     emb_tokenizer *t = NULL;
     char err[EMB_ERR_LEN] = "";
     int rc = emb_tokenizer_from_json(j, strlen(j), &t, err);
-    CHECK(rc != 0 && t == NULL && strstr(err, want), "%s with '%.30s' -> '%.30s': rc %d, error '%s' (want '%s')", name,
-          from, to, rc, err, want);
+    CHECK(rc != 0 && t == NULL && strstr(err, want), "%s with '%.30s' -> '%.30s': rc %d, error '%s' (want '%s')",
+          name, from, to, rc, err, want);
     emb_tokenizer_free(t);
     free(j);
 }
@@ -206,7 +219,8 @@ static void test_hostile(void) {
     expect_error(x, cm, "\"precompiled_charsmap\":\"BAAAAAAAAAD/\",\"x\":\"", "not valid UTF-8");
     expect_error(x, "[\"<s>\",0.0]", "[\"<s>\",1e999]", "finite score");
     /* cJSON keeps raw bytes: strings the pipeline matches or inserts must be UTF-8 (found by fuzz_tokenizer_json) */
-    expect_error(x, "\"content\":\"\xe2\x96\x81\"}", "\"content\":\"\x80\"}", "Replace content is not valid UTF-8");
+    expect_error(x, "\"content\":\"\xe2\x96\x81\"}", "\"content\":\"\x80\"}",
+                 "Replace content is not valid UTF-8");
     expect_error(x, "[\"<s>\",0.0]", "[\"<s>\xff\",0.0]", "Unigram piece is not valid UTF-8");
     expect_error(r, "\"<s>\":0,\"<pad>\"", "\"<s>\xc3\":0,\"<pad>\"", "BPE vocab token is not valid UTF-8");
     expect_error(x, "[\"<s>\",0.0]", "[\"<s>\",\"x\"]", "finite score");
@@ -226,7 +240,8 @@ static void test_hostile(void) {
     expect_error(r, "\"sep\":[\"</s>\",2]", "\"sep\":[\"</s>\",99999999]", "not in the vocabulary");
     expect_error(r, "\"type\":\"ByteLevel\",\"add_prefix_space\":false,\"trim_offsets\":true}",
                  "\"type\":\"Metaspace\",\"replacement\":\"x\"}", "not supported");
-    expect_error(r, "\"single_word\":false,\"lstrip\":true", "\"single_word\":true,\"lstrip\":true", "single_word");
+    expect_error(r, "\"single_word\":false,\"lstrip\":true", "\"single_word\":true,\"lstrip\":true",
+                 "single_word");
     expect_error(r, "\"normalizer\":null", "\"normalizer\":{\"type\":\"Strip\"}", "normalized=true");
     expect_error(r, "\"Ġ\":", "\"Ġx\":", "byte 0x20");
 }
@@ -242,7 +257,8 @@ static void spans_of(const emb_tokenizer *t, const char *text, char *out, size_t
     } else {
         size_t o = 0;
         for (size_t i = 0; i < e.n && o + 40 < on; i++)
-            o += (size_t)snprintf(out + o, on - o, "%s%d [%d,%d)", i ? " " : "", e.tok[i].id, e.tok[i].start, e.tok[i].end);
+            o += (size_t)snprintf(out + o, on - o, "%s%d [%d,%d)", i ? " " : "", e.tok[i].id, e.tok[i].start,
+                                  e.tok[i].end);
     }
     emb_encoding_free(&e);
 }
@@ -311,13 +327,14 @@ static void test_unknown_names(void) {
     const char *c = "\xf3\xa0\x81\x81<mask>\xf3\xa0\x81\x82";
     rc = emb_tokenize(t, c, strlen(c), NULL, 0, 0, &e, err);
     names_of(t, &e, got, sizeof got);
-    CHECK(rc == 0 && strcmp(got, "<s>|\xe2\x96\x81|\xf3\xa0\x81\x81|<mask>|\xe2\x96\x81|\xf3\xa0\x81\x82|</s>") == 0,
+    CHECK(rc == 0 &&
+              strcmp(got, "<s>|\xe2\x96\x81|\xf3\xa0\x81\x81|<mask>|\xe2\x96\x81|\xf3\xa0\x81\x82|</s>") == 0,
           "unknowns around <mask>: %s", got);
     /* truncated to 4: the first unknown stays named, nothing is named past the end */
     rc = emb_tokenize(t, c, strlen(c), NULL, 0, 4, &e, err);
     size_t len;
-    CHECK(rc == 0 && e.n == 4 && emb_encoding_token_text(&e, 2, &len) && len == 4 && !emb_encoding_token_text(&e, 3, &len) &&
-              !emb_encoding_token_text(&e, 4, &len),
+    CHECK(rc == 0 && e.n == 4 && emb_encoding_token_text(&e, 2, &len) && len == 4 &&
+              !emb_encoding_token_text(&e, 3, &len) && !emb_encoding_token_text(&e, 4, &len),
           "truncated: names kept for the tokens kept");
     /* an encoding refilled without emb_tokenize (a defined model's tokenizer) names nothing */
     e.tok[2].start++;
@@ -329,15 +346,20 @@ static void test_unknown_names(void) {
 static void test_fingerprint(void) {
     static const struct {
         const char *name, *from, *to;
-    } cases[] = {{"xlmr-style-spmtest", "[\"<s>\",0.0]", "[\"<s>\",0.5]"}, {"roberta-base", "\"Ġ t\",\"Ġ a\"", "\"Ġ a\",\"Ġ t\""}};
+    } cases[] = {{"xlmr-style-spmtest", "[\"<s>\",0.0]", "[\"<s>\",0.5]"},
+                 {"roberta-base", "\"Ġ t\",\"Ġ a\"", "\"Ġ a\",\"Ġ t\""}};
     for (int i = 0; i < 2; i++) {
         char err[EMB_ERR_LEN];
-        char *same = patched(cases[i].name, cases[i].from, cases[i].from), *other = patched(cases[i].name, cases[i].from, cases[i].to);
+        char *same = patched(cases[i].name, cases[i].from, cases[i].from),
+             *other = patched(cases[i].name, cases[i].from, cases[i].to);
         emb_tokenizer *a = NULL, *b = NULL, *c = load(cases[i].name);
-        int rc = same && other ? emb_tokenizer_from_json(same, strlen(same), &a, err) | emb_tokenizer_from_json(other, strlen(other), &b, err) : -1;
+        int rc = same && other ? emb_tokenizer_from_json(same, strlen(same), &a, err) |
+                                     emb_tokenizer_from_json(other, strlen(other), &b, err)
+                               : -1;
         CHECK(rc == 0 && c && emb_tokenizer_fingerprint(a) == emb_tokenizer_fingerprint(c) &&
                   emb_tokenizer_fingerprint(a) != emb_tokenizer_fingerprint(b),
-              "%s: fingerprint of the same file equal, of a changed %s different", cases[i].name, i ? "merge order" : "score");
+              "%s: fingerprint of the same file equal, of a changed %s different", cases[i].name,
+              i ? "merge order" : "score");
         emb_tokenizer_free(a);
         emb_tokenizer_free(b);
         emb_tokenizer_free(c);

@@ -63,8 +63,8 @@ static int same_as_golden(const emb_tokenizer *t, const emb_encoding *e, const c
         const char *ts = emb_tokenizer_token(t, k->id, &tl);
         int tok_ok = ts && strlen(tok) == tl && memcmp(ts, tok, tl) == 0;
         if (k->id != id || !tok_ok || ks != s || ke != en || k->type_id != ty) {
-            snprintf(why, wn, "token %zu: got id %d '%.*s' [%d,%d) type %d, expected id %d '%s' [%d,%d) type %d", i,
-                     k->id, ts ? (int)tl : 0, ts ? ts : "", ks, ke, k->type_id, id, tok, s, en, ty);
+            snprintf(why, wn, "token %zu: got id %d '%.*s' [%d,%d) type %d, expected id %d '%s' [%d,%d) type %d",
+                     i, k->id, ts ? (int)tl : 0, ts ? ts : "", ks, ke, k->type_id, id, tok, s, en, ty);
             return 0;
         }
     }
@@ -98,8 +98,9 @@ static void test_golden(cJSON **cases, size_t ncases) {
             snprintf(src, sizeof src, FIXTURES "/tokenizers/vocab/%s/vocab.txt", VOCABS[v]);
             snprintf(dst, sizeof dst, "%s/vocab.txt", dir);
             copy_file(src, dst);
-            int n = snprintf(cfg, sizeof cfg, "{\"do_lower_case\": %s, \"model_max_length\": 512, "
-                                              "\"tokenizer_class\": \"BertTokenizer\"}",
+            int n = snprintf(cfg, sizeof cfg,
+                             "{\"do_lower_case\": %s, \"model_max_length\": 512, "
+                             "\"tokenizer_class\": \"BertTokenizer\"}",
                              emb_tokenizer_lowercase(t) ? "true" : "false");
             snprintf(dst, sizeof dst, "%s/tokenizer_config.json", dir);
             write_file(dst, cfg, (size_t)n);
@@ -130,7 +131,8 @@ static void test_golden(cJSON **cases, size_t ncases) {
             int ok = rc == 0 && same_as_golden(t, &e, g, why, sizeof why);
             if (rc) snprintf(why, sizeof why, "error: %s", err);
             CHECK(ok, "%s line %zu (%s): %s", VOCABS[v], i + 1, str_of(cases[i], "cat"), why);
-            if (!ok && shown++ < MAX_DETAIL) fprintf(stderr, "  text: %s%s%s\n", text, tb ? " | text_b: " : "", tb ? tb : "");
+            if (!ok && shown++ < MAX_DETAIL)
+                fprintf(stderr, "  text: %s%s%s\n", text, tb ? " | text_b: " : "", tb ? tb : "");
             if (tv) {
                 rc = emb_tokenize(tv, text, strlen(text), tb, tb ? strlen(tb) : 0, 0, &e2, err);
                 if (rc || !same_enc(&e, &e2)) {
@@ -142,9 +144,12 @@ static void test_golden(cJSON **cases, size_t ncases) {
             ok = rc == 0 && same_ids(&e, cJSON_GetObjectItemCaseSensitive(g, "ids_trunc16"), why, sizeof why);
             if (rc) snprintf(why, sizeof why, "error: %s", err);
             CHECK(ok, "%s line %zu (%s) max_len 16: %s", VOCABS[v], i + 1, str_of(cases[i], "cat"), why);
-            if (!ok && shown++ < MAX_DETAIL) fprintf(stderr, "  text: %s%s%s\n", text, tb ? " | text_b: " : "", tb ? tb : "");
+            if (!ok && shown++ < MAX_DETAIL)
+                fprintf(stderr, "  text: %s%s%s\n", text, tb ? " | text_b: " : "", tb ? tb : "");
         }
-        if (tv) CHECK(vt_bad == 0, "%s: vocab.txt tokenizer differs on %d records (first line %d)", VOCABS[v], vt_bad, vt_first + 1);
+        if (tv)
+            CHECK(vt_bad == 0, "%s: vocab.txt tokenizer differs on %d records (first line %d)", VOCABS[v], vt_bad,
+                  vt_first + 1);
         emb_encoding_free(&e);
         emb_encoding_free(&e2);
         for (size_t i = 0; i < ng; i++) cJSON_Delete(gold[i]);
@@ -156,8 +161,8 @@ static void test_golden(cJSON **cases, size_t ncases) {
 
 /* models/refs: input ids, type ids, word ids, sequence ids and offsets with the refs' max_length */
 static void test_model_refs(void) {
-    static const char *models[] = {"bert-tiny-uncased", "bert-tiny-prefixed", "bert-tiny-f16", "distilbert-tiny-uncased",
-                                   "distilbert-tiny-sinusoidal", "minilm-tiny-st"};
+    static const char *models[] = {"bert-tiny-uncased",       "bert-tiny-prefixed",         "bert-tiny-f16",
+                                   "distilbert-tiny-uncased", "distilbert-tiny-sinusoidal", "minilm-tiny-st"};
     char err[EMB_ERR_LEN], path[512], why[256];
     for (size_t m = 0; m < sizeof models / sizeof *models; m++) {
         snprintf(path, sizeof path, FIXTURES "/models/%s", models[m]);
@@ -188,8 +193,8 @@ static void test_model_refs(void) {
         cJSON_ArrayForEach(c, cJSON_GetObjectItemCaseSensitive(j, "cases")) {
             const char *text = str_of(c, "text"), *tb = str_of(c, "text_pair");
             const cJSON *ml = cJSON_GetObjectItemCaseSensitive(c, "max_length");
-            rc = emb_tokenize(t, text, strlen(text), tb, tb ? strlen(tb) : 0, cJSON_IsNumber(ml) ? (size_t)ml->valueint : 0,
-                              &e, err);
+            rc = emb_tokenize(t, text, strlen(text), tb, tb ? strlen(tb) : 0,
+                              cJSON_IsNumber(ml) ? (size_t)ml->valueint : 0, &e, err);
             const cJSON *ids = cJSON_GetObjectItemCaseSensitive(c, "input_ids");
             const cJSON *tys = cJSON_GetObjectItemCaseSensitive(c, "token_type_ids");
             const cJSON *wids = cJSON_GetObjectItemCaseSensitive(c, "word_ids");
@@ -208,8 +213,9 @@ static void test_model_refs(void) {
                     k->type_id != cJSON_GetArrayItem(tys, (int)i)->valueint || k->word != ew || k->seq != es ||
                     ks != os || ke != oe) {
                     ok = 0;
-                    snprintf(why, sizeof why, "token %zu: id %d type %d word %d seq %d [%d,%d) vs word %d seq %d [%d,%d)",
-                             i, k->id, k->type_id, k->word, k->seq, ks, ke, ew, es, os, oe);
+                    snprintf(why, sizeof why,
+                             "token %zu: id %d type %d word %d seq %d [%d,%d) vs word %d seq %d [%d,%d)", i, k->id,
+                             k->type_id, k->word, k->seq, ks, ke, ew, es, os, oe);
                 }
             }
             if (!ok && bad++ < MAX_DETAIL) fprintf(stderr, "  %s %s: %s\n", models[m], c->string, why);
@@ -232,8 +238,10 @@ static void test_unicode_props(void) {
     static const struct {
         const char *key;
         unsigned flag;
-    } sets[] = {{"clean_removed", EMB_HF_REMOVED}, {"pretok_whitespace", EMB_HF_WS},
-                {"pretok_punct", EMB_HF_PUNCT}, {"chinese_padded", EMB_HF_CJK}};
+    } sets[] = {{"clean_removed", EMB_HF_REMOVED},
+                {"pretok_whitespace", EMB_HF_WS},
+                {"pretok_punct", EMB_HF_PUNCT},
+                {"chinese_padded", EMB_HF_CJK}};
     for (size_t k = 0; k < 4; k++) {
         const cJSON *r;
         cJSON_ArrayForEach(r, cJSON_GetObjectItemCaseSensitive(j, sets[k].key)) {
@@ -249,7 +257,8 @@ static void test_unicode_props(void) {
         for (int k = 0; k < 4; k++)
             if (((f & sets[k].flag) != 0) != ((want[c] & sets[k].flag) != 0) && bad[k]++ == 0) first[k] = (int)c;
     }
-    for (int k = 0; k < 4; k++) CHECK(bad[k] == 0, "%s: %d code points differ (first U+%04X)", sets[k].key, bad[k], first[k]);
+    for (int k = 0; k < 4; k++)
+        CHECK(bad[k] == 0, "%s: %d code points differ (first U+%04X)", sets[k].key, bad[k], first[k]);
     free(want);
 
     /* strip_accents / lowercase maps: absent = unchanged. Keys are hex code points. */
@@ -303,7 +312,8 @@ static void test_units(void) {
     emb_encoding_init(&e);
 
     const char *seed = "I left my phone on the left side of the table.";
-    static const int32_t want[] = {101, 1045, 2187, 2026, 3042, 2006, 1996, 2187, 2217, 1997, 1996, 2795, 1012, 102};
+    static const int32_t want[] = {101,  1045, 2187, 2026, 3042, 2006, 1996,
+                                   2187, 2217, 1997, 1996, 2795, 1012, 102};
     rc = emb_tokenize(t, seed, strlen(seed), NULL, 0, 0, &e, err);
     int ok = rc == 0 && e.n == 14;
     for (size_t i = 0; ok && i < 14; i++) ok = e.tok[i].id == want[i];
@@ -313,12 +323,12 @@ static void test_units(void) {
           "seed sentence offsets / word / seq");
 
     /* accessors */
-    CHECK(emb_tokenizer_vocab_size(t) == 30522 && emb_tokenizer_unk_id(t) == 100 && emb_tokenizer_cls_id(t) == 101 &&
-              emb_tokenizer_sep_id(t) == 102 && emb_tokenizer_pad_id(t) == 0 && emb_tokenizer_mask_id(t) == 103 &&
-              emb_tokenizer_lowercase(t) && emb_tokenizer_strip_accents(t) && emb_tokenizer_chinese_chars(t) &&
-              emb_tokenizer_clean_text(t) && emb_tokenizer_max_input_chars_per_word(t) == 100 &&
-              emb_tokenizer_model_max_length(t) == 0 && emb_tokenizer_num_special(t, 0) == 2 &&
-              emb_tokenizer_num_special(t, 1) == 3,
+    CHECK(emb_tokenizer_vocab_size(t) == 30522 && emb_tokenizer_unk_id(t) == 100 &&
+              emb_tokenizer_cls_id(t) == 101 && emb_tokenizer_sep_id(t) == 102 && emb_tokenizer_pad_id(t) == 0 &&
+              emb_tokenizer_mask_id(t) == 103 && emb_tokenizer_lowercase(t) && emb_tokenizer_strip_accents(t) &&
+              emb_tokenizer_chinese_chars(t) && emb_tokenizer_clean_text(t) &&
+              emb_tokenizer_max_input_chars_per_word(t) == 100 && emb_tokenizer_model_max_length(t) == 0 &&
+              emb_tokenizer_num_special(t, 0) == 2 && emb_tokenizer_num_special(t, 1) == 3,
           "settings accessors");
     size_t tl;
     const char *ts = emb_tokenizer_token(t, 2187, &tl);
@@ -332,8 +342,14 @@ static void test_units(void) {
         const char *s;
         size_t len;
         long at;
-    } badu[] = {{"abc\xff", 4, 3},       {"a\xc3", 2, 1},         {"ab\xc0\xaf", 4, 2},    {"\xed\xa0\x80x", 4, 0},
-                {"xy\xf4\x90\x80\x80", 6, 2}, {"\xe2\x82", 2, 0}, {"ok \x80", 4, 3},       {"\xf0\x9f\x98", 3, 0}};
+    } badu[] = {{"abc\xff", 4, 3},
+                {"a\xc3", 2, 1},
+                {"ab\xc0\xaf", 4, 2},
+                {"\xed\xa0\x80x", 4, 0},
+                {"xy\xf4\x90\x80\x80", 6, 2},
+                {"\xe2\x82", 2, 0},
+                {"ok \x80", 4, 3},
+                {"\xf0\x9f\x98", 3, 0}};
     int nbad = 0;
     for (size_t i = 0; i < sizeof badu / sizeof *badu; i++) {
         char exp[64];
@@ -359,8 +375,10 @@ static void test_units(void) {
     /* long inputs: linear time, no crash */
     size_t big = 5u << 20;
     char *s = malloc(big + 16);
-    static const char *words[] = {"the ", "tokenizer ", "splits ", "words, ", "naïve ", "café ", "日本 ", "😀 ",
-                                  "antidisestablishmentarianism ", "x[MASK]y "};
+    static const char *words[] = {"the ",     "tokenizer ", "splits ",
+                                  "words, ",  "naïve ",     "café ",
+                                  "日本 ",    "😀 ",         "antidisestablishmentarianism ",
+                                  "x[MASK]y "};
     size_t p = 0;
     for (unsigned k = 0; p + 40 < big; k = k * 1103515245u + 12345u) {
         const char *w = words[(k >> 16) % 10];
@@ -376,7 +394,8 @@ static void test_units(void) {
     double t2 = now();
     printf("long input: %zu bytes -> %zu tokens in %.3f s; %zu bytes -> %zu tokens in %.3f s\n", p / 5, n_small,
            t1 - t0, p, e.n, t2 - t1);
-    CHECK(rc == 0 && rc2 == 0 && e.n > 4 * n_small && (t2 - t1) < 15 * (t1 - t0) + 0.05, "5 MB mixed text, linear time");
+    CHECK(rc == 0 && rc2 == 0 && e.n > 4 * n_small && (t2 - t1) < 15 * (t1 - t0) + 0.05,
+          "5 MB mixed text, linear time");
     rc = emb_tokenize(t, s, p, NULL, 0, 512, &e, err);
     CHECK(rc == 0 && e.n == 512 && e.tok[511].id == 102, "5 MB text truncated to 512");
 
@@ -463,8 +482,8 @@ static void test_nfd_reorder(void) {
         for (int k = 0; ok && k < cases[i].n; k++)
             ok = e.tok[k + 1].id == cases[i].id[k] && e.tok[k + 1].start == cases[i].se[k][0] &&
                  e.tok[k + 1].end == cases[i].se[k][1];
-        CHECK(ok, "NFD reorder %s: got %s (%d, %d), want (%d, %d)", cases[i].why, rc ? err : "", e.n > 1 ? e.tok[1].start : -1,
-              e.n > 1 ? e.tok[1].end : -1, cases[i].se[0][0], cases[i].se[0][1]);
+        CHECK(ok, "NFD reorder %s: got %s (%d, %d), want (%d, %d)", cases[i].why, rc ? err : "",
+              e.n > 1 ? e.tok[1].start : -1, e.n > 1 ? e.tok[1].end : -1, cases[i].se[0][0], cases[i].se[0][1]);
     }
     emb_encoding_free(&e);
     emb_tokenizer_free(t);
@@ -482,8 +501,10 @@ static void test_load_errors(void) {
     } cases[] = {
         {"{\"model\": {\"type\": \"WordLevel\", \"vocab\": {}}}",
          "model type 'WordLevel' is not supported (only WordPiece, Unigram and BPE)"},
-        {"{\"model\": {\"type\": \"Unigram\", \"vocab\": []}}", "pre_tokenizer type 'null' is not supported with a Unigram model"},
-        {"{\"model\": {\"vocab\": {\"a\": 0}, \"merges\": []}}", "pre_tokenizer type 'null' is not supported with a BPE model"},
+        {"{\"model\": {\"type\": \"Unigram\", \"vocab\": []}}",
+         "pre_tokenizer type 'null' is not supported with a Unigram model"},
+        {"{\"model\": {\"vocab\": {\"a\": 0}, \"merges\": []}}",
+         "pre_tokenizer type 'null' is not supported with a BPE model"},
         {"{\"normalizer\": {\"type\": \"NFKC\"}, \"pre_tokenizer\": {\"type\": \"BertPreTokenizer\"}, \"model\": "
          "{\"type\": \"WordPiece\", \"vocab\": {\"[UNK]\": 0}}}",
          "normalizer type 'NFKC' is not supported"},
@@ -512,9 +533,10 @@ static void test_load_errors(void) {
     }
     CHECK(bad == 0, "unsupported tokenizer.json files give clear errors");
     /* a minimal WordPiece without post-processor or normalizer works */
-    const char *mini = "{\"normalizer\": null, \"pre_tokenizer\": {\"type\": \"BertPreTokenizer\"}, \"post_processor\": null,"
-                       " \"model\": {\"type\": \"WordPiece\", \"unk_token\": \"<unk>\", \"continuing_subword_prefix\": \"@@\","
-                       " \"vocab\": {\"<unk>\": 0, \"Hel\": 1, \"@@lo\": 2, \"!\": 3}}}";
+    const char *mini =
+        "{\"normalizer\": null, \"pre_tokenizer\": {\"type\": \"BertPreTokenizer\"}, \"post_processor\": null,"
+        " \"model\": {\"type\": \"WordPiece\", \"unk_token\": \"<unk>\", \"continuing_subword_prefix\": \"@@\","
+        " \"vocab\": {\"<unk>\": 0, \"Hel\": 1, \"@@lo\": 2, \"!\": 3}}}";
     write_file(path, mini, strlen(mini));
     emb_tokenizer *t = NULL;
     int rc = emb_tokenizer_load(dir, &t, err);
@@ -522,8 +544,9 @@ static void test_load_errors(void) {
     emb_encoding_init(&e);
     if (rc == 0) rc = emb_tokenize(t, "Hello! hello", 12, NULL, 0, 0, &e, err);
     /* "hello" (lower case) is unknown: [Hel, @@lo, !, <unk>] */
-    CHECK(rc == 0 && e.n == 4 && e.tok[0].id == 1 && e.tok[1].id == 2 && e.tok[1].start == 3 && e.tok[1].end == 5 &&
-              e.tok[2].id == 3 && e.tok[3].id == 0 && e.tok[3].word == 2 && e.tok[3].start == 7,
+    CHECK(rc == 0 && e.n == 4 && e.tok[0].id == 1 && e.tok[1].id == 2 && e.tok[1].start == 3 &&
+              e.tok[1].end == 5 && e.tok[2].id == 3 && e.tok[3].id == 0 && e.tok[3].word == 2 &&
+              e.tok[3].start == 7,
           "custom prefix and unk, no normalizer or post-processor: %s", rc ? err : "");
     emb_encoding_free(&e);
     emb_tokenizer_free(t);

@@ -62,7 +62,8 @@ static int same_ids(const emb_encoding *e, const cJSON *ids, char *why, size_t w
     }
     for (size_t i = 0; i < n; i++)
         if (e->tok[i].id != cJSON_GetArrayItem(ids, (int)i)->valueint) {
-            snprintf(why, wn, "token %zu: id %d, expected %d", i, e->tok[i].id, cJSON_GetArrayItem(ids, (int)i)->valueint);
+            snprintf(why, wn, "token %zu: id %d, expected %d", i, e->tok[i].id,
+                     cJSON_GetArrayItem(ids, (int)i)->valueint);
             return 0;
         }
     return 1;

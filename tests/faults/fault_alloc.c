@@ -57,7 +57,8 @@ __attribute__((noinline)) static unsigned long long site_hash(void) {
     int depth = backtrace(frames, MAX_FRAMES);
     if (depth < MAX_FRAMES && depth > outer_frames) depth -= outer_frames;
     unsigned long long h = 14695981039346656037ull;
-    for (int i = 3; i < depth; i++) /* backtrace, site_hash, fail_now */ h = (h ^ (unsigned long long)(uintptr_t)frames[i]) * 1099511628211ull;
+    for (int i = 3; i < depth; i++) /* backtrace, site_hash, fail_now */
+        h = (h ^ (unsigned long long)(uintptr_t)frames[i]) * 1099511628211ull;
     return h;
 }
 

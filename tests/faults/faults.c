@@ -43,11 +43,15 @@ static const faults_step script[] = {
     {CONN_MAIN, "SELECT name, architecture, hidden_size, layers, fingerprint, weights FROM embed_models", 0},
     {CONN_MAIN, "SELECT embed('m', 'The bus is late.')", 0},
     {CONN_MAIN, "SELECT embed_token_ids('m', 'I left my phone on the left side of the table.')", 0},
-    {CONN_MAIN, "SELECT position, token, start, \"end\", contextual_embedding FROM embed_tokens('m', 'Hello, world')", 0},
+    {CONN_MAIN,
+     "SELECT position, token, start, \"end\", contextual_embedding FROM embed_tokens('m', 'Hello, world')", 0},
     {CONN_MAIN, "SELECT contextual_embedding('m', 'left left', 1)", 0},
-    {CONN_MAIN, "SELECT layer, head, query_token, key_token, weight FROM embed_attention('m', 'left left', 1, 0)", 0},
-    {CONN_MAIN, "SELECT embed_json(embed_add(embed_vector('[1, 2, 3]'), '[4, 5, 6]')), "
-                "embed_distance('[1, 0]', '[0, 1]', 'l2'), embed_distance(embed('m', 'a cat'), embed('m', 'dogs'), 'cosine')", 0},
+    {CONN_MAIN, "SELECT layer, head, query_token, key_token, weight FROM embed_attention('m', 'left left', 1, 0)",
+     0},
+    {CONN_MAIN,
+     "SELECT embed_json(embed_add(embed_vector('[1, 2, 3]'), '[4, 5, 6]')), "
+     "embed_distance('[1, 0]', '[0, 1]', 'l2'), embed_distance(embed('m', 'a cat'), embed('m', 'dogs'), 'cosine')",
+     0},
     {CONN_MAIN, "SELECT embed_vector('[1, 2')", 1},
     /* a Unigram tokenizer: its normalizer and pre-tokenizer are printed into the fingerprint */
     {CONN_MAIN, "SELECT embed_load('u', 'tests/fixtures/models2/bert-unigram-tiny')", 0},
@@ -55,8 +59,10 @@ static const faults_step script[] = {
     {CONN_MAIN, "SELECT embed('u', 'The bus is late.'), embed_token_ids('u', 'unigram pieces')", 0},
     {CONN_MAIN, "SELECT embed_unload('u')", 0},
     {CONN_MAIN, "CREATE VIRTUAL TABLE docs USING embed_index(model = 'm', author text)", 0},
-    {CONN_MAIN, "INSERT INTO docs(rowid, text, author) VALUES (1, 'the bus is late', 'ann'), (2, 'a cat sleeps', 'bob'), "
-                "(3, 'trains are late', 'ann'), (4, 'the bus was early', 'ann'), (5, 'dogs bark', 'bob')", 0},
+    {CONN_MAIN,
+     "INSERT INTO docs(rowid, text, author) VALUES (1, 'the bus is late', 'ann'), (2, 'a cat sleeps', 'bob'), "
+     "(3, 'trains are late', 'ann'), (4, 'the bus was early', 'ann'), (5, 'dogs bark', 'bob')",
+     0},
     {CONN_MAIN, "INSERT INTO docs(rowid, vector, author) VALUES (6, embed('m', 'a late tram'), 'cy')", 0},
     {CONN_MAIN, "INSERT INTO docs(rowid, text) VALUES (1, 'a clash of rowids')", 1},
     {CONN_MAIN, "SELECT rowid, distance FROM docs WHERE docs MATCH 'late bus' AND k = 3 AND author = 'ann'", 0},
@@ -68,20 +74,29 @@ static const faults_step script[] = {
     {CONN_MAIN, "SELECT rowid, distance FROM docs WHERE docs MATCH 'bus' AND k = 4 AND author = 'ann'", 0},
     {CONN_MAIN, "COMMIT", 0},
     {CONN_SECOND, "SELECT rowid, distance FROM docs WHERE docs MATCH 'a bus' AND k = 5", 0},
-    {CONN_MAIN, "CREATE VIRTUAL TABLE qv USING embed_index(dims = 8, storage = 'int8', index = 'ivf', "
-                "chunk_size = 16, tag integer)", 0},
-    {CONN_MAIN, "WITH RECURSIVE i(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM i WHERE n < 60) "
-                "INSERT INTO qv(rowid, vector, tag) SELECT n, json_array(n % 7, n % 11, n % 13, 1 + n % 5, n % 3, "
-                "n % 2, 1, n % 4), n % 3 FROM i", 0},
+    {CONN_MAIN,
+     "CREATE VIRTUAL TABLE qv USING embed_index(dims = 8, storage = 'int8', index = 'ivf', "
+     "chunk_size = 16, tag integer)",
+     0},
+    {CONN_MAIN,
+     "WITH RECURSIVE i(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM i WHERE n < 60) "
+     "INSERT INTO qv(rowid, vector, tag) SELECT n, json_array(n % 7, n % 11, n % 13, 1 + n % 5, n % 3, "
+     "n % 2, 1, n % 4), n % 3 FROM i",
+     0},
     {CONN_MAIN, "INSERT INTO qv(qv, text) VALUES ('build', '{\"lists\": 4, \"iterations\": 3}')", 0},
-    {CONN_MAIN, "SELECT rowid, distance FROM qv WHERE qv MATCH '[1, 1, 1, 2, 0, 1, 1, 0]' AND k = 5 AND probes = 2 "
-                "AND tag = 1", 0},
-    {CONN_SECOND, "SELECT rowid, distance FROM qv WHERE qv MATCH '[3, 2, 1, 2, 1, 0, 1, 3]' AND k = 5 AND probes = 4", 0},
+    {CONN_MAIN,
+     "SELECT rowid, distance FROM qv WHERE qv MATCH '[1, 1, 1, 2, 0, 1, 1, 0]' AND k = 5 AND probes = 2 "
+     "AND tag = 1",
+     0},
+    {CONN_SECOND,
+     "SELECT rowid, distance FROM qv WHERE qv MATCH '[3, 2, 1, 2, 1, 0, 1, 3]' AND k = 5 AND probes = 4", 0},
     {CONN_MAIN, "DELETE FROM qv WHERE rowid % 5 = 0", 0},
-    {CONN_SECOND, "SELECT rowid, distance FROM qv WHERE qv MATCH '[3, 2, 1, 2, 1, 0, 1, 3]' AND k = 5 AND probes = 4", 0},
+    {CONN_SECOND,
+     "SELECT rowid, distance FROM qv WHERE qv MATCH '[3, 2, 1, 2, 1, 0, 1, 3]' AND k = 5 AND probes = 4", 0},
     {CONN_MAIN, "CREATE VIRTUAL TABLE fts USING fts5(body)", 0},
     {CONN_MAIN, "INSERT INTO fts(rowid, body) SELECT rowid, text FROM docs WHERE text IS NOT NULL", 0},
-    {CONN_MAIN, "SELECT rowid, score, vector_rank, text_rank FROM embed_hybrid('docs', 'fts', 'is the bus late?', 3)", 0},
+    {CONN_MAIN,
+     "SELECT rowid, score, vector_rank, text_rank FROM embed_hybrid('docs', 'fts', 'is the bus late?', 3)", 0},
     {CONN_MAIN, "SELECT embed_unload('m')", 0},
     {CONN_SECOND, "SELECT rowid FROM docs WHERE docs MATCH 'bus' AND k = 1", 1},
 };
@@ -134,7 +149,8 @@ static int hash_row(sqlite3_stmt *st, uint64_t *h) {
             int n = snprintf(buf, sizeof buf, "%.9g", sqlite3_column_double(st, c));
             *h = fnv(*h, buf, (size_t)n);
         } else if (type == SQLITE_TEXT || type == SQLITE_BLOB) {
-            const void *p = type == SQLITE_TEXT ? (const void *)sqlite3_column_text(st, c) : sqlite3_column_blob(st, c);
+            const void *p =
+                type == SQLITE_TEXT ? (const void *)sqlite3_column_text(st, c) : sqlite3_column_blob(st, c);
             size_t n = (size_t)sqlite3_column_bytes(st, c);
             if (!p && (type == SQLITE_TEXT || n)) return 0;
             *h = fnv(*h, p, n);
@@ -223,8 +239,8 @@ static int recover(int i, int in_txn, const char *err, int *diverged, faults_rep
     char again[240];
     step_result r = run_step(s, again, sizeof again);
     if (!same(r, reference[i]))
-        return bad(rep, "step %d: run again after the failure, it does not give the reference answer: %s",
-                   i, again[0] ? again : "different rows");
+        return bad(rep, "step %d: run again after the failure, it does not give the reference answer: %s", i,
+                   again[0] ? again : "different rows");
     return 1;
 }
 
@@ -256,8 +272,9 @@ static int run_script(int record, faults_report *rep) {
             if (hit) rep->outcome = OUT_ABSORBED;
             continue;
         }
-        if (!hit) return bad(rep, "step %d: differs from the reference (an earlier failure's effect?): %s", i,
-                             err[0] ? err : "different rows");
+        if (!hit)
+            return bad(rep, "step %d: differs from the reference (an earlier failure's effect?): %s", i,
+                       err[0] ? err : "different rows");
         if (r.rc == SQLITE_OK) return bad(rep, "step %d: succeeded with a wrong answer", i);
         rep->outcome = r.rc == SQLITE_NOMEM ? OUT_NOMEM : OUT_ERROR;
         if (!recover(i, in_txn, err, &diverged, rep)) return 0;
@@ -289,12 +306,17 @@ static int close_all(sqlite3_int64 sqlite_before, int record, faults_report *rep
     sqlite3_close(db);
     if (!ok) return bad(rep, "cleanup: cannot unload the models");
     if (models != 0) return bad(rep, "cleanup: %lld models still registered", (long long)models);
-    if (cached != 0) return bad(rep, "cleanup: index copies of %lld bytes still cached after every connection "
-                                     "closed", (long long)cached);
+    if (cached != 0)
+        return bad(rep,
+                   "cleanup: index copies of %lld bytes still cached after every connection "
+                   "closed",
+                   (long long)cached);
     rep->residual = (long long)(sqlite3_memory_used() - sqlite_before);
     if (!record && rep->residual != reference_residual)
-        return bad(rep, "cleanup: SQLite's allocator holds %lld bytes more than before the script, the "
-                        "reference run %lld", rep->residual, reference_residual);
+        return bad(rep,
+                   "cleanup: SQLite's allocator holds %lld bytes more than before the script, the "
+                   "reference run %lld",
+                   rep->residual, reference_residual);
     return 1;
 }
 
@@ -329,7 +351,8 @@ static int child(long target, int fd) {
     remove_files();
     int code = ok ? 0 : FAULTS_EXIT_CHECK;
     if (ok && __lsan_do_recoverable_leak_check()) code = FAULTS_EXIT_LEAK;
-    if (target == 0 && write(fd, reference, sizeof reference) != (ssize_t)sizeof reference) code = FAULTS_EXIT_CHECK;
+    if (target == 0 && write(fd, reference, sizeof reference) != (ssize_t)sizeof reference)
+        code = FAULTS_EXIT_CHECK;
     if (write(fd, &rep, sizeof rep) != (ssize_t)sizeof rep) code = FAULTS_EXIT_CHECK;
     return code;
 }
@@ -585,7 +608,8 @@ static void print_table(void) {
         sweep.all.failed += t->failed;
     }
     if (sweep.n_messages) printf("clean errors other than SQLITE_NOMEM:\n");
-    for (int i = 0; i < sweep.n_messages; i++) printf("  %5ld  %s\n", sweep.messages[i].count, sweep.messages[i].msg);
+    for (int i = 0; i < sweep.n_messages; i++)
+        printf("  %5ld  %s\n", sweep.messages[i].count, sweep.messages[i].msg);
 }
 
 /* Room for the reference run's call stacks: more allocations than that and the script has
@@ -593,7 +617,8 @@ static void print_table(void) {
 #define FAULTS_MAX_ALLOCS (4L << 20)
 
 static void usage(const char *me) {
-    fprintf(stderr, "usage: %s [--jobs J] [--every] [--points P] [--first N] [--last N] [--only N] [--trace]\n", me);
+    fprintf(stderr, "usage: %s [--jobs J] [--every] [--points P] [--first N] [--last N] [--only N] [--trace]\n",
+            me);
     exit(2);
 }
 

@@ -17,7 +17,16 @@
 
 int sqlite3_embed_init(sqlite3 *db, char **err, const sqlite3_api_routines *api);
 
-enum { DIMS = 8, K = 5, READERS = 3, WRITERS = 2, N_TABLES = 3, MAX_ROWS = 1 << 14, ALL_ROWS = 4 * MAX_ROWS, START_ROWS = 150 };
+enum {
+    DIMS = 8,
+    K = 5,
+    READERS = 3,
+    WRITERS = 2,
+    N_TABLES = 3,
+    MAX_ROWS = 1 << 14,
+    ALL_ROWS = 4 * MAX_ROWS,
+    START_ROWS = 150
+};
 
 typedef struct {
     const char *name, *create, *search;
@@ -106,8 +115,9 @@ static int insert_row(writer *w, int t, long long id) {
     random_vector(&w->seed, v);
     snprintf(sql, sizeof sql, "INSERT INTO %s(rowid, vector) VALUES (?1, ?2)", tables[t].name);
     sqlite3_stmt *a = NULL, *b = NULL;
-    int ok = sqlite3_prepare_v2(w->db, sql, -1, &a, NULL) == SQLITE_OK &&
-             sqlite3_prepare_v2(w->db, "INSERT INTO truth(t, id, vec) VALUES (?1, ?2, ?3)", -1, &b, NULL) == SQLITE_OK;
+    int ok =
+        sqlite3_prepare_v2(w->db, sql, -1, &a, NULL) == SQLITE_OK &&
+        sqlite3_prepare_v2(w->db, "INSERT INTO truth(t, id, vec) VALUES (?1, ?2, ?3)", -1, &b, NULL) == SQLITE_OK;
     if (ok) {
         sqlite3_bind_int64(a, 1, id);
         sqlite3_bind_blob(a, 2, v, sizeof v, SQLITE_TRANSIENT);

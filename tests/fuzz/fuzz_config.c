@@ -14,11 +14,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         if (!memchr(err, 0, sizeof err) || strncmp(err, "config.json: ", 13) != 0) __builtin_trap();
         return 0;
     }
-    if (c.dims.hidden < 1 || c.dims.hidden > 65536 || c.dims.heads < 1 || c.dims.hidden % c.dims.heads != 0) __builtin_trap();
-    if (c.dims.layers < 1 || c.dims.layers > 1024 || c.dims.intermediate < 1 || c.dims.max_positions < 1 || c.dims.vocab_size < 1) __builtin_trap();
+    if (c.dims.hidden < 1 || c.dims.hidden > 65536 || c.dims.heads < 1 || c.dims.hidden % c.dims.heads != 0)
+        __builtin_trap();
+    if (c.dims.layers < 1 || c.dims.layers > 1024 || c.dims.intermediate < 1 || c.dims.max_positions < 1 ||
+        c.dims.vocab_size < 1)
+        __builtin_trap();
     if (!(c.ln_eps > 0) || c.ln_eps > 1) __builtin_trap();
     if (c.arch == EMB_ARCH_BERT && (c.dims.type_vocab < 1 || strcmp(c.arch_name, "bert") != 0)) __builtin_trap();
-    if (c.arch == EMB_ARCH_DISTILBERT && (c.dims.type_vocab != 0 || strcmp(c.arch_name, "distilbert") != 0)) __builtin_trap();
+    if (c.arch == EMB_ARCH_DISTILBERT && (c.dims.type_vocab != 0 || strcmp(c.arch_name, "distilbert") != 0))
+        __builtin_trap();
     /* issue 12's architectures: the names and position schemes the header promises */
     static const char *names[] = {"bert", "distilbert", "roberta", "nomic_bert", "jina_bert", "modernbert"};
     if ((unsigned)c.arch > EMB_ARCH_MODERNBERT) __builtin_trap();
@@ -29,11 +33,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (c.arch == EMB_ARCH_JINA_BERT && c.pos_kind != EMB_POS_ALIBI) __builtin_trap();
     if (c.arch == EMB_ARCH_NOMIC_BERT || c.arch == EMB_ARCH_MODERNBERT) {
         int dh = c.dims.hidden / c.dims.heads;
-        if (c.pos_kind != EMB_POS_ROTARY || c.rope_dims < 2 || c.rope_dims % 2 || c.rope_dims > dh) __builtin_trap();
-        if (!(c.rope_theta >= 1 && c.rope_theta <= 1e12) || !(c.rope_theta_local >= 1 && c.rope_theta_local <= 1e12))
+        if (c.pos_kind != EMB_POS_ROTARY || c.rope_dims < 2 || c.rope_dims % 2 || c.rope_dims > dh)
+            __builtin_trap();
+        if (!(c.rope_theta >= 1 && c.rope_theta <= 1e12) ||
+            !(c.rope_theta_local >= 1 && c.rope_theta_local <= 1e12))
             __builtin_trap();
     }
-    if (c.half_window < 0 || c.global_every < 0 || (c.global_every > 0 && c.arch != EMB_ARCH_MODERNBERT)) __builtin_trap();
+    if (c.half_window < 0 || c.global_every < 0 || (c.global_every > 0 && c.arch != EMB_ARCH_MODERNBERT))
+        __builtin_trap();
     for (int l = 0; l < c.dims.layers; l++) /* a local layer only where a window is set */
         if (emb_encoder_config_layer_is_local(&c, l) && c.global_every <= 0) __builtin_trap();
     /* the table sizes the loader computes fit in 64 bits */

@@ -17,9 +17,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         return 0;
     }
     const emb_model_info *in = emb_model_get_info(m);
-    if (in->dims->hidden < 1 || in->dims->hidden > EMB_DEFINED_MAX_DIMS || in->dims->vocab_size < 1 || in->dims->vocab_size > EMB_DEFINED_MAX_VOCAB ||
-        in->dims->max_positions < 1 || in->dims->max_positions > EMB_DEFINED_MAX_POSITIONS ||
-        (uint64_t)in->bytes > EMB_DEFINED_MAX_BYTES)
+    if (in->dims->hidden < 1 || in->dims->hidden > EMB_DEFINED_MAX_DIMS || in->dims->vocab_size < 1 ||
+        in->dims->vocab_size > EMB_DEFINED_MAX_VOCAB || in->dims->max_positions < 1 ||
+        in->dims->max_positions > EMB_DEFINED_MAX_POSITIONS || (uint64_t)in->bytes > EMB_DEFINED_MAX_BYTES)
         __builtin_trap();
     /* the first words of the vocabulary, one per position, as a text */
     size_t cap = 1, len = 0;
@@ -43,7 +43,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     emb_model_encoding_init(&enc);
     if (emb_model_tokenize(m, text, len, NULL, 0, &enc, err) != 0 || enc.n != (size_t)n) __builtin_trap();
     for (size_t i = 0; i < enc.n; i++)
-        if (enc.tok[i].id != (int32_t)i || !emb_model_token_row(m, enc.tok[i].id) || !emb_model_position_row(m, (int32_t)i))
+        if (enc.tok[i].id != (int32_t)i || !emb_model_token_row(m, enc.tok[i].id) ||
+            !emb_model_position_row(m, (int32_t)i))
             __builtin_trap();
     float *v = malloc((size_t)in->dims->hidden * sizeof(float));
     const char *texts[1] = {text};

@@ -77,7 +77,8 @@ static void check(const emb_tokenizer *t, int wordpiece, const uint8_t *a, size_
         /* only a Unigram unknown has a name of its own: non-empty valid UTF-8 */
         size_t nl, bad;
         const char *name = emb_encoding_token_text(&enc, i, &nl);
-        if (name && (t != tok[2] || k->id != emb_tokenizer_unk_id(t) || nl == 0 || !emb_utf8_valid(name, nl, &bad)))
+        if (name &&
+            (t != tok[2] || k->id != emb_tokenizer_unk_id(t) || nl == 0 || !emb_utf8_valid(name, nl, &bad)))
             __builtin_trap();
     }
 }

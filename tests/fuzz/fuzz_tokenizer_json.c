@@ -8,9 +8,13 @@
 
 /* the last two: combining marks that NFD reorders (strip_accents), and characters that are
  * unknown to most vocabularies (U+E0001 U+E0041, fused by Unigram) */
-static const char *texts[] = {"Hello, world! The bus is late.", "héllo WORLD 中文 [CLS] ##ing don't", "", "a\tb\nc \xe2\x80\x8b d",
-                              "\xf0\x9d\x85\xa5\xcc\xb4 e\xcc\x81\xe3\x80\xae\xcc\x96 \xd8\xa8\xe0\xa3\x94\xd9\x8e",
-                              "tag\xf3\xa0\x80\x81\xf3\xa0\x81\x81 x"};
+static const char *texts[] = {
+    "Hello, world! The bus is late.",
+    "héllo WORLD 中文 [CLS] ##ing don't",
+    "",
+    "a\tb\nc \xe2\x80\x8b d",
+    "\xf0\x9d\x85\xa5\xcc\xb4 e\xcc\x81\xe3\x80\xae\xcc\x96 \xd8\xa8\xe0\xa3\x94\xd9\x8e",
+    "tag\xf3\xa0\x80\x81\xf3\xa0\x81\x81 x"};
 #define NTEXTS (sizeof texts / sizeof *texts)
 
 static void check(const emb_tokenizer *t, emb_encoding *enc, const char *a, const char *b, size_t max_len) {
@@ -23,7 +27,8 @@ static void check(const emb_tokenizer *t, emb_encoding *enc, const char *a, cons
     for (size_t i = 0; i < enc->n; i++) {
         size_t len;
         if (!emb_tokenizer_token(t, enc->tok[i].id, &len)) __builtin_trap();
-        if (enc->tok[i].type_id < 0 || enc->tok[i].type_id > emb_tokenizer_max_type_id(t, b != NULL)) __builtin_trap();
+        if (enc->tok[i].type_id < 0 || enc->tok[i].type_id > emb_tokenizer_max_type_id(t, b != NULL))
+            __builtin_trap();
         size_t nl, bad;
         const char *name = emb_encoding_token_text(enc, i, &nl); /* a Unigram unknown's own text */
         if (name && (enc->tok[i].id != emb_tokenizer_unk_id(t) || nl == 0 || !emb_utf8_valid(name, nl, &bad)))
