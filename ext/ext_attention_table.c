@@ -7,6 +7,7 @@
  * to its last layer, so memory stays bounded whatever the text's length. */
 #include "ext_functions.h"
 #include "ext_registry.h"
+#include "ext_util.h"
 #include "text/tokenizer.h" /* emb_encoding_token_text */
 #include <limits.h>
 #include <math.h>
@@ -72,39 +73,24 @@ static int attention_disconnect(sqlite3_vtab *vtab) {
     return SQLITE_OK;
 }
 
-/* model and text must be usable equalities. A hidden argument bound to a table not yet read
- * refuses the plan (SQLITE_CONSTRAINT: a join order that reads that table first supplies it); a
- * plan without model or text at all, as SQLite asks for each branch of an OR (which never carries
- * a function's arguments), is priced out of reach and fails in xFilter only if chosen.
- * layer = N, head = N and query = N on the visible columns are taken when usable and left for
- * SQLite to check too. */
+/* model and text must be usable equalities (ext_plan_arguments says when to wait for a join
+ * order, ext_plan_missing how an OR branch's plan without them is priced). layer = N, head = N
+ * and query = N on the visible columns are taken when usable and left for SQLite to check too. */
 static int attention_best_index(sqlite3_vtab *vtab, sqlite3_index_info *info) {
     (void)vtab;
-    int slot[N_ARGS] = {-1, -1, -1, -1, -1, -1, -1}, unusable = 0;
+    int slot[N_ARGS];
+    if (ext_plan_arguments(info, COL_MODEL, WHERE_LAYER, slot) != SQLITE_OK) return SQLITE_CONSTRAINT;
+    for (int w = WHERE_LAYER; w < N_ARGS; w++) slot[w] = -1;
     for (int i = 0; i < info->nConstraint; i++) {
         const struct sqlite3_index_constraint *c = &info->aConstraint[i];
-        if (c->op != SQLITE_INDEX_CONSTRAINT_EQ) continue;
-        if (c->iColumn >= COL_MODEL) {
-            if (c->usable) slot[c->iColumn - COL_MODEL] = i;
-            else unusable |= 1 << (c->iColumn - COL_MODEL);
-        } else if (c->usable && c->iColumn <= COL_QUERY) {
+        if (c->op == SQLITE_INDEX_CONSTRAINT_EQ && c->usable && c->iColumn >= COL_LAYER && c->iColumn <= COL_QUERY)
             slot[WHERE_LAYER + c->iColumn - COL_LAYER] = i;
-        }
     }
-    for (int k = ARG_MODEL; k <= ARG_HEAD; k++)
-        if (slot[k] < 0 && (unusable & 1 << k)) return SQLITE_CONSTRAINT;
     if (slot[ARG_MODEL] < 0 || slot[ARG_TEXT] < 0) {
-        info->idxNum = NEED_ARGS;
-        info->estimatedCost = 1e30;
+        ext_plan_missing(info, NEED_ARGS);
         return SQLITE_OK;
     }
-    int argv_index = 1, mask = 0;
-    for (int k = 0; k < N_ARGS; k++)
-        if (slot[k] >= 0) {
-            info->aConstraintUsage[slot[k]].argvIndex = argv_index++;
-            info->aConstraintUsage[slot[k]].omit = k < WHERE_LAYER;
-            mask |= 1 << k;
-        }
+    int mask = ext_plan_pass(info, slot, N_ARGS, (1 << WHERE_LAYER) - 1);
     info->idxNum = mask;
     info->estimatedCost = mask & (1 << ARG_LAYER | 1 << WHERE_LAYER) ? 1000 : 10000;
     info->estimatedRows = 10000;

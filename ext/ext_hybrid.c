@@ -149,34 +149,17 @@ static int hybrid_disconnect(sqlite3_vtab *vtab) {
 /* idxNum of a plan without every required argument (above the bits of the arguments given) */
 enum { NEED_ARGS = 1 << HY_N_ARGS };
 
-/* The arguments must be usable equalities. One bound to a table not yet read refuses the plan
- * (SQLITE_CONSTRAINT: a join order that reads that table first supplies it). A plan without
- * them at all is what SQLite asks for each branch of an OR, which never carries a function's
- * arguments: it is priced out of reach, not an error, and fails in xFilter only if chosen. */
+/* The arguments must be usable equalities (ext_plan_arguments says when to wait for a join
+ * order, ext_plan_missing how an OR branch's plan without them is priced). */
 static int hybrid_best_index(sqlite3_vtab *vtab, sqlite3_index_info *info) {
     (void)vtab;
-    int slot[HY_N_ARGS] = {-1, -1, -1, -1, -1}, unusable[HY_N_ARGS] = {0};
-    for (int i = 0; i < info->nConstraint; i++) {
-        const struct sqlite3_index_constraint *c = &info->aConstraint[i];
-        if (c->iColumn < HY_COL_INDEX || c->op != SQLITE_INDEX_CONSTRAINT_EQ) continue;
-        if (c->usable) slot[c->iColumn - HY_COL_INDEX] = i;
-        else unusable[c->iColumn - HY_COL_INDEX] = 1;
-    }
-    for (int a = 0; a < HY_N_ARGS; a++)
-        if (slot[a] < 0 && unusable[a]) return SQLITE_CONSTRAINT;
+    int slot[HY_N_ARGS];
+    if (ext_plan_arguments(info, HY_COL_INDEX, HY_N_ARGS, slot) != SQLITE_OK) return SQLITE_CONSTRAINT;
     if (slot[HY_ARG_INDEX] < 0 || slot[HY_ARG_FTS] < 0 || slot[HY_ARG_QUERY] < 0 || slot[HY_ARG_K] < 0) {
-        info->idxNum = NEED_ARGS;
-        info->estimatedCost = 1e30;
+        ext_plan_missing(info, NEED_ARGS);
         return SQLITE_OK;
     }
-    int argv_index = 1, mask = 0;
-    for (int a = 0; a < HY_N_ARGS; a++)
-        if (slot[a] >= 0) {
-            info->aConstraintUsage[slot[a]].argvIndex = argv_index++;
-            info->aConstraintUsage[slot[a]].omit = 1;
-            mask |= 1 << a;
-        }
-    info->idxNum = mask;
+    info->idxNum = ext_plan_pass(info, slot, HY_N_ARGS, (1 << HY_N_ARGS) - 1);
     /* rows come by score, highest first, equal scores by rowid */
     const struct sqlite3_index_orderby *ob = info->aOrderBy;
     if (info->nOrderBy >= 1 && info->nOrderBy <= 2 && ob[0].iColumn == HY_COL_SCORE && ob[0].desc &&

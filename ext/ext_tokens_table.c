@@ -3,6 +3,7 @@
  * layers run once per input, not once per row. */
 #include "ext_functions.h"
 #include "ext_registry.h"
+#include "ext_util.h"
 #include "text/tokenizer.h" /* emb_encoding_token_text */
 #include <stdarg.h>
 #include <stdlib.h>
@@ -60,34 +61,17 @@ static int tokens_disconnect(sqlite3_vtab *vtab) {
     return SQLITE_OK;
 }
 
-/* model and text must be usable equalities. One bound to a table not yet read refuses the plan
- * (SQLITE_CONSTRAINT: a join order that reads that table first supplies it). A plan without
- * them at all is what SQLite asks for each branch of an OR, which never carries a function's
- * arguments: it is priced out of reach, not an error, and fails in xFilter only if chosen. */
+/* model and text must be usable equalities (ext_plan_arguments says when to wait for a join
+ * order, ext_plan_missing how an OR branch's plan without them is priced). */
 static int tokens_best_index(sqlite3_vtab *vtab, sqlite3_index_info *info) {
     (void)vtab;
-    int slot[3] = {-1, -1, -1}, unusable[3] = {0, 0, 0};
-    for (int i = 0; i < info->nConstraint; i++) {
-        const struct sqlite3_index_constraint *c = &info->aConstraint[i];
-        if (c->iColumn < COL_MODEL || c->op != SQLITE_INDEX_CONSTRAINT_EQ) continue;
-        if (c->usable) slot[c->iColumn - COL_MODEL] = i;
-        else unusable[c->iColumn - COL_MODEL] = 1;
-    }
-    for (int k = 0; k < 3; k++)
-        if (slot[k] < 0 && unusable[k]) return SQLITE_CONSTRAINT;
+    int slot[3];
+    if (ext_plan_arguments(info, COL_MODEL, 3, slot) != SQLITE_OK) return SQLITE_CONSTRAINT;
     if (slot[0] < 0 || slot[1] < 0) {
-        info->idxNum = NEED_ARGS;
-        info->estimatedCost = 1e30;
+        ext_plan_missing(info, NEED_ARGS);
         return SQLITE_OK;
     }
-    int argv_index = 1, mask = 0;
-    for (int k = 0; k < 3; k++)
-        if (slot[k] >= 0) {
-            info->aConstraintUsage[slot[k]].argvIndex = argv_index++;
-            info->aConstraintUsage[slot[k]].omit = 1;
-            mask |= 1 << k;
-        }
-    info->idxNum = mask;
+    info->idxNum = ext_plan_pass(info, slot, 3, 7);
     info->estimatedCost = 100;
     info->estimatedRows = 32;
     return SQLITE_OK;

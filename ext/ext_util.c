@@ -374,3 +374,36 @@ ext_rc ext_get_options(sqlite3_context *ctx, sqlite3_value *val, const char *fn,
     }
     return EXT_OK;
 }
+
+/* ---------- planning table-valued functions ---------- */
+
+int ext_plan_arguments(const sqlite3_index_info *info, int first, int n, int *slot) {
+    int unusable = 0;
+    for (int a = 0; a < n; a++) slot[a] = -1;
+    for (int i = 0; i < info->nConstraint; i++) {
+        const struct sqlite3_index_constraint *c = &info->aConstraint[i];
+        int a = c->iColumn - first;
+        if (a < 0 || a >= n || c->op != SQLITE_INDEX_CONSTRAINT_EQ) continue;
+        if (c->usable) slot[a] = i;
+        else unusable |= 1 << a;
+    }
+    for (int a = 0; a < n; a++)
+        if (slot[a] < 0 && (unusable & 1 << a)) return SQLITE_CONSTRAINT;
+    return SQLITE_OK;
+}
+
+void ext_plan_missing(sqlite3_index_info *info, int need) {
+    info->idxNum = need;
+    info->estimatedCost = 1e30;
+}
+
+int ext_plan_pass(sqlite3_index_info *info, const int *slot, int n, int omit) {
+    int argv_index = 1, mask = 0;
+    for (int a = 0; a < n; a++)
+        if (slot[a] >= 0) {
+            info->aConstraintUsage[slot[a]].argvIndex = argv_index++;
+            info->aConstraintUsage[slot[a]].omit = (omit >> a) & 1;
+            mask |= 1 << a;
+        }
+    return mask;
+}

@@ -45,6 +45,19 @@ void ext_result_vector_owned(sqlite3_context *ctx, float *v, size_t n);
 /* The same for a computed vector, refused with "fn: the result overflows float32 at index i"
  * when any value is not finite (arithmetic can overflow; an infinity is never a vector). */
 void ext_result_finite_vector(sqlite3_context *ctx, const char *fn, float *v, size_t n);
+
+/* Planning a table-valued function whose arguments are hidden columns [first, first + n). */
+/* slot[a]: the usable equality constraint on argument a, or -1. SQLITE_CONSTRAINT when an
+ * argument is there only unusable (bound to a table not yet read: a join order that reads it
+ * first supplies it), else SQLITE_OK. */
+int ext_plan_arguments(const sqlite3_index_info *info, int first, int n, int *slot);
+/* A plan without the required arguments, as SQLite asks for each branch of an OR (which never
+ * carries a function's arguments): priced out of reach, not an error; xFilter sees idxNum
+ * `need` and says what is missing only if SQLite chooses it after all. */
+void ext_plan_missing(sqlite3_index_info *info, int need);
+/* Passes the arguments with slot[a] >= 0 to xFilter in order (omitted from SQLite's own checks
+ * where bit a of omit is set); returns the mask of the arguments passed. */
+int ext_plan_pass(sqlite3_index_info *info, const int *slot, int n, int omit);
 /* Sets "fn: err" on ctx (out of memory when err is NULL) and frees err: for the messages of
  * the context-free readers (ext_value_vector, ext_value_input_text, ext_json_object). */
 void ext_error_take(sqlite3_context *ctx, const char *fn, char *err);

@@ -86,6 +86,8 @@ static float int8_scale(const unsigned char *record, size_t d) {
 /* A word of `bits` bits whose exponent field `exp` is all ones is an infinity or a NaN. */
 static int all_finite(const unsigned char *r, size_t words, size_t bytes, uint32_t exp) {
     uint32_t bad = 0;
+    /* vectorised: three times as fast as the plain loop over 1M x 384 (bench/README.md) */
+#pragma omp simd reduction(| : bad)
     for (size_t i = 0; i < words; i++) {
         uint32_t w = 0;
         memcpy(&w, r + i * bytes, bytes); /* little-endian, as stored */
