@@ -43,6 +43,8 @@ static const ext_function functions[] = {
     {"embed_sub", 2, VEC | OUT, SCALAR(sql_embed_sub), "embed_sub(a, b)"},
     {"embed_scale", 2, VEC | OUT, SCALAR(sql_embed_scale), "embed_scale(v, k)"},
     {"embed_normalize", 1, VEC | OUT, SCALAR(sql_embed_normalize), "embed_normalize(v)"},
+    {"embed_truncate", 2, VEC | OUT, SCALAR(sql_embed_truncate), "embed_truncate(v, n)"},
+    {"embed_truncate", 3, VEC | OUT, SCALAR(sql_embed_truncate), "embed_truncate(v, n, normalize)"},
     {"embed_dot", 2, VEC, SCALAR(sql_embed_dot), "embed_dot(a, b)"},
     {"embed_cosine", 2, VEC, SCALAR(sql_embed_cosine), "embed_cosine(a, b)"},
     {"embed_distance", 2, VEC, SCALAR(sql_embed_distance), "embed_distance(a, b)"},

@@ -24,6 +24,7 @@ EXT_SQL_FUNCTION(sql_embed_add);
 EXT_SQL_FUNCTION(sql_embed_sub);
 EXT_SQL_FUNCTION(sql_embed_scale);
 EXT_SQL_FUNCTION(sql_embed_normalize);
+EXT_SQL_FUNCTION(sql_embed_truncate);
 EXT_SQL_FUNCTION(sql_embed_dot);
 EXT_SQL_FUNCTION(sql_embed_cosine);
 EXT_SQL_FUNCTION(sql_embed_distance);

@@ -83,11 +83,12 @@ void sql_contextual_embedding(sqlite3_context *ctx, int argc, sqlite3_value **ar
     emb_model_release(m);
 }
 
-/* options: {"pooling": "mean" | "cls" | "max", "normalize": true | false} */
+/* options: {"pooling": "mean" | "cls" | "max", "normalize": true | false, "dims": n} */
 static int parse_options(sqlite3_context *ctx, sqlite3_value *val, emb_embed_options *opt) {
     const char *fn = "embed";
     opt->pool = -1;
     opt->normalize = -1;
+    opt->dims = 0;
     cJSON *root;
     ext_rc r = ext_get_options(ctx, val, fn, "{\"pooling\": \"cls\", \"normalize\": false}", &root);
     if (r != EXT_OK) return r == EXT_ERROR ? -1 : 0;
@@ -107,8 +108,15 @@ static int parse_options(sqlite3_context *ctx, sqlite3_value *val, emb_embed_opt
                 rc = -1;
             }
             opt->normalize = cJSON_IsTrue(item);
+        } else if (strcmp(item->string, "dims") == 0) {
+            double d = cJSON_IsNumber(item) ? item->valuedouble : 0;
+            if (!(d >= 1 && d <= 1 << 30 && d == (double)(int)d)) {
+                ext_error(ctx, fn, "option \"dims\" must be a whole number of dimensions from 1");
+                rc = -1;
+            }
+            opt->dims = rc ? 0 : (int)d;
         } else {
-            ext_error(ctx, fn, "unknown option \"%s\" (known: pooling, normalize)", item->string);
+            ext_error(ctx, fn, "unknown option \"%s\" (known: pooling, normalize, dims)", item->string);
             rc = -1;
         }
     }
@@ -121,21 +129,24 @@ void sql_embed(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
     int len, blen;
     emb_embed_options opt;
     if (argc == 3 && parse_options(ctx, argv[2], &opt)) return;
-    if (argc < 3) opt = (emb_embed_options){-1, -1};
+    if (argc < 3) opt = (emb_embed_options){-1, -1, 0};
     emb_model *m = model_and_text(ctx, argv, 0, fn, &text, &len, &b, &blen);
     if (!m) return;
     const emb_model_info *info = emb_model_get_info(m);
     float *out = NULL;
     char err[EMB_ERR_LEN];
     size_t slen = (size_t)len;
+    size_t width = info->has_vectors ? (size_t)emb_model_embed_dims(m, &opt) : 0;
     if (emb_model_require_vectors(info, "vectors", err)) ext_error(ctx, fn, "%s", err);
-    else if (!(out = sqlite3_malloc64((size_t)info->dims->hidden * sizeof(float))))
-        sqlite3_result_error_nomem(ctx);
+    else if (width > (size_t)info->dims->hidden)
+        ext_error(ctx, fn, "option \"dims\" is %lld, but model '%s' makes vectors of %d dimensions",
+                  (long long)width, info->name, info->dims->hidden);
+    else if (!(out = sqlite3_malloc64(width * sizeof(float)))) sqlite3_result_error_nomem(ctx);
     else if (emb_model_embed(m, &text, &slen, 1, &opt, out, err)) {
         ext_error(ctx, fn, "%s", err);
         sqlite3_free(out);
     } else {
-        ext_result_vector_owned(ctx, out, (size_t)info->dims->hidden);
+        ext_result_vector_owned(ctx, out, width);
     }
     emb_model_release(m);
 }

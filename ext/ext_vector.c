@@ -1,6 +1,7 @@
 /* The SQL vector functions (docs/vectors.md): conversion (embed_vector, embed_json,
  * embed_dims), arithmetic (embed_add, embed_sub, embed_scale, embed_normalize), distances
- * (embed_dot, embed_cosine, embed_distance) and aggregates (embed_sum, embed_mean).
+ * (embed_dot, embed_cosine, embed_distance), Matryoshka truncation (embed_truncate) and
+ * aggregates (embed_sum, embed_mean).
  * The arithmetic itself is core/vec.c; this file checks arguments and shapes results.
  * ext_function_table.c registers them. */
 #include "ext_util.h"
@@ -119,6 +120,27 @@ void sql_embed_normalize(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
     if (out) {
         emb_vec_normalize(out, v.v, v.n);
         ext_result_vector_owned(ctx, out, v.n);
+    }
+    ext_vec_free(&v);
+}
+
+/* embed_truncate(v, n [, normalize]): the first n components, L2-normalised unless normalize
+ * is 0, as a Matryoshka-trained model's shorter vector is made (embed's "dims" option). */
+void sql_embed_truncate(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
+    const char *fn = "embed_truncate";
+    ext_vec v;
+    ext_rc rv = ext_get_vector(ctx, argv[0], fn, 0, &v);
+    if (rv == EXT_ERROR) return;
+    sqlite3_int64 n = 0, normalize = 1;
+    ext_rc rn = ext_get_int(ctx, argv[1], fn, "the dimension count", 1, 1 << 30, &n);
+    ext_rc rz = argc < 3 ? EXT_OK : ext_get_int(ctx, argv[2], fn, "normalize", 0, 1, &normalize);
+    if (rv == EXT_OK && rn == EXT_OK && rz == EXT_OK && (size_t)n > v.n)
+        ext_error(ctx, fn, "cannot keep %lld dimensions of a vector of %lld", n, (long long)v.n);
+    else if (rv == EXT_OK && rn == EXT_OK && rz == EXT_OK) {
+        float *out = alloc_vector(ctx, (size_t)n);
+        if (out && normalize) emb_vec_normalize(out, v.v, (size_t)n);
+        else if (out) memcpy(out, v.v, (size_t)n * sizeof(float));
+        if (out) ext_result_vector_owned(ctx, out, (size_t)n);
     }
     ext_vec_free(&v);
 }

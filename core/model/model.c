@@ -403,25 +403,33 @@ static int by_length(const void *a, const void *b, void *lens) {
     return (x > y) - (x < y);
 }
 
-/* Pools one sequence's hidden states into out and normalises it as asked. */
-static void finish_vector(const float *hidden, int T, int H, int len, emb_pool_mode mode, int normalize,
-                          float *out) {
-    emb_pool(hidden, T, H, len, mode, out);
-    if (normalize) emb_vec_normalize(out, out, (size_t)H);
+/* Pools one sequence's hidden states, keeps the first dims components (into out, from the
+ * pooled row in tmp, H floats) and normalises them as asked. */
+static void finish_vector(const float *hidden, int T, int H, int len, emb_pool_mode mode, int normalize, int dims,
+                          float *tmp, float *out) {
+    emb_pool(hidden, T, H, len, mode, tmp);
+    if (normalize) emb_vec_normalize(out, tmp, (size_t)dims);
+    else memcpy(out, tmp, (size_t)dims * sizeof(float));
+}
+
+int emb_model_embed_dims(const emb_model *m, const emb_embed_options *opt) {
+    return opt && opt->dims > 0 ? opt->dims : m->info.dims->hidden;
 }
 
 static int embed_defined(emb_model *m, const char *const *texts, const size_t *lens, size_t n, emb_pool_mode mode,
-                         int normalize, float *out, char err[EMB_ERR_LEN]) {
+                         int normalize, int dims, float *out, char err[EMB_ERR_LEN]) {
     int H = m->info.dims->hidden;
     emb_encoding enc;
     emb_encoding_init(&enc);
-    float *hidden = malloc((size_t)m->info.dims->max_positions * (size_t)H * sizeof(float));
+    float *hidden = malloc(((size_t)m->info.dims->max_positions + 1) * (size_t)H * sizeof(float));
     int rc = hidden ? 0 : emb_fail(err, "out of memory");
+    float *tmp = hidden ? hidden + (size_t)m->info.dims->max_positions * (size_t)H : NULL;
     for (size_t t = 0; rc == 0 && t < n; t++) {
         rc = emb_model_tokenize(m, texts[t], lens[t], NULL, 0, &enc, err);
         if (rc == 0 && enc.n == 0) rc = emb_fail(err, "the text has no words");
         if (rc == 0) rc = emb_model_hidden_states(m, &enc, 0, hidden, err);
-        if (rc == 0) finish_vector(hidden, (int)enc.n, H, (int)enc.n, mode, normalize, out + t * (size_t)H);
+        if (rc == 0)
+            finish_vector(hidden, (int)enc.n, H, (int)enc.n, mode, normalize, dims, tmp, out + t * (size_t)dims);
     }
     free(hidden);
     emb_encoding_free(&enc);
@@ -432,8 +440,12 @@ int emb_model_embed(emb_model *m, const char *const *texts, const size_t *lens, 
                     const emb_embed_options *opt, float *out, char err[EMB_ERR_LEN]) {
     emb_pool_mode mode = opt && opt->pool >= 0 ? (emb_pool_mode)opt->pool : m->sbert.pool;
     int normalize = opt && opt->normalize >= 0 ? opt->normalize : m->sbert.normalize;
-    if (m->defined) return embed_defined(m, texts, lens, n, mode, normalize, out, err);
+    int dims = emb_model_embed_dims(m, opt);
     if (emb_model_require_vectors(&m->info, "vectors", err)) return -1;
+    if (dims < 1 || dims > m->info.dims->hidden)
+        return emb_fail(err, "dims %d is out of range: model '%s' makes vectors of %d dimensions", dims, m->name,
+                        m->info.dims->hidden);
+    if (m->defined) return embed_defined(m, texts, lens, n, mode, normalize, dims, out, err);
     if (n == 0) return 0;
 
     /* Tokenize everything into flat arrays, then run length-sorted batches so that the
@@ -442,7 +454,8 @@ int emb_model_embed(emb_model *m, const char *const *texts, const size_t *lens, 
     size_t ids_cap = 0, types_cap = 0, used = 0, H = (size_t)m->info.dims->hidden;
     int32_t *ids = NULL, *types = NULL, *tlens = malloc(n * sizeof(int32_t));
     size_t *starts = malloc(n * sizeof(size_t)), *order = malloc(n * sizeof(size_t));
-    int rc = r && tlens && starts && order ? 0 : emb_fail(err, "out of memory");
+    float *tmp = malloc(H * sizeof(float));
+    int rc = r && tlens && starts && order && tmp ? 0 : emb_fail(err, "out of memory");
     for (size_t t = 0; rc == 0 && t < n; t++) {
         rc = emb_model_tokenize(m, texts[t], lens[t], NULL, 0, &r->enc, err);
         if (rc) break;
@@ -466,8 +479,9 @@ int emb_model_embed(emb_model *m, const char *const *texts, const size_t *lens, 
         rc = run_batch(m, r, ids, types, starts, tlens, order + at, B, m->info.dims->layers, &T, err);
         for (int b = 0; rc == 0 && b < B; b++)
             finish_vector(r->hidden + (size_t)b * (size_t)T * H, T, (int)H, tlens[order[at + b]], mode, normalize,
-                          out + order[at + b] * H);
+                          dims, tmp, out + order[at + b] * (size_t)dims);
     }
+    free(tmp);
     free(ids);
     free(types);
     free(tlens);

@@ -96,9 +96,15 @@ int emb_model_attention_bias(const emb_model *m, int layer, int64_t i, int64_t j
 typedef struct {
     int pool; /* -1: the model's own pooling, else an emb_pool_mode (pooling.h) */
     int normalize; /* -1: the model's own */
+    int dims; /* 0: every dimension; else the first dims of the pooled vector (Matryoshka),
+               * normalised after the cut when normalize is in force; 1 .. hidden */
 } emb_embed_options;
 
-/* Sentence vectors for n texts (out: n x hidden), batched by length internally. */
+/* The width of emb_model_embed's vectors under opt (NULL: the model's hidden size). */
+int emb_model_embed_dims(const emb_model *m, const emb_embed_options *opt);
+
+/* Sentence vectors for n texts (out: n x emb_model_embed_dims), batched by length internally.
+ * dims outside 1 .. hidden is an error. */
 int emb_model_embed(emb_model *m, const char *const *texts, const size_t *lens, size_t n,
                     const emb_embed_options *opt, float *out, char err[EMB_ERR_LEN]);
 
