@@ -5,7 +5,11 @@
 #include <cblas.h>
 #include <openblas_config.h> /* OpenBLAS itself, not another BLAS's cblas.h */
 
-#define EMBED_VERSION "0.1.0"
+/* The release number, from the VERSION file: the Makefile passes -DEMBED_VERSION="..." (the one
+ * source that sqlite-embed.pc and the Python and npm packages read too). */
+#ifndef EMBED_VERSION
+#error "EMBED_VERSION is not defined: build with the Makefile, which reads it from VERSION"
+#endif
 
 void sql_embed_version(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
     (void)argc;
