@@ -8,7 +8,7 @@ SAN     ?=
 # (the reference BLAS of libblas-dev) must never stand in for it.
 OPENBLAS_CFLAGS := $(shell pkg-config --cflags openblas 2>/dev/null)
 OPENBLAS_LIBS   := $(shell pkg-config --libs openblas 2>/dev/null)
-NO_BUILD_GOALS = deps clean check-fresh uninstall format format-check
+NO_BUILD_GOALS = deps clean check-fresh uninstall format format-check wheel
 ifeq ($(OPENBLAS_LIBS),)
 ifneq ($(filter-out $(NO_BUILD_GOALS),$(or $(MAKECMDGOALS),all)),)
 ifeq ($(filter demo test asan fuzz bench,$(MAKECMDGOALS)),)
@@ -35,7 +35,7 @@ EXT_SO   = $(if $(filter build,$(BUILD)),embed.so,$(BUILD)/embed.so)
 # where it looks for it by default.
 PRELOAD_SO = $(dir $(EXT_SO))embed_preload.so
 
-.PHONY: format format-check all deps demo test asan tsan faults faults-build valgrind fuzz stress bench clean install uninstall check-fresh cluster-test cluster-demo
+.PHONY: dist wheel format format-check all deps demo test asan tsan faults faults-build valgrind fuzz stress bench clean install uninstall check-fresh cluster-test cluster-demo
 all: $(EXT_SO) $(PRELOAD_SO) $(BUILD)/libembedcore.a $(CTEST_BIN)
 
 deps:
@@ -44,6 +44,12 @@ deps:
 $(BUILD)/%.o: %.c $(wildcard include/sqlite-embed/*.h core/*/*.h ext/*.h ext/index/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -c $< -o $@
+
+# The release number has one source, VERSION: embed_version(), sqlite-embed.pc, make dist and the
+# Python and npm packages read it.
+VERSION := $(shell cat VERSION)
+$(BUILD)/ext/ext_info.o: ALL_CFLAGS += -DEMBED_VERSION='"$(VERSION)"'
+$(BUILD)/ext/ext_info.o: VERSION
 
 $(BUILD)/libembedcore.a: $(CORE_OBJ)
 	rm -f $@ && ar rcs $@ $^
@@ -166,7 +172,6 @@ INCDIR   = $(DESTDIR)$(PREFIX)/include/sqlite-embed
 PCDIR    = $(LIBDIR)/pkgconfig
 # What a C program may use: include/sqlite-embed/ (core/*/*.h are internal; ext/ uses some).
 PUBLIC_HEADERS = $(wildcard include/sqlite-embed/*.h)
-VERSION  = $(shell sed -n 's/^\#define EMBED_VERSION "\(.*\)"/\1/p' ext/ext_info.c)
 # After a real install into a folder the loader searches (Debian lists /usr/local/lib), ldconfig
 # puts embed.so in its cache; elsewhere, `.load embed` needs LD_LIBRARY_PATH or the full path.
 LDCONFIG = if [ -n "$(DESTDIR)" ]; then :; \
@@ -188,8 +193,17 @@ install: $(EXT_SO) $(PRELOAD_SO) $(BUILD)/libembedcore.a
 uninstall:
 	rm -f $(LIBDIR)/embed.so $(LIBDIR)/embed_preload.so $(LIBDIR)/libembed.so $(LIBDIR)/libembedcore.a $(PCDIR)/sqlite-embed.pc \
 	  $(addprefix $(INCDIR)/,$(notdir $(PUBLIC_HEADERS)))
-	@if [ -d $(INCDIR) ]; then rmdir --ignore-fail-on-non-empty $(INCDIR); fi
+	@for d in $(INCDIR) $(PCDIR); do if [ -d $$d ]; then rmdir --ignore-fail-on-non-empty $$d; fi; done
 	@$(LDCONFIG)
+
+# make dist: dist/sqlite-embed-VERSION.tar.gz (the committed source, git archive), the binary
+# dist/sqlite-embed-VERSION-linux-ARCH.tar.gz (libraries, headers, .pc, licences) and SHA256SUMS.
+dist: $(EXT_SO) $(PRELOAD_SO) $(BUILD)/libembedcore.a
+	@bash scripts/dist.sh $(BUILD) $(EXT_SO) $(PRELOAD_SO)
+
+# make wheel: a wheel of bindings/python for this platform (embed.so built inside it), in dist/.
+wheel:
+	@bash scripts/wheel.sh
 
 clean:
 	rm -rf build build-asan build-fuzz build-faults embed.so embed_preload.so
