@@ -50,5 +50,7 @@ EXT_SQL_FUNCTION(sql_embed_index_cache_bytes);
 EXT_SQL_FUNCTION(sql_embed_token_ids);
 EXT_SQL_FUNCTION(sql_contextual_embedding);
 EXT_SQL_FUNCTION(sql_embed);
+/* ext_rerank.c */
+EXT_SQL_FUNCTION(sql_embed_rerank);
 
 #endif

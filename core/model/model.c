@@ -1,5 +1,4 @@
-#include "sqlite-embed/model.h"
-#include "nn/encoder.h"
+#include "model/model_internal.h"
 #include "base/file.h"
 #include "sqlite-embed/pooling.h"
 #include "model/sbert_config.h"
@@ -15,35 +14,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <xxhash.h>
-
-#define EMBED_BATCH 32 /* sequences per forward pass */
-#define RUNNERS_KEPT 8 /* idle scratch sets a model keeps for reuse */
-
-/* Scratch for one forward pass at a time: taken from the model's pool by a thread,
- * returned after, so activations are reused across calls without locks during the math. */
-typedef struct runner {
-    struct runner *next;
-    emb_workspace *ws;
-    emb_encoding enc;
-    int32_t *ids, *types, *lens;
-    size_t ids_cap, types_cap, lens_cap;
-    float *hidden;
-    size_t hidden_cap;
-} runner;
-
-struct emb_model {
-    atomic_int refs;
-    emb_model_info info;
-    char *name, *path;
-    emb_defined_model *defined; /* architecture "defined" */
-    emb_tokenizer *tok; /* folder models */
-    emb_encoder *enc; /* NULL for tokenizer-only folders */
-    emb_sbert_config sbert; /* sentence-transformers settings (pooling, normalize, limit) */
-    emb_model_dims vocab_only; /* a tokenizer-only model's sizes: its vocabulary's */
-    pthread_mutex_t lock; /* guards idle */
-    runner *idle;
-    int n_idle;
-};
 
 static emb_model *model_new(const char *name, const char *path) {
     emb_model *m = calloc(1, sizeof *m);
@@ -122,9 +92,11 @@ static int load_folder(emb_model *m, const char *dir, const emb_load_options *op
     if (emb_tokenizer_load(dir, &m->tok, err)) return -1;
     int has_weights = exists(dir, "model.safetensors") || exists(dir, "model.safetensors.index.json");
     if (exists(dir, "config.json") && has_weights) {
-        if (emb_encoder_load_with(dir, opt->mmap, &m->enc, err) ||
-            emb_encoder_set_weights(m->enc, opt->weights, err))
-            return -1;
+        /* the head's tensors are read from the weight files before those not needed are closed */
+        if (emb_encoder_load_open(dir, opt->mmap, &m->enc, err)) return -1;
+        int rc = emb_classifier_load(dir, m->enc, &m->cls, err);
+        emb_encoder_close_unused(m->enc);
+        if (rc || emb_encoder_set_weights(m->enc, opt->weights, err)) return -1;
     } else if (has_weights) {
         return emb_fail(err, "%s: model weights but no config.json", dir);
     } else if (exists(dir, "pytorch_model.bin")) {
@@ -167,10 +139,19 @@ static int load_folder(emb_model *m, const char *dir, const emb_load_options *op
         info->bytes = (int64_t)e->used_bytes;
         info->mapped = e->mapped_bytes > 0;
         info->has_vectors = 1;
+        if (m->cls) {
+            info->classifier = emb_classifier_architecture(m->cls);
+            info->num_labels = emb_classifier_labels(m->cls);
+        }
     }
-    uint64_t parts[5] = {m->enc ? emb_encoder_fingerprint(m->enc) : 0, emb_tokenizer_fingerprint(m->tok),
-                         (uint64_t)m->sbert.pool, (uint64_t)m->sbert.normalize, (uint64_t)info->max_tokens};
-    set_fingerprint(info, XXH3_64bits(parts, sizeof parts));
+    uint64_t parts[6] = {m->enc ? emb_encoder_fingerprint(m->enc) : 0,
+                         emb_tokenizer_fingerprint(m->tok),
+                         (uint64_t)m->sbert.pool,
+                         (uint64_t)m->sbert.normalize,
+                         (uint64_t)info->max_tokens,
+                         m->cls ? emb_classifier_fingerprint(m->cls) : 0};
+    /* a model without a head keeps the fingerprint it had before heads were read */
+    set_fingerprint(info, XXH3_64bits(parts, sizeof parts - (m->cls ? 0 : sizeof parts[5])));
     return 0;
 }
 
@@ -196,26 +177,17 @@ int emb_model_load_with(const char *name, const char *dir, const emb_load_option
 
 void emb_model_retain(emb_model *m) { atomic_fetch_add(&m->refs, 1); }
 
-static void runner_free(runner *r) {
-    emb_workspace_free(r->ws);
-    emb_encoding_free(&r->enc);
-    free(r->ids);
-    free(r->types);
-    free(r->lens);
-    free(r->hidden);
-    free(r);
-}
-
 void emb_model_release(emb_model *m) {
     if (!m || atomic_fetch_sub(&m->refs, 1) != 1) return;
     while (m->idle) {
-        runner *r = m->idle;
+        emb_model_runner *r = m->idle;
         m->idle = r->next;
-        runner_free(r);
+        emb_model_runner_free(r);
     }
     pthread_mutex_destroy(&m->lock);
     emb_defined_model_free(m->defined);
     emb_tokenizer_free(m->tok);
+    emb_classifier_free(m->cls);
     emb_encoder_free(m->enc);
     free(m->name);
     free(m->path);
@@ -227,39 +199,6 @@ const emb_model_info *emb_model_get_info(const emb_model *m) { return &m->info; 
 int emb_model_require_vectors(const emb_model_info *info, const char *what, char err[EMB_ERR_LEN]) {
     if (info->has_vectors) return 0;
     return emb_fail(err, "model '%s' is a tokenizer only: it has no %s", info->name, what);
-}
-
-static runner *runner_take(emb_model *m) {
-    pthread_mutex_lock(&m->lock);
-    runner *r = m->idle;
-    if (r) {
-        m->idle = r->next;
-        m->n_idle--;
-    }
-    pthread_mutex_unlock(&m->lock);
-    if (r) return r;
-    r = calloc(1, sizeof *r);
-    if (!r) return NULL;
-    emb_encoding_init(&r->enc);
-    r->ws = emb_workspace_new();
-    if (!r->ws) {
-        free(r);
-        return NULL;
-    }
-    return r;
-}
-
-static void runner_give(emb_model *m, runner *r) {
-    if (!r) return;
-    pthread_mutex_lock(&m->lock);
-    if (m->n_idle < RUNNERS_KEPT) {
-        r->next = m->idle;
-        m->idle = r;
-        m->n_idle++;
-        r = NULL;
-    }
-    pthread_mutex_unlock(&m->lock);
-    if (r) runner_free(r);
 }
 
 void emb_model_encoding_init(emb_encoding *enc) { emb_encoding_init(enc); }
@@ -304,34 +243,6 @@ int emb_model_rotary(const emb_model *m, int *rot_dims, double *theta) {
     return 0;
 }
 
-/* Runs the encoder over sequences seq[0..B) of the flat token arrays (ids and types, with
- * starts[] and lens[] per sequence), padded to the longest of them (run in groups of similar
- * lengths when seq is in length order). The hidden states of the real tokens land in
- * r->hidden, B x *T x hidden. */
-static int run_batch(emb_model *m, runner *r, const int32_t *ids, const int32_t *types, const size_t *starts,
-                     const int32_t *lens, const size_t *seq, int B, int n_layers, int *T_out,
-                     char err[EMB_ERR_LEN]) {
-    int T = 0;
-    for (int b = 0; b < B; b++)
-        if (lens[seq[b]] > T) T = lens[seq[b]];
-    size_t cells = (size_t)B * (size_t)T, H = (size_t)m->info.dims->hidden;
-    if (emb_grow((void **)&r->ids, &r->ids_cap, cells, sizeof(int32_t)) ||
-        emb_grow((void **)&r->types, &r->types_cap, cells, sizeof(int32_t)) ||
-        emb_grow((void **)&r->lens, &r->lens_cap, (size_t)B, sizeof(int32_t)) ||
-        emb_grow((void **)&r->hidden, &r->hidden_cap, cells * H, sizeof(float)))
-        return emb_fail(err, "out of memory");
-    for (int b = 0; b < B; b++) {
-        int32_t n = lens[seq[b]];
-        int32_t *row_ids = r->ids + (size_t)b * T, *row_types = r->types + (size_t)b * T;
-        memcpy(row_ids, ids + starts[seq[b]], (size_t)n * sizeof(int32_t));
-        memcpy(row_types, types + starts[seq[b]], (size_t)n * sizeof(int32_t));
-        for (int t = n; t < T; t++) row_ids[t] = row_types[t] = 0; /* padding, masked out */
-        r->lens[b] = n;
-    }
-    *T_out = T;
-    return emb_encoder_forward_grouped(m->enc, r->ws, B, T, r->ids, r->types, r->lens, n_layers, r->hidden, err);
-}
-
 int emb_model_hidden_states(emb_model *m, const emb_encoding *enc, int n_layers, float *out,
                             char err[EMB_ERR_LEN]) {
     size_t H = (size_t)m->info.dims->hidden;
@@ -346,7 +257,7 @@ int emb_model_hidden_states(emb_model *m, const emb_encoding *enc, int n_layers,
     if (n_layers < 0 || n_layers > m->info.dims->layers)
         return emb_fail(err, "layer %d is out of range (0 to %d)", n_layers, m->info.dims->layers);
     if (enc->n == 0) return 0;
-    runner *r = runner_take(m);
+    emb_model_runner *r = emb_model_runner_take(m);
     int32_t *ids = malloc(enc->n * 2 * sizeof(int32_t));
     int rc = r && ids ? 0 : emb_fail(err, "out of memory");
     if (rc == 0) {
@@ -357,11 +268,11 @@ int emb_model_hidden_states(emb_model *m, const emb_encoding *enc, int n_layers,
         }
         size_t start = 0, seq = 0;
         int T;
-        rc = run_batch(m, r, ids, types, &start, &len, &seq, 1, n_layers, &T, err);
+        rc = emb_model_run_batch(m, r, ids, types, &start, &len, &seq, 1, n_layers, &T, err);
         if (rc == 0) memcpy(out, r->hidden, enc->n * H * sizeof(float));
     }
     free(ids);
-    runner_give(m, r);
+    emb_model_runner_give(m, r);
     return rc;
 }
 
@@ -377,7 +288,7 @@ int emb_model_attention(emb_model *m, const emb_encoding *enc, int first_layer, 
     if (require_attention(m, err)) return -1;
     if (enc->n == 0) return 0;
     emb_attention_span span = {first_layer, last_layer, first_head, last_head};
-    runner *r = runner_take(m);
+    emb_model_runner *r = emb_model_runner_take(m);
     int32_t *ids = malloc(enc->n * 2 * sizeof(int32_t));
     int rc = r && ids ? 0 : emb_fail(err, "out of memory");
     if (rc == 0) {
@@ -388,7 +299,7 @@ int emb_model_attention(emb_model *m, const emb_encoding *enc, int first_layer, 
         rc = emb_encoder_attention(m->enc, r->ws, (int)enc->n, ids, ids + enc->n, &span, out, err);
     }
     free(ids);
-    runner_give(m, r);
+    emb_model_runner_give(m, r);
     return rc;
 }
 
@@ -396,11 +307,6 @@ int emb_model_attention_bias(const emb_model *m, int layer, int64_t i, int64_t j
                              char err[EMB_ERR_LEN]) {
     if (require_attention(m, err)) return -1;
     return emb_encoder_attention_bias(m->enc, layer, i, j, out, err);
-}
-
-static int by_length(const void *a, const void *b, void *lens) {
-    int32_t x = ((const int32_t *)lens)[*(const size_t *)a], y = ((const int32_t *)lens)[*(const size_t *)b];
-    return (x > y) - (x < y);
 }
 
 /* Pools one sequence's hidden states, keeps the first dims components (into out, from the
@@ -448,45 +354,23 @@ int emb_model_embed(emb_model *m, const char *const *texts, const size_t *lens, 
     if (m->defined) return embed_defined(m, texts, lens, n, mode, normalize, dims, out, err);
     if (n == 0) return 0;
 
-    /* Tokenize everything into flat arrays, then run length-sorted batches so that the
-     * padding in each batch stays small. */
-    runner *r = runner_take(m);
-    size_t ids_cap = 0, types_cap = 0, used = 0, H = (size_t)m->info.dims->hidden;
-    int32_t *ids = NULL, *types = NULL, *tlens = malloc(n * sizeof(int32_t));
-    size_t *starts = malloc(n * sizeof(size_t)), *order = malloc(n * sizeof(size_t));
+    emb_model_runner *r = emb_model_runner_take(m);
+    emb_model_tokens tk = {0};
+    size_t H = (size_t)m->info.dims->hidden;
     float *tmp = malloc(H * sizeof(float));
-    int rc = r && tlens && starts && order && tmp ? 0 : emb_fail(err, "out of memory");
-    for (size_t t = 0; rc == 0 && t < n; t++) {
-        rc = emb_model_tokenize(m, texts[t], lens[t], NULL, 0, &r->enc, err);
-        if (rc) break;
-        if (emb_grow((void **)&ids, &ids_cap, used + r->enc.n, sizeof(int32_t)) ||
-            emb_grow((void **)&types, &types_cap, used + r->enc.n, sizeof(int32_t))) {
-            rc = emb_fail(err, "out of memory");
-            break;
-        }
-        for (size_t i = 0; i < r->enc.n; i++) {
-            ids[used + i] = r->enc.tok[i].id;
-            types[used + i] = r->enc.tok[i].type_id;
-        }
-        starts[t] = used;
-        tlens[t] = (int32_t)r->enc.n;
-        used += r->enc.n;
-        order[t] = t;
-    }
-    if (rc == 0) qsort_r(order, n, sizeof *order, by_length, tlens);
-    for (size_t at = 0; rc == 0 && at < n; at += EMBED_BATCH) {
-        int B = (int)(n - at < EMBED_BATCH ? n - at : EMBED_BATCH), T;
-        rc = run_batch(m, r, ids, types, starts, tlens, order + at, B, m->info.dims->layers, &T, err);
+    int rc =
+        r && tmp ? emb_model_tokens_make(m, r, NULL, 0, texts, lens, n, &tk, err) : emb_fail(err, "out of memory");
+    for (size_t at = 0; rc == 0 && at < n; at += EMB_MODEL_BATCH) {
+        int B = (int)(n - at < EMB_MODEL_BATCH ? n - at : EMB_MODEL_BATCH), T;
+        const size_t *seq = tk.order + at;
+        rc =
+            emb_model_run_batch(m, r, tk.ids, tk.types, tk.starts, tk.lens, seq, B, m->info.dims->layers, &T, err);
         for (int b = 0; rc == 0 && b < B; b++)
-            finish_vector(r->hidden + (size_t)b * (size_t)T * H, T, (int)H, tlens[order[at + b]], mode, normalize,
-                          dims, tmp, out + order[at + b] * (size_t)dims);
+            finish_vector(r->hidden + (size_t)b * (size_t)T * H, T, (int)H, tk.lens[seq[b]], mode, normalize, dims,
+                          tmp, out + seq[b] * (size_t)dims);
     }
     free(tmp);
-    free(ids);
-    free(types);
-    free(tlens);
-    free(starts);
-    free(order);
-    runner_give(m, r);
+    emb_model_tokens_free(&tk);
+    emb_model_runner_give(m, r);
     return rc;
 }

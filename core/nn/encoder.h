@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include "base/emb_common.h"
 #include "nn/encoder_config.h"
+#include "nn/safetensors.h"
 #include "sqlite-embed/weights.h"
 
 typedef struct emb_encoder emb_encoder;
@@ -36,6 +37,14 @@ typedef struct {
  * place are closed after loading. emb_encoder_load is emb_encoder_load_with(dir, 1, ...). */
 int emb_encoder_load(const char *dir, emb_encoder **out, char err[EMB_ERR_LEN]);
 int emb_encoder_load_with(const char *dir, int use_mmap, emb_encoder **out, char err[EMB_ERR_LEN]);
+/* emb_encoder_load_with that leaves every weight file open until emb_encoder_close_unused, so
+ * that what else a checkpoint holds (a task head: nn/classifier.h) can be read from the same
+ * files first. */
+int emb_encoder_load_open(const char *dir, int use_mmap, emb_encoder **out, char err[EMB_ERR_LEN]);
+void emb_encoder_close_unused(emb_encoder *);
+/* A tensor of the open weight files by its full name (no prefix added), with the name of the
+ * file that holds it; NULL when none has it. */
+const emb_safetensors_tensor *emb_encoder_file_tensor(const emb_encoder *, const char *name, const char **file);
 void emb_encoder_free(emb_encoder *);
 const emb_encoder_info *emb_encoder_get_info(const emb_encoder *);
 /* What the linear layers multiply with (EMB_WEIGHTS_F32 after loading). EMB_WEIGHTS_INT8 and

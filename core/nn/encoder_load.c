@@ -514,7 +514,6 @@ static int load(emb_encoder *e, const char *dir, int use_mmap, char err[EMB_ERR_
     in->has_pooler = e->pool_w != NULL;
     in->n_files = e->nfiles;
     in->used_bytes = in->weight_bytes;
-    drop_unused_files(e);
     return 0;
 }
 
@@ -522,7 +521,7 @@ int emb_encoder_load(const char *dir, emb_encoder **out, char err[EMB_ERR_LEN]) 
     return emb_encoder_load_with(dir, 1, out, err);
 }
 
-int emb_encoder_load_with(const char *dir, int use_mmap, emb_encoder **out, char err[EMB_ERR_LEN]) {
+int emb_encoder_load_open(const char *dir, int use_mmap, emb_encoder **out, char err[EMB_ERR_LEN]) {
     *out = NULL;
     emb_encoder *e = calloc(1, sizeof *e);
     if (!e) return emb_fail(err, "out of memory");
@@ -532,6 +531,21 @@ int emb_encoder_load_with(const char *dir, int use_mmap, emb_encoder **out, char
     }
     *out = e;
     return 0;
+}
+
+int emb_encoder_load_with(const char *dir, int use_mmap, emb_encoder **out, char err[EMB_ERR_LEN]) {
+    if (emb_encoder_load_open(dir, use_mmap, out, err)) return -1;
+    emb_encoder_close_unused(*out);
+    return 0;
+}
+
+void emb_encoder_close_unused(emb_encoder *e) { drop_unused_files(e); }
+
+const emb_safetensors_tensor *emb_encoder_file_tensor(const emb_encoder *e, const char *name, const char **file) {
+    int fi = 0;
+    const emb_safetensors_tensor *t = find_any(e, name, &fi);
+    if (t && file) *file = e->files[fi]->label;
+    return t;
 }
 
 void emb_encoder_free(emb_encoder *e) {

@@ -31,6 +31,10 @@ typedef struct {
     int mapped; /* some weights are used in place from a mapping of a file */
     char fingerprint[17]; /* 16 hex digits */
     int has_vectors; /* 0 for tokenizer-only models */
+    /* A cross-encoder (rerank.h): config.json's "BertForSequenceClassification",
+     * "XLMRobertaForSequenceClassification", ... and its labels; NULL and 0 for other models. */
+    const char *classifier;
+    int num_labels;
 } emb_model_info;
 
 int emb_model_define(const char *name, const char *json, size_t len, emb_model **out, char err[EMB_ERR_LEN]);
