@@ -204,22 +204,6 @@ int emb_model_require_vectors(const emb_model_info *info, const char *what, char
 void emb_model_encoding_init(emb_encoding *enc) { emb_encoding_init(enc); }
 void emb_model_encoding_free(emb_encoding *enc) { emb_encoding_free(enc); }
 
-int emb_model_tokenize_limit(const emb_model *m, const char *text, size_t len, const char *text_b, size_t len_b,
-                             int max_tokens, emb_encoding *enc, char err[EMB_ERR_LEN]) {
-    enc->n = 0;
-    if (m->defined) {
-        if (text_b) return emb_fail(err, "a defined model takes one text, not a pair");
-        return emb_defined_tokenize(m->defined, text, len, enc, err);
-    }
-    if (max_tokens < 0) max_tokens = m->info.max_tokens;
-    return emb_tokenize(m->tok, text, len, text_b, len_b, (size_t)max_tokens, enc, err);
-}
-
-int emb_model_tokenize(const emb_model *m, const char *text, size_t len, const char *text_b, size_t len_b,
-                       emb_encoding *enc, char err[EMB_ERR_LEN]) {
-    return emb_model_tokenize_limit(m, text, len, text_b, len_b, -1, enc, err);
-}
-
 const char *emb_model_token_text(const emb_model *m, int32_t id, size_t *len) {
     if (m->defined) return emb_defined_token(m->defined, id, len);
     return emb_tokenizer_token(m->tok, id, len);

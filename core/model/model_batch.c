@@ -1,5 +1,6 @@
 /* What model.c's sentence vectors and rerank.c's scores share (model_internal.h): the runner
- * pool, the tokens of a batch of inputs in length order, and one encoder pass over a batch. */
+ * pool, tokenizing (emb_model_tokenize), the tokens of a batch of inputs in length order, and one
+ * encoder pass over a batch. */
 #include "model/model_internal.h"
 #include <stdlib.h>
 #include <string.h>
@@ -45,6 +46,22 @@ void emb_model_runner_give(emb_model *m, emb_model_runner *r) {
     }
     pthread_mutex_unlock(&m->lock);
     if (r) emb_model_runner_free(r);
+}
+
+int emb_model_tokenize_limit(const emb_model *m, const char *text, size_t len, const char *text_b, size_t len_b,
+                             int max_tokens, emb_encoding *enc, char err[EMB_ERR_LEN]) {
+    enc->n = 0;
+    if (m->defined) {
+        if (text_b) return emb_fail(err, "a defined model takes one text, not a pair");
+        return emb_defined_tokenize(m->defined, text, len, enc, err);
+    }
+    if (max_tokens < 0) max_tokens = m->info.max_tokens;
+    return emb_tokenize(m->tok, text, len, text_b, len_b, (size_t)max_tokens, enc, err);
+}
+
+int emb_model_tokenize(const emb_model *m, const char *text, size_t len, const char *text_b, size_t len_b,
+                       emb_encoding *enc, char err[EMB_ERR_LEN]) {
+    return emb_model_tokenize_limit(m, text, len, text_b, len_b, -1, enc, err);
 }
 
 static int by_length(const void *a, const void *b, void *lens) {
