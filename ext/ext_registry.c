@@ -129,3 +129,20 @@ emb_model *ext_model_arg(sqlite3_context *ctx, sqlite3_value **argv, int arg, co
     sqlite3_set_auxdata(ctx, arg, m, release_model);
     return m;
 }
+
+int ext_model_keep(emb_model **held, sqlite3_value *name, char **err) {
+    *err = NULL;
+    if (sqlite3_value_type(name) != SQLITE_TEXT) {
+        char *got = ext_describe_value(name);
+        if (got) *err = sqlite3_mprintf("the model name must be text, not %s", got);
+        sqlite3_free(got);
+        return *err ? SQLITE_ERROR : SQLITE_NOMEM;
+    }
+    const char *s = (const char *)sqlite3_value_text(name);
+    int len = sqlite3_value_bytes(name);
+    if (!s) return SQLITE_NOMEM;
+    if (*held && strcmp(emb_model_get_info(*held)->name, s) == 0 && (int)strlen(s) == len) return SQLITE_OK;
+    emb_model_release(*held);
+    *held = ext_model_named(s, len, err);
+    return *held ? SQLITE_OK : *err ? SQLITE_ERROR : SQLITE_NOMEM;
+}

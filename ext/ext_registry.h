@@ -24,5 +24,10 @@ emb_model *ext_model_named(const char *name, int len, char **err);
  * the argument (sqlite3_set_auxdata), so a statement finishes with the model it started
  * with even if embed_unload runs meanwhile. */
 emb_model *ext_model_arg(sqlite3_context *ctx, sqlite3_value **argv, int arg, const char *fn);
+/* A table-valued function's model argument: *held is kept while the name stays the same (a
+ * statement joining the function to many rows finishes with the model it started with, even if
+ * embed_unload runs meanwhile), else released and looked up. SQLITE_OK, or SQLITE_ERROR with
+ * *err a sqlite3_malloc'd message (no function name) / SQLITE_NOMEM. */
+int ext_model_keep(emb_model **held, sqlite3_value *name, char **err);
 
 #endif
