@@ -22,6 +22,7 @@ EXPECTED = {
     ("embed_distance", 3): DETERMINISTIC | INNOCUOUS, ("embed_dot", 2): DETERMINISTIC | INNOCUOUS,
     ("embed_json", 1): DETERMINISTIC | INNOCUOUS, ("embed_load", 2): DIRECTONLY, ("embed_load", 3): DIRECTONLY,
     ("embed_mean", 1): DETERMINISTIC | INNOCUOUS, ("embed_normalize", 1): DETERMINISTIC | INNOCUOUS,
+    ("embed_rerank", 3): INNOCUOUS,
     ("embed_rotate", 2): DETERMINISTIC | INNOCUOUS, ("embed_rotate", 3): DETERMINISTIC | INNOCUOUS,
     ("embed_scale", 2): DETERMINISTIC | INNOCUOUS, ("embed_sub", 2): DETERMINISTIC | INNOCUOUS,
     ("embed_sum", 1): DETERMINISTIC | INNOCUOUS, ("embed_truncate", 2): DETERMINISTIC | INNOCUOUS,
@@ -38,7 +39,7 @@ for _name in {n for n, _ in list(EXPECTED)}:
     for _f in _forms:
         _all &= _f
     EXPECTED[(_name, -1)] = _all | (DIRECTONLY if any(f & DIRECTONLY for f in _forms) else 0)
-MODULES = {"embed_models", "embed_tokens", "embed_index", "embed_hybrid", "embed_attention"}
+MODULES = {"embed_models", "embed_tokens", "embed_index", "embed_hybrid", "embed_attention", "embed_rerank_batch"}
 
 
 @test

@@ -1,0 +1,224 @@
+/* embed_rerank_batch(model, query, texts): the cross-encoder's score of each text of a JSON
+ * array against one query, one row per text (i, text, score) in the array's order. A
+ * table-valued function over a JSON array, as json_each is, because the whole list must be seen
+ * at once to run it as one encoder batch (a scalar sees one pair per call; an aggregate would
+ * return one value that a query must take apart again), and any query makes the array with
+ * json_group_array. */
+#include "ext_functions.h"
+#include "ext_registry.h"
+#include "ext_util.h"
+#include "sqlite-embed/rerank.h"
+#include <cjson/cJSON.h>
+#include <stdarg.h>
+#include <string.h>
+
+enum { COL_I, COL_TEXT, COL_SCORE, COL_MODEL, COL_QUERY, COL_TEXTS };
+enum { NEED_ARGS = 8 };
+#define FN "embed_rerank_batch"
+
+typedef struct {
+    sqlite3_vtab_cursor base;
+    cJSON *texts; /* the parsed array */
+    const cJSON *row; /* its element at */
+    int n, at;
+    float *scores; /* n (a null element's is not read) */
+    sqlite3_value *args[3];
+} rerank_cursor;
+
+static int rb_connect(sqlite3 *db, void *aux, int argc, const char *const *argv, sqlite3_vtab **out, char **err) {
+    (void)aux, (void)argc, (void)argv, (void)err;
+    int rc = sqlite3_declare_vtab(db, "CREATE TABLE x(i INTEGER, text TEXT, score REAL,"
+                                      " model HIDDEN, query HIDDEN, texts HIDDEN)");
+    if (rc != SQLITE_OK) return rc;
+    *out = sqlite3_malloc(sizeof **out);
+    if (!*out) return SQLITE_NOMEM;
+    memset(*out, 0, sizeof **out);
+    sqlite3_vtab_config(db, SQLITE_VTAB_INNOCUOUS);
+    return SQLITE_OK;
+}
+
+static int rb_disconnect(sqlite3_vtab *vtab) {
+    sqlite3_free(vtab);
+    return SQLITE_OK;
+}
+
+/* All three arguments are required equalities. */
+static int rb_best_index(sqlite3_vtab *vtab, sqlite3_index_info *info) {
+    (void)vtab;
+    int slot[3];
+    if (ext_plan_arguments(info, COL_MODEL, 3, slot) != SQLITE_OK) return SQLITE_CONSTRAINT;
+    if (slot[0] < 0 || slot[1] < 0 || slot[2] < 0) {
+        ext_plan_missing(info, NEED_ARGS);
+        return SQLITE_OK;
+    }
+    info->idxNum = ext_plan_pass(info, slot, 3, 7);
+    info->estimatedCost = 1000;
+    info->estimatedRows = 50;
+    return SQLITE_OK;
+}
+
+static int rb_open(sqlite3_vtab *vtab, sqlite3_vtab_cursor **out) {
+    (void)vtab;
+    rerank_cursor *c = sqlite3_malloc(sizeof *c);
+    if (!c) return SQLITE_NOMEM;
+    memset(c, 0, sizeof *c);
+    *out = &c->base;
+    return SQLITE_OK;
+}
+
+static void reset(rerank_cursor *c) {
+    for (int k = 0; k < 3; k++) {
+        sqlite3_value_free(c->args[k]);
+        c->args[k] = NULL;
+    }
+    cJSON_Delete(c->texts);
+    c->texts = NULL;
+    sqlite3_free(c->scores);
+    c->scores = NULL;
+    c->row = NULL;
+    c->n = c->at = 0;
+}
+
+static int rb_close(sqlite3_vtab_cursor *cur) {
+    reset((rerank_cursor *)cur);
+    sqlite3_free(cur);
+    return SQLITE_OK;
+}
+
+static int cursor_error(rerank_cursor *c, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    int rc = ext_vtab_verror(c->base.pVtab, FN, fmt, ap);
+    va_end(ap);
+    return rc;
+}
+
+/* The texts argument as a JSON array whose elements are strings or null. */
+static int parse_texts(rerank_cursor *c, sqlite3_value *v) {
+    if (sqlite3_value_type(v) != SQLITE_TEXT) {
+        char *got = ext_describe_value(v);
+        int rc = got ? cursor_error(c, "texts must be a JSON array of strings, not %s", got) : SQLITE_NOMEM;
+        sqlite3_free(got);
+        return rc;
+    }
+    const char *s = (const char *)sqlite3_value_text(v);
+    if (!s) return SQLITE_NOMEM;
+    c->texts = cJSON_ParseWithLength(s, (size_t)sqlite3_value_bytes(v));
+    if (!cJSON_IsArray(c->texts))
+        return cursor_error(c, "texts must be a JSON array of strings such as '[\"first text\", \"second\"]'");
+    c->n = cJSON_GetArraySize(c->texts);
+    int i = 0;
+    for (const cJSON *e = c->texts->child; e; e = e->next, i++)
+        if (!cJSON_IsString(e) && !cJSON_IsNull(e))
+            return cursor_error(c, "texts[%d] is not a string (nor null)", i);
+    return SQLITE_OK;
+}
+
+/* Scores every string of the array in one call: one encoder batch, split only by its size. */
+static int score_all(rerank_cursor *c, emb_model *m, const char *query, size_t qlen) {
+    const char **texts = sqlite3_malloc64((size_t)c->n * sizeof *texts + 1);
+    size_t *lens = sqlite3_malloc64((size_t)c->n * sizeof *lens + 1);
+    int *slot = sqlite3_malloc64((size_t)c->n * sizeof *slot + 1);
+    c->scores = sqlite3_malloc64((size_t)c->n * sizeof *c->scores + 1);
+    int rc = texts && lens && slot && c->scores ? SQLITE_OK : SQLITE_NOMEM;
+    size_t k = 0;
+    int i = 0;
+    for (const cJSON *e = c->texts->child; rc == SQLITE_OK && e; e = e->next, i++) {
+        slot[i] = -1;
+        if (!cJSON_IsString(e)) continue;
+        slot[i] = (int)k;
+        texts[k] = e->valuestring;
+        lens[k++] = strlen(e->valuestring);
+    }
+    float *scores = rc == SQLITE_OK ? sqlite3_malloc64(k * sizeof *scores + 1) : NULL;
+    char err[EMB_ERR_LEN];
+    if (rc == SQLITE_OK && !scores) rc = SQLITE_NOMEM;
+    else if (rc == SQLITE_OK && emb_model_rerank(m, query, qlen, texts, lens, k, scores, err))
+        rc = cursor_error(c, "%s", err);
+    for (i = 0; rc == SQLITE_OK && i < c->n; i++) c->scores[i] = slot[i] < 0 ? -1.0f : scores[slot[i]];
+    sqlite3_free(scores);
+    sqlite3_free(texts);
+    sqlite3_free(lens);
+    sqlite3_free(slot);
+    return rc;
+}
+
+static int rb_filter(sqlite3_vtab_cursor *cur, int mask, const char *idx_str, int argc, sqlite3_value **argv) {
+    (void)idx_str, (void)argc;
+    rerank_cursor *c = (rerank_cursor *)cur;
+    reset(c);
+    if (mask & NEED_ARGS) return cursor_error(c, "needs a model, a query and texts: " FN "(model, query, texts)");
+    for (int k = 0; k < 3; k++)
+        if (!(c->args[k] = sqlite3_value_dup(argv[k]))) return SQLITE_NOMEM;
+    for (int k = 0; k < 3; k++)
+        if (sqlite3_value_type(c->args[k]) == SQLITE_NULL) return SQLITE_OK; /* NULL in: no rows */
+    int rc = parse_texts(c, c->args[2]);
+    if (rc != SQLITE_OK) return rc;
+    const char *query;
+    int qlen;
+    char *err = NULL;
+    if (ext_value_input_text(c->args[1], "the query", &query, &qlen, &err) == EXT_ERROR) {
+        rc = err ? cursor_error(c, "%s", err) : SQLITE_NOMEM;
+        sqlite3_free(err);
+        return rc;
+    }
+    if (sqlite3_value_type(c->args[0]) != SQLITE_TEXT) return cursor_error(c, "the model name must be text");
+    emb_model *m =
+        ext_model_named((const char *)sqlite3_value_text(c->args[0]), sqlite3_value_bytes(c->args[0]), &err);
+    if (!m) {
+        rc = err ? cursor_error(c, "%s", err) : SQLITE_NOMEM;
+        sqlite3_free(err);
+        return rc;
+    }
+    rc = score_all(c, m, query, (size_t)qlen);
+    emb_model_release(m);
+    if (rc != SQLITE_OK) c->n = 0;
+    c->row = c->texts->child;
+    return rc;
+}
+
+static int rb_next(sqlite3_vtab_cursor *cur) {
+    rerank_cursor *c = (rerank_cursor *)cur;
+    c->at++;
+    c->row = c->row ? c->row->next : NULL;
+    return SQLITE_OK;
+}
+
+static int rb_eof(sqlite3_vtab_cursor *cur) {
+    rerank_cursor *c = (rerank_cursor *)cur;
+    return c->at >= c->n;
+}
+
+static int rb_column(sqlite3_vtab_cursor *cur, sqlite3_context *ctx, int col) {
+    rerank_cursor *c = (rerank_cursor *)cur;
+    const cJSON *e = c->row;
+    switch (col) {
+    case COL_I: sqlite3_result_int(ctx, c->at); break;
+    case COL_TEXT:
+        if (cJSON_IsString(e)) sqlite3_result_text(ctx, e->valuestring, -1, SQLITE_TRANSIENT);
+        break;
+    case COL_SCORE:
+        if (cJSON_IsString(e)) sqlite3_result_double(ctx, (double)c->scores[c->at]);
+        break;
+    default: sqlite3_result_value(ctx, c->args[col - COL_MODEL]);
+    }
+    return SQLITE_OK;
+}
+
+static int rb_rowid(sqlite3_vtab_cursor *cur, sqlite3_int64 *rowid) {
+    *rowid = ((rerank_cursor *)cur)->at;
+    return SQLITE_OK;
+}
+
+const sqlite3_module ext_rerank_module = {
+    .xConnect = rb_connect,
+    .xBestIndex = rb_best_index,
+    .xDisconnect = rb_disconnect,
+    .xOpen = rb_open,
+    .xClose = rb_close,
+    .xFilter = rb_filter,
+    .xNext = rb_next,
+    .xEof = rb_eof,
+    .xColumn = rb_column,
+    .xRowid = rb_rowid,
+};
