@@ -1,26 +1,29 @@
 /* Internal to the embed_index virtual table (ext_index*.c): its state, and the functions its
  * files share, in layers. Each file calls only the files above it in this list:
  *
- *   ext_index_cache.c   the in-memory copies of the vectors and the process-wide registry
- *                       that shares them between connections (no SQL)
- *   ext_index_options.c the arguments of CREATE VIRTUAL TABLE (no SQL)
- *   ext_index_schema.c  the shadow tables: every SQL statement of the module, the options of
- *                       CREATE VIRTUAL TABLE, creating / connecting / dropping / renaming,
- *                       the configuration (NAME_config), and errors
- *   ext_index_store.c   vectors at positions in NAME_chunks and rows in NAME_rows: placing,
- *                       moving, reading and checking them against each other
- *   ext_index_load.c    which copy a statement reads: the process's shared one, brought up
- *                       to date in place or copied, or the connection's own in a transaction
- *                       that wrote
- *   ext_index_model.c   the index's model: finding it, holding it, embedding texts with it
- *   ext_index_build.c   the 'build' command: training and storing the IVF lists
- *   ext_index_writer.c  xUpdate: checking rows and keeping them pending until they are placed
- *   ext_index_search.c  the cursors: k-nearest-neighbour searches over the copy, scans and
- *                       rowid lookups; reads only
- *   ext_index.c         the module: planning, transactions, and xFilter, which has the writer
- *                       place pending rows before a search reads
+ *   ix_cache.c    the in-memory copies of the vectors and the process-wide registry that
+ *                 shares them between connections (no SQL)
+ *   ix_options.c  the arguments of CREATE VIRTUAL TABLE (no SQL)
+ *   ix_schema.c   the shadow tables: every SQL statement of the module, creating /
+ *                 connecting / dropping / renaming, the configuration (NAME_config), errors
+ *   ix_store.c    vectors at positions in NAME_chunks and rows in NAME_rows (parts in
+ *                 NAME_parts for a chunked index): placing, moving and reading them
+ *   ix_refresh.c  reading the chunks into a copy, checking them against NAME_rows / NAME_parts
+ *   ix_load.c     which copy a statement reads: the process's shared one, brought up to date
+ *                 in place or copied, or the connection's own in a transaction that wrote
+ *   ix_model.c    the index's model: finding it, holding it, embedding texts with it
+ *   ix_parts.c    a chunked index's parts: a row's text cut into chunks (emb_model_chunks),
+ *                 embedded and placed; removed with the row; search hits grouped by row
+ *   ix_build.c    the 'build' command: training and storing the IVF lists
+ *   ix_writer.c   xUpdate: checking rows and keeping them pending until they are placed
+ *   ix_filter.c   a search's conditions on metadata and rowids: the positions they pass
+ *   ix_rerank.c   a search's candidates scored by a cross-encoder (rerank = 'model')
+ *   ix_search.c   the cursors: k-nearest-neighbour searches over the copy, scans and rowid
+ *                 lookups; reads only
+ *   ix_module.c   the module: planning, transactions, and xFilter, which has the writer place
+ *                 pending rows before a search reads
  *
- * The storage layout is described at the top of ext_index.c. Functions returning int return an
+ * The storage layout is described at the top of ix_module.c and in ARCHITECTURE.md. Functions returning int return an
  * SQLite result code; on errors they have set the table's message (ix_error). */
 #ifndef EMBED_EXT_INDEX_H
 #define EMBED_EXT_INDEX_H
@@ -41,8 +44,9 @@
 #define IX_MAX_META 64 /* metadata columns */
 
 /* The declared columns: CREATE TABLE x(vector, text, distance HIDDEN, k HIDDEN, oversample
- * HIDDEN, probes HIDDEN, NAME HIDDEN, then the metadata columns in their declared order
- * (IX_COL_META + j). */
+ * HIDDEN, probes HIDDEN, NAME HIDDEN, chunk HIDDEN, chunk_start HIDDEN, chunk_end HIDDEN,
+ * rerank HIDDEN, rerank_depth HIDDEN, rerank_score HIDDEN, then the metadata columns in
+ * their declared order (IX_COL_META + j). */
 enum {
     IX_COL_VECTOR,
     IX_COL_TEXT,
@@ -51,6 +55,12 @@ enum {
     IX_COL_OVERSAMPLE,
     IX_COL_PROBES,
     IX_COL_TABLE,
+    IX_COL_CHUNK,
+    IX_COL_CHUNK_START,
+    IX_COL_CHUNK_END,
+    IX_COL_RERANK,
+    IX_COL_RERANK_DEPTH,
+    IX_COL_RERANK_SCORE,
     IX_COL_META
 };
 /* xBestIndex's idxNum for xFilter: a plan and flags. */
@@ -63,13 +73,16 @@ enum {
     IX_F_NEED_K = 64,
     IX_F_NEED_MATCH = 128,
     IX_F_OVERSAMPLE = 256,
-    IX_F_PROBES = 512
+    IX_F_PROBES = 512,
+    IX_F_RERANK = 1024,
+    IX_F_RERANK_DEPTH = 2048
 };
 /* Storage formats: 1 (the first: f32 chunks without versions), 2 (chunk versions, codes,
- * NAME_vectors, IVF lists). */
-enum { IX_FORMAT_V1 = 1, IX_FORMAT_V2 = 2 };
+ * NAME_vectors, IVF lists), 3 (format 2 with NAME_parts: a chunked index, whose positions
+ * hold the parts of the rows' texts). */
+enum { IX_FORMAT_V1 = 1, IX_FORMAT_V2 = 2, IX_FORMAT_V3 = 3 };
 
-/* The module's statements on its shadow tables (ext_index_schema.c holds their SQL). Those
+/* The module's statements on its shadow tables (ix_schema.c holds their SQL). Those
  * before IX_STMT_SHARED_COUNT are prepared once per table and shared (ix_stmt); the others are
  * prepared per cursor (ix_prepare). */
 enum {
@@ -99,6 +112,12 @@ enum {
     IX_STMT_GET_CENTROIDS,
     IX_STMT_CLEAR_CENTROIDS,
     IX_STMT_PUT_CENTROID,
+    IX_STMT_SET_ROW_LOC,
+    IX_STMT_NEW_PART,
+    IX_STMT_ROW_PARTS,
+    IX_STMT_DELETE_PARTS,
+    IX_STMT_MAX_PART,
+    IX_STMT_PART,
     IX_STMT_SHARED_COUNT,
     IX_STMT_SCAN = IX_STMT_SHARED_COUNT,
     IX_STMT_LOOKUP,
@@ -125,7 +144,8 @@ typedef struct {
     emb_metric metric;
     size_t n, cap, d, rec, chunk;
     unsigned char *records; /* n records of rec bytes */
-    int64_t *ids;
+    int64_t *ids; /* the store's ids: rowids, or a chunked index's part ids */
+    int64_t *rows; /* a chunked index: the rowid of each position's part; NULL otherwise */
     float *aux; /* emb_knn_aux / emb_code_aux per row; NULL when the scan uses none */
     int32_t *lists; /* IVF list per row, -1 unassigned; NULL unless index = 'ivf' */
     sqlite3_int64 *chunk_ver; /* the version read for each chunk (0: unknown, read again) */
@@ -153,7 +173,8 @@ typedef struct {
     char fingerprint[17];
     int dims, chunk;
     emb_metric metric;
-    int format; /* IX_FORMAT_V1 or IX_FORMAT_V2 */
+    int format; /* IX_FORMAT_V1, V2 or V3 */
+    int chunk_tokens, chunk_overlap; /* a chunked index (format 3): its texts' chunks; 0: none */
     emb_storage storage; /* the chunks' records */
     int rescore; /* compact storage keeps the float32 vectors in NAME_vectors */
     int ivf; /* index = 'ivf' */
@@ -181,7 +202,7 @@ typedef struct {
     sqlite3_stmt *stmt[IX_STMT_SHARED_COUNT];
 } ix_vtab;
 
-/* ---------- ext_index_cache.c ---------- */
+/* ---------- ix_cache.c ---------- */
 
 /* An empty copy for v's index (refs 1). NULL when out of memory. */
 ix_cache *ix_cache_new(const ix_vtab *v);
@@ -209,7 +230,7 @@ void ix_registry_detach(const char *key);
 /* The bytes held by the registry's copies. */
 sqlite3_int64 ix_registry_bytes(void);
 
-/* ---------- ext_index_options.c ---------- */
+/* ---------- ix_options.c ---------- */
 
 /* The arguments of CREATE VIRTUAL TABLE. */
 typedef struct {
@@ -219,6 +240,7 @@ typedef struct {
     int has_metric;
     emb_storage storage;
     int has_storage, rescore, has_rescore, ivf, has_index;
+    int chunk_tokens, chunk_overlap, has_overlap;
     ix_meta *meta;
     int n_meta, partition;
 } ix_options;
@@ -229,7 +251,7 @@ int ix_parse_options(int argc, const char *const *argv, ix_options *o, char **er
 int ix_check_options(ix_options *o, emb_model **mod, char **err);
 void ix_options_free(ix_options *o);
 
-/* ---------- ext_index_schema.c ---------- */
+/* ---------- ix_schema.c ---------- */
 
 /* Sets the table's error message "embed_index: ..."; returns SQLITE_ERROR (SQLITE_NOMEM when
  * the message could not be made). */
@@ -267,7 +289,7 @@ int ix_destroy(sqlite3_vtab *vt);
 int ix_rename(sqlite3_vtab *vt, const char *to);
 int ix_shadow_name(const char *suffix);
 
-/* ---------- ext_index_store.c ---------- */
+/* ---------- ix_store.c ---------- */
 
 /* NAME_config's count of vectors in chunks, checked against the sizes it implies and against
  * the chunks present (a cheap check, made before every use; ix_read_all checks the rows too). */
@@ -301,14 +323,14 @@ int ix_refresh(ix_vtab *v, ix_cache *c, sqlite3_int64 count);
  * when none was built. */
 int ix_read_centroids(ix_vtab *v, emb_ivf *ivf, sqlite3_int64 *serial, size_t *lists);
 
-/* ---------- ext_index_load.c ---------- */
+/* ---------- ix_load.c ---------- */
 
 /* A copy showing the index as the statement sees it, retained for the caller. */
 int ix_snapshot(ix_vtab *v, ix_cache **out);
 /* The connection's own copy is given up (rollback, commit, disconnect). */
 void ix_drop_own(ix_vtab *v);
 
-/* ---------- ext_index_model.c ---------- */
+/* ---------- ix_model.c ---------- */
 
 /* The index's model, retained: v->held while a transaction holds one, else the loaded model
  * of the index's name, checked against the index's fingerprint (error set when absent). */
@@ -322,19 +344,69 @@ int ix_embed_texts(ix_vtab *v, const char *const *texts, const size_t *lens, siz
  * fingerprint. */
 int ix_use_model(ix_vtab *v, const char *name);
 
-/* ---------- ext_index_build.c ---------- */
+/* ---------- ix_parts.c: a chunked index ---------- */
+
+/* A part: its chunk number and the UTF-8 byte offsets [start, end) in its row's text. */
+typedef struct {
+    sqlite3_int64 chunk, start, end;
+} ix_part;
+/* Cuts the n texts of rows `rows` into chunks, embeds every chunk in one call, records the
+ * parts and places their vectors. */
+int ix_place_texts(ix_vtab *v, const int64_t *rows, char *const *texts, const size_t *lens, size_t n);
+/* Removes every part of row `rowid`, whose first part id is `first`. */
+int ix_unplace_row(ix_vtab *v, sqlite3_int64 rowid, sqlite3_int64 first);
+/* Keeps the first hit of each row among n hits (nearest first), and the hits' float32 vectors
+ * (vecs, d each, NULL: none) with them; returns how many, or (size_t)-1 when out of memory. An
+ * unchunked copy's hits are rows already. */
+size_t ix_group_hits(const ix_cache *c, emb_knn_hit *hits, float *vecs, size_t n);
+/* The number of distinct rows among n hits (nearest first), and in *prefix the length of the
+ * shortest run of hits from the first that holds k of them (or all there are); (size_t)-1
+ * when out of memory. */
+size_t ix_count_rows(const ix_cache *c, const emb_knn_hit *hits, size_t n, size_t k, size_t *prefix);
+/* Part `part` of row `row`, checked against the row's text. */
+int ix_part_info(ix_vtab *v, sqlite3_int64 part, sqlite3_int64 row, ix_part *out);
+
+/* ---------- ix_build.c ---------- */
 
 /* INSERT INTO t(t[, text]) VALUES ('build'[, '{"lists": N, "iterations": N, "sample": N}']). */
 int ix_build(ix_vtab *v, sqlite3_value *options);
 
-/* ---------- ext_index_writer.c ---------- */
+/* ---------- ix_writer.c ---------- */
 
 /* Places every pending row in the chunks, embedding pending texts in one call. */
 int ix_flush(ix_vtab *v);
 /* xUpdate. */
 int ix_update(sqlite3_vtab *vt, int argc, sqlite3_value **argv, sqlite3_int64 *rowid_out);
 
-/* ---------- ext_index_search.c: the cursor methods, reads only ---------- */
+/* ---------- ix_filter.c ---------- */
+
+/* A search's conditions ("col,op;" in idx_str, col -1 for the rowid), with their values. */
+typedef struct {
+    emb_pred pred[2 * (IX_MAX_META + 1) + 8];
+    emb_value *lists[2 * (IX_MAX_META + 1) + 8]; /* the IN lists, owned */
+    int n;
+} ix_filters;
+/* Reads the conditions of idx_str, whose values are argv[0 ..]. Free with ix_filters_free. */
+int ix_read_filters(ix_vtab *v, const char *idx_str, sqlite3_value **argv, ix_filters *f);
+void ix_filters_free(ix_filters *f);
+/* The positions of copy c that satisfy every condition, into *rows (sqlite3_malloc'd) and *m. */
+int ix_filter_rows(ix_vtab *v, const ix_cache *c, const ix_filters *f, size_t **rows, size_t *m);
+
+/* ---------- ix_rerank.c ---------- */
+
+/* The rerank settings of a search: the cross-encoder's name (NULL: none) and the depth. */
+typedef struct {
+    const char *model;
+    size_t depth;
+} ix_rerank_opt;
+/* Scores the n candidate hits of copy c (nearest first; parts for a chunked index) against
+ * the query text with the cross-encoder; keeps each row's best-scored hit, ordered by score
+ * (highest first), at most k of them, with their vectors (vecs, NULL: none); the scores into
+ * *scores (sqlite3_malloc'd). Returns the number kept in *n. */
+int ix_rerank(ix_vtab *v, const ix_rerank_opt *o, const char *query, size_t qlen, const ix_cache *c,
+              emb_knn_hit *hits, float *vecs, size_t *n, size_t k, float **scores);
+
+/* ---------- ix_search.c: the cursor methods, reads only ---------- */
 
 int ix_open(sqlite3_vtab *vt, sqlite3_vtab_cursor **out);
 int ix_close(sqlite3_vtab_cursor *cur);

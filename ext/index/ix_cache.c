@@ -10,6 +10,7 @@
 static void cache_free(ix_cache *c) {
     free(c->records);
     free(c->ids);
+    free(c->rows);
     free(c->aux);
     free(c->lists);
     free(c->chunk_ver);
@@ -42,7 +43,8 @@ ix_cache *ix_cache_new(const ix_vtab *v) {
         return NULL;
     }
     /* lists first: the arrays grow together, each to the room of the others */
-    if ((v->ivf && !(c->lists = malloc(sizeof *c->lists))) || ix_cache_resize(c, 0)) {
+    if ((v->ivf && !(c->lists = malloc(sizeof *c->lists))) ||
+        (v->chunk_tokens && !(c->rows = malloc(sizeof *c->rows))) || ix_cache_resize(c, 0)) {
         cache_free(c);
         return NULL;
     }
@@ -58,7 +60,9 @@ static int grow(ix_cache *c, size_t cap) {
     if (aux) c->aux = aux;
     int32_t *lists = c->lists ? realloc(c->lists, (cap ? cap : 1) * sizeof *lists) : NULL;
     if (lists) c->lists = lists;
-    if (!r || !ids || (uses_aux(c->storage, c->metric) && !aux) || (c->lists && !lists)) {
+    int64_t *rows = c->rows ? realloc(c->rows, (cap ? cap : 1) * sizeof *rows) : NULL;
+    if (rows) c->rows = rows;
+    if (!r || !ids || (uses_aux(c->storage, c->metric) && !aux) || (c->lists && !lists) || (c->rows && !rows)) {
         free(r);
         return -1;
     }
@@ -113,9 +117,10 @@ ix_cache *ix_cache_clone(const ix_cache *src) {
     c->n_meta = src->n_meta;
     c->partition = src->partition;
     c->lists = src->lists ? malloc(sizeof *c->lists) : NULL;
+    c->rows = src->rows ? malloc(sizeof *c->rows) : NULL;
     c->meta = c->n_meta ? calloc((size_t)c->n_meta, sizeof *c->meta) : NULL;
     c->chunk_ver = malloc((src->n_chunks ? src->n_chunks : 1) * sizeof *c->chunk_ver);
-    int failed = (src->lists && !c->lists) || (c->n_meta && !c->meta) || !c->chunk_ver;
+    int failed = (src->lists && !c->lists) || (src->rows && !c->rows) || (c->n_meta && !c->meta) || !c->chunk_ver;
     for (int j = 0; j < c->n_meta && !failed; j++) failed = emb_meta_column_copy(&c->meta[j], &src->meta[j]);
     if (!failed) failed = grow(c, src->cap > src->n ? src->cap : src->n);
     if (failed) {
@@ -129,13 +134,14 @@ ix_cache *ix_cache_clone(const ix_cache *src) {
     memcpy(c->ids, src->ids, src->n * sizeof *c->ids);
     if (c->aux) memcpy(c->aux, src->aux, src->n * sizeof *c->aux);
     if (c->lists) memcpy(c->lists, src->lists, src->n * sizeof *c->lists);
+    if (c->rows) memcpy(c->rows, src->rows, src->n * sizeof *c->rows);
     memcpy(c->chunk_ver, src->chunk_ver, src->n_chunks * sizeof *c->chunk_ver);
     return c;
 }
 
 size_t ix_cache_bytes(const ix_cache *c) {
-    size_t b =
-        c->cap * (c->rec + sizeof *c->ids + (c->aux ? sizeof *c->aux : 0) + (c->lists ? sizeof *c->lists : 0));
+    size_t b = c->cap * (c->rec + sizeof *c->ids + (c->aux ? sizeof *c->aux : 0) +
+                         (c->lists ? sizeof *c->lists : 0) + (c->rows ? sizeof *c->rows : 0));
     for (int j = 0; j < c->n_meta; j++) b += emb_meta_column_bytes(&c->meta[j]);
     b += c->groups.n * sizeof *c->groups.order + c->ivf.lists * c->ivf.d * sizeof(float);
     b += (c->ivf_groups.n + c->ivf_groups.lists + 2) * sizeof(size_t);

@@ -30,7 +30,8 @@ static int bring_up_to_date(ix_vtab *v, ix_cache *c, sqlite3_int64 ver, sqlite3_
  * past the ends of its arrays. */
 static int fits(const ix_vtab *v, const ix_cache *c) {
     if (c->d != (size_t)v->dims || c->rec != v->rec || c->chunk != (size_t)v->chunk || c->storage != v->storage ||
-        c->metric != v->metric || c->n_meta != v->n_meta || c->partition != v->partition || !c->lists != !v->ivf)
+        c->metric != v->metric || c->n_meta != v->n_meta || c->partition != v->partition || !c->lists != !v->ivf ||
+        !c->rows != !v->chunk_tokens)
         return 0;
     return c->n <= c->cap && c->n_chunks == (c->n + c->chunk - 1) / c->chunk;
 }

@@ -7,7 +7,8 @@
 /* Whether m is a model this index can use: vectors of its size, with its fingerprint. */
 static int model_fits(ix_vtab *v, const char *name, emb_model *m) {
     const emb_model_info *info = emb_model_get_info(m);
-    if (info->has_vectors && info->dims->hidden == v->dims && !strcmp(info->fingerprint, v->fingerprint)) return 1;
+    /* an index of fewer dims than the model's keeps the first dims of each vector (Matryoshka) */
+    if (info->has_vectors && info->dims->hidden >= v->dims && !strcmp(info->fingerprint, v->fingerprint)) return 1;
     ix_error(v,
              "model '%s' (fingerprint %s, %d dimensions) is not the model \"%s\" was made with "
              "(fingerprint %s, %d dimensions)",
@@ -77,7 +78,9 @@ int ix_embed_texts(ix_vtab *v, const char *const *texts, const size_t *lens, siz
     emb_model *m = ix_model(v, &rc);
     if (!m) return rc;
     char err[EMB_ERR_LEN];
-    if (emb_model_embed(m, texts, lens, n, NULL, out, err)) rc = ix_error(v, "%s", err);
+    emb_embed_options opt = {.pool = -1, .normalize = -1, .dims = 0};
+    if (emb_model_get_info(m)->dims->hidden > v->dims) opt.dims = v->dims;
+    if (emb_model_embed(m, texts, lens, n, &opt, out, err)) rc = ix_error(v, "%s", err);
     emb_model_release(m);
     return rc;
 }

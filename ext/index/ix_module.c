@@ -28,6 +28,12 @@
  *   NAME_vectors (id INTEGER PRIMARY KEY, vector BLOB)  compact storage: the float32 vectors
  *                                           that rescore a search's candidates exactly
  *   NAME_centroids (list INTEGER PRIMARY KEY, centroid BLOB)  the IVF's centroids
+ *   NAME_parts   (id INTEGER PRIMARY KEY, row, chunk, start, end, loc)  a chunked index
+ *                                           (format 3): the positions hold parts, each a chunk
+ *                                           of its row's text (UTF-8 byte offsets start, end),
+ *                                           embedded alone; a row's loc is its first part's id,
+ *                                           its parts have consecutive ids; a search returns
+ *                                           each row once, at its nearest part (ix_parts.c)
  *
  * Inserts go to NAME_pending and are placed in chunks in batches: when the pending rows
  * reach FLUSH_ROWS, before any query of the index, and at xSync (as FTS5 flushes its
@@ -37,14 +43,14 @@
  * (pending), a flag (dirty) and copies that the chunks' versions bring up to date.
  *
  * The process keeps one copy of each index's chunks in memory, shared by its connections
- * (ext_index_load.c). A query over float32 records is one sgemv over that array, a top-k
+ * (ix_load.c). A query over float32 records is one sgemv over that array, a top-k
  * selection and an exact double-precision rescoring of the candidates (so `distance` equals
  * embed_distance() of the same two vectors; core/knn.c); over compact codes, a scan of the
  * codes (core/quant.c) whose best k x oversample candidates are rescored exactly from
  * NAME_vectors; with an IVF (core/ivf.c), over the lists nearest the query only.
  *
  * This file is the module: creating, connecting, destroying and renaming the table, query
- * planning and transactions. ext_index.h lists the other files. */
+ * planning and transactions. ix.h lists the other files. */
 #include "ext_functions.h"
 #include "ix.h"
 
@@ -114,10 +120,23 @@ static int take_checked(sqlite3_index_info *info) {
     return 0;
 }
 
+/* Which of a search's settings (oversample, probes, rerank, rerank_depth) column col is; -1:
+ * none. */
+static int setting_of(int col) {
+    switch (col) {
+    case IX_COL_OVERSAMPLE: return 0;
+    case IX_COL_PROBES: return 1;
+    case IX_COL_RERANK: return 2;
+    case IX_COL_RERANK_DEPTH: return 3;
+    default: return -1;
+    }
+}
+
 static int ix_best_index(sqlite3_vtab *vt, sqlite3_index_info *info) {
     ix_vtab *v = (ix_vtab *)vt;
     int match = -1, k = -1, limit = -1, offset = -1, rowid = -1, unusable_match = 0, unusable_k = 0;
-    int setting[2] = {-1, -1}; /* oversample, probes */
+    int setting[4] = {-1, -1, -1, -1}; /* oversample, probes, rerank, rerank_depth */
+    static const int setting_flag[4] = {IX_F_OVERSAMPLE, IX_F_PROBES, IX_F_RERANK, IX_F_RERANK_DEPTH};
     int search_terms = 0; /* conditions on k or distance, which only a search has */
     for (int i = 0; i < info->nConstraint; i++) {
         const struct sqlite3_index_constraint *c = &info->aConstraint[i];
@@ -128,10 +147,10 @@ static int ix_best_index(sqlite3_vtab *vt, sqlite3_index_info *info) {
         } else if (c->op == SQLITE_INDEX_CONSTRAINT_EQ && c->iColumn == IX_COL_K) {
             if (!c->usable) unusable_k = 1;
             else if (k < 0) k = i;
-        } else if (c->op == SQLITE_INDEX_CONSTRAINT_EQ &&
-                   (c->iColumn == IX_COL_OVERSAMPLE || c->iColumn == IX_COL_PROBES)) {
+        } else if (c->op == SQLITE_INDEX_CONSTRAINT_EQ && setting_of(c->iColumn) >= 0) {
+            int j = setting_of(c->iColumn);
             if (!c->usable) unusable_k = 1;
-            else if (setting[c->iColumn - IX_COL_OVERSAMPLE] < 0) setting[c->iColumn - IX_COL_OVERSAMPLE] = i;
+            else if (setting[j] < 0) setting[j] = i;
         } else if (c->op == SQLITE_INDEX_CONSTRAINT_LIMIT && c->usable) {
             limit = i;
         } else if (c->op == SQLITE_INDEX_CONSTRAINT_OFFSET && c->usable) {
@@ -139,7 +158,8 @@ static int ix_best_index(sqlite3_vtab *vt, sqlite3_index_info *info) {
         } else if (c->op == SQLITE_INDEX_CONSTRAINT_EQ && c->iColumn == -1 && c->usable) {
             rowid = i;
         }
-        if (c->iColumn >= IX_COL_DISTANCE && c->iColumn <= IX_COL_PROBES) search_terms = 1;
+        if ((c->iColumn >= IX_COL_DISTANCE && c->iColumn <= IX_COL_PROBES) || setting_of(c->iColumn) >= 0)
+            search_terms = 1;
     }
     int vec_used = (info->colUsed & ((sqlite3_uint64)1 << IX_COL_VECTOR)) != 0;
     if (match < 0 && unusable_match) return SQLITE_CONSTRAINT; /* wait for a plan with the query known */
@@ -175,12 +195,17 @@ static int ix_best_index(sqlite3_vtab *vt, sqlite3_index_info *info) {
                 sqlite3_value_type(rhs) == SQLITE_INTEGER)
                 rows = (double)sqlite3_value_int64(rhs);
         }
-        if (info->nOrderBy == 1 && info->aOrderBy[0].iColumn == IX_COL_DISTANCE && !info->aOrderBy[0].desc)
+        /* a reranked search comes in the order of its scores, not of its distances */
+        if (info->nOrderBy == 1 && setting[2] < 0 && info->aOrderBy[0].iColumn == IX_COL_DISTANCE &&
+            !info->aOrderBy[0].desc)
+            info->orderByConsumed = 1;
+        if (info->nOrderBy == 1 && setting[2] >= 0 && info->aOrderBy[0].iColumn == IX_COL_RERANK_SCORE &&
+            info->aOrderBy[0].desc)
             info->orderByConsumed = 1;
         int next = (flags & IX_F_OFFSET) ? 4 : 3;
-        for (int j = 0; j < 2; j++)
+        for (int j = 0; j < 4; j++)
             if (setting[j] >= 0) {
-                flags |= j ? IX_F_PROBES : IX_F_OVERSAMPLE;
+                flags |= setting_flag[j];
                 info->aConstraintUsage[setting[j]].argvIndex = next++;
                 info->aConstraintUsage[setting[j]].omit = 1;
             }

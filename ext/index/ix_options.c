@@ -1,6 +1,6 @@
 /* embed_index's CREATE VIRTUAL TABLE arguments: `key = value` options (model, dims, metric,
- * chunk_size), metadata columns `name type [partition key]`, and answers to sqlite-vec's way of
- * writing them. Parsing only: ext_index_schema.c creates and connects. */
+ * chunk_size, chunk_tokens, ...), metadata columns `name type [partition key]`, and answers to sqlite-vec's way of
+ * writing them. Parsing only: ix_schema.c creates and connects. */
 #include "ix.h"
 #include <stdio.h>
 #include <stdlib.h>
@@ -66,12 +66,14 @@ static char *vec0_hint(const char *arg) {
                            arg, dims, *m ? ", metric = '" : "", m, *m ? "'" : "");
 }
 
-#define KNOWN_OPTIONS "model, dims, metric, storage, rescore, index, chunk_size"
+#define KNOWN_OPTIONS "model, dims, metric, storage, rescore, index, chunk_size, chunk_tokens, chunk_overlap"
 /* Names a metadata column cannot have: the table's own columns, the rowid, the options. */
-static const char *const reserved_names[] = {"vector",     "text",    "distance", "k",     "oversample", "probes",
-                                             "rowid",      "oid",     "_rowid_",  "model", "dims",       "metric",
-                                             "chunk_size", "storage", "rescore",  "index"};
-#define N_COLUMN_NAMES 9
+static const char *const reserved_names[] = {
+    "vector",     "text",        "distance",  "k",      "oversample",   "probes",
+    "chunk",      "chunk_start", "chunk_end", "rerank", "rerank_depth", "rerank_score",
+    "rowid",      "oid",         "_rowid_",   "model",  "dims",         "metric",
+    "chunk_size", "storage",     "rescore",   "index",  "chunk_tokens", "chunk_overlap"};
+#define N_COLUMN_NAMES 15
 static const char *const meta_types[] = {"integer", "real", "text", "blob"};
 
 /* `name type [partition key]`: a metadata column (name a plain or "quoted" identifier). */
@@ -178,6 +180,21 @@ static int parse_option(const char *a, ix_options *o, char **err) {
                                    IX_MAX_CHUNK_ROWS, val);
             rc = SQLITE_ERROR;
         }
+    } else if (!sqlite3_stricmp(key, "chunk_tokens") && !o->chunk_tokens) {
+        if (parse_int(val, 1, 1 << 20, &o->chunk_tokens)) {
+            *err = sqlite3_mprintf(IX_FN ": chunk_tokens must be a positive integer (tokens per chunk of "
+                                         "a row's text), not '%s'",
+                                   val);
+            rc = SQLITE_ERROR;
+        }
+    } else if (!sqlite3_stricmp(key, "chunk_overlap") && !o->has_overlap) {
+        o->has_overlap = 1;
+        if (parse_int(val, 0, 1 << 20, &o->chunk_overlap)) {
+            *err = sqlite3_mprintf(IX_FN ": chunk_overlap must be an integer from 0 (tokens consecutive "
+                                         "chunks share), not '%s'",
+                                   val);
+            rc = SQLITE_ERROR;
+        }
     } else if (!sqlite3_stricmp(key, "storage") && !o->has_storage) {
         o->has_storage = 1;
         if (emb_storage_parse(val, &o->storage)) {
@@ -247,13 +264,28 @@ int ix_check_options(ix_options *o, emb_model **mod, char **err) {
         } else if (emb_model_require_vectors(info = emb_model_get_info(*mod), "vectors", msg)) {
             *err = sqlite3_mprintf(IX_FN ": %s", msg);
             rc = SQLITE_ERROR;
-        } else if (o->dims && o->dims != info->dims->hidden) {
-            *err = sqlite3_mprintf(IX_FN ": dims = %d, but model '%s' makes vectors of %d dimensions", o->dims,
-                                   o->model, info->dims->hidden);
+        } else if (o->dims > info->dims->hidden) {
+            *err = sqlite3_mprintf(IX_FN ": dims = %d, but model '%s' makes vectors of %d dimensions (dims "
+                                         "may keep fewer: the first dims of each vector)",
+                                   o->dims, o->model, info->dims->hidden);
             rc = SQLITE_ERROR;
-        } else {
+        } else if (o->chunk_tokens > info->max_tokens) {
+            *err = sqlite3_mprintf(IX_FN ": chunk_tokens = %d, but model '%s' reads at most %d tokens",
+                                   o->chunk_tokens, o->model, info->max_tokens);
+            rc = SQLITE_ERROR;
+        } else if (!o->dims) {
             o->dims = info->dims->hidden;
         }
+    }
+    if (rc == SQLITE_OK && !o->model && (o->chunk_tokens || o->has_overlap)) {
+        *err = sqlite3_mprintf(IX_FN ": chunk_tokens needs a model: a chunked index embeds its rows' texts "
+                                     "(embed_index(model = 'name', chunk_tokens = N))");
+        rc = SQLITE_ERROR;
+    }
+    if (rc == SQLITE_OK && o->has_overlap && (!o->chunk_tokens || o->chunk_overlap >= o->chunk_tokens)) {
+        *err = sqlite3_mprintf(IX_FN ": chunk_overlap must be less than chunk_tokens (%d), not %d",
+                               o->chunk_tokens, o->chunk_overlap);
+        rc = SQLITE_ERROR;
     }
     if (rc == SQLITE_OK && !o->dims) {
         *err = sqlite3_mprintf(IX_FN

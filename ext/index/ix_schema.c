@@ -71,17 +71,26 @@ static const char *const stmt_sql[] = {
                           " VALUES (?1, ?4, zeroblob(?2), zeroblob(?3), zeroblob(?5))",
     [IX_STMT_DELETE_CHUNK] = "DELETE FROM \"%w\".\"%w_chunks\" WHERE chunk_id = ?1",
     [IX_STMT_TEXT] = "SELECT text FROM \"%w\".\"%w_rows\" WHERE id = ?1",
-    [IX_STMT_ROW_LOCS] = "SELECT id, loc%s FROM \"%w\".\"%w_rows\" WHERE loc IS NOT NULL",
+    [IX_STMT_ROW_LOCS] = "SELECT id, loc, id%s FROM \"%w\".\"%w_rows\" WHERE loc IS NOT NULL",
     [IX_STMT_CHUNK_SPAN] = "SELECT count(*), min(chunk_id), max(chunk_id) FROM \"%w\".\"%w_chunks\"",
     [IX_STMT_CHUNK_VERS] = "SELECT chunk_id, ver FROM \"%w\".\"%w_chunks\" ORDER BY chunk_id",
     [IX_STMT_SET_CHUNK_VER] = "UPDATE \"%w\".\"%w_chunks\" SET ver = ?2 WHERE chunk_id = ?1",
-    [IX_STMT_ROW_META] = "SELECT loc%s FROM \"%w\".\"%w_rows\" WHERE id = ?1",
+    [IX_STMT_ROW_META] = "SELECT loc, id%s FROM \"%w\".\"%w_rows\" WHERE id = ?1",
     [IX_STMT_GET_VECTOR] = "SELECT vector FROM \"%w\".\"%w_vectors\" WHERE id = ?1",
     [IX_STMT_PUT_VECTOR] = "INSERT OR REPLACE INTO \"%w\".\"%w_vectors\"(id, vector) VALUES (?1, ?2)",
     [IX_STMT_DELETE_VECTOR] = "DELETE FROM \"%w\".\"%w_vectors\" WHERE id = ?1",
     [IX_STMT_GET_CENTROIDS] = "SELECT list, centroid FROM \"%w\".\"%w_centroids\" ORDER BY list",
     [IX_STMT_CLEAR_CENTROIDS] = "DELETE FROM \"%w\".\"%w_centroids\"",
     [IX_STMT_PUT_CENTROID] = "INSERT INTO \"%w\".\"%w_centroids\"(list, centroid) VALUES (?1, ?2)",
+    [IX_STMT_SET_ROW_LOC] = "UPDATE \"%w\".\"%w_rows\" SET loc = ?2 WHERE id = ?1",
+    [IX_STMT_NEW_PART] = "INSERT INTO \"%w\".\"%w_parts\"(id, row, chunk, start, \"end\", loc)"
+                         " VALUES (?1, ?2, ?3, ?4, ?5, NULL)",
+    [IX_STMT_ROW_PARTS] = "SELECT id, row, loc FROM \"%w\".\"%w_parts\" WHERE id >= ?1 ORDER BY id",
+    [IX_STMT_DELETE_PARTS] = "DELETE FROM \"%w\".\"%w_parts\" WHERE id >= ?1 AND id < ?2",
+    [IX_STMT_MAX_PART] = "SELECT max(id) FROM \"%w\".\"%w_parts\"",
+    [IX_STMT_PART] =
+        "SELECT p.row, p.chunk, p.start, p.\"end\", length(CAST(r.text AS BLOB)) FROM \"%w\".\"%w_parts\""
+        " AS p LEFT JOIN \"%w\".\"%w_rows\" AS r ON r.id = p.row WHERE p.id = ?1",
     [IX_STMT_SCAN] = "SELECT id, loc, text%s FROM \"%w\".\"%w_rows\" ORDER BY id",
     [IX_STMT_LOOKUP] = "SELECT id, loc, text%s FROM \"%w\".\"%w_rows\" WHERE id = ?1",
     [IX_STMT_ALL_CONFIG] = "SELECT key, value FROM \"%w\".\"%w_config\"",
@@ -92,6 +101,17 @@ static const char *const stmt_sql_v1[] = {
     [IX_STMT_NEW_CHUNK] = "INSERT INTO \"%w\".\"%w_chunks\"(chunk_id, rowids, vectors)"
                           " VALUES (?1, zeroblob(?2), zeroblob(?3))",
     [IX_STMT_CHUNK_VERS] = "SELECT chunk_id, NULL FROM \"%w\".\"%w_chunks\" ORDER BY chunk_id",
+};
+
+/* A chunked index (format 3) stores parts, not rows, at the positions: a part's loc is in
+ * NAME_parts, its row's metadata in NAME_rows. A row's loc is the id of its first part; its
+ * parts have consecutive ids. Each "%w" pair is the schema, then the table's name. */
+static const char *const stmt_sql_parts[] = {
+    [IX_STMT_SET_LOC] = "UPDATE \"%w\".\"%w_parts\" SET loc = ?2 WHERE id = ?1",
+    [IX_STMT_ROW_LOCS] = "SELECT p.id, p.loc, p.row%s FROM \"%w\".\"%w_parts\" AS p JOIN \"%w\".\"%w_rows\" AS r"
+                         " ON r.id = p.row WHERE p.loc IS NOT NULL",
+    [IX_STMT_ROW_META] = "SELECT p.loc, p.row%s FROM \"%w\".\"%w_parts\" AS p JOIN \"%w\".\"%w_rows\" AS r"
+                         " ON r.id = p.row WHERE p.id = ?1",
 };
 
 /* The shadow tables and the configuration xCreate writes: schema, name, ... as in stmt_sql;
@@ -111,9 +131,16 @@ static const char create_sql[] =
     " ('metric', %Q), ('model', %Q), ('fingerprint', %Q), ('model_path', %Q),"
     " ('chunk_size', %d), ('count', 0), ('version', 0), ('storage', %Q), ('rescore', %d),"
     " ('index', %Q), ('uid', %lld), ('ivf_lists', 0), ('ivf_serial', 0);";
-static const char *const shadow_names[] = {"config", "rows", "chunks", "pending", "vectors", "centroids"};
+/* A chunked index's parts, and its settings: schema, name (three times), chunk_tokens, overlap. */
+static const char create_parts_sql[] =
+    "CREATE TABLE \"%w\".\"%w_parts\"(id INTEGER PRIMARY KEY, row INTEGER, chunk INTEGER, start INTEGER,"
+    " \"end\" INTEGER, loc INTEGER);"
+    "UPDATE \"%w\".\"%w_config\" SET value = 3 WHERE key = 'format';"
+    "INSERT INTO \"%w\".\"%w_config\"(key, value) VALUES ('chunk_tokens', %d), ('chunk_overlap', %d);";
+static const char *const shadow_names[] = {"config", "rows", "chunks", "pending", "vectors", "centroids", "parts"};
 #define N_SHADOW_V1 4
-#define N_SHADOW 6
+#define N_SHADOW_V2 6
+#define N_SHADOW 7
 /* Run once per shadow table: schema, name, suffix (and for renames the new name, suffix). */
 static const char drop_sql[] = "DROP TABLE IF EXISTS \"%w\".\"%w_%s\"";
 static const char rename_sql[] = "ALTER TABLE \"%w\".\"%w_%s\" RENAME TO \"%w_%s\"";
@@ -124,9 +151,14 @@ static char *statement_sql(ix_vtab *v, int id) {
     case IX_STMT_READ_PENDING: return sqlite3_mprintf(stmt_sql[id], m, v->schema, v->name, v->schema, v->name);
     case IX_STMT_INSERT_ROW: return sqlite3_mprintf(stmt_sql[id], v->schema, v->name, m, p);
     case IX_STMT_ROW_LOCS:
+    case IX_STMT_ROW_META:
+        if (v->chunk_tokens) return sqlite3_mprintf(stmt_sql_parts[id], m, v->schema, v->name, v->schema, v->name);
+        return sqlite3_mprintf(stmt_sql[id], m, v->schema, v->name);
     case IX_STMT_SCAN:
     case IX_STMT_LOOKUP: return sqlite3_mprintf(stmt_sql[id], m, v->schema, v->name);
-    case IX_STMT_ROW_META: return sqlite3_mprintf(stmt_sql[id], m, v->schema, v->name);
+    case IX_STMT_SET_LOC:
+        return sqlite3_mprintf(v->chunk_tokens ? stmt_sql_parts[id] : stmt_sql[id], v->schema, v->name);
+    case IX_STMT_PART: return sqlite3_mprintf(stmt_sql[id], v->schema, v->name, v->schema, v->name);
     case IX_STMT_NEW_CHUNK:
     case IX_STMT_CHUNK_VERS:
         if (v->format == IX_FORMAT_V1) return sqlite3_mprintf(stmt_sql_v1[id], v->schema, v->name);
@@ -224,8 +256,8 @@ static int config_text(sqlite3_stmt *s, char **out) {
 /* "file|name|uid|shape": the shape is every setting that sizes or reads the copy. */
 static char *registry_key(const ix_vtab *v, const char *file, sqlite3_int64 uid) {
     sqlite3_str *k = sqlite3_str_new(NULL);
-    sqlite3_str_appendf(k, "%s|%s|%lld|%d,%d,%d,%d,%d,%d,%d", file, v->name, uid, v->dims, v->chunk,
-                        (int)v->metric, (int)v->storage, v->rescore, v->ivf, v->partition);
+    sqlite3_str_appendf(k, "%s|%s|%lld|%d,%d,%d,%d,%d,%d,%d,%d", file, v->name, uid, v->dims, v->chunk,
+                        (int)v->metric, (int)v->storage, v->rescore, v->ivf, v->partition, v->chunk_tokens > 0);
     for (int j = 0; j < v->n_meta; j++) sqlite3_str_appendf(k, ",%d", (int)v->meta[j].type);
     return sqlite3_str_finish(k);
 }
@@ -239,7 +271,7 @@ int ix_config(ix_vtab *v) {
             ix_error(v, "cannot read shadow table \"%s_config\": %s", v->name, sqlite3_errmsg(v->db));
         return rc;
     }
-    sqlite3_int64 dims = 0, chunk = 0, format = -1, rescore = 1, uid = 0;
+    sqlite3_int64 dims = 0, chunk = 0, format = -1, rescore = 1, uid = 0, tokens = 0, overlap = 0;
     char *metric = NULL, *storage = NULL, *index = NULL;
     while (rc == SQLITE_OK && sqlite3_step(s) == SQLITE_ROW) {
         const char *key = (const char *)sqlite3_column_text(s, 0);
@@ -252,6 +284,8 @@ int ix_config(ix_vtab *v) {
         else if (!strcmp(key, "storage")) rc = config_text(s, &storage);
         else if (!strcmp(key, "index")) rc = config_text(s, &index);
         else if (!strcmp(key, "rescore")) rescore = integer ? sqlite3_column_int64(s, 1) : -1;
+        else if (!strcmp(key, "chunk_tokens")) tokens = integer ? sqlite3_column_int64(s, 1) : -1;
+        else if (!strcmp(key, "chunk_overlap")) overlap = integer ? sqlite3_column_int64(s, 1) : -1;
         else if (!strcmp(key, "uid")) uid = integer ? sqlite3_column_int64(s, 1) : 0;
         else if (!strcmp(key, "model")) rc = config_text(s, &v->model);
         else if (!strcmp(key, "fingerprint") && sqlite3_column_type(s, 1) == SQLITE_TEXT)
@@ -270,16 +304,22 @@ int ix_config(ix_vtab *v) {
                             IX_MAX_CHUNK_ROWS, IX_MAX_CHUNK_BYTES);
         else if (!metric || emb_metric_parse(metric, &v->metric))
             rc = ix_corrupt(v, "config", "metric must be cosine, l2, dot or l1");
-        else if (format != IX_FORMAT_V1 && format != IX_FORMAT_V2)
+        else if (format != IX_FORMAT_V1 && format != IX_FORMAT_V2 && format != IX_FORMAT_V3)
             rc = ix_corrupt(v, "config",
-                            "format must be 1 or 2 (a later version of sqlite-embed may "
+                            "format must be 1, 2 or 3 (a later version of sqlite-embed may "
                             "have made this index)");
-        else if (format == IX_FORMAT_V2 && (!storage || emb_storage_parse(storage, &v->storage)))
+        else if (format >= IX_FORMAT_V2 && (!storage || emb_storage_parse(storage, &v->storage)))
             rc = ix_corrupt(v, "config", "storage must be f32, f16, int8 or bit");
-        else if (format == IX_FORMAT_V2 && (!index || (strcmp(index, "flat") && strcmp(index, "ivf"))))
+        else if (format >= IX_FORMAT_V2 && (!index || (strcmp(index, "flat") && strcmp(index, "ivf"))))
             rc = ix_corrupt(v, "config", "index must be flat or ivf");
         else if (rescore != 0 && rescore != 1) rc = ix_corrupt(v, "config", "rescore must be 0 or 1");
-        else if (format == IX_FORMAT_V2 && !uid) rc = ix_corrupt(v, "config", "uid is missing");
+        else if (format >= IX_FORMAT_V2 && !uid) rc = ix_corrupt(v, "config", "uid is missing");
+        else if (format == IX_FORMAT_V3 && (tokens < 1 || tokens > 1 << 20 || overlap < 0 || overlap >= tokens))
+            rc = ix_corrupt(
+                v, "config",
+                "chunk_tokens must be a positive integer, and chunk_overlap from 0 to chunk_tokens - 1");
+        else if (format == IX_FORMAT_V3 && !v->model)
+            rc = ix_corrupt(v, "config", "a chunked index needs its model");
     }
     v->ivf = index && !strcmp(index, "ivf");
     sqlite3_free(metric);
@@ -291,13 +331,15 @@ int ix_config(ix_vtab *v) {
     v->rescore = v->storage != EMB_STORAGE_F32 && rescore;
     v->dims = (int)dims;
     v->chunk = (int)chunk;
+    v->chunk_tokens = format == IX_FORMAT_V3 ? (int)tokens : 0;
+    v->chunk_overlap = format == IX_FORMAT_V3 ? (int)overlap : 0;
     v->rec = emb_code_bytes(v->storage, (size_t)dims);
     /* the process-wide copy is shared by the connections to the same file (not a temporary or
      * in-memory database), told apart from an earlier index of the same name by the uid drawn
      * when it was made. The uid is a value anyone can edit: the key also holds the table's
      * name and shape, so that a forged uid can only name the index's own copy */
     const char *file = sqlite3_db_filename(v->db, v->schema);
-    if (format == IX_FORMAT_V2 && file && *file) {
+    if (format >= IX_FORMAT_V2 && file && *file) {
         if (!(v->key = registry_key(v, file, uid))) return SQLITE_NOMEM;
         if (ix_registry_attach(v->key)) return SQLITE_NOMEM;
         v->attached = 1;
@@ -318,8 +360,10 @@ static const char *const type_sql[] = {"INTEGER", "REAL", "TEXT", "BLOB"};
 
 /* Declares the table's columns: its own, then the metadata columns with their types. */
 static int declare(sqlite3 *db, const char *name, const ix_options *o, char **err) {
-    static const char *const cols[] = {"vector", "text", "distance", "k", "oversample", "probes"};
-    for (int i = 0; i < 6; i++)
+    static const char *const cols[] = {"vector",     "text",   "distance",     "k",
+                                       "oversample", "probes", "chunk",        "chunk_start",
+                                       "chunk_end",  "rerank", "rerank_depth", "rerank_score"};
+    for (int i = 0; i < (int)(sizeof cols / sizeof *cols); i++)
         if (sqlite3_stricmp(name, cols[i]) == 0) {
             *err = sqlite3_mprintf(IX_FN ": a table cannot be named '%s', the name of one of its "
                                          "columns",
@@ -329,7 +373,8 @@ static int declare(sqlite3 *db, const char *name, const ix_options *o, char **er
     sqlite3_str *sql = sqlite3_str_new(NULL);
     sqlite3_str_appendf(sql,
                         "CREATE TABLE x(vector BLOB, text TEXT, distance HIDDEN, k HIDDEN, oversample HIDDEN, "
-                        "probes HIDDEN, \"%w\" HIDDEN",
+                        "probes HIDDEN, \"%w\" HIDDEN, chunk HIDDEN, chunk_start HIDDEN, chunk_end HIDDEN, "
+                        "rerank HIDDEN, rerank_depth HIDDEN, rerank_score HIDDEN",
                         name);
     for (int j = 0; j < o->n_meta; j++)
         sqlite3_str_appendf(sql, ", \"%w\" %s", o->meta[j].name, type_sql[o->meta[j].type]);
@@ -422,6 +467,10 @@ int ix_create(sqlite3 *db, void *aux, int argc, const char *const *argv, sqlite3
                                     o.model, info ? info->fingerprint : NULL, info ? info->path : NULL, o.chunk,
                                     emb_storage_name(o.storage), o.storage != EMB_STORAGE_F32 && o.rescore,
                                     o.ivf ? "ivf" : "flat", uid);
+        if (sql && o.chunk_tokens)
+            sql = sqlite3_mprintf("%z%z", sql,
+                                  sqlite3_mprintf(create_parts_sql, schema, name, schema, name, schema, name,
+                                                  o.chunk_tokens, o.chunk_overlap));
         if (!sql) rc = SQLITE_NOMEM;
         else if ((rc = sqlite3_exec(db, sql, NULL, NULL, NULL)) != SQLITE_OK)
             /* v->name: out of memory while re-reading the schema, SQLite frees argv's table */
@@ -462,7 +511,7 @@ static int each_shadow_table(ix_vtab *v, const char *fmt, const char *to) {
     int rc = SQLITE_OK;
     finalize_statements(v);
     /* format 1 has the first four; a table of an older format may not have been read yet */
-    int n = v->format == IX_FORMAT_V1 ? N_SHADOW_V1 : N_SHADOW;
+    int n = v->format == IX_FORMAT_V1 ? N_SHADOW_V1 : v->format == IX_FORMAT_V2 ? N_SHADOW_V2 : N_SHADOW;
     for (int i = 0; i < n && rc == SQLITE_OK; i++) {
         char *sql = sqlite3_mprintf(fmt, v->schema, v->name, shadow_names[i], to, shadow_names[i]);
         rc = sql ? sqlite3_exec(v->db, sql, NULL, NULL, NULL) : SQLITE_NOMEM;

@@ -1,9 +1,9 @@
 /* embed_index's cursors: a k-nearest-neighbour search (MATCH with k or LIMIT), a scan in
- * rowid order, or a rowid lookup. A search runs over a copy of the chunks (ext_index_load.c),
+ * rowid order, or a rowid lookup. A search runs over a copy of the chunks (ix_load.c),
  * which the cursor holds while it reads the results: an exact scan of float32 vectors, or a
  * scan of compact codes whose best k x oversample candidates are rescored exactly from the
  * float32 vectors in NAME_vectors; with an IVF, over the rows of the `probes` lists nearest
- * the query only. Reads only: pending rows are placed before xFilter gets here (ext_index.c). */
+ * the query only. Reads only: pending rows are placed before xFilter gets here (ix_module.c). */
 #include "ix.h"
 #include "base/utf8.h"
 #include <math.h>
@@ -22,6 +22,10 @@ typedef struct {
     int eof;
     float *one; /* a vector read without the copy */
     float *vecs; /* a search of compact codes: the hits' float32 vectors, in their order */
+    int64_t *part; /* a chunked index: each hit's part id (the hits' ids are rowids) */
+    float *score; /* a reranked search: each hit's score */
+    ix_part info; /* the part of hit info_at, once read */
+    size_t info_at;
     ix_cache *cache;
 } ix_cursor;
 
@@ -30,6 +34,7 @@ int ix_open(sqlite3_vtab *vt, sqlite3_vtab_cursor **out) {
     ix_cursor *c = sqlite3_malloc(sizeof *c);
     if (!c) return SQLITE_NOMEM;
     memset(c, 0, sizeof *c);
+    c->info_at = (size_t)-1;
     *out = &c->base;
     return SQLITE_OK;
 }
@@ -44,6 +49,11 @@ static void cursor_reset(ix_cursor *c) {
     c->one = NULL;
     sqlite3_free(c->vecs);
     c->vecs = NULL;
+    sqlite3_free(c->part);
+    c->part = NULL;
+    sqlite3_free(c->score);
+    c->score = NULL;
+    c->info_at = (size_t)-1;
     ix_cache_release(c->cache);
     c->cache = NULL;
     c->eof = 1;
@@ -58,8 +68,9 @@ int ix_close(sqlite3_vtab_cursor *cur) {
 /* The query vector of a MATCH, decided by type: a BLOB is a vector; text is a vector when it
  * is a JSON array of numbers, else text to embed with the index's model ('[CLS] tokens' and
  * '[1] Introduction' are text). */
-static int query_vector(ix_vtab *v, sqlite3_value *val, ext_vec *q) {
+static int query_vector(ix_vtab *v, sqlite3_value *val, ext_vec *q, int *is_text) {
     memset(q, 0, sizeof *q);
+    *is_text = 0;
     int t = sqlite3_value_type(val);
     if (t == SQLITE_NULL) return ix_error(v, "the query of a search of \"%s\" is NULL", v->name);
     if (t != SQLITE_TEXT) return ix_read_vector(v, val, "the query", q);
@@ -105,149 +116,7 @@ static int query_vector(ix_vtab *v, sqlite3_value *val, ext_vec *q) {
     }
     q->v = q->buf = f;
     q->n = (size_t)v->dims;
-    return SQLITE_OK;
-}
-
-/* ---------- filters: conditions on metadata and rowids, applied before the top k ---------- */
-
-/* A condition's value as the column compares it: SQLite applies the column's affinity to a
- * constant compared with it (numeric for integer, real and the rowid; text for text). */
-static emb_value filter_value(ix_vtab *v, int col, sqlite3_value *x) {
-    emb_value e = {.type = EMB_NULL};
-    int numeric = col < 0 || v->meta[col].type == IX_META_INTEGER || v->meta[col].type == IX_META_REAL;
-    int t = sqlite3_value_type(x);
-    if (numeric && t == SQLITE_TEXT) t = sqlite3_value_numeric_type(x);
-    if (col >= 0 && v->meta[col].type == IX_META_TEXT && (t == SQLITE_INTEGER || t == SQLITE_FLOAT))
-        t = SQLITE_TEXT;
-    switch (t) {
-    case SQLITE_INTEGER: e.type = EMB_INT, e.i = sqlite3_value_int64(x); break;
-    case SQLITE_FLOAT: e.type = EMB_REAL, e.r = sqlite3_value_double(x); break;
-    case SQLITE_TEXT:
-        e.type = EMB_TEXT;
-        e.p = sqlite3_value_text(x);
-        e.n = (size_t)sqlite3_value_bytes(x);
-        break;
-    case SQLITE_BLOB:
-        e.type = EMB_BLOB;
-        e.p = sqlite3_value_blob(x);
-        e.n = (size_t)sqlite3_value_bytes(x);
-        break;
-    default: break;
-    }
-    return e;
-}
-
-typedef struct {
-    emb_pred pred[2 * (IX_MAX_META + 1) + 8];
-    emb_value *lists[2 * (IX_MAX_META + 1) + 8]; /* the IN lists, owned */
-    int n;
-} filter_set;
-
-static void filters_free(filter_set *f) {
-    for (int i = 0; i < f->n; i++) {
-        for (size_t j = 0; f->lists[i] && j < f->pred[i].n_list; j++)
-            if (f->lists[i][j].type == EMB_TEXT || f->lists[i][j].type == EMB_BLOB)
-                sqlite3_free((void *)f->lists[i][j].p);
-        sqlite3_free(f->lists[i]);
-    }
-    f->n = 0;
-}
-
-/* The conditions xBestIndex passed (idx_str: "col,op;" each, col -1 for the rowid), whose
- * values are argv[0 ..]. */
-static int read_filters(ix_vtab *v, const char *idx_str, sqlite3_value **argv, filter_set *f) {
-    f->n = 0;
-    for (const char *p = idx_str; p && *p && f->n < (int)(sizeof f->pred / sizeof *f->pred);) {
-        char *end;
-        int col = (int)strtol(p, &end, 10), op = (int)strtol(end + 1, &end, 10);
-        p = *end == ';' ? end + 1 : end;
-        emb_pred *pr = &f->pred[f->n];
-        sqlite3_value *x = argv[f->n];
-        f->lists[f->n] = NULL;
-        *pr = (emb_pred){.col = col, .op = (emb_op)op};
-        if (op == EMB_OP_IN) {
-            sqlite3_value *e;
-            size_t n = 0, cap = 0;
-            int rc;
-            for (rc = sqlite3_vtab_in_first(x, &e); rc == SQLITE_OK && e; rc = sqlite3_vtab_in_next(x, &e)) {
-                if (n == cap) {
-                    cap = cap ? 2 * cap : 16;
-                    emb_value *grown = sqlite3_realloc64(f->lists[f->n], cap * sizeof *grown);
-                    if (!grown) {
-                        rc = SQLITE_NOMEM;
-                        break;
-                    }
-                    f->lists[f->n] = grown;
-                }
-                emb_value x = filter_value(v, col, e);
-                if (x.type == EMB_TEXT || x.type == EMB_BLOB) { /* e is reused by the next value */
-                    void *copy = sqlite3_malloc64(x.n + 1);
-                    if (!copy) {
-                        rc = SQLITE_NOMEM;
-                        break;
-                    }
-                    if (x.n) memcpy(copy, x.p, x.n);
-                    x.p = copy;
-                }
-                f->lists[f->n][n++] = x;
-                pr->n_list = n;
-            }
-            f->n++;
-            if (rc != SQLITE_DONE && rc != SQLITE_OK) return rc == SQLITE_NOMEM ? rc : ix_sql_error(v, rc);
-            pr->list = f->lists[f->n - 1];
-            pr->n_list = n;
-        } else {
-            if (op != EMB_OP_ISNULL && op != EMB_OP_NOTNULL) pr->value = filter_value(v, col, x);
-            f->n++;
-        }
-    }
-    return SQLITE_OK;
-}
-
-static int by_position(const void *a, const void *b) {
-    size_t x = *(const size_t *)a, y = *(const size_t *)b;
-    return (x > y) - (x < y);
-}
-
-/* The positions that satisfy every condition, into *rows (sqlite3_malloc'd) and *m. A condition
- * = or IN on the partition key takes its rows from the groups, without a pass over the others. */
-static int filter_rows(ix_vtab *v, ix_cache *c, const filter_set *f, size_t **rows, size_t *m) {
-    const emb_pred *part = NULL;
-    for (int i = 0; i < f->n && !part; i++)
-        if (f->pred[i].col >= 0 && f->pred[i].col == v->partition &&
-            (f->pred[i].op == EMB_OP_EQ || f->pred[i].op == EMB_OP_IN))
-            part = &f->pred[i];
-    size_t n = c->n, *cand = NULL, nc = 0;
-    if (part) { /* the copy's groups are made with its rows (ix_refresh) */
-        const emb_value *vals = part->op == EMB_OP_IN ? part->list : &part->value;
-        size_t nv = part->op == EMB_OP_IN ? part->n_list : 1, total = 0;
-        size_t *span = sqlite3_malloc64(2 * (nv ? nv : 1) * sizeof *span); /* each value's first, count */
-        if (!span) return SQLITE_NOMEM;
-        for (size_t i = 0; i < nv; i++)
-            total += span[2 * i + 1] =
-                emb_meta_groups_find(&c->groups, &c->meta[v->partition], &vals[i], &span[2 * i]);
-        if (!(cand = sqlite3_malloc64((total ? total : 1) * sizeof *cand))) {
-            sqlite3_free(span);
-            return SQLITE_NOMEM;
-        }
-        for (size_t i = 0; i < nv; i++) {
-            memcpy(cand + nc, c->groups.order + span[2 * i], span[2 * i + 1] * sizeof *cand);
-            nc += span[2 * i + 1];
-        }
-        sqlite3_free(span);
-        qsort(cand, nc, sizeof *cand, by_position); /* an IN list may repeat a value */
-        size_t u = 0;
-        for (size_t i = 0; i < nc; i++)
-            if (!u || cand[u - 1] != cand[i]) cand[u++] = cand[i];
-        nc = u;
-    }
-    *rows = sqlite3_malloc64(((part ? nc : n) + 1) * sizeof **rows);
-    if (!*rows) {
-        sqlite3_free(cand);
-        return SQLITE_NOMEM;
-    }
-    *m = emb_meta_filter(c->meta, c->ids, n, f->pred, (size_t)f->n, part ? cand : NULL, nc, *rows);
-    sqlite3_free(cand);
+    *is_text = 1;
     return SQLITE_OK;
 }
 
@@ -277,6 +146,8 @@ static int search_rows(ix_cursor *c, ix_vtab *v, const float *q, size_t k, const
     ix_cache *s = c->cache;
     size_t d = s->d, room = k < m ? k : m, nh = 0;
     c->n = 0;
+    sqlite3_free(c->vecs); /* a wider search of a chunked index runs again */
+    c->vecs = NULL;
     sqlite3_free(c->hits);
     if (!(c->hits = sqlite3_malloc64((room ? room : 1) * sizeof *c->hits))) return SQLITE_NOMEM;
     if (!room) return SQLITE_OK;
@@ -356,47 +227,124 @@ static int search_ivf(ix_cursor *c, ix_vtab *v, const float *q, size_t k, const 
     return rc;
 }
 
+/* The search's settings read from xFilter's arguments: k, then from argv[*at] on oversample,
+ * probes, rerank and rerank_depth as flags say. */
+typedef struct {
+    sqlite3_int64 k, oversample, probes, depth;
+    const char *rerank;
+} knn_settings;
+
+static int read_settings(ix_vtab *v, int flags, sqlite3_value **argv, int *at, knn_settings *o) {
+    int rc = SQLITE_OK;
+    *o = (knn_settings){.depth = 50};
+    if (flags & IX_F_K) {
+        if ((rc = positive_setting(v, "k", argv[1], &o->k)) != SQLITE_OK) return rc;
+    } else {
+        o->k = sqlite3_value_int64(argv[1]);
+        if (o->k < 0) o->k = (sqlite3_int64)1 << 62; /* LIMIT -1: no limit */
+        if (flags & IX_F_OFFSET) {
+            sqlite3_int64 off = sqlite3_value_int64(argv[2]);
+            if (off > 0) o->k = o->k > ((sqlite3_int64)1 << 62) - off ? (sqlite3_int64)1 << 62 : o->k + off;
+        }
+    }
+    if ((flags & IX_F_OVERSAMPLE) && (rc = positive_setting(v, "oversample", argv[(*at)++], &o->oversample)))
+        return rc;
+    if ((flags & IX_F_PROBES) && (rc = positive_setting(v, "probes", argv[(*at)++], &o->probes))) return rc;
+    if (flags & IX_F_RERANK) {
+        sqlite3_value *x = argv[(*at)++];
+        if (sqlite3_value_type(x) != SQLITE_TEXT)
+            return ix_error(v, "rerank must be the name of a loaded cross-encoder, not %s",
+                            ext_type_name(sqlite3_value_type(x)));
+        o->rerank = (const char *)sqlite3_value_text(x);
+    }
+    if ((flags & IX_F_RERANK_DEPTH) && (rc = positive_setting(v, "rerank_depth", argv[(*at)++], &o->depth)))
+        return rc;
+    if ((flags & IX_F_RERANK_DEPTH) && !o->rerank)
+        return ix_error(v, "rerank_depth needs rerank = 'name of a cross-encoder'");
+    if (o->depth > 1 << 20) o->depth = 1 << 20;
+    return SQLITE_OK;
+}
+
+/* The nearest parts, as many as it takes: k of them for an index without chunks; for a
+ * chunked index, enough to hold k distinct rows (and `parts` parts), widening the search until
+ * it does or has seen every part the filters pass. */
+static int search_parts(ix_cursor *c, ix_vtab *v, const float *q, const knn_settings *o, const size_t *rows,
+                        size_t m, size_t parts) {
+    size_t k = (size_t)o->k, want = k > parts ? k : parts, over = o->oversample ? (size_t)o->oversample : 0;
+    if (!over) over = default_oversample(c->cache->storage);
+    if (over > (size_t)1 << 20) over = (size_t)1 << 20;
+    for (size_t ask = want;;) {
+        int done = 0, rc = SQLITE_OK;
+        if (c->cache->ivf_ready) rc = search_ivf(c, v, q, ask, rows, m, over, o->probes, &done);
+        if (rc == SQLITE_OK && !done) rc = search_rows(c, v, q, ask, rows, m, over);
+        if (rc != SQLITE_OK || !c->cache->rows) return rc;
+        size_t prefix, distinct = ix_count_rows(c->cache, c->hits, c->n, k, &prefix);
+        if (distinct == (size_t)-1) return SQLITE_NOMEM;
+        if ((distinct >= k && c->n >= parts) || c->n < ask || ask >= m) return SQLITE_OK;
+        ask = ask > m / 4 ? m : ask * 4;
+    }
+}
+
+/* A chunked index's hits carry rowids from here on, their part ids kept in c->part. */
+static int hits_to_rows(ix_cursor *c) {
+    if (!c->cache->rows || !c->n) return SQLITE_OK;
+    if (!(c->part = sqlite3_malloc64(c->n * sizeof *c->part))) return SQLITE_NOMEM;
+    for (size_t i = 0; i < c->n; i++) {
+        c->part[i] = c->hits[i].id;
+        c->hits[i].id = c->cache->rows[c->hits[i].pos];
+    }
+    return SQLITE_OK;
+}
+
+/* The results from the parts found: each row at its nearest part, k of them; reranked, the
+ * candidates' rows at their best-scored part, in the order of the scores. */
+static int finish_hits(ix_cursor *c, ix_vtab *v, const knn_settings *o, sqlite3_value *query) {
+    size_t k = (size_t)o->k;
+    if (o->rerank) {
+        size_t prefix, distinct = ix_count_rows(c->cache, c->hits, c->n, k, &prefix);
+        if (distinct == (size_t)-1) return SQLITE_NOMEM;
+        size_t n = (size_t)o->depth > prefix ? (size_t)o->depth : prefix;
+        if (n > c->n) n = c->n;
+        ix_rerank_opt ro = {o->rerank, (size_t)o->depth};
+        int rc = ix_rerank(v, &ro, (const char *)sqlite3_value_text(query), (size_t)sqlite3_value_bytes(query),
+                           c->cache, c->hits, c->vecs, &n, k, &c->score);
+        c->n = rc == SQLITE_OK ? n : 0;
+        return rc == SQLITE_OK ? hits_to_rows(c) : rc;
+    }
+    size_t n = ix_group_hits(c->cache, c->hits, c->vecs, c->n);
+    if (n == (size_t)-1) return SQLITE_NOMEM;
+    c->n = n < k ? n : k;
+    return hits_to_rows(c);
+}
+
 static int filter_knn(ix_cursor *c, ix_vtab *v, int flags, const char *idx_str, sqlite3_value **argv) {
-    sqlite3_int64 k, oversample = 0, probes = 0;
     if (flags & IX_F_NEED_K)
         return ix_error(v,
                         "a search of \"%s\" needs k: WHERE \"%s\" MATCH :query AND k = 10 "
                         "(LIMIT 10 works too from SQLite 3.41)",
                         v->name, v->name);
-    int at = (flags & IX_F_OFFSET) ? 3 : 2, rc = SQLITE_OK;
-    if (flags & IX_F_K) {
-        if ((rc = positive_setting(v, "k", argv[1], &k)) != SQLITE_OK) return rc;
-    } else {
-        k = sqlite3_value_int64(argv[1]);
-        if (k < 0) k = (sqlite3_int64)1 << 62; /* LIMIT -1: no limit */
-        if (flags & IX_F_OFFSET) {
-            sqlite3_int64 off = sqlite3_value_int64(argv[2]);
-            if (off > 0) k = k > ((sqlite3_int64)1 << 62) - off ? (sqlite3_int64)1 << 62 : k + off;
-        }
-    }
-    if ((flags & IX_F_OVERSAMPLE) &&
-        (rc = positive_setting(v, "oversample", argv[at++], &oversample)) != SQLITE_OK)
-        return rc;
-    if ((flags & IX_F_PROBES) && (rc = positive_setting(v, "probes", argv[at++], &probes)) != SQLITE_OK) return rc;
-    c->k = k;
+    int at = (flags & IX_F_OFFSET) ? 3 : 2, is_text = 0;
+    knn_settings o;
+    int rc = read_settings(v, flags, argv, &at, &o);
+    if (rc != SQLITE_OK) return rc;
+    c->k = o.k;
     ext_vec q;
-    rc = query_vector(v, argv[0], &q);
+    rc = query_vector(v, argv[0], &q, &is_text);
+    if (rc == SQLITE_OK && o.rerank && !is_text)
+        rc = ix_error(v, "rerank scores the candidates against the query's text: the query must be text, "
+                         "not a vector");
     if (rc == SQLITE_OK) rc = ix_snapshot(v, &c->cache);
     if (rc != SQLITE_OK) {
         ext_vec_free(&q);
         return rc;
     }
-    filter_set f;
+    ix_filters f;
     size_t *rows = NULL, m = c->cache->n;
-    rc = read_filters(v, idx_str, argv + at, &f);
-    if (rc == SQLITE_OK && f.n) rc = filter_rows(v, c->cache, &f, &rows, &m);
-    size_t over = oversample ? (size_t)oversample : default_oversample(c->cache->storage);
-    if (over > (size_t)1 << 20) over = (size_t)1 << 20;
-    int done = 0;
-    if (rc == SQLITE_OK && c->cache->ivf_ready)
-        rc = search_ivf(c, v, q.v, (size_t)k, rows, m, over, probes, &done);
-    if (rc == SQLITE_OK && !done) rc = search_rows(c, v, q.v, (size_t)k, rows, m, over);
-    filters_free(&f);
+    rc = ix_read_filters(v, idx_str, argv + at, &f);
+    if (rc == SQLITE_OK && f.n) rc = ix_filter_rows(v, c->cache, &f, &rows, &m);
+    if (rc == SQLITE_OK) rc = search_parts(c, v, q.v, &o, rows, m, o.rerank ? (size_t)o.depth : 0);
+    if (rc == SQLITE_OK) rc = finish_hits(c, v, &o, argv[0]);
+    ix_filters_free(&f);
     sqlite3_free(rows);
     ext_vec_free(&q);
     if (rc != SQLITE_OK) return rc;
@@ -419,7 +367,7 @@ int ix_search_filter(sqlite3_vtab_cursor *cur, int idx_num, const char *idx_str,
     if (c->plan == IX_PLAN_KNN) return filter_knn(c, v, idx_num, idx_str, argv);
     int rc = SQLITE_OK;
     /* a scan reading every float32 vector reads them from a copy, not chunk by chunk */
-    if ((idx_num & IX_F_VECTOR) && c->plan == IX_PLAN_SCAN && v->storage == EMB_STORAGE_F32)
+    if ((idx_num & IX_F_VECTOR) && c->plan == IX_PLAN_SCAN && v->storage == EMB_STORAGE_F32 && !v->chunk_tokens)
         rc = ix_snapshot(v, &c->cache);
     if (rc == SQLITE_OK) rc = ix_prepare(v, c->plan == IX_PLAN_ROWID ? IX_STMT_LOOKUP : IX_STMT_SCAN, &c->stmt);
     if (rc != SQLITE_OK) return rc;
@@ -452,7 +400,8 @@ int ix_rowid(sqlite3_vtab_cursor *cur, sqlite3_int64 *out) {
 /* The stored vector of the current row of a scan or lookup. */
 static const float *scan_vector(ix_cursor *c, ix_vtab *v, int *rc) {
     *rc = SQLITE_OK;
-    if (sqlite3_column_type(c->stmt, 1) != SQLITE_INTEGER) return NULL; /* pending: no vector yet */
+    /* pending: no vector yet; a chunked row has one per chunk, which only a search picks from */
+    if (sqlite3_column_type(c->stmt, 1) != SQLITE_INTEGER || v->chunk_tokens) return NULL;
     sqlite3_int64 loc = sqlite3_column_int64(c->stmt, 1);
     if (c->cache)
         return loc >= 0 && (size_t)loc < c->cache->n ? (const float *)c->cache->records + loc * v->dims : NULL;
@@ -497,8 +446,25 @@ int ix_column(sqlite3_vtab_cursor *cur, sqlite3_context *ctx, int col) {
     case IX_COL_K:
         if (knn_row) sqlite3_result_int64(ctx, c->k);
         return SQLITE_OK;
+    case IX_COL_CHUNK:
+    case IX_COL_CHUNK_START:
+    case IX_COL_CHUNK_END: {
+        if (!knn_row || !c->part) return SQLITE_OK; /* NULL: a row of a scan, or of an index without chunks */
+        int rc = c->info_at == c->at ? SQLITE_OK : ix_part_info(v, c->part[c->at], c->hits[c->at].id, &c->info);
+        if (rc != SQLITE_OK) return rc;
+        c->info_at = c->at;
+        sqlite3_result_int64(ctx, col == IX_COL_CHUNK         ? c->info.chunk
+                                  : col == IX_COL_CHUNK_START ? c->info.start
+                                                              : c->info.end);
+        return SQLITE_OK;
+    }
+    case IX_COL_RERANK_SCORE:
+        if (knn_row && c->score) sqlite3_result_double(ctx, c->score[c->at]);
+        return SQLITE_OK;
     case IX_COL_OVERSAMPLE:
     case IX_COL_PROBES:
+    case IX_COL_RERANK:
+    case IX_COL_RERANK_DEPTH:
     case IX_COL_TABLE: return SQLITE_OK;
     default: /* a metadata column: from the copy for a search's rows, from NAME_rows otherwise */
         if (!knn_row) {

@@ -55,9 +55,14 @@ static int batch_add(ix_vtab *v, pending_batch *b, sqlite3_stmt *s) {
     if (rc != SQLITE_OK) return rc;
     size_t d = b->d;
     b->ids[b->n] = sqlite3_column_int64(s, 0);
-    if (sqlite3_column_type(s, 1) == SQLITE_BLOB && (size_t)sqlite3_column_bytes(s, 1) == d * sizeof(float)) {
+    int text = sqlite3_column_type(s, 1) == SQLITE_NULL && sqlite3_column_type(s, 2) == SQLITE_TEXT;
+    if (v->chunk_tokens && !text) {
+        return ix_corrupt(v, "pending", "rowid %lld of a chunked index has no text to embed",
+                          (long long)b->ids[b->n]);
+    } else if (sqlite3_column_type(s, 1) == SQLITE_BLOB &&
+               (size_t)sqlite3_column_bytes(s, 1) == d * sizeof(float)) {
         memcpy(b->vecs + b->n * d, sqlite3_column_blob(s, 1), d * sizeof(float));
-    } else if (sqlite3_column_type(s, 1) == SQLITE_NULL && sqlite3_column_type(s, 2) == SQLITE_TEXT) {
+    } else if (text) {
         const char *t = (const char *)sqlite3_column_text(s, 2);
         size_t len = (size_t)sqlite3_column_bytes(s, 2);
         if (!t || !(b->texts[b->nt] = sqlite3_malloc64(len + 1))) return SQLITE_NOMEM;
@@ -97,8 +102,12 @@ static int flush_pending(ix_vtab *v) {
     while (rc == SQLITE_OK && (step = sqlite3_step(s)) == SQLITE_ROW) rc = batch_add(v, &b, s);
     sqlite3_reset(s);
     if (rc == SQLITE_OK && step != SQLITE_DONE) rc = ix_sql_error(v, step);
-    if (rc == SQLITE_OK) rc = batch_embed(v, &b);
-    if (rc == SQLITE_OK && b.n) rc = ix_place(v, b.ids, b.vecs, b.n);
+    if (v->chunk_tokens) { /* every row is a text (batch_add): rows and texts are in the same order */
+        if (rc == SQLITE_OK && b.n) rc = ix_place_texts(v, b.ids, b.texts, b.lens, b.nt);
+    } else {
+        if (rc == SQLITE_OK) rc = batch_embed(v, &b);
+        if (rc == SQLITE_OK && b.n) rc = ix_place(v, b.ids, b.vecs, b.n);
+    }
     if (rc == SQLITE_OK && b.n) {
         sqlite3_stmt *c = ix_stmt(v, IX_STMT_CLEAR_PENDING, &rc);
         if (c) rc = ix_run(v, c);
@@ -135,6 +144,8 @@ static int remove_row(ix_vtab *v, sqlite3_int64 rowid, int *found) {
         if (!(s = ix_stmt(v, IX_STMT_DELETE_PENDING_ROW, &rc))) return rc;
         sqlite3_bind_int64(s, 1, rowid);
         rc = ix_run(v, s);
+    } else if (v->chunk_tokens) {
+        rc = ix_unplace_row(v, rowid, loc); /* a chunked row's loc is its first part */
     } else {
         rc = ix_unplace(v, rowid, loc);
     }
@@ -168,7 +179,9 @@ static int add_row(ix_vtab *v, sqlite3_value *rowid, const float *vec, const cha
     sqlite3_clear_bindings(s);
     if (rc != SQLITE_OK) return rc;
     v->pending++;
-    v->pending_bytes += vec ? bytes : (size_t)text_len + 64;
+    /* a chunked text's parts: a vector per chunk, a chunk of at least two bytes per token */
+    size_t parts = v->chunk_tokens ? (size_t)text_len / (2 * (size_t)v->chunk_tokens) + 1 : 0;
+    v->pending_bytes += vec ? bytes : (size_t)text_len + 64 + parts * bytes;
     if (v->pending >= FLUSH_ROWS || v->pending_bytes >= FLUSH_BYTES) rc = ix_flush(v);
     return rc;
 }
@@ -283,15 +296,19 @@ static int update_row(ix_vtab *v, int argc, sqlite3_value **argv, sqlite3_int64 
     int is_update = sqlite3_value_type(old) != SQLITE_NULL;
     if (!is_update && sqlite3_value_type(argv[2 + IX_COL_TABLE]) != SQLITE_NULL)
         return run_command(v, argv[2 + IX_COL_TABLE], text);
-    static const char *const hidden[] = {"distance", "k", "oversample", "probes"};
-    for (int i = IX_COL_DISTANCE; i <= IX_COL_TABLE; i++)
+    static const char *const hidden[] = {"distance",    "k",           "oversample", "probes", "",
+                                         "chunk",       "chunk_start", "chunk_end",  "rerank", "rerank_depth",
+                                         "rerank_score"};
+    for (int i = IX_COL_DISTANCE; i < IX_COL_META; i++)
         if (sqlite3_value_type(argv[2 + i]) != SQLITE_NULL)
             return ix_error(
                 v, "column %s%s%s cannot be written: it is the %s of a search", i == IX_COL_TABLE ? "\"" : "",
                 i == IX_COL_TABLE ? v->name : hidden[i - IX_COL_DISTANCE], i == IX_COL_TABLE ? "\"" : "",
-                i == IX_COL_DISTANCE ? "result"
-                : i == IX_COL_TABLE  ? "query"
-                                     : "setting");
+                i == IX_COL_TABLE ? "query"
+                : i == IX_COL_K || i == IX_COL_OVERSAMPLE || i == IX_COL_PROBES || i == IX_COL_RERANK ||
+                        i == IX_COL_RERANK_DEPTH
+                    ? "setting"
+                    : "result");
     const char *txt;
     int txt_len, rc = row_text(v, text, &txt, &txt_len);
     if (rc != SQLITE_OK) return rc;
@@ -302,7 +319,14 @@ static int update_row(ix_vtab *v, int argc, sqlite3_value **argv, sqlite3_int64 
     /* the new row's vector: given, kept, or to embed from the text (vec NULL) */
     ext_vec vec = {0};
     int keep = 0;
-    if (is_update && sqlite3_value_nochange(vecv)) {
+    if (v->chunk_tokens && !(is_update && sqlite3_value_nochange(vecv)) &&
+        sqlite3_value_type(vecv) != SQLITE_NULL) {
+        return ix_error(v, "a chunked index embeds its rows' texts: give a text, not a vector");
+    } else if (v->chunk_tokens && !txt) {
+        return ix_error(v, "a chunked index embeds its rows' texts, and this row's text is NULL");
+    } else if (v->chunk_tokens) {
+        /* its chunks are embedded again: a row's parts are placed together, whatever changed */
+    } else if (is_update && sqlite3_value_nochange(vecv)) {
         int changed = 0;
         if ((rc = text_changed(v, sqlite3_value_int64(old), txt, &changed)) != SQLITE_OK) return rc;
         keep = !(changed && v->model);
