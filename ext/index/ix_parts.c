@@ -147,7 +147,7 @@ static int row_parts(ix_vtab *v, sqlite3_int64 rowid, sqlite3_int64 first, part_
     if (!s) return rc;
     sqlite3_bind_int64(s, 1, first);
     size_t cap = 0;
-    int step;
+    int step = SQLITE_DONE;
     while (rc == SQLITE_OK && (step = sqlite3_step(s)) == SQLITE_ROW && sqlite3_column_int64(s, 1) == rowid) {
         sqlite3_int64 id = sqlite3_column_int64(s, 0);
         if (id != first + (sqlite3_int64)*n || sqlite3_column_type(s, 2) != SQLITE_INTEGER) {
