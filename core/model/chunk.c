@@ -18,10 +18,12 @@
 /* Kinds of cut before a token, weakest first; a chunk ends at the strongest kind in reach. */
 enum { CUT_NONE = -1, CUT_TOKEN = 0, CUT_WORD = 1, CUT_SPACE = 2, CUT_SENTENCE = 3, CUT_END = 4 };
 
-/* A token of the text: its bytes, its word, and the kind of cut before it. */
+/* A token of the text: its bytes, its word, the kind of cut before it, and its place among the
+ * text's tokens (tokens of white space alone are counted there but are no items). */
 typedef struct {
     int32_t start, end, word;
     int8_t cut;
+    int64_t at;
 } item;
 
 typedef struct {
@@ -35,6 +37,7 @@ typedef struct {
     size_t n, cap, base; /* base: tokens dropped before it[0] */
     size_t done; /* bytes tokenized */
     int32_t words; /* word numbers given so far */
+    int64_t seen; /* the text's tokens so far, specials excluded */
     int max, overlap;
     emb_chunk *out;
     size_t n_out, cap_out;
@@ -156,6 +159,14 @@ static size_t segment_end(const char *text, size_t from, size_t len) {
     return end;
 }
 
+/* A token of white space alone holds nothing a chunk must cover: its bytes go with the gap. */
+static int only_white(const char *text, const emb_token *t) {
+    size_t adv;
+    for (size_t i = (size_t)t->start; i < (size_t)t->end; i += adv)
+        if (!is_white(decode(text, i, &adv))) return 0;
+    return 1;
+}
+
 /* Tokenizes the next segment onto the buffer. Its words are numbered after the last segment's,
  * so a segment cut inside a run without spaces reads as a word boundary (planning only). */
 static int next_segment(planner *pl, char err[EMB_ERR_LEN]) {
@@ -167,8 +178,12 @@ static int next_segment(planner *pl, char err[EMB_ERR_LEN]) {
     for (size_t i = 0; i < pl->seg.n; i++) {
         const emb_token *t = &pl->seg.tok[i];
         if (t->seq < 0) continue; /* the template's specials */
+        if (only_white(pl->text + from, t)) { /* "▁", "Ċ", an empty "Ġ" */
+            pl->seen++;
+            continue;
+        }
         item *x = &pl->it[pl->n];
-        *x = (item){t->start + (int32_t)from, t->end + (int32_t)from, t->word + pl->words, CUT_NONE};
+        *x = (item){t->start + (int32_t)from, t->end + (int32_t)from, t->word + pl->words, CUT_NONE, pl->seen++};
         if (t->word > last) last = t->word;
         if (pl->n > 0) x->cut = (int8_t)cut_kind(pl->text, x - 1, x);
         pl->n++;
@@ -231,14 +246,30 @@ static int emit(planner *pl, size_t bs, size_t be, int tokens) {
 /* The first token of the chunk after [s, e): about `overlap` tokens back from e, at a word
  * boundary within half the overlap of that, else at a token boundary; always after s. */
 static size_t next_start(const planner *pl, size_t s, size_t e) {
-    size_t o = (size_t)pl->overlap;
+    int64_t o = pl->overlap;
     if (o == 0 || e >= pl->n) return e;
-    size_t t = e > s + o ? e - o : s + 1;
-    for (size_t p = t; p < e && p <= t + o / 2; p++)
+    size_t t = s + 1;
+    while (t < e && pl->it[e - 1].at - pl->it[t].at + 1 > o) t++;
+    for (size_t p = t; p < e && pl->it[p].at <= pl->it[t].at + o / 2; p++)
         if (pl->it[p].cut >= CUT_WORD) return p;
     for (size_t p = t; p < e; p++)
         if (pl->it[p].cut >= CUT_TOKEN) return p;
     return e;
+}
+
+/* The text's tokens in items [s, e), white space between them included. */
+static int64_t tokens_in(const planner *pl, size_t s, size_t e) { return pl->it[e - 1].at - pl->it[s].at + 1; }
+
+/* The furthest e with tokens_in(s, e) <= budget, tokenizing the text as far as needed. */
+static int reach(planner *pl, size_t s, long budget, size_t *hi, char err[EMB_ERR_LEN]) {
+    size_t e = s;
+    while (budget > 0) {
+        if (ensure(pl, e, err)) return -1;
+        if (e >= pl->n || tokens_in(pl, s, e + 1) > budget) break;
+        e++;
+    }
+    *hi = e;
+    return 0;
 }
 
 /* One chunk from token s whose end lies after prev: the best end in reach, shortened while the
@@ -246,9 +277,9 @@ static size_t next_start(const planner *pl, size_t s, size_t e) {
 static int plan_one(planner *pl, size_t *s, size_t prev, size_t *end, char err[EMB_ERR_LEN]) {
     long budget = pl->max;
     for (;;) {
-        size_t hi = *s + (size_t)(budget > 0 ? budget : 0);
-        if (ensure(pl, hi, err)) return -1;
-        size_t e = best_end(pl, prev, hi < pl->n ? hi : pl->n);
+        size_t hi;
+        if (reach(pl, *s, budget, &hi, err) || ensure(pl, hi, err)) return -1;
+        size_t e = best_end(pl, prev, hi);
         if (e == 0 && *s < prev) { /* the overlap leaves no room: start where the last chunk ended */
             *s = prev;
             budget = pl->max;
@@ -265,7 +296,7 @@ static int plan_one(planner *pl, size_t *s, size_t prev, size_t *end, char err[E
             *end = e;
             return emit(pl, bs, be, count) ? emb_fail(err, "out of memory") : 0;
         }
-        budget = (long)(e - *s) - (count - pl->max); /* the alone count's excess, off the next try */
+        budget = (long)tokens_in(pl, *s, e) - (count - pl->max); /* the alone count's excess, off the next try */
     }
 }
 
