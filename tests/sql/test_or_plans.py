@@ -123,6 +123,44 @@ def tokens_in_correlated_subqueries():
                             "AND (position = d.id OR token = 'coffee'))") and got, got
 
 
+CHUNK_COLS = 'chunk, text, start, "end", tokens'
+LONG = ("The bus is late again. The rain today is cold and grey! Is the train on time? "
+        "Coffee in the garden is a fine idea, said the old man.\nA late train and a late bus.")
+CHUNK_OPTS = '{"max_tokens": 8}'
+
+
+@test
+def chunks_or_in_and_joins_equal_the_plain_table():
+    con = setup()
+    src = "embed_chunks('or-m', ?, '%s')" % CHUNK_OPTS
+    copy(con, "plain", "SELECT %s FROM %s" % (CHUNK_COLS, src), (LONG,))
+    assert one(con, "SELECT count(*) FROM plain") > 4
+    for a, b in [("chunk = 1", "chunk = 3"), ("chunk = 0", "text LIKE '%rain%'"), ("tokens < 6", "start > 60"),
+                 ("chunk IN (2, 4)", "text LIKE 'A late%'")]:
+        check_or(con, src, "plain", CHUNK_COLS, a, b, (LONG,))
+    # IN and OR on the text argument: the function once per text
+    got = rows(con, "SELECT input, chunk, text FROM embed_chunks WHERE model = 'or-m' AND input IN (?, ?) "
+                    "AND options = ?", (DOCS[0][1], DOCS[2][1], '{"max_tokens": 3}'))
+    want = sorted(rows(con, "SELECT ?1, chunk, text FROM embed_chunks('or-m', ?1, '{\"max_tokens\": 3}')",
+                       (DOCS[0][1],)) +
+                  rows(con, "SELECT ?1, chunk, text FROM embed_chunks('or-m', ?1, '{\"max_tokens\": 3}')",
+                       (DOCS[2][1],)), key=repr)
+    assert got and got == want
+    got = rows(con, "SELECT input, chunk, text FROM embed_chunks WHERE model = 'or-m' AND (input = ? OR input = ?) "
+                    "AND options = ?", (DOCS[0][1], DOCS[2][1], '{"max_tokens": 3}'))
+    assert got == want
+    join = "docs AS d JOIN embed_chunks('or-m', d.body, '{\"max_tokens\": 3}') AS c"
+    copy(con, "plain2", "SELECT d.id AS id, c.chunk AS chunk, c.text AS text FROM " + join)
+    assert one(con, "SELECT count(DISTINCT id) FROM plain2") == len(DOCS)
+    got = rows(con, "SELECT d.id, c.chunk, c.text FROM %s WHERE c.chunk = 1 OR d.id = 4" % join)
+    assert got and got == rows(con, "SELECT * FROM plain2 WHERE chunk = 1 OR id = 4")
+    got = con.execute("SELECT id, (SELECT count(*) FROM embed_chunks('or-m', docs.body, '{\"max_tokens\": 3}') "
+                      "WHERE chunk = 0 OR text LIKE '%late%') FROM docs ORDER BY id").fetchall()
+    want = con.execute("SELECT d.id, (SELECT count(*) FROM plain2 WHERE id = d.id AND (chunk = 0 OR text LIKE "
+                       "'%late%')) FROM docs AS d ORDER BY id").fetchall()
+    assert got == want, (got, want)
+
+
 @test
 def attention_or_equals_the_plain_table():
     con = setup()
@@ -265,6 +303,7 @@ def missing_arguments_still_say_what_is_needed():
     for sql, msg in [("SELECT * FROM embed_tokens", tokens), ("SELECT * FROM embed_tokens('or-m')", tokens),
                      ("SELECT * FROM embed_tokens WHERE position = 1 OR token = 'x'", tokens),
                      ("SELECT * FROM embed_attention('or-m')", attention),
+                     ("SELECT * FROM embed_chunks WHERE chunk = 1 OR text = 'x'", "embed_chunks: needs a model and a text"),
                      ("SELECT * FROM embed_attention WHERE layer = 1 OR head = 0", attention),
                      ("SELECT * FROM embed_hybrid('notes_idx', 'notes_fts')", "embed_hybrid: needs an index"),
                      ("SELECT * FROM embed_hybrid WHERE rowid = 1 OR score > 0", "embed_hybrid: needs an index")]:

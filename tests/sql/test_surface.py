@@ -39,7 +39,8 @@ for _name in {n for n, _ in list(EXPECTED)}:
     for _f in _forms:
         _all &= _f
     EXPECTED[(_name, -1)] = _all | (DIRECTONLY if any(f & DIRECTONLY for f in _forms) else 0)
-MODULES = {"embed_models", "embed_tokens", "embed_index", "embed_hybrid", "embed_attention", "embed_rerank_batch"}
+MODULES = {"embed_models", "embed_tokens", "embed_index", "embed_hybrid", "embed_attention", "embed_rerank_batch",
+           "embed_chunks"}
 
 
 @test
