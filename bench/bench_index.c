@@ -243,7 +243,8 @@ int main(int argc, char **argv) {
         return bench_random_model_write(argv[2], 384, 6, 12, 1536, 1) ? 1 : 0;
     if (argc == 4 && !strcmp(argv[1], "encode")) return encode(argv[2], argv[3], -1);
     if (argc == 4 && !strcmp(argv[1], "encode-one-call")) return encode(argv[2], argv[3], 2);
-    fprintf(stderr, "usage: bench_index membw N D [REPS] | make-model DIR | encode DIR TEXTS | encode-one-call DIR "
-                    "TEXTS\n");
+    fprintf(stderr,
+            "usage: bench_index membw N D [REPS] | make-model DIR | encode DIR TEXTS | encode-one-call DIR "
+            "TEXTS\n");
     return 2;
 }
