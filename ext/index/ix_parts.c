@@ -253,6 +253,18 @@ size_t ix_group_hits(const ix_cache *c, emb_knn_hit *hits, float *vecs, size_t n
     }
     sqlite3_free(r);
     sqlite3_free(keep);
+    /* equal distances by rowid, as an index without chunks orders them (the hits came by part id):
+     * hits sorted by distance already, so only runs of equal ones move */
+    for (size_t i = 1; i < m; i++)
+        for (size_t j = i;
+             j > 0 && hits[j].dist == hits[j - 1].dist && c->rows[hits[j].pos] < c->rows[hits[j - 1].pos]; j--) {
+            emb_knn_hit t = hits[j];
+            hits[j] = hits[j - 1], hits[j - 1] = t;
+            for (size_t x = 0; vecs && x < d; x++) {
+                float f = vecs[j * d + x];
+                vecs[j * d + x] = vecs[(j - 1) * d + x], vecs[(j - 1) * d + x] = f;
+            }
+        }
     return m;
 }
 

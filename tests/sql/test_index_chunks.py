@@ -184,8 +184,20 @@ def updates_deletes_rollback_and_reopen():
         both("UPDATE docs SET body = ? WHERE id = ?", "UPDATE ix SET text = ? WHERE rowid = ?", (document(rng), i))
     for i in range(2, 31, 5):
         both("DELETE FROM docs WHERE id = ?", "DELETE FROM ix WHERE rowid = ?", (i,))
+    # a new rowid, and OR REPLACE: the old row's chunks go, the new row's come
+    both("UPDATE docs SET id = 200 WHERE id = ?", "UPDATE ix SET rowid = 200 WHERE rowid = ?", (5,))
+    both("INSERT OR REPLACE INTO docs(id, body, lang, year) VALUES (?, ?, 'de', 2001)",
+         "INSERT OR REPLACE INTO ix(rowid, text, lang, year) VALUES (?, ?, 'de', 2001)", (6, document(rng, 4)))
     con.execute("COMMIT")
+    assert one(con, "SELECT count(*) FROM ix_parts WHERE row = 5") == 0
     check(con, Brute(con), "after updates and deletes")
+    # rows of equal texts: equal distances, in rowid order
+    both("INSERT INTO docs(id, body) VALUES (?, 'The bus is late.')", "INSERT INTO ix(rowid, text) VALUES "
+         "(?, 'The bus is late.')", (302,))
+    both("INSERT INTO docs(id, body) VALUES (?, 'The bus is late.')", "INSERT INTO ix(rowid, text) VALUES "
+         "(?, 'The bus is late.')", (301,))
+    got = search(con, "The bus is late.", 2)
+    assert [r[0] for r in got] == [301, 302] and got[0][1] == got[1][1], got
     # a savepoint rolled back takes the writes of both tables with it
     con.execute("SAVEPOINT s")
     both("INSERT INTO docs(id, body, lang, year) VALUES (?, ?, 'en', 2000)",
