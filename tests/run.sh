@@ -21,6 +21,8 @@ run_suite() {
     local name=$1; shift
     local log="$logdir/$name.log"
     local start=$SECONDS
+    # The suite's name goes out before it runs (some take a minute), its counts on the same line after.
+    printf '%-28s ' "$name"
     "$@" >"$log" 2>&1
     local rc=$?
     local line
@@ -33,7 +35,7 @@ run_suite() {
     if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then f=1; fi   # a crash or a missing count is a failure
     passed=$((passed + p))
     failed=$((failed + f))
-    printf '%-28s %6d passed %4d failed  (%ds)\n' "$name" "$p" "$f" $((SECONDS - start))
+    printf '%6d passed %4d failed  (%ds)\n' "$p" "$f" $((SECONDS - start))
     if [ "$f" -ne 0 ]; then
         echo "---- $name (exit $rc), last lines:"
         grep -v '^ok ' "$log" | tail -n 40
@@ -80,6 +82,11 @@ if [ "${SANITIZE:-0}" != 1 ]; then
     # (short form; the long one: make cluster-test).
     run_suite cluster /usr/bin/python3 tests/cluster/test_cluster.py "$build" "$ext"
     run_suite install bash tests/install/test_install.sh "$build"
+    # make dist's archives; the Python and npm packages installed as users install them; sqlite-utils.
+    run_suite dist bash tests/install/test_dist.sh "$build" "$ext"
+    run_suite python_package /usr/bin/python3 tests/packages/test_python.py "$ext"
+    run_suite node_package /usr/bin/python3 tests/packages/test_node.py "$ext"
+    run_suite sqlite_utils /usr/bin/python3 tests/packages/test_sqlite_utils.py "$ext"
 fi
 rm -rf "$logdir"
 echo "$passed passed, $failed failed"

@@ -38,6 +38,7 @@ check "nothing installed outside PREFIX" test -z "$(cd "$stage" && find . -minde
 check "make uninstall DESTDIR" mk uninstall DESTDIR="$stage" PREFIX=/usr/local
 check "staged uninstall leaves no file" test -z "$(installed_files "$stage")"
 check "staged uninstall removes include/sqlite-embed" test ! -e "$stage/usr/local/include/sqlite-embed"
+check "staged uninstall removes the emptied lib/pkgconfig" test ! -e "$stage/usr/local/lib/pkgconfig"
 
 # 2. Into a temporary PREFIX, then used.
 prefix=$tmp/prefix
@@ -65,6 +66,7 @@ check "a C program compiles against the installed headers and library" bash -c \
 check "the C program runs and gets the expected values" "$tmp/use_core"
 check "make uninstall PREFIX" mk uninstall PREFIX="$prefix"
 check "uninstall leaves none of the installed files" test -z "$(installed_files "$prefix")"
+check "uninstall leaves no empty include/sqlite-embed or lib/pkgconfig" test ! -e "$prefix/include/sqlite-embed" -a ! -e "$prefix/lib/pkgconfig"
 
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -1,0 +1,204 @@
+"""The sqlite-embed command: embed a table's text column into an embed_index (batched, resumable,
+with progress), search it, and describe model folders. `sqlite-embed --help` lists the commands."""
+import argparse
+import json
+import os
+import sqlite3
+import sys
+import time
+
+import sqlite_embed
+
+EPILOG = """examples:
+  sqlite-embed index notes.db notes body --model models/all-MiniLM-L6-v2
+  sqlite-embed search notes.db notes_idx 'is the bus late?' --model models/all-MiniLM-L6-v2 -k 3
+  sqlite-embed models models/all-MiniLM-L6-v2
+  sqlite-embed models --db notes.db"""
+
+
+def quote(name):
+    """An SQL identifier, quoted."""
+    return '"%s"' % name.replace('"', '""')
+
+
+def connect(path):
+    con = sqlite3.connect(path, isolation_level=None)
+    try:
+        sqlite_embed.load(con)
+    except sqlite_embed.ExtensionLoadingUnavailable as e:
+        raise SystemExit(str(e))
+    return con
+
+
+def index_model(con, index):
+    """The model name an existing embed_index was created with (its config), or None."""
+    try:
+        row = con.execute("SELECT value FROM %s WHERE key = 'model'" % quote(index + "_config")).fetchone()
+    except sqlite3.Error:
+        return None
+    return row[0] if row else None
+
+
+def load_model(con, folder, name):
+    if not os.path.isdir(folder):
+        raise SystemExit("sqlite-embed: %s: no such model folder" % folder)
+    con.execute("SELECT embed_load(?, ?)", (name, folder))
+
+
+class Progress:
+    """A tqdm bar (Debian's python3-tqdm) when asked for or importable, else a plain counter on
+    stderr: a line for the first batch, then at most one a second, and one at the end."""
+
+    def __init__(self, mode, total, desc):
+        self.total, self.done, self.bar, self.mode = total, 0, None, mode
+        self.last = 0.0
+        if mode in ("auto", "bar"):
+            try:
+                from tqdm import tqdm
+                self.bar = tqdm(total=total, desc=desc, unit="rows", file=sys.stderr, dynamic_ncols=True)
+            except ImportError:
+                if mode == "bar":
+                    raise SystemExit("sqlite-embed: --progress bar needs tqdm (apt-get install python3-tqdm)")
+            self.mode = "bar" if self.bar else "plain"
+
+    def update(self, n):
+        self.done += n
+        if self.bar is not None:
+            self.bar.update(n)
+            return
+        now = time.monotonic()
+        if self.mode == "plain" and (self.last == 0.0 or now - self.last >= 1.0 or self.done == self.total):
+            pct = 100.0 * self.done / self.total if self.total else 100.0
+            print("indexed %d/%d rows (%.0f%%)" % (self.done, self.total, pct), file=sys.stderr, flush=True)
+            self.last = now
+
+    def close(self):
+        if self.bar is not None:
+            self.bar.close()
+
+
+def cmd_index(args):
+    con = connect(args.db)
+    index = args.index or args.table + "_idx"
+    name = args.name or index_model(con, index) or os.path.basename(os.path.normpath(args.model))
+    load_model(con, args.model, name)
+    table, column = quote(args.table), quote(args.column)
+    con.execute("CREATE VIRTUAL TABLE IF NOT EXISTS %s USING embed_index(model = '%s')"
+                % (quote(index), name.replace("'", "''")))
+    have = {r for (r,) in con.execute("SELECT rowid FROM %s" % quote(index))}
+    rows = [r for (r,) in con.execute("SELECT rowid FROM %s WHERE %s IS NOT NULL ORDER BY rowid" % (table, column))]
+    todo = [r for r in rows if r not in have]
+    start = time.monotonic()
+    progress = Progress(args.progress, len(todo), "indexing %s" % index)
+    select = "SELECT rowid, %s FROM %s WHERE rowid BETWEEN ? AND ? AND %s IS NOT NULL ORDER BY rowid" % (
+        column, table, column)
+    insert = "INSERT INTO %s(rowid, text) VALUES (?, ?)" % quote(index)
+    done = 0
+    try:
+        for at in range(0, len(todo), args.batch):
+            ids = todo[at:at + args.batch]
+            wanted = set(ids)
+            batch = [(r, str(t)) for r, t in con.execute(select, (ids[0], ids[-1])) if r in wanted]
+            con.execute("BEGIN")
+            try:
+                con.executemany(insert, batch)
+                con.execute("COMMIT")
+            except BaseException:
+                if con.in_transaction:  # Ctrl-C may also land just after the COMMIT
+                    con.execute("ROLLBACK")
+                raise
+            done += len(batch)
+            progress.update(len(batch))
+    except KeyboardInterrupt:
+        progress.close()
+        done = con.execute("SELECT count(*) FROM %s" % quote(index)).fetchone()[0] - len(have)
+        print("sqlite-embed: interrupted after %d rows (committed); run the same command to resume" % done,
+              file=sys.stderr)
+        return 130
+    progress.close()
+    print("indexed %d rows into %s (%d already there) in %.1f s"
+          % (done, index, len(rows) - len(todo), time.monotonic() - start))
+    return 0
+
+
+def cmd_search(args):
+    con = connect(args.db)
+    name = args.name or index_model(con, args.index)
+    if not name:
+        raise SystemExit("sqlite-embed: %s is not an embed_index with a model in %s" % (args.index, args.db))
+    load_model(con, args.model, name)
+    sql = "SELECT rowid, distance, text FROM %s WHERE %s MATCH ? AND k = ?" % (quote(args.index), quote(args.index))
+    for rowid, distance, text in con.execute(sql, (args.query, args.k)):
+        if args.json:
+            print(json.dumps({"rowid": rowid, "distance": distance, "text": text}))
+        else:
+            print("%s\t%.6f\t%s" % (rowid, distance, text))
+    return 0
+
+
+MODEL_COLUMNS = ("name", "architecture", "hidden_size", "layers", "max_tokens", "pooling", "normalize",
+                 "weights", "fingerprint")
+
+
+def cmd_models(args):
+    con = connect(args.db or ":memory:")
+    if args.db:
+        for (table,) in con.execute("SELECT name FROM sqlite_schema WHERE type = 'table' AND "
+                                    "sql LIKE 'CREATE VIRTUAL TABLE%USING embed_index%' ORDER BY name"):
+            print("%s\tmodel %s" % (table, index_model(con, table) or "(none: vectors only)"))
+    for folder in args.folders:
+        name = os.path.basename(os.path.normpath(folder))
+        load_model(con, folder, name)
+        row = con.execute("SELECT %s FROM embed_models WHERE name = ?" % ", ".join(MODEL_COLUMNS), (name,)).fetchone()
+        print(" ".join("%s=%s" % kv for kv in zip(MODEL_COLUMNS, row)) + " folder=%s" % folder)
+    return 0
+
+
+def parser():
+    p = argparse.ArgumentParser(prog="sqlite-embed", description="Transformer embeddings in SQLite files.",
+                                epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--version", action="version", version="sqlite-embed %s" % sqlite_embed.__version__)
+    sub = p.add_subparsers(dest="command", metavar="{index,search,models}")
+    ix = sub.add_parser("index", help="embed a table's text column into an embed_index (resumable)",
+                        description="Embeds TABLE.COLUMN into an embed_index keyed by the table's rowid, in "
+                        "transactions of --batch rows. Rows already in the index are skipped, so an interrupted "
+                        "run resumes where it stopped.")
+    ix.add_argument("db")
+    ix.add_argument("table")
+    ix.add_argument("column")
+    ix.add_argument("--model", required=True, help="the Hugging Face model folder")
+    ix.add_argument("--name", help="the model's name (default: the index's, else the folder's name)")
+    ix.add_argument("--index", help="the embed_index table (default: TABLE_idx; created when missing)")
+    ix.add_argument("--batch", type=int, default=256, help="rows per transaction (default 256)")
+    ix.add_argument("--progress", choices=("auto", "bar", "plain", "none"), default="auto",
+                    help="auto: a tqdm bar when tqdm is installed, else a plain counter")
+    ix.set_defaults(fn=cmd_index)
+    se = sub.add_parser("search", help="the k nearest texts of an embed_index")
+    se.add_argument("db")
+    se.add_argument("index")
+    se.add_argument("query")
+    se.add_argument("--model", required=True, help="the model folder the index was built with")
+    se.add_argument("--name", help="the model's name (default: the one the index records)")
+    se.add_argument("-k", type=int, default=5)
+    se.add_argument("--json", action="store_true", help="one JSON object a line")
+    se.set_defaults(fn=cmd_search)
+    mo = sub.add_parser("models", help="describe model folders, or list a database's indexes and models")
+    mo.add_argument("folders", nargs="*")
+    mo.add_argument("--db", help="list this database's embed_index tables and their models")
+    mo.set_defaults(fn=cmd_models)
+    return p
+
+
+def main(argv=None):
+    p = parser()
+    args = p.parse_args(argv)
+    if not getattr(args, "fn", None):
+        p.print_help()
+        return 2
+    if getattr(args, "batch", 1) < 1:
+        p.error("--batch must be at least 1")
+    try:
+        return args.fn(args)
+    except sqlite3.Error as e:
+        print("sqlite-embed: %s" % e, file=sys.stderr)
+        return 1
