@@ -209,50 +209,45 @@ static int by_row_then_at(const void *a, const void *b) {
     return (x->at > y->at) - (x->at < y->at);
 }
 
-size_t ix_count_rows(const ix_cache *c, const emb_knn_hit *hits, size_t n, size_t k, size_t *prefix) {
-    *prefix = k < n ? k : n;
-    if (!c->rows || n == 0) return n;
-    row_at *r = sqlite3_malloc64(n * sizeof *r);
-    size_t *first = sqlite3_malloc64(n * sizeof *first), distinct = 0;
-    if (!r || !first) {
-        sqlite3_free(r);
-        sqlite3_free(first);
-        return (size_t)-1;
-    }
+/* The position in hits of each row's first (nearest) hit, in increasing order, into first (n
+ * values); returns how many rows, or (size_t)-1 when out of memory. */
+static size_t first_hits(const ix_cache *c, const emb_knn_hit *hits, size_t n, size_t *first) {
+    row_at *r = sqlite3_malloc64((n + 1) * sizeof *r);
+    size_t distinct = 0;
+    if (!r) return (size_t)-1;
     for (size_t i = 0; i < n; i++) r[i] = (row_at){c->rows[hits[i].pos], i};
     qsort(r, n, sizeof *r, by_row_then_at);
     for (size_t i = 0; i < n; i++)
         if (i == 0 || r[i].row != r[i - 1].row) first[distinct++] = r[i].at;
     qsort(first, distinct, sizeof *first, by_size);
-    size_t want = k < distinct ? k : distinct;
-    *prefix = want ? first[want - 1] + 1 : 0;
     sqlite3_free(r);
+    return distinct;
+}
+
+size_t ix_count_rows(const ix_cache *c, const emb_knn_hit *hits, size_t n, size_t k, size_t *prefix) {
+    *prefix = k < n ? k : n;
+    if (!c->rows || n == 0) return n;
+    size_t *first = sqlite3_malloc64(n * sizeof *first);
+    size_t distinct = first ? first_hits(c, hits, n, first) : (size_t)-1;
+    size_t want = k < distinct ? k : distinct;
+    if (distinct != (size_t)-1) *prefix = want ? first[want - 1] + 1 : 0;
     sqlite3_free(first);
     return distinct;
 }
 
 size_t ix_group_hits(const ix_cache *c, emb_knn_hit *hits, float *vecs, size_t n) {
     if (!c->rows || n == 0) return n;
-    row_at *r = sqlite3_malloc64(n * sizeof *r);
-    unsigned char *keep = sqlite3_malloc64(n);
-    if (!r || !keep) {
-        sqlite3_free(r);
-        sqlite3_free(keep);
-        return (size_t)-1;
+    size_t *first = sqlite3_malloc64(n * sizeof *first);
+    size_t m = first ? first_hits(c, hits, n, first) : (size_t)-1, d = c->d;
+    if (m == (size_t)-1) {
+        sqlite3_free(first);
+        return m;
     }
-    for (size_t i = 0; i < n; i++) r[i] = (row_at){c->rows[hits[i].pos], i};
-    qsort(r, n, sizeof *r, by_row_then_at);
-    memset(keep, 0, n);
-    for (size_t i = 0; i < n; i++)
-        if (i == 0 || r[i].row != r[i - 1].row) keep[r[i].at] = 1; /* each row's nearest part */
-    size_t m = 0, d = c->d;
-    for (size_t i = 0; i < n; i++) {
-        if (!keep[i]) continue;
-        if (vecs && m != i) memcpy(vecs + m * d, vecs + i * d, d * sizeof *vecs);
-        hits[m++] = hits[i];
+    for (size_t i = 0; i < m; i++) { /* each row's nearest part, in the hits' order */
+        if (vecs && first[i] != i) memcpy(vecs + i * d, vecs + first[i] * d, d * sizeof *vecs);
+        hits[i] = hits[first[i]];
     }
-    sqlite3_free(r);
-    sqlite3_free(keep);
+    sqlite3_free(first);
     /* equal distances by rowid, as an index without chunks orders them (the hits came by part id):
      * hits sorted by distance already, so only runs of equal ones move */
     for (size_t i = 1; i < m; i++)

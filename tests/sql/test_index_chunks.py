@@ -232,12 +232,18 @@ def filters_and_partitions_match_sqlites_own_filter():
         assert (lang, year) == con.execute("SELECT lang, year FROM docs WHERE id = ?", (rowid,)).fetchone()
 
 
-@test
-def k_rows_when_the_nearest_chunks_are_all_one_rows():
+def empty(tokens):
+    """A connection with the model, an empty docs table and an empty chunked index ix."""
     con = connect()
     one(con, "SELECT embed_load('m', ?)", MODEL)
     con.execute("CREATE TABLE docs(id INTEGER PRIMARY KEY, body TEXT, lang TEXT, year INTEGER)")
-    con.execute("CREATE VIRTUAL TABLE ix USING embed_index(model = 'm', chunk_tokens = 4)")
+    con.execute("CREATE VIRTUAL TABLE ix USING embed_index(model = 'm', chunk_tokens = %d)" % tokens)
+    return con
+
+
+@test
+def k_rows_when_the_nearest_chunks_are_all_one_rows():
+    con = empty(4)
     long = " ".join(["The bus is late again."] * 60)  # 60+ chunks, each the nearest to the query
     rows = [(1, long)] + [(i, document(random.Random(i), 1)) for i in range(2, 8)]
     con.executemany("INSERT INTO docs(id, body) VALUES (?, ?)", rows)
@@ -250,9 +256,7 @@ def k_rows_when_the_nearest_chunks_are_all_one_rows():
 
 @test
 def texts_without_chunks_and_bad_input():
-    con = connect()
-    one(con, "SELECT embed_load('m', ?)", MODEL)
-    con.execute("CREATE VIRTUAL TABLE ix USING embed_index(model = 'm', chunk_tokens = 8)")
+    con = empty(8)
     con.execute("INSERT INTO ix(rowid, text) VALUES (1, '   '), (2, ''), (3, 'bus')")
     # a text of only white space is one part, the whole text, found like any other row
     assert sorted(r[0] for r in search(con, "bus", 10)) == [1, 2, 3]
