@@ -89,7 +89,9 @@ demo:
 	sqlite3 -box :memory: '.load ./embed' '.read sql/demo.sql'
 
 test: deps
+	@echo "test: building (make all)"
 	@$(MAKE) --no-print-directory all
+	@echo "test: running every suite (tests/run.sh: about five minutes; each name shows as its suite starts)"
 	@bash tests/run.sh $(BUILD) $(EXT_SO)
 
 # AddressSanitizer + UndefinedBehaviorSanitizer build of everything, then the suite.
