@@ -32,7 +32,7 @@ import torch.nn.functional as F
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 sys.path.insert(0, os.path.join(ROOT, "bench", "peers"))
-from torch_encoder import Bert, ModernBert, load_safetensors  # noqa: E402 (independent PyTorch encoders)
+from torch_encoder import NEG, Bert, ModernBert, load_safetensors  # noqa: E402 (independent PyTorch encoders)
 
 OUT = os.path.join(ROOT, "tests", "references", "rerank")
 FIX = os.path.join(ROOT, "tests", "fixtures")
@@ -206,13 +206,15 @@ class PairBert(nn.Module):
         self.register_buffer("types", w["embeddings.token_type_embeddings.weight"])
         self.offset = cfg["pad_token_id"] + 1 if roberta else 0
 
-    def forward(self, ids, types):
+    def forward(self, ids, types, mask=None):
+        """mask (optional, [B, T] of 0/1): padding, masked out of attention as HF masks it (a
+        padded batch's real tokens are then the unpadded pass's; position ids as for no padding)."""
         b, T = self.bert, ids.shape[1]
         pos = torch.arange(T) + self.offset
         x = b.ln(b.word(ids) + b.pos[pos] + self.types[types])
-        zero = torch.zeros(1, 1, 1, T)
+        bias = torch.zeros(1, 1, 1, T) if mask is None else ((1.0 - mask.to(x.dtype)) * NEG)[:, None, None, :]
         for m in b.layers:  # the peer's layers, as its forward runs them
-            x = m.ln1(x + m.o(attention_of(m, x, zero, b.nh)))
+            x = m.ln1(x + m.o(attention_of(m, x, bias, b.nh)))
             x = m.ln2(x + m.fc2(F.gelu(m.fc1(x))))
         return x
 
