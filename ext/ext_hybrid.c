@@ -46,6 +46,10 @@ static int run_side(hybrid_cursor *c, int side, char *sql, const char *match, sq
             r->rowid = sqlite3_column_int64(s, 0);
             r->rank[side] = rank;
             r->value[side] = sqlite3_column_double(s, 1);
+            if (side == HY_SIDE_VECTOR && sqlite3_column_type(s, 3) != SQLITE_NULL) { /* a chunked index */
+                r->has_chunk = 1;
+                for (int j = 0; j < 3; j++) r->chunk[j] = sqlite3_column_int64(s, 2 + j);
+            }
         }
     }
     if (rc == SQLITE_DONE) rc = SQLITE_OK;
@@ -65,18 +69,23 @@ static int by_score(const void *a, const void *b) {
     return (x->rowid > y->rowid) - (x->rowid < y->rowid);
 }
 
-/* Joins the two sides' rows of one rowid, scores each row and keeps the best k. */
-static void fuse(hybrid_cursor *c, const hybrid_options *o, sqlite3_int64 k) {
+/* Joins the two sides' rows of one rowid and scores each row, highest first. */
+static void fuse(hybrid_cursor *c, const hybrid_options *o) {
     qsort(c->rows, c->n, sizeof *c->rows, by_rowid);
     size_t m = 0;
     for (size_t i = 0; i < c->n; i++) {
         hybrid_row *r = &c->rows[i];
         if (m && c->rows[m - 1].rowid == r->rowid) {
+            hybrid_row *into = &c->rows[m - 1];
             for (int side = 0; side < 2; side++)
                 if (r->rank[side]) {
-                    c->rows[m - 1].rank[side] = r->rank[side];
-                    c->rows[m - 1].value[side] = r->value[side];
+                    into->rank[side] = r->rank[side];
+                    into->value[side] = r->value[side];
                 }
+            if (r->has_chunk) {
+                into->has_chunk = 1;
+                memcpy(into->chunk, r->chunk, sizeof r->chunk);
+            }
         } else {
             c->rows[m++] = *r;
         }
@@ -88,16 +97,17 @@ static void fuse(hybrid_cursor *c, const hybrid_options *o, sqlite3_int64 k) {
             if (r->rank[side]) r->score += o->weight[side] / (o->rrf_k + (double)r->rank[side]);
     }
     qsort(c->rows, m, sizeof *c->rows, by_score);
-    c->n = (sqlite3_uint64)k < m ? (size_t)k : m;
+    c->n = m;
 }
 
-static int search(hybrid_cursor *c, const table_ref *ix, const table_ref *ft, const char *q,
+static int search(hybrid_cursor *c, const table_ref *ix, const table_ref *ft, const char *q, int qlen,
                   const hybrid_options *o, sqlite3_int64 k) {
     hybrid_vtab *v = (hybrid_vtab *)c->base.pVtab;
     int rc = SQLITE_OK;
     if (o->weight[HY_SIDE_VECTOR] > 0)
         rc = run_side(c, HY_SIDE_VECTOR,
-                      sqlite3_mprintf("SELECT rowid, distance FROM \"%w\".\"%w\" WHERE \"%w\" MATCH ?1 AND k = ?2",
+                      sqlite3_mprintf("SELECT rowid, distance, chunk, chunk_start, chunk_end FROM \"%w\".\"%w\" "
+                                      "WHERE \"%w\" MATCH ?1 AND k = ?2",
                                       ix->schema, ix->name, ix->name),
                       q, o->depth);
     if (rc == SQLITE_OK && o->weight[HY_SIDE_TEXT] > 0) {
@@ -112,7 +122,10 @@ static int search(hybrid_cursor *c, const table_ref *ix, const table_ref *ft, co
                           match, o->depth);
         sqlite3_free(words);
     }
-    if (rc == SQLITE_OK) fuse(c, o, k);
+    if (rc != SQLITE_OK) return rc;
+    fuse(c, o);
+    if (o->rerank) rc = hy_rerank(v, ix, q, qlen, o, c->rows, c->n);
+    if ((sqlite3_uint64)k < c->n) c->n = (size_t)k;
     return rc;
 }
 
@@ -126,6 +139,7 @@ static int hybrid_connect(sqlite3 *db, void *aux, int argc, const char *const *a
     (void)err;
     int rc = sqlite3_declare_vtab(
         db, "CREATE TABLE x(score REAL, vector_rank INTEGER, text_rank INTEGER, distance REAL, bm25 REAL,"
+            " rerank_score REAL, chunk INTEGER, chunk_start INTEGER, chunk_end INTEGER,"
             " \"index\" HIDDEN, fts HIDDEN, query HIDDEN, k HIDDEN, options HIDDEN)");
     if (rc != SQLITE_OK) return rc;
     hybrid_vtab *v = sqlite3_malloc(sizeof *v);
@@ -149,6 +163,16 @@ static int hybrid_disconnect(sqlite3_vtab *vtab) {
 /* idxNum of a plan without every required argument (above the bits of the arguments given) */
 enum { NEED_ARGS = 1 << HY_N_ARGS };
 
+/* Whether the options (constraint `slot`, -1: none) may ask for a second ranking: a value known
+ * at planning that does not mention "rerank" does not. */
+static int may_rerank(sqlite3_index_info *info, int slot) {
+    sqlite3_value *val = NULL;
+    if (slot < 0) return 0;
+    if (sqlite3_vtab_rhs_value(info, slot, &val) != SQLITE_OK || !val) return 1;
+    const unsigned char *json = sqlite3_value_text(val);
+    return !json || strstr((const char *)json, "rerank") != NULL;
+}
+
 /* The arguments must be usable equalities (ext_plan_arguments says when to wait for a join
  * order, ext_plan_missing how an OR branch's plan without them is priced). */
 static int hybrid_best_index(sqlite3_vtab *vtab, sqlite3_index_info *info) {
@@ -160,10 +184,11 @@ static int hybrid_best_index(sqlite3_vtab *vtab, sqlite3_index_info *info) {
         return SQLITE_OK;
     }
     info->idxNum = ext_plan_pass(info, slot, HY_N_ARGS, (1 << HY_N_ARGS) - 1);
-    /* rows come by score, highest first, equal scores by rowid */
+    /* rows come by score, highest first, equal scores by rowid: unless reranked (options that
+     * may name "rerank", or that are not known yet), when SQLite sorts them */
     const struct sqlite3_index_orderby *ob = info->aOrderBy;
     if (info->nOrderBy >= 1 && info->nOrderBy <= 2 && ob[0].iColumn == HY_COL_SCORE && ob[0].desc &&
-        (info->nOrderBy == 1 || (ob[1].iColumn == -1 && !ob[1].desc)))
+        (info->nOrderBy == 1 || (ob[1].iColumn == -1 && !ob[1].desc)) && !may_rerank(info, slot[HY_ARG_OPTIONS]))
         info->orderByConsumed = 1;
     info->estimatedCost = 10000;
     info->estimatedRows = 10;
@@ -215,7 +240,7 @@ static int hybrid_filter(sqlite3_vtab_cursor *cur, int mask, const char *idx_str
         return hy_fail(v, "k is NULL: it must be a positive integer");
     if ((rc = hy_k_arg(v, c->args[HY_ARG_K], &k)) != SQLITE_OK) return rc;
     if ((rc = hy_options_arg(v, c->args[HY_ARG_OPTIONS], &o)) != SQLITE_OK) {
-        sqlite3_free(o.fts_query);
+        hy_options_free(&o);
         return rc;
     }
     table_ref ix = {0}, ft = {0};
@@ -223,10 +248,10 @@ static int hybrid_filter(sqlite3_vtab_cursor *cur, int mask, const char *idx_str
         (rc = hy_find_table(v, fts, "FTS5 table", "an FTS5 table", "fts5", &ft)) == SQLITE_OK &&
         sqlite3_value_type(c->args[HY_ARG_QUERY]) != SQLITE_NULL && /* NULL in: no rows */
         (rc = hy_query_arg(v, c->args[HY_ARG_QUERY], &q, &qlen)) == SQLITE_OK)
-        rc = search(c, &ix, &ft, q, &o, k);
+        rc = search(c, &ix, &ft, q, qlen, &o, k);
     hy_table_free(&ix);
     hy_table_free(&ft);
-    sqlite3_free(o.fts_query);
+    hy_options_free(&o);
     if (rc != SQLITE_OK) c->n = 0;
     return rc;
 }
@@ -254,6 +279,14 @@ static int hybrid_column(sqlite3_vtab_cursor *cur, sqlite3_context *ctx, int col
     case HY_COL_DISTANCE:
     case HY_COL_BM25:
         if (r->rank[side]) sqlite3_result_double(ctx, r->value[side]);
+        break;
+    case HY_COL_RERANK_SCORE:
+        if (r->reranked) sqlite3_result_double(ctx, r->rerank);
+        break;
+    case HY_COL_CHUNK:
+    case HY_COL_CHUNK_START:
+    case HY_COL_CHUNK_END:
+        if (r->has_chunk) sqlite3_result_int64(ctx, r->chunk[col - HY_COL_CHUNK]);
         break;
     default:
         if (c->args[col - HY_COL_INDEX]) sqlite3_result_value(ctx, c->args[col - HY_COL_INDEX]);

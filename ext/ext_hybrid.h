@@ -1,5 +1,7 @@
-/* Internal to embed_hybrid (ext_hybrid_args.c, its errors and arguments, below ext_hybrid.c,
- * the searches and the module): the state they share. */
+/* Internal to embed_hybrid: the state its files share. ext_hybrid_sql.c (statements kept between
+ * calls, the tables named) and ext_hybrid_args.c (errors and arguments) are below
+ * ext_hybrid_rerank.c (the cross-encoder's second ranking), below ext_hybrid.c (the two
+ * searches, their fusion, and the module). */
 #ifndef EMBED_EXT_HYBRID_H
 #define EMBED_EXT_HYBRID_H
 #include "ext_util.h"
@@ -8,6 +10,7 @@
 #define HY_SIGNATURE "embed_hybrid(index, fts, query, k [, options])"
 #define HY_MAX_DEPTH 100000
 #define HY_N_CACHED 8
+#define HY_RERANK_DEPTH 50 /* candidates the cross-encoder scores by default */
 
 enum {
     HY_COL_SCORE,
@@ -15,6 +18,10 @@ enum {
     HY_COL_TEXT_RANK,
     HY_COL_DISTANCE,
     HY_COL_BM25,
+    HY_COL_RERANK_SCORE,
+    HY_COL_CHUNK,
+    HY_COL_CHUNK_START,
+    HY_COL_CHUNK_END,
     HY_COL_INDEX,
     HY_COL_FTS,
     HY_COL_QUERY,
@@ -28,6 +35,8 @@ typedef struct {
     double rrf_k, weight[2]; /* weight[HY_SIDE_VECTOR], weight[HY_SIDE_TEXT] */
     sqlite3_int64 depth;
     char *fts_query; /* NULL: the query's words, each quoted, joined by OR */
+    char *rerank; /* the cross-encoder's name, or NULL: no second ranking */
+    sqlite3_int64 rerank_depth; /* the best fused rows it scores */
 } hybrid_options;
 
 typedef struct {
@@ -35,6 +44,10 @@ typedef struct {
     sqlite3_int64 rank[2]; /* from 1; 0 where that side did not find the row */
     double value[2]; /* the distance, the bm25 */
     double score;
+    double rerank; /* the cross-encoder's score, where reranked */
+    int reranked;
+    int has_chunk; /* a chunked index's best chunk: number, byte offsets in the row's text */
+    sqlite3_int64 chunk[3];
 } hybrid_row;
 
 typedef struct {
@@ -74,6 +87,14 @@ int hy_find_table(hybrid_vtab *v, const char *arg, const char *role, const char 
                   table_ref *t);
 void hy_table_free(table_ref *t);
 
+/* ---------- ext_hybrid_rerank.c ---------- */
+
+/* Scores the first min(n, o->rerank_depth) of rows (in fused order) with o->rerank against the
+ * query (a chunked index's rows by their chunk nearest the query), and puts them first in the
+ * order of that score, highest first. */
+int hy_rerank(hybrid_vtab *v, const table_ref *ix, const char *q, int qlen, const hybrid_options *o,
+              hybrid_row *rows, size_t n);
+
 /* ---------- ext_hybrid_args.c ---------- */
 
 /* Sets "embed_hybrid: ..." as the error; returns SQLITE_ERROR (SQLITE_NOMEM without memory). */
@@ -85,8 +106,9 @@ int hy_type_fail(hybrid_vtab *v, const char *what, const char *kind, sqlite3_val
 int hy_name_arg(hybrid_vtab *v, sqlite3_value *val, const char *what, const char **out);
 int hy_k_arg(hybrid_vtab *v, sqlite3_value *val, sqlite3_int64 *k);
 int hy_query_arg(hybrid_vtab *v, sqlite3_value *val, const char **q, int *len);
-/* The options JSON into o (defaults for NULL); o->fts_query is sqlite3_malloc'd. */
+/* The options JSON into o (defaults for NULL); free with hy_options_free. */
 int hy_options_arg(hybrid_vtab *v, sqlite3_value *val, hybrid_options *o);
+void hy_options_free(hybrid_options *o);
 /* The FTS5 query of plain words: each word an FTS5 string, joined by OR (*out NULL: none). */
 int hy_keyword_query(sqlite3 *db, const char *q, char **out);
 

@@ -97,18 +97,30 @@ static int read_option(hybrid_vtab *v, const cJSON *item, hybrid_options *o) {
         if (!cJSON_IsString(item)) return option_fail(v, item, "a text (an FTS5 query)");
         sqlite3_free(o->fts_query);
         if (!(o->fts_query = sqlite3_mprintf("%s", item->valuestring))) return SQLITE_NOMEM;
+    } else if (strcmp(key, "rerank") == 0) {
+        if (!cJSON_IsString(item)) return option_fail(v, item, "a text (the name of a cross-encoder model)");
+        sqlite3_free(o->rerank);
+        if (!(o->rerank = sqlite3_mprintf("%s", item->valuestring))) return SQLITE_NOMEM;
+    } else if (strcmp(key, "rerank_depth") == 0) {
+        double d = item->valuedouble;
+        if (!finite_number(item) || d != floor(d) || d < 1 || d > HY_MAX_DEPTH)
+            return option_fail(v, item, "an integer from 1 to 100000");
+        o->rerank_depth = (sqlite3_int64)d;
     } else {
-        return hy_fail(v, "unknown option \"%s\" (known: rrf_k, weights, depth, fts_query)", key);
+        return hy_fail(v, "unknown option \"%s\" (known: rrf_k, weights, depth, fts_query, rerank, rerank_depth)",
+                       key);
     }
     return SQLITE_OK;
 }
 
-/* options: NULL, or a JSON object {"rrf_k": 60, "weights": [1, 1], "depth": 100, "fts_query": "..."}. */
+/* options: NULL, or a JSON object {"rrf_k": 60, "weights": [1, 1], "depth": 100, "fts_query": "...",
+ * "rerank": "model", "rerank_depth": 50}. */
 int hy_options_arg(hybrid_vtab *v, sqlite3_value *val, hybrid_options *o) {
     o->rrf_k = 60;
     o->weight[HY_SIDE_VECTOR] = o->weight[HY_SIDE_TEXT] = 1;
     o->depth = 100;
-    o->fts_query = NULL;
+    o->fts_query = o->rerank = NULL;
+    o->rerank_depth = HY_RERANK_DEPTH;
     if (!val || sqlite3_value_type(val) == SQLITE_NULL) return SQLITE_OK;
     if (sqlite3_value_type(val) != SQLITE_TEXT) return hy_type_fail(v, "options", "JSON text", val);
     const char *json = (const char *)sqlite3_value_text(val);
@@ -127,6 +139,12 @@ int hy_options_arg(hybrid_vtab *v, sqlite3_value *val, hybrid_options *o) {
     for (const cJSON *item = root->child; item && rc == SQLITE_OK; item = item->next) rc = read_option(v, item, o);
     cJSON_Delete(root);
     return rc;
+}
+
+void hy_options_free(hybrid_options *o) {
+    sqlite3_free(o->fts_query);
+    sqlite3_free(o->rerank);
+    o->fts_query = o->rerank = NULL;
 }
 
 /* The FTS5 query of plain words: the query split on spaces, tabs and line breaks, each word an

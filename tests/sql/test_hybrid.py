@@ -6,39 +6,12 @@ hundred generated sentences in an index that embeds them with the MiniLM-shaped 
 (random weights, but deterministic)."""
 import json
 import os
-import random
 import sqlite3
 import tempfile
 
 from harness import test, connect, one, assert_error, FIXTURES
 
-MODEL = os.path.join(FIXTURES, "models", "minilm-tiny-st")
-WORDS = ("the a bus train tram late early again today tomorrow station river city office meeting report "
-         "printer coffee garden broken fixed moved cancelled quickly slowly our new old morning night "
-         "team school trip bicycle road bridge market music rain snow").split()
-N = 300
-
-
-def sentences(n=N, seed=10):
-    rng = random.Random(seed)
-    out = []
-    for _ in range(n):
-        words = [rng.choice(WORDS) for _ in range(rng.randint(3, 9))]
-        out.append(" ".join(words).capitalize() + rng.choice([".", "!", "?", ""]))
-    return out
-
-
-def corpus(con=None, index="notes_idx", fts="notes_fts"):
-    """notes(id, body) with an embed_index and an FTS5 table of the same rows."""
-    con = con or connect()
-    one(con, "SELECT embed_load('hybrid-minilm', ?)", MODEL)
-    con.execute("CREATE TABLE notes(id INTEGER PRIMARY KEY, body TEXT)")
-    con.executemany("INSERT INTO notes(id, body) VALUES (?, ?)", enumerate(sentences(), 1))
-    con.execute('CREATE VIRTUAL TABLE "%s" USING embed_index(model = \'hybrid-minilm\')' % index.replace('"', '""'))
-    con.execute('CREATE VIRTUAL TABLE "%s" USING fts5(body)' % fts.replace('"', '""'))
-    con.execute('INSERT INTO "%s"(rowid, text) SELECT id, body FROM notes' % index.replace('"', '""'))
-    con.execute('INSERT INTO "%s"(rowid, body) SELECT id, body FROM notes' % fts.replace('"', '""'))
-    return con
+from hybrid_corpus import corpus
 
 
 def words_query(q):
@@ -368,7 +341,7 @@ def options_are_checked():
         ("{", "embed_hybrid: options must be a JSON object"),
         ("[1, 2]", "embed_hybrid: options must be a JSON object"),
         ('{"rrf_k": 60} trailing', "embed_hybrid: options must be a JSON object"),
-        ('{"k": 3}', 'embed_hybrid: unknown option "k" (known: rrf_k, weights, depth, fts_query)'),
+        ('{"k": 3}', 'embed_hybrid: unknown option "k" (known: rrf_k, weights, depth, fts_query, rerank, rerank_depth)'),
         ('{"rrf_k": 0}', 'embed_hybrid: option "rrf_k" must be a number above 0, not 0'),
         ('{"rrf_k": -1}', 'option "rrf_k" must be a number above 0, not -1'),
         ('{"rrf_k": "60"}', 'option "rrf_k" must be a number above 0, not "60"'),
