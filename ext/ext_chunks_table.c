@@ -29,14 +29,10 @@ static int chunks_connect(sqlite3 *db, void *aux, int argc, const char *const *a
     (void)argc;
     (void)argv;
     (void)err;
-    int rc = sqlite3_declare_vtab(db, "CREATE TABLE x(chunk INTEGER, text TEXT, start INTEGER, \"end\" INTEGER,"
-                                      " tokens INTEGER, model HIDDEN, input HIDDEN, options HIDDEN)");
-    if (rc != SQLITE_OK) return rc;
-    *out = sqlite3_malloc(sizeof **out);
-    if (!*out) return SQLITE_NOMEM;
-    memset(*out, 0, sizeof **out);
-    sqlite3_vtab_config(db, SQLITE_VTAB_INNOCUOUS);
-    return SQLITE_OK;
+    return ext_vtab_connect(db,
+                            "CREATE TABLE x(chunk INTEGER, text TEXT, start INTEGER, \"end\" INTEGER,"
+                            " tokens INTEGER, model HIDDEN, input HIDDEN, options HIDDEN)",
+                            out);
 }
 
 static int chunks_disconnect(sqlite3_vtab *vtab) {

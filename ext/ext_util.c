@@ -35,6 +35,16 @@ void ext_error(sqlite3_context *ctx, const char *fn, const char *fmt, ...) {
     sqlite3_free(full);
 }
 
+int ext_vtab_connect(sqlite3 *db, const char *schema, sqlite3_vtab **out) {
+    int rc = sqlite3_declare_vtab(db, schema);
+    if (rc != SQLITE_OK) return rc;
+    *out = sqlite3_malloc(sizeof **out);
+    if (!*out) return SQLITE_NOMEM;
+    memset(*out, 0, sizeof **out);
+    sqlite3_vtab_config(db, SQLITE_VTAB_INNOCUOUS);
+    return SQLITE_OK;
+}
+
 int ext_vtab_verror(sqlite3_vtab *vtab, const char *fn, const char *fmt, va_list ap) {
     char *msg = sqlite3_vmprintf(fmt, ap);
     sqlite3_free(vtab->zErrMsg);

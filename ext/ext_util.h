@@ -63,6 +63,9 @@ int ext_plan_pass(sqlite3_index_info *info, const int *slot, int n, int omit);
 void ext_error_take(sqlite3_context *ctx, const char *fn, char *err);
 /* Sets a formatted error "fn: message" on ctx. */
 void ext_error(sqlite3_context *ctx, const char *fn, const char *fmt, ...);
+/* xConnect of a table-valued function: declares schema and makes a zeroed, innocuous
+ * sqlite3_vtab in *out. */
+int ext_vtab_connect(sqlite3 *db, const char *schema, sqlite3_vtab **out);
 /* Sets "fn: message" as a virtual table's error; returns SQLITE_ERROR (SQLITE_NOMEM when the
  * message could not be made). */
 int ext_vtab_verror(sqlite3_vtab *vtab, const char *fn, const char *fmt, va_list ap);
