@@ -5,7 +5,14 @@
 #include "ext_registry.h"
 #include "base/utf8.h"
 #include <cjson/cJSON.h>
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
 #include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #define MODEL_NAME_MAX 128
 
@@ -94,6 +101,42 @@ void sql_embed_define(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
     publish(ctx, fn, m);
 }
 
+static int ends_with_gguf(const char *path) {
+    size_t n = strlen(path);
+    return n >= 5 && strcasecmp(path + n - 5, ".gguf") == 0;
+}
+
+/* 1 if the folder holds a .gguf file but no Hugging Face files (a llama.cpp download). */
+static int gguf_only_folder(const char *dir) {
+    static const char *hf[] = {"config.json", "tokenizer.json", "vocab.txt"};
+    char path[PATH_MAX];
+    for (size_t i = 0; i < sizeof hf / sizeof *hf; i++)
+        if (snprintf(path, sizeof path, "%s/%s", dir, hf[i]) < (int)sizeof path && access(path, F_OK) == 0)
+            return 0;
+    DIR *d = opendir(dir);
+    int found = 0;
+    for (struct dirent *e; d && !found && (e = readdir(d));) found = ends_with_gguf(e->d_name);
+    if (d) closedir(d);
+    return found;
+}
+
+/* The usual mistakes in the folder argument, named before the core reads anything: a missing
+ * path, a file (config.json, model.safetensors) given for its folder, a GGUF file or folder. */
+static int folder_arg_ok(sqlite3_context *ctx, const char *fn, const char *path) {
+    static const char gguf[] = ".gguf files are not supported: sqlite-embed reads Hugging Face folders "
+                               "(config.json, model.safetensors, tokenizer.json)";
+    struct stat st;
+    if (ends_with_gguf(path)) ext_error(ctx, fn, "%s: %s", path, gguf);
+    else if (stat(path, &st) != 0 && errno == ENOENT) ext_error(ctx, fn, "%s: no such folder", path);
+    else if (S_ISREG(st.st_mode))
+        ext_error(ctx, fn,
+                  "%s is a file, not a folder: give the folder that holds config.json and model.safetensors",
+                  path);
+    else if (S_ISDIR(st.st_mode) && gguf_only_folder(path)) ext_error(ctx, fn, "%s holds %s", path, gguf);
+    else return 1; /* a folder, or what the core names itself (a FIFO, a path it cannot read) */
+    return 0;
+}
+
 void sql_embed_load(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
     const char *fn = "embed_load", *name, *path;
     int len;
@@ -107,6 +150,7 @@ void sql_embed_load(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
         return;
     }
     if (load_options(ctx, argc > 2 ? argv[2] : NULL, &opt)) return;
+    if (!folder_arg_ok(ctx, fn, path)) return;
     emb_model *existing = ext_registry_get(name);
     if (existing) { /* already loaded: no need to read the files again */
         const emb_model_info *old = emb_model_get_info(existing);

@@ -1,5 +1,6 @@
 #include "ext_registry.h"
 #include "base/utf8.h"
+#include <ctype.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -90,6 +91,48 @@ int ext_registry_list(emb_model ***out, int *n) {
     return rc;
 }
 
+/* Edit distance between a and b (bytes, ASCII case folded), both at most NAME_NEAR_MAX bytes. */
+#define NAME_NEAR_MAX 128
+static int edit_distance(const char *a, const char *b) {
+    int la = (int)strlen(a), lb = (int)strlen(b), row[NAME_NEAR_MAX + 1];
+    for (int j = 0; j <= lb; j++) row[j] = j;
+    for (int i = 1; i <= la; i++) {
+        int diag = row[0];
+        row[0] = i;
+        for (int j = 1; j <= lb; j++) {
+            int up = row[j], same = tolower((unsigned char)a[i - 1]) == tolower((unsigned char)b[j - 1]);
+            int best = diag + !same;
+            if (up + 1 < best) best = up + 1;
+            if (row[j - 1] + 1 < best) best = row[j - 1] + 1;
+            row[j] = best;
+            diag = up;
+        }
+    }
+    return row[lb];
+}
+
+/* "; did you mean 'x'?" for the loaded name nearest to a missing one (a typo: at most one edit
+ * for names of 4 bytes or fewer, two for longer ones), or "" when none is that near. */
+static char *nearest_hint(const char *name) {
+    size_t len = strlen(name);
+    char *hint = NULL;
+    int best = len <= 4 ? 1 : 2;
+    if (len > NAME_NEAR_MAX) return sqlite3_mprintf("");
+    pthread_mutex_lock(&registry_lock);
+    for (int i = 0; i < n_models; i++) {
+        const char *other = emb_model_get_info(models[i])->name;
+        if (strlen(other) > NAME_NEAR_MAX) continue;
+        int d = edit_distance(name, other);
+        if (d <= best) {
+            best = d - 1; /* a later name must be strictly nearer */
+            sqlite3_free(hint);
+            hint = sqlite3_mprintf("; did you mean '%s'?", other);
+        }
+    }
+    pthread_mutex_unlock(&registry_lock);
+    return hint ? hint : sqlite3_mprintf("");
+}
+
 emb_model *ext_model_named(const char *name, int len, char **err) {
     size_t bad;
     *err = NULL;
@@ -102,7 +145,13 @@ emb_model *ext_model_named(const char *name, int len, char **err) {
         return NULL;
     }
     emb_model *m = ext_registry_get(name);
-    if (!m) *err = sqlite3_mprintf("no model named '%s' (load one with embed_load or embed_define)", name);
+    if (!m) {
+        char *hint = nearest_hint(name);
+        if (hint && *hint) *err = sqlite3_mprintf("no model named '%s'%s", name, hint);
+        else if (hint)
+            *err = sqlite3_mprintf("no model named '%s' (load one with embed_load or embed_define)", name);
+        sqlite3_free(hint);
+    }
     return m;
 }
 

@@ -267,7 +267,7 @@ def load_errors_are_clear():
                 f.write((10 ** 15).to_bytes(8, "little"))
 
         cases = [
-            ("/nonexistent/model", ("embed_load", "not a folder")),
+            ("/nonexistent/model", ("embed_load", "/nonexistent/model: no such folder")),
             (variant("no_tokenizer", lambda d: [os.remove(os.path.join(d, f)) for f in ("tokenizer.json", "vocab.txt")]),
              ("embed_load", "neither tokenizer.json nor vocab.txt")),
             (variant("no_config", lambda d: os.remove(os.path.join(d, "config.json"))), ("embed_load", "config.json")),
