@@ -1,5 +1,5 @@
 """The README and the reference pages in docs/ tell the truth: every ```sql and ```python snippet
-runs as written, in the order of its page, in a folder laid out as the README assumes (./embed,
+runs as written, in the order of its page, in a folder laid out as the README assumes (./embed, ./vec0 (sqlite-vec),
 ./embed_preload.so, models/all-MiniLM-L6-v2 -- here the random-weight MiniLM-shaped fixture --
 and the repository's tests/, sql/ and examples/); a value written after a statement as
 `-- <JSON>` is the value it returns (its first row: the one value, or a JSON array of the row's
@@ -48,6 +48,9 @@ def workdir():
     preload = os.path.join(os.path.dirname(EXT), "embed_preload.so")
     if os.path.exists(preload):  # make builds it beside embed.so
         os.symlink(preload, os.path.join(d, "embed_preload.so"))
+    vec0 = os.path.join(ROOT, ".deps", "node_modules", "sqlite-vec-linux-x64", "vec0.so")
+    if os.path.exists(vec0):  # sqlite-vec, which docs/coming-from.md loads as ./vec0 (scripts/deps.sh)
+        os.symlink(vec0, os.path.join(d, "vec0.so"))
     os.makedirs(os.path.join(d, "models"))
     os.symlink(os.path.join(FIXTURES, "models", "minilm-tiny-st"), os.path.join(d, MODEL_PATH))
     for sub in ("tests", "sql", "examples"):
