@@ -118,6 +118,7 @@ enum {
     IX_STMT_DELETE_PARTS,
     IX_STMT_MAX_PART,
     IX_STMT_PART,
+    IX_STMT_SET_META,
     IX_STMT_SHARED_COUNT,
     IX_STMT_SCAN = IX_STMT_SHARED_COUNT,
     IX_STMT_LOOKUP,
@@ -306,6 +307,8 @@ int ix_find_row(ix_vtab *v, sqlite3_int64 rowid, int *found, int *pending, sqlit
 int ix_place(ix_vtab *v, const int64_t *ids, const float *vecs, size_t n);
 /* A column of a statement's row as core's emb_value (pointing at the statement's bytes). */
 emb_value ix_column_value(sqlite3_stmt *s, int col);
+/* A chunk changed: a new version, so that every copy reads it again (format 2 and 3). */
+int ix_touch_chunk(ix_vtab *v, sqlite3_int64 chunk);
 /* Removes the vector at loc, moving the last one into the hole (the chunks stay dense). */
 int ix_unplace(ix_vtab *v, sqlite3_int64 rowid, sqlite3_int64 loc);
 /* The float32 vector of the row at loc, into out (dims floats): the chunk's vector, the copy
@@ -355,6 +358,8 @@ typedef struct {
 int ix_place_texts(ix_vtab *v, const int64_t *rows, char *const *texts, const size_t *lens, size_t n);
 /* Removes every part of row `rowid`, whose first part id is `first`. */
 int ix_unplace_row(ix_vtab *v, sqlite3_int64 rowid, sqlite3_int64 first);
+/* The row's metadata changed, its text not: the chunks holding its parts are read again. */
+int ix_touch_row(ix_vtab *v, sqlite3_int64 rowid, sqlite3_int64 first);
 /* Keeps the first hit of each row among n hits (nearest first), and the hits' float32 vectors
  * (vecs, d each, NULL: none) with them; returns how many, or (size_t)-1 when out of memory. An
  * unchunked copy's hits are rows already. */

@@ -191,6 +191,17 @@ int ix_unplace_row(ix_vtab *v, sqlite3_int64 rowid, sqlite3_int64 first) {
     return rc;
 }
 
+int ix_touch_row(ix_vtab *v, sqlite3_int64 rowid, sqlite3_int64 first) {
+    part_loc *p;
+    size_t n;
+    int rc = row_parts(v, rowid, first, &p, &n);
+    if (rc == SQLITE_OK) qsort(p, n, sizeof *p, by_loc_desc);
+    for (size_t i = 0; rc == SQLITE_OK && i < n; i++)
+        if (i == 0 || p[i].loc / v->chunk != p[i - 1].loc / v->chunk) rc = ix_touch_chunk(v, p[i].loc / v->chunk);
+    sqlite3_free(p);
+    return rc;
+}
+
 /* ---------- searches ---------- */
 
 typedef struct {

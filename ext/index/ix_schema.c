@@ -91,6 +91,7 @@ static const char *const stmt_sql[] = {
     [IX_STMT_PART] =
         "SELECT p.row, p.chunk, p.start, p.\"end\", length(CAST(r.text AS BLOB)) FROM \"%w\".\"%w_parts\""
         " AS p LEFT JOIN \"%w\".\"%w_rows\" AS r ON r.id = p.row WHERE p.id = ?1",
+    [IX_STMT_SET_META] = "UPDATE \"%w\".\"%w_rows\" SET (loc%s) = (loc%s) WHERE id = ?1",
     [IX_STMT_SCAN] = "SELECT id, loc, text%s FROM \"%w\".\"%w_rows\" ORDER BY id",
     [IX_STMT_LOOKUP] = "SELECT id, loc, text%s FROM \"%w\".\"%w_rows\" WHERE id = ?1",
     [IX_STMT_ALL_CONFIG] = "SELECT key, value FROM \"%w\".\"%w_config\"",
@@ -149,7 +150,8 @@ static char *statement_sql(ix_vtab *v, int id) {
     const char *m = v->meta_sql ? v->meta_sql : "", *p = v->meta_par ? v->meta_par : "";
     switch (id) {
     case IX_STMT_READ_PENDING: return sqlite3_mprintf(stmt_sql[id], m, v->schema, v->name, v->schema, v->name);
-    case IX_STMT_INSERT_ROW: return sqlite3_mprintf(stmt_sql[id], v->schema, v->name, m, p);
+    case IX_STMT_INSERT_ROW:
+    case IX_STMT_SET_META: return sqlite3_mprintf(stmt_sql[id], v->schema, v->name, m, p);
     case IX_STMT_ROW_LOCS:
     case IX_STMT_ROW_META:
         if (v->chunk_tokens) return sqlite3_mprintf(stmt_sql_parts[id], m, v->schema, v->name, v->schema, v->name);

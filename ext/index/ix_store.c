@@ -137,7 +137,7 @@ static int slot_io(ix_vtab *v, sqlite3_int64 loc, slot_data *x, int write) {
 }
 
 /* A chunk changed: it gets a new version, so that copies read it again (format 2). */
-static int touch_chunk(ix_vtab *v, sqlite3_int64 chunk) {
+int ix_touch_chunk(ix_vtab *v, sqlite3_int64 chunk) {
     if (v->format == IX_FORMAT_V1) return SQLITE_OK;
     int rc;
     sqlite3_stmt *s = ix_stmt(v, IX_STMT_SET_CHUNK_VER, &rc);
@@ -307,7 +307,7 @@ int ix_place(ix_vtab *v, const int64_t *ids, const float *vecs, size_t n) {
             sqlite3_bind_int64(s, 5, v->ivf ? (sqlite3_int64)(ch * sizeof(int32_t)) : 0);
             rc = ix_run(v, s);
         } else {
-            rc = touch_chunk(v, chunk);
+            rc = ix_touch_chunk(v, chunk);
         }
         if (rc == SQLITE_OK) rc = chunk_io(v, chunk, "vectors", recs + i * rec, take * rec, slot * rec, 1);
         if (rc == SQLITE_OK)
@@ -338,7 +338,7 @@ int ix_unplace(ix_vtab *v, sqlite3_int64 rowid, sqlite3_int64 loc) {
         rc = slot_io(v, last, &x, 0);
         if (rc == SQLITE_OK) rc = slot_io(v, loc, &x, 1);
         if (rc == SQLITE_OK) rc = set_loc(v, x.id, loc);
-        if (rc == SQLITE_OK) rc = touch_chunk(v, loc / v->chunk);
+        if (rc == SQLITE_OK) rc = ix_touch_chunk(v, loc / v->chunk);
         sqlite3_free(x.rec);
     }
     sqlite3_stmt *s;
@@ -346,7 +346,7 @@ int ix_unplace(ix_vtab *v, sqlite3_int64 rowid, sqlite3_int64 loc) {
         sqlite3_bind_int64(s, 1, last / v->chunk);
         rc = ix_run(v, s);
     } else if (rc == SQLITE_OK && last / v->chunk != loc / v->chunk) {
-        rc = touch_chunk(v, last / v->chunk);
+        rc = ix_touch_chunk(v, last / v->chunk);
     }
     if (rc == SQLITE_OK && v->rescore && (s = ix_stmt(v, IX_STMT_DELETE_VECTOR, &rc)) != NULL) {
         sqlite3_bind_int64(s, 1, rowid);
@@ -363,5 +363,5 @@ int ix_write_chunk(ix_vtab *v, sqlite3_int64 chunk, const unsigned char *recs, c
     if (rc == SQLITE_OK && v->ivf) rc = chunk_io(v, chunk, "lists", (void *)list1, rows * sizeof *list1, 0, 1);
     for (size_t i = 0; rc == SQLITE_OK && i < rows; i++)
         rc = set_loc(v, ids[i], chunk * v->chunk + (sqlite3_int64)i);
-    return rc == SQLITE_OK ? touch_chunk(v, chunk) : rc;
+    return rc == SQLITE_OK ? ix_touch_chunk(v, chunk) : rc;
 }

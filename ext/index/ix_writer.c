@@ -288,6 +288,32 @@ static int text_changed(ix_vtab *v, sqlite3_int64 rowid, const char *now, int *c
     return SQLITE_OK;
 }
 
+/* The checks of a chunked index's new row (old: the row an update replaces, else NULL). An update
+ * that keeps the rowid and the text writes the metadata in place and has the chunks holding the
+ * row's parts read again, without embedding its chunks again (*done); any other is placed anew. */
+static int chunked_row(ix_vtab *v, sqlite3_value *old, sqlite3_value *rowid, sqlite3_value *vecv, const char *txt,
+                       sqlite3_value **meta, int *done) {
+    int keeps = old && sqlite3_value_nochange(vecv);
+    if (!keeps && sqlite3_value_type(vecv) != SQLITE_NULL)
+        return ix_error(v, "a chunked index embeds its rows' texts: give a text, not a vector");
+    if (!txt) return ix_error(v, "a chunked index embeds its rows' texts, and this row's text is NULL");
+    sqlite3_int64 id = old ? sqlite3_value_int64(old) : 0, loc;
+    int changed = 1, found = 0, pending = 1, rc;
+    if (!keeps || sqlite3_value_int64(rowid) != id) return SQLITE_OK;
+    if ((rc = text_changed(v, id, txt, &changed)) != SQLITE_OK || changed) return rc;
+    if ((rc = ix_find_row(v, id, &found, &pending, &loc)) != SQLITE_OK || !found) return rc;
+    sqlite3_stmt *s = ix_stmt(v, IX_STMT_SET_META, &rc);
+    if (!s) return rc;
+    v->dirty = 1;
+    sqlite3_bind_int64(s, 1, id);
+    for (int j = 0; j < v->n_meta; j++) sqlite3_bind_value(s, 3 + j, meta[j]);
+    rc = ix_run(v, s);
+    sqlite3_clear_bindings(s);
+    if (rc == SQLITE_OK && !pending) rc = ix_touch_row(v, id, loc);
+    *done = rc == SQLITE_OK;
+    return rc;
+}
+
 static int update_row(ix_vtab *v, int argc, sqlite3_value **argv, sqlite3_int64 *rowid_out) {
     int found;
     if (argc == 1) return remove_row(v, sqlite3_value_int64(argv[0]), &found);
@@ -319,13 +345,10 @@ static int update_row(ix_vtab *v, int argc, sqlite3_value **argv, sqlite3_int64 
     /* the new row's vector: given, kept, or to embed from the text (vec NULL) */
     ext_vec vec = {0};
     int keep = 0;
-    if (v->chunk_tokens && !(is_update && sqlite3_value_nochange(vecv)) &&
-        sqlite3_value_type(vecv) != SQLITE_NULL) {
-        return ix_error(v, "a chunked index embeds its rows' texts: give a text, not a vector");
-    } else if (v->chunk_tokens && !txt) {
-        return ix_error(v, "a chunked index embeds its rows' texts, and this row's text is NULL");
-    } else if (v->chunk_tokens) {
-        /* its chunks are embedded again: a row's parts are placed together, whatever changed */
+    if (v->chunk_tokens) {
+        int done = 0;
+        rc = chunked_row(v, is_update ? old : NULL, rowid, vecv, txt, argv + 2 + IX_COL_META, &done);
+        if (rc != SQLITE_OK || done) return rc;
     } else if (is_update && sqlite3_value_nochange(vecv)) {
         int changed = 0;
         if ((rc = text_changed(v, sqlite3_value_int64(old), txt, &changed)) != SQLITE_OK) return rc;

@@ -72,6 +72,8 @@ UPDATE ci SET text = 'trains are early' WHERE rowid = 1;
 DELETE FROM ci WHERE rowid = 2;
 SELECT rowid, chunk FROM ci WHERE ci MATCH 'train' AND k = 5;
 ROLLBACK;
+UPDATE ci SET lang = 'fr' WHERE rowid = 1;
+SELECT rowid, lang FROM ci WHERE ci MATCH 'late bus' AND k = 2 AND lang = 'fr';
 INSERT INTO ci(rowid, vector) VALUES (9, '[1, 2]');
 INSERT INTO ci(rowid, text) VALUES (9, NULL);
 SELECT rowid FROM ci WHERE ci MATCH 'x' AND k = 2 AND rerank = 'minilm';

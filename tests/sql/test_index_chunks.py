@@ -214,9 +214,15 @@ def updates_deletes_rollback_and_reopen():
     one(con, "SELECT embed_load('m', ?)", MODEL)
     check(con, Brute(con), "reopened")
     # a row's update that leaves the text alone keeps its chunks (and moves its metadata)
-    con.execute("UPDATE docs SET lang = 'fr' WHERE id = 1")
-    con.execute("UPDATE ix SET lang = 'fr' WHERE rowid = 1")
-    check(con, Brute(con), "metadata updated", where=" AND lang = 'fr'", allowed_sql="lang = 'fr'", ks=(5,))
+    parts = con.execute("SELECT * FROM ix_parts ORDER BY id").fetchall()
+    check(con, Brute(con), "before", where=" AND lang = 'fr'", allowed_sql="lang = 'fr'", ks=(30,))
+    for i in (1, 4, 7):
+        con.execute("UPDATE docs SET lang = 'fr', year = 1999 WHERE id = ?", (i,))
+        con.execute("UPDATE ix SET lang = 'fr', year = 1999 WHERE rowid = ?", (i,))
+    assert con.execute("SELECT * FROM ix_parts ORDER BY id").fetchall() == parts
+    check(con, Brute(con), "metadata updated", where=" AND lang = 'fr' AND year = 1999",
+          allowed_sql="lang = 'fr' AND year = 1999", ks=(5,))
+    check(con, Brute(con), "metadata updated", where=" AND lang = 'fr'", allowed_sql="lang = 'fr'", ks=(30,))
 
 
 @test
