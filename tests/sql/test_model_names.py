@@ -1,6 +1,7 @@
 """What embed_load says about a wrong folder argument (a file given for its folder, a missing
 path, GGUF files), and the nearest loaded name an unknown model name suggests in every function
-that takes a model (a typo: one edit for names of 4 bytes or fewer, two for longer ones)."""
+that takes a model (a typo: one edit for names of 4 bytes or fewer, two for longer ones); and
+docs/models.md's column table of embed_models lists exactly the table's columns."""
 import os
 import shutil
 import tempfile
@@ -103,3 +104,16 @@ def only_a_near_name_is_suggested():
         assert one(con, "SELECT embed_dims(embed('minilm', 'a'))") > 0
     finally:
         con.execute("SELECT embed_unload('minilm')")
+
+
+@test
+def docs_models_lists_every_column_of_embed_models():
+    import re
+    text = open(os.path.join(os.path.dirname(FIXTURES), "..", "docs", "models.md"), encoding="utf-8").read()
+    table = text[text.index("## `embed_models`"):]
+    table = table[:table.index("```")]
+    listed = [n for row in re.findall(r"^\| (`[^|]+`) \|", table, re.M) for n in re.findall(r"`(\w+)`", row)]
+    con = connect()
+    columns = [n for (n,) in con.execute("SELECT name FROM pragma_table_xinfo('embed_models') WHERE hidden = 0")]
+    assert sorted(listed) == sorted(columns), (sorted(set(columns) - set(listed)), sorted(set(listed) - set(columns)))
+    assert "weights" in listed
