@@ -9,15 +9,7 @@ set -u
 cd "$(dirname "$0")/../.." || exit 1
 build=${1:-build}
 ext=${2:-$(if [ "$build" = build ]; then echo embed.so; else echo "$build/embed.so"; fi)}
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-passed=0
-failed=0
-check() { # check DESCRIPTION COMMAND...
-    local what=$1; shift
-    if "$@" >"$tmp/out" 2>&1; then passed=$((passed + 1)); echo "ok $what"
-    else failed=$((failed + 1)); echo "FAIL $what"; sed 's/^/    /' "$tmp/out" | tail -n 15; fi
-}
+. tests/install/check.sh
 if ! git rev-parse --git-dir >/dev/null 2>&1; then  # an unpacked source archive: make dist needs git archive
     echo "skip: not a git clone, so make dist cannot run here"; echo "0 passed, 0 failed"; exit 0
 fi
@@ -65,5 +57,4 @@ check "a C program builds against the unpacked archive" bash -c \
     "cc -std=c11 -Wall -Wextra -Werror tests/install/use_core.c -o '$tmp/use_core' \$(pkg-config --cflags --libs sqlite-embed)"
 check "the C program runs and gets the expected values" "$tmp/use_core"
 
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+finish

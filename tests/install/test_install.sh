@@ -7,15 +7,7 @@
 set -u
 cd "$(dirname "$0")/../.." || exit 1
 build=${1:-build}
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-passed=0
-failed=0
-check() { # check DESCRIPTION COMMAND...
-    local what=$1; shift
-    if "$@" >"$tmp/out" 2>&1; then passed=$((passed + 1)); echo "ok $what"
-    else failed=$((failed + 1)); echo "FAIL $what"; sed 's/^/    /' "$tmp/out" | tail -n 15; fi
-}
+. tests/install/check.sh
 mk() { make --no-print-directory BUILD="$build" "$@"; }
 # The public headers: all of include/sqlite-embed/ and nothing else (core/*/*.h are internal).
 headers=$(cd include/sqlite-embed && ls -- *.h)
@@ -68,5 +60,4 @@ check "make uninstall PREFIX" mk uninstall PREFIX="$prefix"
 check "uninstall leaves none of the installed files" test -z "$(installed_files "$prefix")"
 check "uninstall leaves no empty include/sqlite-embed or lib/pkgconfig" test ! -e "$prefix/include/sqlite-embed" -a ! -e "$prefix/lib/pkgconfig"
 
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+finish
