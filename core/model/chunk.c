@@ -4,10 +4,13 @@
  * token), and chunks are packed greedily: the strongest kind of cut within the limit, the
  * furthest of that kind. Each chunk is then tokenized alone, since Unigram / Metaspace and
  * byte-level BPE segment a substring differently from the same span in the whole text, and it
- * is shortened until that count fits. */
+ * is shortened until that count fits. WordPiece tokenizes word by word, so a chunk cut between
+ * words has its span's tokens and needs no second pass (twice the speed: bench/README.md). */
 #include "sqlite-embed/chunk.h"
 #include "base/emb_common.h"
 #include "base/utf8.h"
+#include "model/model_internal.h"
+#include "text/tokenizer.h"
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,6 +34,8 @@ typedef struct {
     const char *text;
     size_t len;
     int defined; /* whitespace tokens: counted here, no vocabulary needed */
+    int words_alone; /* a chunk cut between words tokenizes as its span (WordPiece) */
+    int fake_cuts; /* a segment was cut inside a word: word boundaries are no longer certain */
     emb_encoding seg; /* one segment's tokens */
     emb_encoding alone; /* one chunk tokenized alone */
     item *it; /* the tokens of text[.., done) not yet dropped */
@@ -159,6 +164,11 @@ static size_t segment_end(const char *text, size_t from, size_t len) {
     return end;
 }
 
+/* Whether the segment ending at `to` ends at white space (so its last word is whole). */
+static int ends_at_space(const char *text, size_t to, size_t len) {
+    return to == len || text[to - 1] == '\n' || text[to - 1] == ' ' || text[to - 1] == '\t';
+}
+
 /* A token of white space alone holds nothing a chunk must cover: its bytes go with the gap. */
 static int only_white(const char *text, const emb_token *t) {
     size_t adv;
@@ -171,6 +181,7 @@ static int only_white(const char *text, const emb_token *t) {
  * so a segment cut inside a run without spaces reads as a word boundary (planning only). */
 static int next_segment(planner *pl, char err[EMB_ERR_LEN]) {
     size_t from = pl->done, to = segment_end(pl->text, from, pl->len);
+    if (!ends_at_space(pl->text, to, pl->len)) pl->fake_cuts = 1;
     if (tokenize(pl, from, to, &pl->seg, err)) return -1;
     if (emb_grow((void **)&pl->it, &pl->cap, pl->n + pl->seg.n, sizeof *pl->it))
         return emb_fail(err, "out of memory");
@@ -272,6 +283,16 @@ static int reach(planner *pl, size_t s, long budget, size_t *hi, char err[EMB_ER
     return 0;
 }
 
+/* Whether items [s, e) tokenized alone are exactly themselves: WordPiece, cut between the
+ * tokenizer's own words (its word ids; white space it does not split at, such as U+000B, which
+ * it removes, joins the words around it). */
+static int span_is_alone(const planner *pl, size_t s, size_t e) {
+    if (!pl->words_alone || pl->fake_cuts || (s == 0 && pl->base > 0)) return 0;
+    int starts = s == 0 || pl->it[s - 1].word != pl->it[s].word;
+    int ends = e >= pl->n ? pl->done == pl->len : pl->it[e - 1].word != pl->it[e].word;
+    return starts && ends;
+}
+
 /* One chunk from token s whose end lies after prev: the best end in reach, shortened while the
  * chunk tokenized alone has too many tokens; the overlap is given up before failing. */
 static int plan_one(planner *pl, size_t *s, size_t prev, size_t *end, char err[EMB_ERR_LEN]) {
@@ -291,7 +312,8 @@ static int plan_one(planner *pl, size_t *s, size_t prev, size_t *end, char err[E
             return emb_fail(err, "max_tokens %d is too small: the text at byte %zu takes more tokens than that",
                             pl->max, bs);
         int count;
-        if (count_alone(pl, bs, be, &count, err)) return -1;
+        if (span_is_alone(pl, *s, e)) count = (int)tokens_in(pl, *s, e);
+        else if (count_alone(pl, bs, be, &count, err)) return -1;
         if (count <= pl->max) {
             *end = e;
             return emit(pl, bs, be, count) ? emb_fail(err, "out of memory") : 0;
@@ -355,6 +377,7 @@ int emb_model_chunks(const emb_model *m, const char *text, size_t len, const emb
     if (len > INT32_MAX) return emb_fail(err, "the text has %zu bytes, more than 2147483647", len);
     planner pl = {.m = m, .text = text ? text : "", .len = text ? len : 0};
     pl.defined = strcmp(emb_model_get_info(m)->architecture, "defined") == 0;
+    pl.words_alone = !pl.defined && m->tok && emb_tokenizer_words_alone(m->tok);
     size_t bad;
     if (!emb_utf8_valid(pl.text, pl.len, &bad)) return emb_fail(err, "invalid UTF-8 at byte %zu", bad);
     emb_model_encoding_init(&pl.seg);

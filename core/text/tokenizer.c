@@ -32,6 +32,7 @@ int32_t emb_tokenizer_sep_id(const emb_tokenizer *t) { return t->sep_id; }
 int32_t emb_tokenizer_pad_id(const emb_tokenizer *t) { return t->pad_id; }
 int32_t emb_tokenizer_mask_id(const emb_tokenizer *t) { return t->mask_id; }
 int emb_tokenizer_max_input_chars_per_word(const emb_tokenizer *t) { return t->max_chars; }
+int emb_tokenizer_words_alone(const emb_tokenizer *t) { return t->kind == TOK_WORDPIECE; }
 int64_t emb_tokenizer_model_max_length(const emb_tokenizer *t) { return t->model_max_length; }
 int emb_tokenizer_num_special(const emb_tokenizer *t, int pair) { return pair ? t->spec_pair : t->spec_single; }
 int emb_tokenizer_max_type_id(const emb_tokenizer *t, int pair) { return t->max_type[pair != 0]; }

@@ -71,6 +71,10 @@ int32_t emb_tokenizer_sep_id(const emb_tokenizer *t);
 int32_t emb_tokenizer_pad_id(const emb_tokenizer *t);
 int32_t emb_tokenizer_mask_id(const emb_tokenizer *t);
 int emb_tokenizer_max_input_chars_per_word(const emb_tokenizer *t);
+/* 1 when a text cut between two words (HF word ids) tokenizes as the same tokens on each side
+ * as in the whole: WordPiece, which splits the text into words first and each word alone. 0 for
+ * Unigram and byte-level BPE, whose pieces depend on the white space before a word. */
+int emb_tokenizer_words_alone(const emb_tokenizer *t);
 /* model_max_length from tokenizer_config.json; 0 when absent or a "no limit" sentinel. */
 int64_t emb_tokenizer_model_max_length(const emb_tokenizer *t);
 /* Number of template special tokens added to a single sequence (pair = 0) or a pair (1). */
