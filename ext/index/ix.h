@@ -399,17 +399,12 @@ int ix_filter_rows(ix_vtab *v, const ix_cache *c, const ix_filters *f, size_t **
 
 /* ---------- ix_rerank.c ---------- */
 
-/* The rerank settings of a search: the cross-encoder's name (NULL: none) and the depth. */
-typedef struct {
-    const char *model;
-    size_t depth;
-} ix_rerank_opt;
 /* Scores the n candidate hits of copy c (nearest first; parts for a chunked index) against
- * the query text with the cross-encoder; keeps each row's best-scored hit, ordered by score
+ * the query text with the cross-encoder named `model`; keeps each row's best-scored hit, ordered by score
  * (highest first), at most k of them, with their vectors (vecs, NULL: none); the scores into
  * *scores (sqlite3_malloc'd). Returns the number kept in *n. */
-int ix_rerank(ix_vtab *v, const ix_rerank_opt *o, const char *query, size_t qlen, const ix_cache *c,
-              emb_knn_hit *hits, float *vecs, size_t *n, size_t k, float **scores);
+int ix_rerank(ix_vtab *v, const char *model, const char *query, size_t qlen, const ix_cache *c, emb_knn_hit *hits,
+              float *vecs, size_t *n, size_t k, float **scores);
 
 /* ---------- ix_search.c: the cursor methods, reads only ---------- */
 

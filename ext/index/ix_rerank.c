@@ -111,11 +111,11 @@ static int order_by_score(const ix_cache *c, emb_knn_hit *hits, float *vecs, siz
     return rc;
 }
 
-int ix_rerank(ix_vtab *v, const ix_rerank_opt *o, const char *query, size_t qlen, const ix_cache *c,
-              emb_knn_hit *hits, float *vecs, size_t *n, size_t k, float **scores) {
+int ix_rerank(ix_vtab *v, const char *model, const char *query, size_t qlen, const ix_cache *c, emb_knn_hit *hits,
+              float *vecs, size_t *n, size_t k, float **scores) {
     int rc;
     *scores = NULL;
-    emb_model *m = cross_encoder(v, o->model, &rc);
+    emb_model *m = cross_encoder(v, model, &rc);
     if (!m) return rc;
     size_t nc = *n;
     char **texts = sqlite3_malloc64((nc + 1) * sizeof *texts);

@@ -305,9 +305,8 @@ static int finish_hits(ix_cursor *c, ix_vtab *v, const knn_settings *o, sqlite3_
         if (distinct == (size_t)-1) return SQLITE_NOMEM;
         size_t n = (size_t)o->depth > prefix ? (size_t)o->depth : prefix;
         if (n > c->n) n = c->n;
-        ix_rerank_opt ro = {o->rerank, (size_t)o->depth};
-        int rc = ix_rerank(v, &ro, (const char *)sqlite3_value_text(query), (size_t)sqlite3_value_bytes(query),
-                           c->cache, c->hits, c->vecs, &n, k, &c->score);
+        int rc = ix_rerank(v, o->rerank, (const char *)sqlite3_value_text(query),
+                           (size_t)sqlite3_value_bytes(query), c->cache, c->hits, c->vecs, &n, k, &c->score);
         c->n = rc == SQLITE_OK ? n : 0;
         return rc == SQLITE_OK ? hits_to_rows(c) : rc;
     }

@@ -93,6 +93,17 @@ static const faults_step script[] = {
     {CONN_MAIN, "DELETE FROM qv WHERE rowid % 5 = 0", 0},
     {CONN_SECOND,
      "SELECT rowid, distance FROM qv WHERE qv MATCH '[3, 2, 1, 2, 1, 0, 1, 3]' AND k = 5 AND probes = 4", 0},
+    /* a chunked index: parts cut, embedded and placed; a widened search; metadata kept; parts removed */
+    {CONN_MAIN, "CREATE VIRTUAL TABLE cd USING embed_index(model = 'm', chunk_tokens = 4, author text)", 0},
+    {CONN_MAIN,
+     "INSERT INTO cd(rowid, text, author) VALUES (1, 'the bus is late. the bus is late again today.', 'ann'), "
+     "(2, 'a cat sleeps in the sun all day', 'bob'), (3, '  ', 'cy')",
+     0},
+    {CONN_MAIN,
+     "SELECT rowid, distance, chunk, chunk_start, chunk_end FROM cd WHERE cd MATCH 'late bus' AND k = 3", 0},
+    {CONN_MAIN, "UPDATE cd SET author = 'dan' WHERE rowid = 1", 0},
+    {CONN_MAIN, "DELETE FROM cd WHERE rowid = 2", 0},
+    {CONN_SECOND, "SELECT rowid, chunk FROM cd WHERE cd MATCH 'a bus' AND k = 2 AND author = 'dan'", 0},
     {CONN_MAIN, "CREATE VIRTUAL TABLE fts USING fts5(body)", 0},
     {CONN_MAIN, "INSERT INTO fts(rowid, body) SELECT rowid, text FROM docs WHERE text IS NOT NULL", 0},
     {CONN_MAIN,
