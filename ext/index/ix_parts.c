@@ -138,7 +138,8 @@ static int by_loc_desc(const void *a, const void *b) {
     return (x < y) - (x > y);
 }
 
-/* The parts of row `rowid`, which begin at part id `first`, into *out (sqlite3_malloc'd). */
+/* The parts of row `rowid`, which begin at part id `first`, into *out (sqlite3_malloc'd), from the
+ * last position down. */
 static int row_parts(ix_vtab *v, sqlite3_int64 rowid, sqlite3_int64 first, part_loc **out, size_t *n) {
     int rc;
     sqlite3_stmt *s = ix_stmt(v, IX_STMT_ROW_PARTS, &rc);
@@ -170,16 +171,16 @@ static int row_parts(ix_vtab *v, sqlite3_int64 rowid, sqlite3_int64 first, part_
     if (rc == SQLITE_OK && step != SQLITE_ROW && step != SQLITE_DONE) rc = ix_sql_error(v, step);
     if (rc == SQLITE_OK && *n == 0)
         rc = ix_corrupt(v, "parts", "rowid %lld's first part %lld is missing", (long long)rowid, (long long)first);
+    if (rc == SQLITE_OK) qsort(*out, *n, sizeof **out, by_loc_desc);
     return rc;
 }
 
 int ix_unplace_row(ix_vtab *v, sqlite3_int64 rowid, sqlite3_int64 first) {
     part_loc *p;
     size_t n;
-    int rc = row_parts(v, rowid, first, &p, &n);
     /* from the last position down: each hole is filled from the end of the array, which then
      * holds none of this row's other parts, so their positions stay as read */
-    if (rc == SQLITE_OK) qsort(p, n, sizeof *p, by_loc_desc);
+    int rc = row_parts(v, rowid, first, &p, &n);
     for (size_t i = 0; rc == SQLITE_OK && i < n; i++) rc = ix_unplace(v, p[i].id, p[i].loc);
     sqlite3_stmt *s = rc == SQLITE_OK ? ix_stmt(v, IX_STMT_DELETE_PARTS, &rc) : NULL;
     if (s) {
@@ -195,8 +196,7 @@ int ix_touch_row(ix_vtab *v, sqlite3_int64 rowid, sqlite3_int64 first) {
     part_loc *p;
     size_t n;
     int rc = row_parts(v, rowid, first, &p, &n);
-    if (rc == SQLITE_OK) qsort(p, n, sizeof *p, by_loc_desc);
-    for (size_t i = 0; rc == SQLITE_OK && i < n; i++)
+    for (size_t i = 0; rc == SQLITE_OK && i < n; i++) /* each chunk once: the parts come by position */
         if (i == 0 || p[i].loc / v->chunk != p[i - 1].loc / v->chunk) rc = ix_touch_chunk(v, p[i].loc / v->chunk);
     sqlite3_free(p);
     return rc;
