@@ -16,7 +16,7 @@ MODELS = {
 }
 for _name, _path in MODELS.items():
     con.execute("SELECT embed_load(?, ?)", (_name, _path))
-con.execute("SELECT embed_define('lesson', ?)", (LESSON_MODEL,))
+con.execute("SELECT embed_define('chunks-lesson', ?)", (LESSON_MODEL,))
 KINDS = ["wp", "mwp", "ug", "bpe"]
 
 # Unicode's White_Space characters: what chunks never start or end with
@@ -256,18 +256,18 @@ def the_default_limit_is_the_models_less_its_special_tokens():
 @test
 def defined_models_count_their_words():
     text = "bus is late. early bus is late\n\nlate late early"
-    rows = chunks("lesson", text, '{"max_tokens": 4}')
+    rows = chunks("chunks-lesson", text, '{"max_tokens": 4}')
     assert [r[1] for r in rows] == ["bus is late.", "early bus is late", "late late early"]
     assert [r[4] for r in rows] == [3, 4, 3]
-    rows = chunks("lesson", "bus is late early bus", '{"max_tokens": 2, "overlap": 1}')
+    rows = chunks("chunks-lesson", "bus is late early bus", '{"max_tokens": 2, "overlap": 1}')
     assert [r[1] for r in rows] == ["bus is", "is late", "late early", "early bus"]
     # words outside the vocabulary are still counted (chunking needs no vocabulary)
-    assert [r[1] for r in chunks("lesson", "unknown words here", '{"max_tokens": 2}')] == ["unknown words", "here"]
+    assert [r[1] for r in chunks("chunks-lesson", "unknown words here", '{"max_tokens": 2}')] == ["unknown words", "here"]
 
 
 @test
 def null_empty_and_white_space_give_no_rows():
-    for m in KINDS + ["lesson"]:
+    for m in KINDS + ["chunks-lesson"]:
         for text in [None, "", "   ", " \n\t\u3000\u00a0 "]:
             assert chunks(m, text, '{"max_tokens": 4}') == [], (m, repr(text))
     assert chunks(None, "a text") == []

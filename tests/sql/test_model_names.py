@@ -14,7 +14,7 @@ GGUF = (".gguf files are not supported: sqlite-embed reads Hugging Face folders 
 
 
 def load_error(con, path):
-    return assert_error(con, "SELECT embed_load('m', ?)", "embed_load", args=(path,))
+    return assert_error(con, "SELECT embed_load('names-m', ?)", "embed_load", args=(path,))
 
 
 @test
