@@ -92,7 +92,8 @@ static int32_t best_list(float *s, const float *norms2, size_t lists, int sph) {
 
 /* The nearest list of each row into out; *changed (if not NULL) counts the rows whose entry
  * differed from what out held. */
-static int assign_rows(const emb_ivf *ivf, const float *x, size_t n, int32_t *out, size_t *changed) {
+static int assign_rows(const emb_ivf *ivf, const float *x, size_t n, int32_t *out, size_t *changed,
+                       const emb_stop *stop) {
     size_t lists = ivf->lists, d = ivf->d, block = block_rows(lists);
     if (block > n) block = n;
     if (changed) *changed = 0;
@@ -102,6 +103,10 @@ static int assign_rows(const emb_ivf *ivf, const float *x, size_t n, int32_t *ou
     int sph = spherical(ivf->metric);
     for (size_t at = 0; at < n; at += block) {
         size_t rows = n - at < block ? n - at : block;
+        if (stop && stop->fn(stop->arg)) {
+            free(s);
+            return -2;
+        }
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (blasint)rows, (blasint)lists, (blasint)d, 1.0f,
                     x + at * d, (blasint)d, ivf->centroids, (blasint)d, 0.0f, s, (blasint)lists);
         for (size_t r = 0; r < rows; r++) {
@@ -116,7 +121,7 @@ static int assign_rows(const emb_ivf *ivf, const float *x, size_t n, int32_t *ou
 
 int emb_ivf_assign(const emb_ivf *ivf, const float *x, size_t n, int32_t *list_out) {
     if (!ivf || !ivf->centroids || (n && (!x || !list_out))) return -1;
-    return assign_rows(ivf, x, n, list_out, NULL);
+    return assign_rows(ivf, x, n, list_out, NULL, NULL);
 }
 
 /* ---------- training ---------- */
@@ -156,7 +161,8 @@ static size_t draw_row(const double *cum, const float *mind, size_t m, double r)
  * of squared distances most (plain k-means++ puts two centroids in one of 8 well-separated
  * clusters in about one run of five; this makes it rare). Each centroid is a distinct row; rows
  * of weight 0 are never picked. */
-static int seed_centroids(emb_ivf *ivf, const float *x, size_t n, const float *w, uint64_t *rng) {
+static int seed_centroids(emb_ivf *ivf, const float *x, size_t n, const float *w, uint64_t *rng,
+                          const emb_stop *stop) {
     size_t lists = ivf->lists, d = ivf->d;
     size_t m = n > 256 && lists < (n - 256) / 8 ? 8 * lists + 256 : n;
     size_t trials = 2 + (size_t)log((double)lists), pick[2 + 64];
@@ -179,6 +185,10 @@ static int seed_centroids(emb_ivf *ivf, const float *x, size_t n, const float *w
         mind[i] = w[idx[i]] > 0 ? INFINITY : 0;
     }
     for (size_t c = 0; c < lists; c++) {
+        if (stop && stop->fn(stop->arg)) {
+            rc = -2;
+            goto done;
+        }
         double total = 0;
         for (size_t i = 0; i < m; i++) cum[i] = total += mind[i];
         size_t nt = 0;
@@ -295,6 +305,11 @@ static void reseed_empty(emb_ivf *ivf, size_t *count) {
 
 int emb_ivf_train(emb_ivf *ivf, const float *x, size_t n, size_t d, emb_metric m, size_t lists, int iterations,
                   uint64_t seed) {
+    return emb_ivf_train_stoppable(ivf, x, n, d, m, lists, iterations, seed, NULL);
+}
+
+int emb_ivf_train_stoppable(emb_ivf *ivf, const float *x, size_t n, size_t d, emb_metric m, size_t lists,
+                            int iterations, uint64_t seed, const emb_stop *stop) {
     if (!ivf) return -1;
     memset(ivf, 0, sizeof *ivf);
     if (!x || n == 0 || lists > n || iterations < 0 || !metric_known(m) || !shape_ok(lists, d) ||
@@ -309,12 +324,14 @@ int emb_ivf_train(emb_ivf *ivf, const float *x, size_t n, size_t d, emb_metric m
     if (!w || !assign || !sum || !count) goto done;
     int sph = spherical(m);
     row_weights(x, n, d, sph, w);
-    if (seed_centroids(ivf, x, n, w, &rng)) goto done;
+    if ((rc = seed_centroids(ivf, x, n, w, &rng, stop)) != 0) goto done;
+    rc = -1;
     update_norms(ivf);
     for (size_t i = 0; i < n; i++) assign[i] = -1;
     for (int it = 0; it < iterations; it++) {
         size_t changed;
-        if (assign_rows(ivf, x, n, assign, &changed)) goto done;
+        if ((rc = assign_rows(ivf, x, n, assign, &changed, stop)) != 0) goto done;
+        rc = -1;
         if (changed == 0) break;
         update_centroids(ivf, x, n, w, assign, sum, count);
         reseed_empty(ivf, count);

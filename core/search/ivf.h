@@ -33,6 +33,14 @@ typedef struct {
  * arguments: NULL, n, d or lists 0, lists > n, iterations < 0, an unknown metric). */
 int emb_ivf_train(emb_ivf *ivf, const float *x, size_t n, size_t d, emb_metric m, size_t lists, int iterations,
                   uint64_t seed);
+/* Long work asks fn(arg) between blocks of about a few million multiply-adds; nonzero stops it. */
+typedef struct {
+    int (*fn)(void *arg);
+    void *arg;
+} emb_stop;
+/* emb_ivf_train that asks stop (NULL: never stops) and returns -2, *ivf freed, when it says so. */
+int emb_ivf_train_stoppable(emb_ivf *ivf, const float *x, size_t n, size_t d, emb_metric m, size_t lists,
+                            int iterations, uint64_t seed, const emb_stop *stop);
 /* An ivf from stored centroids (copied as they are). Returns 0 or -1 (out of memory, or bad
  * arguments). */
 int emb_ivf_init(emb_ivf *ivf, const float *centroids, size_t lists, size_t d, emb_metric m);

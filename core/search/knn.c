@@ -118,6 +118,18 @@ static void score_some(const emb_knn_index *ix, const float *q, const size_t *ro
     }
 }
 
+/* Whether fewer than half of the rows lie in runs of 4 or more consecutive positions. */
+static int scattered(const size_t *rows, size_t m) {
+    size_t in_runs = 0;
+    for (size_t j = 0; j < m;) {
+        size_t run = 1;
+        while (j + run < m && rows[j + run] == rows[j] + run) run++;
+        if (run >= 4) in_runs += run;
+        j += run;
+    }
+    return in_runs < m / 2;
+}
+
 int emb_knn_search_rows(const emb_knn_index *ix, const float *q, size_t k, const size_t *rows, size_t m,
                         emb_knn_scratch *scratch, emb_knn_hit *out, size_t *n_out) {
     size_t n = ix->n, d = ix->d;
@@ -127,8 +139,9 @@ int emb_knn_search_rows(const emb_knn_index *ix, const float *q, size_t k, const
     if (k == 0) return 0;
     size_t keep = k + k / 4 + 16;
     if (keep > m) keep = m;
-    /* many rows: one sgemv over the whole array is faster than a dot product per row */
-    int whole = !rows || m > n / 8;
+    /* many scattered rows: one sgemv over the whole array is faster than a dot product per row;
+     * rows in runs (an IVF's lists) are scored run by run, at the cost of those rows only */
+    int whole = !rows || (m > n / 8 && scattered(rows, m));
     size_t need = whole ? n : m;
     emb_knn_scratch own = {0};
     if (!scratch) scratch = &own;

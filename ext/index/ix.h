@@ -14,7 +14,9 @@
  *   ix_model.c    the index's model: finding it, holding it, embedding texts with it
  *   ix_parts.c    a chunked index's parts: a row's text cut into chunks (emb_model_chunks),
  *                 embedded and placed; removed with the row; search hits grouped by row
- *   ix_build.c    the 'build' command: training and storing the IVF lists
+ *   ix_tune.c     recall-targeted defaults: the probes and oversample measured on held-out
+ *                 rows, stored in NAME_config, read by searches
+ *   ix_build.c    the 'build' and 'optimize' commands: training and storing the IVF lists
  *   ix_writer.c   xUpdate: checking rows and keeping them pending until they are placed
  *   ix_filter.c   a search's conditions on metadata and rowids: the positions they pass
  *   ix_rerank.c   a search's candidates scored by a cross-encoder (rerank = 'model')
@@ -33,6 +35,7 @@
 #include "search/knn.h"
 #include "search/meta.h"
 #include "search/quant.h"
+#include "search/tune.h"
 #include "search/vec_array.h" /* emb_vectors_alloc */
 #include <stddef.h>
 #include <stdint.h>
@@ -119,6 +122,7 @@ enum {
     IX_STMT_MAX_PART,
     IX_STMT_PART,
     IX_STMT_SET_META,
+    IX_STMT_PING,
     IX_STMT_SHARED_COUNT,
     IX_STMT_SCAN = IX_STMT_SHARED_COUNT,
     IX_STMT_LOOKUP,
@@ -276,6 +280,14 @@ int ix_config(ix_vtab *v);
 int ix_get_config(ix_vtab *v, const char *key, sqlite3_int64 *out);
 /* A text value of NAME_config, sqlite3_malloc'd (NULL when absent or not text). */
 int ix_get_config_text(ix_vtab *v, const char *key, char **out);
+/* A key older indexes may lack: absent or NULL gives dflt; anything but an integer in
+ * [lo, hi] is damage. */
+int ix_get_config_opt(ix_vtab *v, const char *key, sqlite3_int64 lo, sqlite3_int64 hi, sqlite3_int64 dflt,
+                      sqlite3_int64 *out);
+/* SQLITE_INTERRUPT (with the message set) once sqlite3_interrupt was called on the connection
+ * during this statement, else SQLITE_OK: long work asks between steps (SQLite 3.40 has no
+ * sqlite3_is_interrupted; a statement stepped now sees the flag). */
+int ix_interrupted(ix_vtab *v, const char *what);
 int ix_set_config(ix_vtab *v, const char *key, sqlite3_int64 value);
 int ix_set_config_text(ix_vtab *v, const char *key, const char *value);
 /* NAME_config's version: bumped by every committed write. */
@@ -371,10 +383,40 @@ size_t ix_count_rows(const ix_cache *c, const emb_knn_hit *hits, size_t n, size_
 /* Part `part` of row `row`, checked against the row's text. */
 int ix_part_info(ix_vtab *v, sqlite3_int64 part, sqlite3_int64 row, ix_part *out);
 
+/* ---------- ix_tune.c ---------- */
+
+/* The float32 vectors of the rows at positions pos[0 .. n-1] of copy c into out: f32 records
+ * themselves; compact ones decoded, or read from NAME_vectors when there are and `exact` is set
+ * or the codes are sign bits (too coarse to pick a list with). */
+int ix_floats_at(ix_vtab *v, const ix_cache *c, const size_t *pos, size_t n, int exact, float *out);
+/* pos[0 .. n-1] = 0 .. n-1, its first `want` shuffled (seeded): a sample without replacement. */
+void ix_sample(size_t n, size_t want, uint64_t seed, size_t *pos);
+/* NAME_config's target_recall (default 0.95). */
+int ix_target(ix_vtab *v, double *target);
+/* How many held-out queries a measurement over n rows uses (0: too few rows to measure). */
+size_t ix_tune_queries(size_t n);
+/* The build's measurement: the probes reaching the target for queries t, given every row's
+ * list + 1 (list1, n rows), stored with the recall and whether the search should scan. */
+int ix_tune_probes(ix_vtab *v, const emb_ivf *ivf, const emb_truth *t, const int32_t *list1, size_t n);
+/* Compact storage with float32 copies: the oversample reaching the target, stored. */
+int ix_tune_codes(ix_vtab *v, const ix_cache *c);
+/* After rows are placed: measures the oversample again when the rows have doubled since. */
+int ix_tune_if_grown(ix_vtab *v);
+/* What a search uses when the query sets nothing: 0 for the built-in default. */
+typedef struct {
+    size_t probes, oversample; /* oversample already scaled to the rows there are */
+    int exact; /* the IVF cannot reach the target for less than a scan: scan */
+} ix_tuned;
+int ix_tuned_settings(ix_vtab *v, const ix_cache *c, ix_tuned *out);
+
 /* ---------- ix_build.c ---------- */
 
-/* INSERT INTO t(t[, text]) VALUES ('build'[, '{"lists": N, "iterations": N, "sample": N}']). */
+/* INSERT INTO t(t[, text]) VALUES ('build'[, '{"lists": N, "iterations": N, "sample": N,
+ * "target_recall": R}']). */
 int ix_build(ix_vtab *v, sqlite3_value *options);
+/* INSERT INTO t(t[, text]) VALUES ('optimize'[, '{"target_recall": R}']): measures compact
+ * storage's oversample now. */
+int ix_optimize(ix_vtab *v, sqlite3_value *options);
 
 /* ---------- ix_writer.c ---------- */
 

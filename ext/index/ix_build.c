@@ -10,13 +10,15 @@
 #include "ix.h"
 #include <cjson/cJSON.h>
 #include <string.h>
+#include <time.h>
 
-#define BUILD_EXAMPLE "{\"lists\": 1000, \"iterations\": 10, \"sample\": 256}"
+#define BUILD_EXAMPLE "{\"lists\": 1000, \"iterations\": 10, \"sample\": 256, \"target_recall\": 0.95}"
 
 typedef struct {
     sqlite3_int64 lists; /* 0: emb_ivf_default_lists */
     sqlite3_int64 iterations; /* Lloyd iterations */
     sqlite3_int64 sample; /* training rows per list */
+    double target; /* 0: NAME_config's target_recall is kept */
 } build_options;
 
 static int integer_option(ix_vtab *v, const cJSON *root, const char *key, sqlite3_int64 lo, sqlite3_int64 hi,
@@ -31,45 +33,59 @@ static int integer_option(ix_vtab *v, const cJSON *root, const char *key, sqlite
     return SQLITE_OK;
 }
 
-static int read_options(ix_vtab *v, sqlite3_value *val, build_options *o) {
-    *o = (build_options){0, 10, 256};
+/* target_recall: a number in (0, 1], or 0 when absent. */
+static int target_option(ix_vtab *v, const char *cmd, const cJSON *root, double *out) {
+    const cJSON *x = cJSON_GetObjectItemCaseSensitive(root, "target_recall");
+    *out = 0;
+    if (!x) return SQLITE_OK;
+    if (!cJSON_IsNumber(x) || !(x->valuedouble >= 0.0001 && x->valuedouble <= 1))
+        return ix_error(v, "%s: option \"target_recall\" must be a number above 0 and at most 1, such as 0.95",
+                        cmd);
+    *out = x->valuedouble;
+    return SQLITE_OK;
+}
+
+/* The JSON options of a command, or NULL for none. */
+static int options_json(ix_vtab *v, const char *cmd, sqlite3_value *val, const char *example, cJSON **root) {
+    *root = NULL;
     if (!val || sqlite3_value_type(val) == SQLITE_NULL) return SQLITE_OK;
     if (sqlite3_value_type(val) != SQLITE_TEXT)
-        return ix_error(v, "build: the options must be JSON text such as '%s'", BUILD_EXAMPLE);
-    cJSON *root = NULL;
+        return ix_error(v, "%s: the options must be JSON text such as '%s'", cmd, example);
     char *err = NULL;
-    if (ext_json_object((const char *)sqlite3_value_text(val), sqlite3_value_bytes(val), BUILD_EXAMPLE, &root,
-                        &err)) {
-        int rc = err ? ix_error(v, "build: %s", err) : SQLITE_NOMEM;
+    if (ext_json_object((const char *)sqlite3_value_text(val), sqlite3_value_bytes(val), example, root, &err)) {
+        int rc = err ? ix_error(v, "%s: %s", cmd, err) : SQLITE_NOMEM;
         sqlite3_free(err);
         return rc;
     }
-    int rc = SQLITE_OK;
+    return SQLITE_OK;
+}
+
+static int read_options(ix_vtab *v, sqlite3_value *val, build_options *o) {
+    *o = (build_options){0, 10, 256, 0};
+    cJSON *root;
+    int rc = options_json(v, "build", val, BUILD_EXAMPLE, &root);
+    if (rc != SQLITE_OK || !root) return rc;
     for (const cJSON *x = root->child; x && rc == SQLITE_OK; x = x->next)
-        if (strcmp(x->string, "lists") && strcmp(x->string, "iterations") && strcmp(x->string, "sample"))
-            rc = ix_error(v, "build: unknown option \"%s\" (known: lists, iterations, sample)", x->string);
+        if (strcmp(x->string, "lists") && strcmp(x->string, "iterations") && strcmp(x->string, "sample") &&
+            strcmp(x->string, "target_recall"))
+            rc = ix_error(v, "build: unknown option \"%s\" (known: lists, iterations, sample, target_recall)",
+                          x->string);
     if (rc == SQLITE_OK) rc = integer_option(v, root, "lists", 1, 1 << 20, &o->lists);
     if (rc == SQLITE_OK) rc = integer_option(v, root, "iterations", 1, 100, &o->iterations);
     if (rc == SQLITE_OK) rc = integer_option(v, root, "sample", 1, 1 << 16, &o->sample);
+    if (rc == SQLITE_OK) rc = target_option(v, "build", root, &o->target);
     cJSON_Delete(root);
     return rc;
 }
 
-/* The float32 vectors of the rows at positions pos[0 .. n-1] of copy c into out: the records
- * themselves (f32), the codes decoded (f16, int8: close enough to pick a list), or for sign
- * bits, which are not, the vectors kept in NAME_vectors when there are. */
-static int floats_at(ix_vtab *v, const ix_cache *c, const size_t *pos, size_t n, float *out) {
-    int rc = SQLITE_OK;
-    for (size_t i = 0; rc == SQLITE_OK && i < n; i++) {
-        const unsigned char *r = c->records + pos[i] * c->rec;
-        float *o = out + i * c->d;
-        if (c->storage == EMB_STORAGE_F32) memcpy(o, r, c->d * sizeof *o);
-        else if (c->storage == EMB_STORAGE_BIT && v->rescore)
-            rc = ix_read_vector_at(v, c->ids[pos[i]], (sqlite3_int64)pos[i], o, NULL);
-        else emb_decode(c->storage, r, c->d, o);
-    }
-    return rc;
+static sqlite3_int64 now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (sqlite3_int64)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
+
+/* The IVF build's interrupt check, asked by the k-means between blocks. */
+static int stop_asked(void *arg) { return ix_interrupted(arg, "build") != SQLITE_OK; }
 
 /* Trains the centroids on `sample` rows drawn without replacement (seeded: a build of the same
  * rows gives the same lists). */
@@ -79,17 +95,15 @@ static int train(ix_vtab *v, const ix_cache *c, const build_options *o, size_t l
     float *x = sqlite3_malloc64(want * c->d * sizeof *x);
     int rc = pos && x ? SQLITE_OK : SQLITE_NOMEM;
     if (rc == SQLITE_OK) {
-        uint64_t s = 0x9E3779B97F4A7C15ull ^ n;
-        for (size_t i = 0; i < n; i++) pos[i] = i;
-        for (size_t i = 0; i < want; i++) { /* a partial Fisher-Yates shuffle */
-            s ^= s << 13, s ^= s >> 7, s ^= s << 17;
-            size_t j = i + (size_t)(s % (n - i)), t = pos[i];
-            pos[i] = pos[j], pos[j] = t;
-        }
-        rc = floats_at(v, c, pos, want, x);
+        ix_sample(n, want, 0, pos);
+        rc = ix_floats_at(v, c, pos, want, 0, x);
     }
-    if (rc == SQLITE_OK && emb_ivf_train(ivf, x, want, c->d, c->metric, lists, (int)o->iterations, 42))
-        rc = SQLITE_NOMEM;
+    emb_stop stop = {stop_asked, v};
+    int r = rc == SQLITE_OK
+                ? emb_ivf_train_stoppable(ivf, x, want, c->d, c->metric, lists, (int)o->iterations, 42, &stop)
+                : 0;
+    if (r == -2) rc = ix_interrupted(v, "build");
+    else if (r) rc = SQLITE_NOMEM;
     sqlite3_free(pos);
     sqlite3_free(x);
     return rc;
@@ -110,8 +124,9 @@ static int store_centroids(ix_vtab *v, const emb_ivf *ivf) {
     return rc;
 }
 
-/* The nearest list + 1 of every row of the copy, into list1 (n values). */
-static int assign_all(ix_vtab *v, const ix_cache *c, const emb_ivf *ivf, int32_t *list1) {
+/* The nearest list + 1 of every row of the copy, into list1 (n values); each chunk's rows are
+ * also scored against the held-out queries t. */
+static int assign_all(ix_vtab *v, const ix_cache *c, const emb_ivf *ivf, int32_t *list1, emb_truth *t) {
     size_t ch = c->chunk, n = c->n;
     size_t *pos = sqlite3_malloc64(ch * sizeof *pos);
     float *x = sqlite3_malloc64(ch * c->d * sizeof *x);
@@ -119,12 +134,32 @@ static int assign_all(ix_vtab *v, const ix_cache *c, const emb_ivf *ivf, int32_t
     for (size_t at = 0; rc == SQLITE_OK && at < n; at += ch) {
         size_t rows = n - at < ch ? n - at : ch;
         for (size_t i = 0; i < rows; i++) pos[i] = at + i;
-        rc = floats_at(v, c, pos, rows, x);
+        rc = ix_interrupted(v, "build");
+        if (rc == SQLITE_OK) rc = ix_floats_at(v, c, pos, rows, 0, x);
         if (rc == SQLITE_OK && emb_ivf_assign(ivf, x, rows, list1 + at)) rc = SQLITE_NOMEM;
+        if (rc == SQLITE_OK && t->nq && emb_truth_add(t, x, rows, at)) rc = SQLITE_NOMEM;
         for (size_t i = 0; rc == SQLITE_OK && i < rows; i++) list1[at + i]++;
     }
     sqlite3_free(pos);
     sqlite3_free(x);
+    return rc;
+}
+
+/* The held-out queries of the build's measurement: a seeded sample of the rows. */
+static int pick_queries(ix_vtab *v, const ix_cache *c, emb_truth *t) {
+    size_t n = c->n, nq = ix_tune_queries(n);
+    memset(t, 0, sizeof *t);
+    if (!nq) return SQLITE_OK;
+    size_t *pos = sqlite3_malloc64(n * sizeof *pos);
+    float *q = sqlite3_malloc64(nq * c->d * sizeof *q);
+    int rc = pos && q ? SQLITE_OK : SQLITE_NOMEM;
+    if (rc == SQLITE_OK) {
+        ix_sample(n, nq, 3, pos);
+        rc = ix_floats_at(v, c, pos, nq, 0, q);
+    }
+    if (rc == SQLITE_OK && emb_truth_init(t, q, pos, nq, c->d, c->metric, 10)) rc = SQLITE_NOMEM;
+    sqlite3_free(pos);
+    sqlite3_free(q);
     return rc;
 }
 
@@ -162,6 +197,28 @@ static int store_by_list(ix_vtab *v, const ix_cache *c, const int32_t *list1, si
     return rc;
 }
 
+/* Lists, rows stored list by list, and the probes measured; the recorded time of the build. */
+static int build_lists(ix_vtab *v, const ix_cache *c, const build_options *o, size_t lists) {
+    size_t n = c->n;
+    emb_ivf ivf;
+    emb_truth t;
+    memset(&ivf, 0, sizeof ivf);
+    int rc = train(v, c, o, lists, &ivf);
+    if (rc == SQLITE_OK) rc = store_centroids(v, &ivf);
+    int32_t *list1 = rc == SQLITE_OK ? sqlite3_malloc64(n * sizeof *list1) : NULL;
+    if (rc == SQLITE_OK && !list1) rc = SQLITE_NOMEM;
+    if (rc == SQLITE_OK) rc = pick_queries(v, c, &t);
+    if (rc == SQLITE_OK) rc = assign_all(v, c, &ivf, list1, &t);
+    if (rc == SQLITE_OK && t.nq) rc = ix_tune_probes(v, &ivf, &t, list1, n);
+    if (rc == SQLITE_OK) rc = ix_interrupted(v, "build");
+    if (rc == SQLITE_OK) rc = store_by_list(v, c, list1, lists);
+    if (rc == SQLITE_OK) rc = ix_tune_codes(v, c); /* the codes' ranks do not depend on positions */
+    emb_truth_free(&t);
+    sqlite3_free(list1);
+    emb_ivf_free(&ivf);
+    return rc;
+}
+
 int ix_build(ix_vtab *v, sqlite3_value *options) {
     if (!v->ivf)
         return ix_error(v,
@@ -176,8 +233,7 @@ int ix_build(ix_vtab *v, sqlite3_value *options) {
     if (rc != SQLITE_OK) return rc;
     v->dirty = 1;
     size_t n = c->n, lists = o.lists ? (size_t)o.lists : emb_ivf_default_lists(n);
-    emb_ivf ivf;
-    memset(&ivf, 0, sizeof ivf);
+    sqlite3_int64 t0 = now_ms();
     if (n == 0)
         rc = ix_error(v,
                       "build: \"%s\" is empty: insert rows first (rows inserted after a build go "
@@ -186,14 +242,42 @@ int ix_build(ix_vtab *v, sqlite3_value *options) {
     else if (lists > n)
         rc = ix_error(v, "build: %lld lists for %lld rows: a list needs at least one row", (long long)lists,
                       (long long)n);
-    if (rc == SQLITE_OK) rc = train(v, c, &o, lists, &ivf);
-    if (rc == SQLITE_OK) rc = store_centroids(v, &ivf);
-    int32_t *list1 = rc == SQLITE_OK ? sqlite3_malloc64(n * sizeof *list1) : NULL;
-    if (rc == SQLITE_OK && !list1) rc = SQLITE_NOMEM;
-    if (rc == SQLITE_OK) rc = assign_all(v, c, &ivf, list1);
-    if (rc == SQLITE_OK) rc = store_by_list(v, c, list1, lists);
-    sqlite3_free(list1);
-    emb_ivf_free(&ivf);
+    if (rc == SQLITE_OK && o.target > 0)
+        rc = ix_set_config(v, "target_recall", (sqlite3_int64)(o.target * 10000 + 0.5));
+    if (rc == SQLITE_OK) rc = build_lists(v, c, &o, lists);
+    if (rc == SQLITE_OK) rc = ix_set_config(v, "built_at", (sqlite3_int64)time(NULL));
+    if (rc == SQLITE_OK) rc = ix_set_config(v, "build_ms", now_ms() - t0);
+    ix_cache_release(c);
+    return rc;
+}
+
+int ix_optimize(ix_vtab *v, sqlite3_value *options) {
+    static const char *example = "{\"target_recall\": 0.95}";
+    if (v->storage == EMB_STORAGE_F32 || !v->rescore)
+        return ix_error(v,
+                        "optimize measures the oversample of compact storage with float32 copies, and "
+                        "\"%s\" has %s (%s)",
+                        v->name, v->storage == EMB_STORAGE_F32 ? "storage = 'f32'" : "rescore = false",
+                        v->storage == EMB_STORAGE_F32 ? "its scans are exact; an IVF is measured by 'build'"
+                                                      : "nothing to measure the codes against");
+    cJSON *root;
+    double target = 0;
+    int rc = options_json(v, "optimize", options, example, &root);
+    for (const cJSON *x = root ? root->child : NULL; x && rc == SQLITE_OK; x = x->next)
+        if (strcmp(x->string, "target_recall"))
+            rc = ix_error(v, "optimize: unknown option \"%s\" (known: target_recall)", x->string);
+    if (rc == SQLITE_OK && root) rc = target_option(v, "optimize", root, &target);
+    cJSON_Delete(root);
+    ix_cache *c = NULL;
+    if (rc == SQLITE_OK && target > 0)
+        rc = ix_set_config(v, "target_recall", (sqlite3_int64)(target * 10000 + 0.5));
+    if (rc == SQLITE_OK) rc = ix_snapshot(v, &c);
+    if (rc != SQLITE_OK) return rc;
+    v->dirty = 1;
+    if (c->n < 1000)
+        rc = ix_error(v, "optimize: \"%s\" has %lld rows, too few to measure (1,000 at least)", v->name,
+                      (long long)c->n);
+    else rc = ix_tune_codes(v, c);
     ix_cache_release(c);
     return rc;
 }

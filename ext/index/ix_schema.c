@@ -92,6 +92,7 @@ static const char *const stmt_sql[] = {
         "SELECT p.row, p.chunk, p.start, p.\"end\", length(CAST(r.text AS BLOB)) FROM \"%w\".\"%w_parts\""
         " AS p LEFT JOIN \"%w\".\"%w_rows\" AS r ON r.id = p.row WHERE p.id = ?1",
     [IX_STMT_SET_META] = "UPDATE \"%w\".\"%w_rows\" SET (loc%s) = (loc%s) WHERE id = ?1",
+    [IX_STMT_PING] = "SELECT 1",
     [IX_STMT_SCAN] = "SELECT id, loc, text%s FROM \"%w\".\"%w_rows\" ORDER BY id",
     [IX_STMT_LOOKUP] = "SELECT id, loc, text%s FROM \"%w\".\"%w_rows\" WHERE id = ?1",
     [IX_STMT_ALL_CONFIG] = "SELECT key, value FROM \"%w\".\"%w_config\"",
@@ -226,6 +227,37 @@ int ix_get_config_text(ix_vtab *v, const char *key, char **out) {
         rc = SQLITE_NOMEM;
     sqlite3_reset(s);
     return rc == SQLITE_ROW || rc == SQLITE_DONE ? SQLITE_OK : rc == SQLITE_NOMEM ? rc : ix_sql_error(v, rc);
+}
+
+int ix_get_config_opt(ix_vtab *v, const char *key, sqlite3_int64 lo, sqlite3_int64 hi, sqlite3_int64 dflt,
+                      sqlite3_int64 *out) {
+    int rc;
+    sqlite3_stmt *s = ix_stmt(v, IX_STMT_GET_CONFIG, &rc);
+    if (!s) return rc;
+    sqlite3_bind_text(s, 1, key, -1, SQLITE_STATIC);
+    rc = sqlite3_step(s);
+    int type = rc == SQLITE_ROW ? sqlite3_column_type(s, 0) : SQLITE_NULL;
+    *out = type == SQLITE_INTEGER ? sqlite3_column_int64(s, 0) : dflt;
+    sqlite3_reset(s);
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE) return ix_sql_error(v, rc);
+    if (type != SQLITE_NULL && (type != SQLITE_INTEGER || *out < lo || *out > hi))
+        return ix_corrupt(v, "config", "'%s' must be an integer from %lld to %lld", key, (long long)lo,
+                          (long long)hi);
+    return SQLITE_OK;
+}
+
+int ix_interrupted(ix_vtab *v, const char *what) {
+    int rc;
+    sqlite3_stmt *s = ix_stmt(v, IX_STMT_PING, &rc);
+    if (!s) return rc;
+    rc = sqlite3_step(s);
+    sqlite3_reset(s);
+    if (rc == SQLITE_ROW || rc == SQLITE_DONE) return SQLITE_OK;
+    if (rc == SQLITE_INTERRUPT) {
+        ix_error(v, "%s interrupted: the index is as it was before the statement", what);
+        return SQLITE_INTERRUPT;
+    }
+    return ix_sql_error(v, rc);
 }
 
 int ix_set_config(ix_vtab *v, const char *key, sqlite3_int64 value) {

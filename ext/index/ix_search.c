@@ -203,17 +203,17 @@ static size_t intersect(size_t *a, size_t na, const size_t *b, size_t nb) {
     return n;
 }
 
-/* A search through the IVF: the rows of the `probes` lists nearest the query (and rows not
- * yet in a list), among those the filters pass (rows, m; NULL: all). *done 0 when the search
- * should scan the filtered rows instead: a filter so selective that its rows are fewer than
- * the lists hold, or lists that held fewer than k of its rows. */
+/* A search through the IVF: the rows of the p lists nearest the query (and rows not yet in a
+ * list), among those the filters pass (rows, m; NULL: all). *done 0 when the search should
+ * scan the filtered rows instead: every list probed (a scan costs no more), a filter so
+ * selective that its rows are fewer than the lists hold, or lists that held fewer than k of
+ * its rows. */
 static int search_ivf(ix_cursor *c, ix_vtab *v, const float *q, size_t k, const size_t *rows, size_t m,
-                      size_t oversample, sqlite3_int64 probes, int *done) {
+                      size_t oversample, size_t p, int *done) {
     ix_cache *s = c->cache;
     size_t lists = s->ivf.lists;
-    size_t p = probes ? ((size_t)probes < lists ? (size_t)probes : lists) : emb_ivf_default_probes(lists);
     *done = 0;
-    if (rows && m <= s->n / lists * p) return SQLITE_OK;
+    if (p >= lists || (rows && m <= s->n / lists * p)) return SQLITE_OK;
     int32_t *pl = sqlite3_malloc64(p * sizeof *pl);
     if (!pl) return SQLITE_NOMEM;
     size_t np = emb_ivf_probe(&s->ivf, q, p, pl), *cand = NULL;
@@ -271,11 +271,21 @@ static int read_settings(ix_vtab *v, int flags, sqlite3_value **argv, int *at, k
 static int search_parts(ix_cursor *c, ix_vtab *v, const float *q, const knn_settings *o, const size_t *rows,
                         size_t m, size_t parts) {
     size_t k = (size_t)o->k, want = k > parts ? k : parts, over = o->oversample ? (size_t)o->oversample : 0;
-    if (!over) over = default_oversample(c->cache->storage);
+    size_t lists = c->cache->ivf_ready ? c->cache->ivf.lists : 0, probes = (size_t)o->probes;
+    ix_tuned t = {0};
+    int rc = SQLITE_OK;
+    if ((lists && !probes) || (!over && c->cache->storage != EMB_STORAGE_F32))
+        rc = ix_tuned_settings(v, c->cache, &t);
+    if (rc != SQLITE_OK) return rc;
+    /* a query's own setting, else the one measured for the target, else the built-in default */
+    if (!over)
+        over = t.oversample > default_oversample(c->cache->storage) ? t.oversample
+                                                                    : default_oversample(c->cache->storage);
     if (over > (size_t)1 << 20) over = (size_t)1 << 20;
+    if (lists && !probes) probes = t.exact ? lists : t.probes ? t.probes : emb_ivf_default_probes(lists);
     for (size_t ask = want;;) {
-        int done = 0, rc = SQLITE_OK;
-        if (c->cache->ivf_ready) rc = search_ivf(c, v, q, ask, rows, m, over, o->probes, &done);
+        int done = 0;
+        if (lists) rc = search_ivf(c, v, q, ask, rows, m, over, probes, &done);
         if (rc == SQLITE_OK && !done) rc = search_rows(c, v, q, ask, rows, m, over);
         if (rc != SQLITE_OK || !c->cache->rows) return rc;
         size_t prefix, distinct = ix_count_rows(c->cache, c->hits, c->n, k, &prefix);

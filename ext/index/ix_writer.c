@@ -112,6 +112,7 @@ static int flush_pending(ix_vtab *v) {
         sqlite3_stmt *c = ix_stmt(v, IX_STMT_CLEAR_PENDING, &rc);
         if (c) rc = ix_run(v, c);
     }
+    if (rc == SQLITE_OK && b.n) rc = ix_tune_if_grown(v); /* the oversample grows with the rows */
     if (rc == SQLITE_OK) {
         v->pending = 0;
         v->pending_bytes = 0;
@@ -262,14 +263,15 @@ static int row_text(ix_vtab *v, sqlite3_value *text, const char **out, int *len)
 static int run_command(ix_vtab *v, sqlite3_value *cmd, sqlite3_value *arg) {
     const char *c = (const char *)sqlite3_value_text(cmd);
     if (c && strcmp(c, "model") == 0) return ix_use_model(v, (const char *)sqlite3_value_text(arg));
-    if (c && strcmp(c, "build") == 0) {
-        int rc = ix_flush(v); /* the rows inserted so far are built into the lists */
-        return rc == SQLITE_OK ? ix_build(v, arg) : rc;
+    if (c && (strcmp(c, "build") == 0 || strcmp(c, "optimize") == 0)) {
+        int rc = ix_flush(v); /* the rows inserted so far are built into the lists, or measured */
+        return rc != SQLITE_OK ? rc : c[0] == 'b' ? ix_build(v, arg) : ix_optimize(v, arg);
     }
     return ix_error(v,
                     "unknown command '%s' (known: INSERT INTO \"%s\"(\"%s\", text) VALUES ('model', "
-                    "'name') to use another loaded model of the same fingerprint, and ('build', "
-                    "'{\"lists\": N}') to build the IVF of an index made with index = 'ivf')",
+                    "'name') to use another loaded model of the same fingerprint, ('build', "
+                    "'{\"lists\": N}') to build the IVF of an index made with index = 'ivf', and "
+                    "('optimize') to measure the oversample of compact storage)",
                     c ? c : "", v->name, v->name);
 }
 
