@@ -21,7 +21,7 @@ __attribute__((visibility("default")))
         {"embed_models", &ext_models_module},       {"embed_tokens", &ext_tokens_module},
         {"embed_index", &ext_index_module},         {"embed_hybrid", &ext_hybrid_module},
         {"embed_attention", &ext_attention_module}, {"embed_chunks", &ext_chunks_module},
-        {"embed_rerank_batch", &ext_rerank_module},
+        {"embed_rerank_batch", &ext_rerank_module}, {"embed_index_status", &ext_index_status_module},
     };
     const char *failed = NULL;
     int rc = ext_register_functions(db, &failed);

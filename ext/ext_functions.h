@@ -14,6 +14,7 @@ extern const sqlite3_module ext_index_module; /* ext_index.c: embed_index */
 extern const sqlite3_module ext_hybrid_module; /* ext_hybrid.c: embed_hybrid */
 extern const sqlite3_module ext_attention_module; /* ext_attention_table.c: embed_attention */
 extern const sqlite3_module ext_chunks_module; /* ext_chunks_table.c: embed_chunks */
+extern const sqlite3_module ext_index_status_module; /* index/ix_status.c: embed_index_status */
 extern const sqlite3_module ext_rerank_module; /* ext_rerank_table.c: embed_rerank_batch */
 
 #define EXT_SQL_FUNCTION(name) void name(sqlite3_context *ctx, int argc, sqlite3_value **argv)

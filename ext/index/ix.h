@@ -234,6 +234,11 @@ int ix_registry_attach(const char *key);
 void ix_registry_detach(const char *key);
 /* The bytes held by the registry's copies. */
 sqlite3_int64 ix_registry_bytes(void);
+/* Long work under way on key's index, as text for embed_index_status (fmt NULL: done). */
+void ix_progress(const char *key, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The bytes of the copies whose key starts with prefix ("file|name|uid|"), and the progress of
+ * work on them into progress (room bytes; "" for none). */
+sqlite3_int64 ix_registry_status(const char *prefix, char *progress, size_t room);
 
 /* ---------- ix_options.c ---------- */
 

@@ -134,6 +134,7 @@ static int assign_all(ix_vtab *v, const ix_cache *c, const emb_ivf *ivf, int32_t
     for (size_t at = 0; rc == SQLITE_OK && at < n; at += ch) {
         size_t rows = n - at < ch ? n - at : ch;
         for (size_t i = 0; i < rows; i++) pos[i] = at + i;
+        ix_progress(v->key, "build: putting rows in their lists, %zu of %zu", at, n);
         rc = ix_interrupted(v, "build");
         if (rc == SQLITE_OK) rc = ix_floats_at(v, c, pos, rows, 0, x);
         if (rc == SQLITE_OK && emb_ivf_assign(ivf, x, rows, list1 + at)) rc = SQLITE_NOMEM;
@@ -181,6 +182,8 @@ static int store_by_list(ix_vtab *v, const ix_cache *c, const int32_t *list1, si
     }
     for (size_t at = 0; rc == SQLITE_OK && at < n; at += ch) {
         size_t rows = n - at < ch ? n - at : ch;
+        ix_progress(v->key, "build: storing rows list by list, %zu of %zu", at, n);
+        if ((rc = ix_interrupted(v, "build")) != SQLITE_OK) break;
         for (size_t i = 0; i < rows; i++) {
             size_t from = order[at + i];
             memcpy(recs + i * rec, c->records + from * rec, rec);
@@ -203,16 +206,21 @@ static int build_lists(ix_vtab *v, const ix_cache *c, const build_options *o, si
     emb_ivf ivf;
     emb_truth t;
     memset(&ivf, 0, sizeof ivf);
+    memset(&t, 0, sizeof t);
+    ix_progress(v->key, "build: training %zu lists (k-means) on a sample of %zu rows", lists, n);
     int rc = train(v, c, o, lists, &ivf);
     if (rc == SQLITE_OK) rc = store_centroids(v, &ivf);
     int32_t *list1 = rc == SQLITE_OK ? sqlite3_malloc64(n * sizeof *list1) : NULL;
     if (rc == SQLITE_OK && !list1) rc = SQLITE_NOMEM;
     if (rc == SQLITE_OK) rc = pick_queries(v, c, &t);
     if (rc == SQLITE_OK) rc = assign_all(v, c, &ivf, list1, &t);
+    ix_progress(v->key, "build: measuring the probes for the target recall");
     if (rc == SQLITE_OK && t.nq) rc = ix_tune_probes(v, &ivf, &t, list1, n);
     if (rc == SQLITE_OK) rc = ix_interrupted(v, "build");
     if (rc == SQLITE_OK) rc = store_by_list(v, c, list1, lists);
+    ix_progress(v->key, "build: measuring the oversample for the target recall");
     if (rc == SQLITE_OK) rc = ix_tune_codes(v, c); /* the codes' ranks do not depend on positions */
+    ix_progress(v->key, NULL);
     emb_truth_free(&t);
     sqlite3_free(list1);
     emb_ivf_free(&ivf);

@@ -3,6 +3,8 @@
  * copy, not eight). A copy is changed only by a holder that holds it alone; the registry's
  * mutex guards every count of holders. */
 #include "ix.h"
+#include <stdarg.h>
+#include <stdio.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -154,6 +156,7 @@ typedef struct entry {
     char *key;
     ix_cache *copy; /* NULL while a holder brings it up to date */
     int users; /* connections attached */
+    char progress[128]; /* long work under way on the index, for embed_index_status; "" none */
     struct entry *next;
 } entry;
 
@@ -251,6 +254,35 @@ sqlite3_int64 ix_registry_bytes(void) {
     pthread_mutex_lock(&lock);
     for (entry *e = entries; e; e = e->next)
         if (e->copy) b += (sqlite3_int64)ix_cache_bytes(e->copy);
+    pthread_mutex_unlock(&lock);
+    return b;
+}
+
+void ix_progress(const char *key, const char *fmt, ...) {
+    if (!key) return;
+    char text[128] = "";
+    if (fmt) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(text, sizeof text, fmt, ap);
+        va_end(ap);
+    }
+    pthread_mutex_lock(&lock);
+    entry *e = find(key);
+    if (e) memcpy(e->progress, text, sizeof text);
+    pthread_mutex_unlock(&lock);
+}
+
+sqlite3_int64 ix_registry_status(const char *prefix, char *progress, size_t room) {
+    sqlite3_int64 b = 0;
+    size_t len = strlen(prefix);
+    if (room) progress[0] = 0;
+    pthread_mutex_lock(&lock);
+    for (entry *e = entries; e; e = e->next) {
+        if (strncmp(e->key, prefix, len)) continue;
+        if (e->copy) b += (sqlite3_int64)ix_cache_bytes(e->copy);
+        if (e->progress[0] && room) snprintf(progress, room, "%s", e->progress);
+    }
     pthread_mutex_unlock(&lock);
     return b;
 }

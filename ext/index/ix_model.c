@@ -88,8 +88,13 @@ int ix_embed_texts(ix_vtab *v, const char *const *texts, const size_t *lens, siz
 int ix_use_model(ix_vtab *v, const char *name) {
     if (!v->model) return ix_error(v, "\"%s\" has no model (it was created with dims = %d)", v->name, v->dims);
     if (!name) return ix_error(v, "command 'model' needs the name of a loaded model in the text column");
-    emb_model *m = ext_registry_get(name);
-    if (!m) return ix_error(v, "no model named '%s' (load one with embed_load or embed_define)", name);
+    char *why = NULL;
+    emb_model *m = ext_model_named(name, (int)strlen(name), &why);
+    if (!m) {
+        int rc = why ? ix_error(v, "%s", why) : SQLITE_NOMEM;
+        sqlite3_free(why);
+        return rc;
+    }
     char *copy = NULL;
     int rc = model_fits(v, name, m) ? SQLITE_OK : SQLITE_ERROR;
     if (rc == SQLITE_OK && !(copy = sqlite3_mprintf("%s", name))) rc = SQLITE_NOMEM;

@@ -256,11 +256,12 @@ int ix_check_options(ix_options *o, emb_model **mod, char **err) {
     if (o->model) {
         const emb_model_info *info;
         char msg[EMB_ERR_LEN];
-        if (!(*mod = ext_registry_get(o->model))) {
-            *err = sqlite3_mprintf(IX_FN ": unknown model '%s': load it first with embed_load(name, path) "
-                                         "or embed_define(name, json)",
-                                   o->model);
-            rc = SQLITE_ERROR;
+        char *why = NULL;
+        if (!(*mod = ext_model_named(o->model, (int)strlen(o->model), &why))) {
+            /* the registry's wording, with the nearest loaded name when one is near */
+            *err = why ? sqlite3_mprintf(IX_FN ": %s", why) : NULL;
+            rc = *err ? SQLITE_ERROR : SQLITE_NOMEM;
+            sqlite3_free(why);
         } else if (emb_model_require_vectors(info = emb_model_get_info(*mod), "vectors", msg)) {
             *err = sqlite3_mprintf(IX_FN ": %s", msg);
             rc = SQLITE_ERROR;

@@ -165,3 +165,41 @@ def damaged_settings_are_refused():
             raise AssertionError("no error for %s = %s" % (key, value))
         except sqlite3.DatabaseError as e:
             assert 'shadow table "t_config" is damaged' in str(e) and key in str(e), str(e)
+
+
+@test
+def embed_index_status_shows_what_a_search_will_do():
+    import struct
+    path = os.path.join(tempfile.mkdtemp(), "s.db")
+    con = connect(path)
+    fill(con, "clustered", "storage = 'int8', index = 'ivf'")
+    con.execute("INSERT INTO t(rowid, vector) VALUES (900001, ?)", (blob(DATA["clustered"][0]),))
+    recall(con, "clustered")
+    st = dict(con.execute("SELECT name, value FROM embed_index_status('t')"))
+    # list sizes counted here from the chunks' stored lists (int32 list + 1 per slot)
+    lists, size = config(con, "ivf_lists"), config(con, "chunk_size")
+    counts = [0] * (lists + 1)
+    for cid, b in con.execute("SELECT chunk_id, lists FROM t_chunks"):
+        for i in range(min(size, N + 1 - cid * size)):
+            counts[struct.unpack_from("<i", b, 4 * i)[0]] += 1
+    sizes = sorted(counts[1:])
+    assert (st["rows"], st["vectors"], st["pending"], st["storage"], st["index"]) == (N + 1, N + 1, 0, "int8", "ivf")
+    assert (st["lists"], st["list_min"], st["list_median"], st["list_max"]) == (lists, sizes[0], sizes[lists // 2],
+                                                                             sizes[-1])
+    assert st["unassigned"] == counts[0] == 0  # a row inserted after the build goes into its list
+    assert st["probes"] == config(con, "ivf_probes") and st["probes_recall"] == config(con, "ivf_recall") / 1e4
+    assert st["search"] == "IVF: %d of %d lists, then a scan of their codes" % (st["probes"], lists)
+    assert st["target_recall"] == 0.95 and st["oversample"] >= 4 and st["chunked"] == 0
+    assert 0 < st["cache_bytes"] <= one(con, "SELECT embed_index_cache_bytes()")
+    assert st["built_at"] and st["build_seconds"] >= 0 and st["progress"] is None
+    con = connect()
+    fill(con, "uniform", "index = 'ivf'")
+    st = dict(con.execute("SELECT name, value FROM embed_index_status('t')"))
+    assert st["search"].startswith("exact scan: the IVF would probe more than half") and st["probes"] is None
+    con.execute("CREATE VIRTUAL TABLE f USING embed_index(dims = 2, index = 'ivf')")
+    st = dict(con.execute("SELECT name, value FROM embed_index_status('f')"))
+    assert st["search"] == "exact scan (the IVF is not built yet: run 'build')" and st["lists"] == 0
+    assert_error(con, "SELECT * FROM embed_index_status('nope')", 'no embed_index named "nope"')
+    assert_error(con, "SELECT * FROM embed_index_status()", "needs the name")
+    con.execute("UPDATE f_config SET value = 'x' WHERE key = 'count'")
+    assert_error(con, "SELECT * FROM embed_index_status('f')", 'shadow table "f_config" is damaged')

@@ -1,6 +1,6 @@
 """What embed_load says about a wrong folder argument (a file given for its folder, a missing
 path, GGUF files), and the nearest loaded name an unknown model name suggests in every function
-that takes a model (a typo: one edit for names of 4 bytes or fewer, two for longer ones); and
+that takes a model (embed_index's CREATE and 'model' command too) (a typo: one edit for names of 4 bytes or fewer, two for longer ones); and
 docs/models.md's column table of embed_models lists exactly the table's columns."""
 import os
 import shutil
@@ -89,6 +89,23 @@ def an_unknown_model_name_suggests_the_nearest_loaded_one_everywhere():
     finally:
         con.execute("SELECT embed_unload('minilm')")
         con.execute("SELECT embed_unload('tiny-bert')")
+
+
+@test
+def embed_index_suggests_the_nearest_loaded_name_too():
+    con = connect()
+    con.execute("SELECT embed_load('minilm', ?)", (TINY,))
+    try:
+        for typo, near in (("minlm", "minilm"), ("MiniLM", "minilm")):
+            msg = assert_error(con, "CREATE VIRTUAL TABLE t USING embed_index(model = '%s')" % typo)
+            assert msg == "embed_index: no model named '%s'; did you mean '%s'?" % (typo, near), msg
+        msg = assert_error(con, "CREATE VIRTUAL TABLE t USING embed_index(model = 'gte-small')")
+        assert msg == "embed_index: no model named 'gte-small' (load one with embed_load or embed_define)", msg
+        con.execute("CREATE VIRTUAL TABLE t USING embed_index(model = 'minilm')")
+        msg = assert_error(con, "INSERT INTO t(t, text) VALUES ('model', 'minilm2')")
+        assert msg == "embed_index: no model named 'minilm2'; did you mean 'minilm'?", msg
+    finally:
+        con.execute("SELECT embed_unload('minilm')")
 
 
 @test

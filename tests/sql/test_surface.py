@@ -40,7 +40,7 @@ for _name in {n for n, _ in list(EXPECTED)}:
         _all &= _f
     EXPECTED[(_name, -1)] = _all | (DIRECTONLY if any(f & DIRECTONLY for f in _forms) else 0)
 MODULES = {"embed_models", "embed_tokens", "embed_index", "embed_hybrid", "embed_attention", "embed_rerank_batch",
-           "embed_chunks"}
+           "embed_chunks", "embed_index_status"}
 
 
 @test
