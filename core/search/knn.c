@@ -140,8 +140,10 @@ int emb_knn_search_rows(const emb_knn_index *ix, const float *q, size_t k, const
     size_t keep = k + k / 4 + 16;
     if (keep > m) keep = m;
     /* many scattered rows: one sgemv over the whole array is faster than a dot product per row;
-     * rows in runs (an IVF's lists) are scored run by run, at the cost of those rows only */
-    int whole = !rows || (m > n / 8 && scattered(rows, m));
+     * rows in runs (an IVF's lists) are scored run by run, at the cost of those rows only, until
+     * they are so many that the whole array's sgemv (split over OpenBLAS's threads, which short
+     * runs are not) costs less: about 3/5 of the rows on 2 cores (bench/ann.sh) */
+    int whole = !rows || (m > n / 8 && scattered(rows, m)) || m > n / 5 * 3;
     size_t need = whole ? n : m;
     emb_knn_scratch own = {0};
     if (!scratch) scratch = &own;
