@@ -87,17 +87,22 @@ static sqlite3_int64 now_ms(void) {
 /* The IVF build's interrupt check, asked by the k-means between blocks. */
 static int stop_asked(void *arg) { return ix_interrupted(arg, "build") != SQLITE_OK; }
 
+/* A seeded sample of `want` rows: their positions (*pos, the first want of n) and float32
+ * vectors (*x), both sqlite3_malloc'd (freed by the caller, also on errors). */
+static int sample_floats(ix_vtab *v, const ix_cache *c, size_t want, uint64_t seed, size_t **pos, float **x) {
+    *pos = sqlite3_malloc64((c->n ? c->n : 1) * sizeof **pos);
+    *x = sqlite3_malloc64((want ? want : 1) * c->d * sizeof **x);
+    if (!*pos || !*x) return SQLITE_NOMEM;
+    ix_sample(c->n, want, seed, *pos);
+    return ix_floats_at(v, c, *pos, want, 0, *x);
+}
+
 /* Trains the centroids on `sample` rows drawn without replacement (seeded: a build of the same
  * rows gives the same lists). */
 static int train(ix_vtab *v, const ix_cache *c, const build_options *o, size_t lists, emb_ivf *ivf) {
-    size_t n = c->n, want = (size_t)o->sample * lists < n ? (size_t)o->sample * lists : n;
-    size_t *pos = sqlite3_malloc64(n * sizeof *pos);
-    float *x = sqlite3_malloc64(want * c->d * sizeof *x);
-    int rc = pos && x ? SQLITE_OK : SQLITE_NOMEM;
-    if (rc == SQLITE_OK) {
-        ix_sample(n, want, 0, pos);
-        rc = ix_floats_at(v, c, pos, want, 0, x);
-    }
+    size_t n = c->n, want = (size_t)o->sample * lists < n ? (size_t)o->sample * lists : n, *pos;
+    float *x;
+    int rc = sample_floats(v, c, want, 0, &pos, &x);
     emb_stop stop = {stop_asked, v};
     int r = rc == SQLITE_OK
                 ? emb_ivf_train_stoppable(ivf, x, want, c->d, c->metric, lists, (int)o->iterations, 42, &stop)
@@ -148,16 +153,11 @@ static int assign_all(ix_vtab *v, const ix_cache *c, const emb_ivf *ivf, int32_t
 
 /* The held-out queries of the build's measurement: a seeded sample of the rows. */
 static int pick_queries(ix_vtab *v, const ix_cache *c, emb_truth *t) {
-    size_t n = c->n, nq = ix_tune_queries(n);
+    size_t nq = ix_tune_queries(c->n), *pos = NULL;
+    float *q = NULL;
     memset(t, 0, sizeof *t);
     if (!nq) return SQLITE_OK;
-    size_t *pos = sqlite3_malloc64(n * sizeof *pos);
-    float *q = sqlite3_malloc64(nq * c->d * sizeof *q);
-    int rc = pos && q ? SQLITE_OK : SQLITE_NOMEM;
-    if (rc == SQLITE_OK) {
-        ix_sample(n, nq, 3, pos);
-        rc = ix_floats_at(v, c, pos, nq, 0, q);
-    }
+    int rc = sample_floats(v, c, nq, 3, &pos, &q);
     if (rc == SQLITE_OK && emb_truth_init(t, q, pos, nq, c->d, c->metric, 10)) rc = SQLITE_NOMEM;
     sqlite3_free(pos);
     sqlite3_free(q);
