@@ -28,3 +28,15 @@ DROP TABLE hx2;
 DROP TABLE bx;
 DROP TABLE f.qx;
 DETACH f;
+-- recall targets: a build and 'optimize' measure probes and oversample; status reads them
+CREATE VIRTUAL TABLE tq USING embed_index(dims = 8, storage = 'bit', index = 'ivf');
+WITH RECURSIVE i(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM i WHERE n < 1500)
+INSERT INTO tq(rowid, vector) SELECT n, json_array(n % 7 - 3, n % 11 - 5, n % 13 - 6, 1 + n % 5, n % 3 - 1, n % 17 - 8, n % 19 - 9, 2) FROM i;
+INSERT INTO tq(tq, text) VALUES ('build', '{"lists": 20, "target_recall": 0.9}');
+INSERT INTO tq(tq) VALUES ('optimize');
+INSERT INTO tq(tq, text) VALUES ('optimize', '{"target_recall": 7}');
+SELECT count(*) FROM tq WHERE tq MATCH '[1, 1, 1, 2, 0, 1, 1, 2]' AND k = 10;
+SELECT count(*) FROM embed_index_status('tq');
+SELECT * FROM embed_index_status('nope');
+SELECT * FROM embed_index_status();
+DROP TABLE tq;
