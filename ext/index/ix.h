@@ -236,6 +236,8 @@ void ix_registry_detach(const char *key);
 sqlite3_int64 ix_registry_bytes(void);
 /* Long work under way on key's index, as text for embed_index_status (fmt NULL: done). */
 void ix_progress(const char *key, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Texts (or a chunked index's chunks) embedded in one call between two checks for an interrupt. */
+#define IX_EMBED_STEP 64
 /* The bytes of the copies whose key starts with prefix ("file|name|uid|"), and the progress of
  * work on them into progress (room bytes; "" for none). */
 sqlite3_int64 ix_registry_status(const char *prefix, char *progress, size_t room);

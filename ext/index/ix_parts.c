@@ -117,8 +117,15 @@ int ix_place_texts(ix_vtab *v, const int64_t *rows, char *const *texts, const si
         len[i] = (size_t)(p.span[i].end - p.span[i].start);
         ids[i] = first + (sqlite3_int64)i;
     }
-    /* every chunk of every row of the flush in one call: the model sorts them by length */
-    if (rc == SQLITE_OK && p.n) rc = ix_embed_texts(v, ptr, len, p.n, vecs);
+    /* the chunks of every row of the flush together, IX_EMBED_STEP a call (the model sorts each
+     * call's by length); between calls an interrupt is honoured and the progress shown */
+    for (size_t at = 0; rc == SQLITE_OK && at < p.n; at += IX_EMBED_STEP) {
+        size_t k = p.n - at < IX_EMBED_STEP ? p.n - at : IX_EMBED_STEP;
+        ix_progress(v->key, "insert: embedding chunks, %zu of %zu pending", at, p.n);
+        rc = ix_interrupted(v, "insert");
+        if (rc == SQLITE_OK) rc = ix_embed_texts(v, ptr + at, len + at, k, vecs + at * d);
+    }
+    ix_progress(v->key, NULL);
     if (rc == SQLITE_OK) rc = record_parts(v, rows, &p, first);
     if (rc == SQLITE_OK && p.n) rc = ix_place(v, ids, vecs, p.n);
     sqlite3_free(ptr);

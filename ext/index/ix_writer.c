@@ -8,7 +8,6 @@
 
 #define FLUSH_ROWS 1024
 #define FLUSH_BYTES (16 << 20)
-#define EMBED_STEP 64 /* texts embedded between two checks for an interrupt */
 
 /* ---------- placing pending rows ---------- */
 
@@ -80,16 +79,16 @@ static int batch_add(ix_vtab *v, pending_batch *b, sqlite3_stmt *s) {
     return SQLITE_OK;
 }
 
-/* Embeds the batch's texts into their rows' vectors, EMBED_STEP texts a call (each call sorts
+/* Embeds the batch's texts into their rows' vectors, IX_EMBED_STEP texts a call (each call sorts
  * its texts by length): between calls an interrupt is honoured and the progress shown. */
 static int batch_embed(ix_vtab *v, pending_batch *b) {
     if (!b->nt) return SQLITE_OK;
     size_t d = b->d;
-    float *out = sqlite3_malloc64((b->nt < EMBED_STEP ? b->nt : EMBED_STEP) * d * sizeof *out);
+    float *out = sqlite3_malloc64((b->nt < IX_EMBED_STEP ? b->nt : IX_EMBED_STEP) * d * sizeof *out);
     if (!out) return SQLITE_NOMEM;
     int rc = SQLITE_OK;
-    for (size_t at = 0; rc == SQLITE_OK && at < b->nt; at += EMBED_STEP) {
-        size_t n = b->nt - at < EMBED_STEP ? b->nt - at : EMBED_STEP;
+    for (size_t at = 0; rc == SQLITE_OK && at < b->nt; at += IX_EMBED_STEP) {
+        size_t n = b->nt - at < IX_EMBED_STEP ? b->nt - at : IX_EMBED_STEP;
         ix_progress(v->key, "insert: embedding texts, %zu of %zu pending", at, b->nt);
         rc = ix_interrupted(v, "insert");
         if (rc == SQLITE_OK) rc = ix_embed_texts(v, (const char *const *)b->texts + at, b->lens + at, n, out);

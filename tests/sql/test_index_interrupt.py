@@ -100,12 +100,11 @@ def an_interrupted_build_leaves_the_index_as_it_was():
         assert got16 == want
 
 
-@test
-def an_interrupted_insert_of_20000_texts_leaves_the_index_as_it_was():
-    path = os.path.join(tempfile.mkdtemp(), "i.db")
+def check_interrupted_insert(name, options, progress):
+    path = os.path.join(tempfile.mkdtemp(), name + ".db")
     con, watcher = opened(path), opened(path)
     con.execute("SELECT embed_load('tiny_intr', ?)", (MODEL,))
-    con.execute("CREATE VIRTUAL TABLE t USING embed_index(model = 'tiny_intr')")
+    con.execute("CREATE VIRTUAL TABLE t USING embed_index(model = 'tiny_intr'%s)" % options)
     con.execute("CREATE TABLE src(id INTEGER PRIMARY KEY, body TEXT)")
     rng = random.Random(3)
     words = ["bus", "late", "train", "milk", "eggs", "station", "rain", "home", "shop", "morning", "city", "road"]
@@ -122,4 +121,14 @@ def an_interrupted_insert_of_20000_texts_leaves_the_index_as_it_was():
     assert state(con) == before and state(watcher) == before
     assert [con.execute("SELECT rowid FROM t WHERE t MATCH ? AND k = 5", (w,)).fetchall() for w in words[:4]] == found
     assert con.execute("SELECT count(*) FROM t_pending").fetchone()[0] == 0
-    assert any(s.startswith("insert: embedding texts") for s in seen), seen
+    assert any(s.startswith(progress) for s in seen), seen
+
+
+@test
+def an_interrupted_insert_of_20000_texts_leaves_the_index_as_it_was():
+    check_interrupted_insert("i", "", "insert: embedding texts")
+
+
+@test
+def an_interrupted_insert_into_a_chunked_index_leaves_it_as_it_was():
+    check_interrupted_insert("c", ", chunk_tokens = 5", "insert: embedding chunks")
