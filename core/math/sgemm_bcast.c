@@ -10,10 +10,26 @@
 
 size_t emb_sgemm_bcast_scratch(int K) { return 32 * (size_t)K + 16; }
 size_t emb_sgemm_bcast_panel_floats(int M, int N) { return (size_t)(M + 31) / 32 * 32 * (size_t)N; }
+size_t emb_sgemm_bcast_weight_floats(int N, int K) { return (size_t)((N + 11) / 12) * (size_t)((K + 1) / 2) * 24; }
+
+void emb_sgemm_bcast_pack_weight(int N, int K, const float *W, int ldw, float *Wp) {
+    for (int t = 0; t < (N + 11) / 12; t++)
+        for (int k = 0; k < (K + 1) / 2 * 2; k++)
+            for (int j = 0; j < 12; j++) { /* a short last tile repeats its last row, an odd K ends in 0 */
+                int n = t * 12 + j < N ? t * 12 + j : N - 1;
+                Wp[(size_t)t * ((K + 1) / 2) * 24 + (size_t)(k / 2) * 24 + 2 * j + k % 2] =
+                    k < K ? W[(size_t)n * ldw + k] : 0.0f;
+            }
+}
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include "math/transpose16.h"
 #define T_AVX512 __attribute__((target("avx512f")))
+
+/* Columns n0.. of W: rows n0.. of W as stored, or packed tile n0 / 12 (n0 a multiple of 12). */
+static const float *w_cols(const float *W, int ldw, int n0, int K) {
+    return ldw == EMB_SGEMM_BCAST_PACKED ? W + (size_t)(n0 / 12) * ((K + 1) / 2) * 24 : W + (size_t)n0 * ldw;
+}
 
 /* Its short blocks run on sgemm_rows: the same CPUs. */
 int emb_sgemm_bcast_supported(void) { return emb_sgemm_rows_supported(); }
@@ -57,22 +73,54 @@ static inline void prefetch_rows(const float *bias, int rows, const float *C, in
  * panel's value), or GELU of it. */
 #define OUT_ROWS (-1)
 
-/* Columns n0..n0+nr-1 (nr <= 12) of rows 0..mr-1 (mr <= 32), from A packed 32 wide. */
+/* Columns n0..n0+nr-1 (nr <= 12) of rows 0..mr-1 (mr <= 32), from A packed 32 wide; W as stored
+ * (12 rows of stride ldw) or packed (ldw EMB_SGEMM_BCAST_PACKED: one stream read in order, its
+ * lines asked for 16 pairs of k ahead). The same sums in the same order either way. */
+#define W_AHEAD (16 * 24)
 T_AVX512 static void kernel_32x12(int mr, int nr, int K, const float *P, const float *W, int ldw,
                                   const float *bias, float *C, int ldc, int out) {
     if (out == OUT_ROWS) prefetch_rows(bias, mr, C, ldc);
-    const float *w[12];
-    for (int j = 0; j < 12; j++) w[j] = WROW(j);
     __m512 lo[12], hi[12];
 #pragma GCC unroll 12
     for (int j = 0; j < 12; j++) lo[j] = hi[j] = _mm512_setzero_ps();
-    for (int k = 0; k < K; k++) {
-        __m512 a0 = _mm512_load_ps(P + (size_t)k * 32), a1 = _mm512_load_ps(P + (size_t)k * 32 + 16);
+    if (ldw == EMB_SGEMM_BCAST_PACKED) {
+        int k = 0;
+        for (; k + 2 <= K; k += 2) {
+            const float *w = W + (size_t)k * 12;
+            __builtin_prefetch(w + W_AHEAD, 0, 3);
+            __builtin_prefetch(w + W_AHEAD + 16, 0, 3);
+            __m512 a0 = _mm512_load_ps(P + (size_t)k * 32), a1 = _mm512_load_ps(P + (size_t)k * 32 + 16);
+            __m512 a2 = _mm512_load_ps(P + (size_t)k * 32 + 32), a3 = _mm512_load_ps(P + (size_t)k * 32 + 48);
 #pragma GCC unroll 12
-        for (int j = 0; j < 12; j++) {
-            __m512 b = _mm512_set1_ps(w[j][k]);
-            lo[j] = _mm512_fmadd_ps(a0, b, lo[j]);
-            hi[j] = _mm512_fmadd_ps(a1, b, hi[j]);
+            for (int j = 0; j < 12; j++) {
+                __m512 b = _mm512_set1_ps(w[2 * j]), b1 = _mm512_set1_ps(w[2 * j + 1]);
+                lo[j] = _mm512_fmadd_ps(a0, b, lo[j]);
+                hi[j] = _mm512_fmadd_ps(a1, b, hi[j]);
+                lo[j] = _mm512_fmadd_ps(a2, b1, lo[j]);
+                hi[j] = _mm512_fmadd_ps(a3, b1, hi[j]);
+            }
+        }
+        if (k < K) {
+            const float *w = W + (size_t)k * 12;
+            __m512 a0 = _mm512_load_ps(P + (size_t)k * 32), a1 = _mm512_load_ps(P + (size_t)k * 32 + 16);
+#pragma GCC unroll 12
+            for (int j = 0; j < 12; j++) {
+                __m512 b = _mm512_set1_ps(w[2 * j]);
+                lo[j] = _mm512_fmadd_ps(a0, b, lo[j]);
+                hi[j] = _mm512_fmadd_ps(a1, b, hi[j]);
+            }
+        }
+    } else {
+        const float *w[12];
+        for (int j = 0; j < 12; j++) w[j] = WROW(j);
+        for (int k = 0; k < K; k++) {
+            __m512 a0 = _mm512_load_ps(P + (size_t)k * 32), a1 = _mm512_load_ps(P + (size_t)k * 32 + 16);
+#pragma GCC unroll 12
+            for (int j = 0; j < 12; j++) {
+                __m512 b = _mm512_set1_ps(w[j][k]);
+                lo[j] = _mm512_fmadd_ps(a0, b, lo[j]);
+                hi[j] = _mm512_fmadd_ps(a1, b, hi[j]);
+            }
         }
     }
     if (out == OUT_ROWS) {
@@ -135,12 +183,29 @@ T_AVX512 static void pack_pairs(int mr, int K, const float *A, int lda, float *P
 T_AVX512 static void kernel_16x12(int mr, int nr, int K, const float *P, const float *W, int ldw,
                                   const float *bias, float *C, int ldc) {
     prefetch_rows(bias, mr, C, ldc);
-    const float *w[12];
-    for (int j = 0; j < 12; j++) w[j] = WROW(j);
     __m512 lo[12], hi[12];
 #pragma GCC unroll 12
     for (int j = 0; j < 12; j++) lo[j] = hi[j] = _mm512_setzero_ps();
     int k = 0;
+    if (ldw == EMB_SGEMM_BCAST_PACKED) { /* pairs in order (an odd K's last one ends in 0, as A's) */
+        for (; k < K; k += 2) {
+            const float *wp = W + (size_t)k * 12;
+            __builtin_prefetch(wp + W_AHEAD, 0, 3);
+            __builtin_prefetch(wp + W_AHEAD + 16, 0, 3);
+            __m512 a0 = _mm512_load_ps(P + (size_t)k * 16), a1 = _mm512_load_ps(P + (size_t)k * 16 + 16);
+#pragma GCC unroll 12
+            for (int j = 0; j < 12; j++) {
+                double pair;
+                memcpy(&pair, wp + 2 * j, sizeof pair);
+                __m512 b = _mm512_castpd_ps(_mm512_set1_pd(pair));
+                lo[j] = _mm512_fmadd_ps(a0, b, lo[j]);
+                hi[j] = _mm512_fmadd_ps(a1, b, hi[j]);
+            }
+        }
+        K = k; /* nothing left for the loops below */
+    }
+    const float *w[12];
+    for (int j = 0; j < 12; j++) w[j] = ldw == EMB_SGEMM_BCAST_PACKED ? W : WROW(j);
     for (; k + 2 <= K; k += 2) {
         __m512 a0 = _mm512_load_ps(P + (size_t)k * 16), a1 = _mm512_load_ps(P + (size_t)k * 16 + 16);
         /* At each 16th k the 12 weight rows' lines at k are asked for at once (into L2), before
@@ -179,26 +244,27 @@ T_AVX512 static void kernel_16x12(int mr, int nr, int K, const float *P, const f
     add_transposed(u, nr, mr, bias, C, ldc);
 }
 
-/* Rows 0..mr-1 (mr <= 32) of A and C. Below 16 rows the dot-product kernels of sgemm_rows are
- * faster (no packing, no empty lanes); 16 to 24 rows run as 16 in pairs of k plus the rest;
- * above 24, one 32-row tile (its empty lanes cost less than a second pass over W). Panels in or
- * out (a_panel: A already packed; out other than OUT_ROWS: C is this block's panel) take the
- * 32-row tile whatever mr. */
+/* Rows 0..mr-1 (mr <= 32) of A and C. Below 16 rows of a W as stored, the dot-product kernels of
+ * sgemm_rows are faster (no packing, no empty lanes); of a packed W, its 16-row tile (the rows
+ * past mr zero). 16 to 24 rows run as 16 in pairs of k plus the rest; above 24, one 32-row tile
+ * (its empty lanes cost less than a second pass over W). Panels in or out (a_panel: A already
+ * packed; out other than OUT_ROWS: C is this block's panel) take the 32-row tile whatever mr. */
 static void row_block(int mr, int N, int K, const float *A, int lda, const float *a_panel, const float *W, int ldw,
                       const float *bias, float *C, int ldc, int out, float *P) {
     if (a_panel || out != OUT_ROWS || mr > 24) {
         if (!a_panel) pack_rows(mr, K, A, lda, P);
         for (int n0 = 0; n0 < N; n0 += 12)
-            kernel_32x12(mr, N - n0 < 12 ? N - n0 : 12, K, a_panel ? a_panel : P, W + (size_t)n0 * ldw, ldw,
+            kernel_32x12(mr, N - n0 < 12 ? N - n0 : 12, K, a_panel ? a_panel : P, w_cols(W, ldw, n0, K), ldw,
                          bias ? bias + n0 : NULL, out == OUT_ROWS ? C + n0 : C + (size_t)n0 * 32, ldc, out);
-    } else if (mr < 16) {
+    } else if (mr < 16 && ldw != EMB_SGEMM_BCAST_PACKED) {
         if (bias)
             for (int i = 0; i < mr; i++) memcpy(C + (size_t)i * ldc, bias, (size_t)N * sizeof(float));
         emb_sgemm_rows(mr, N, K, A, lda, W, ldw, C, ldc);
     } else {
-        pack_pairs(16, K, A, lda, P);
+        int m16 = mr < 16 ? mr : 16;
+        pack_pairs(m16, K, A, lda, P);
         for (int n0 = 0; n0 < N; n0 += 12)
-            kernel_16x12(16, N - n0 < 12 ? N - n0 : 12, K, P, W + (size_t)n0 * ldw, ldw, bias ? bias + n0 : NULL,
+            kernel_16x12(m16, N - n0 < 12 ? N - n0 : 12, K, P, w_cols(W, ldw, n0, K), ldw, bias ? bias + n0 : NULL,
                          C + n0, ldc);
         if (mr > 16)
             row_block(mr - 16, N, K, A + (size_t)16 * lda, lda, NULL, W, ldw, bias, C + (size_t)16 * ldc, ldc,
@@ -224,7 +290,7 @@ static void bcast_block(const bcast_job *j, int rb, int c, int worker) {
     float *C = j->out == OUT_ROWS ? j->C + (size_t)m0 * j->ldc + n0 : j->C + (size_t)m0 * j->N + (size_t)n0 * 32;
     if (nc > 0)
         row_block(mr, nc, j->K, j->A ? j->A + (size_t)m0 * j->lda : NULL, j->lda,
-                  j->a_panels ? j->a_panels + (size_t)m0 * j->K : NULL, j->W + (size_t)n0 * j->ldw, j->ldw,
+                  j->a_panels ? j->a_panels + (size_t)m0 * j->K : NULL, w_cols(j->W, j->ldw, n0, j->K), j->ldw,
                   j->bias ? j->bias + n0 : NULL, C, j->ldc, j->out, P);
 }
 

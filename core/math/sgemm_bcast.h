@@ -14,6 +14,14 @@
 /* Below this many multiply-adds a product stays on the calling thread (a wake-up costs more). */
 #define EMB_SGEMM_BCAST_PAR_MACS 1000000.0
 
+/* A weight may be packed once (emb_sgemm_bcast_pack_weight into emb_sgemm_bcast_weight_floats
+ * floats) and passed with ldw EMB_SGEMM_BCAST_PACKED: tiles of 12 rows, each k pair's 24 values
+ * together, so that a product reads it as one stream in order instead of 12 rows at a time (the
+ * same sums, the same bits; rows below 16 then run the 16-row tile rather than sgemm_rows). */
+#define EMB_SGEMM_BCAST_PACKED 0
+size_t emb_sgemm_bcast_weight_floats(int N, int K);
+void emb_sgemm_bcast_pack_weight(int N, int K, const float *W, int ldw, float *Wp);
+
 /* Whether this CPU runs the kernels (AVX-512F). */
 int emb_sgemm_bcast_supported(void);
 /* Floats of scratch each thread needs for a given K (the callee aligns it to 64 bytes). */

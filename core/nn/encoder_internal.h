@@ -35,6 +35,13 @@ typedef struct {
     emb_bf16w *q, *k, *v, *o, *ffn_in, *ffn_out;
 } emb_layer_bf16;
 
+/* float32 on AVX-512: the same six weights packed at load for emb_sgemm_bcast (its
+ * EMB_SGEMM_BCAST_PACKED layout), which then reads each as one stream in order; the mapped ones
+ * stay for everything else. */
+typedef struct {
+    float *q, *k, *v, *o, *ffn_in, *ffn_out;
+} emb_layer_f32p;
+
 struct emb_encoder {
     emb_encoder_config cfg;
     emb_encoder_info info;
@@ -53,6 +60,7 @@ struct emb_encoder {
     emb_weights weights;
     emb_layer_i8 *L8; /* int8 weights: one per layer; NULL otherwise */
     emb_layer_bf16 *LB; /* bf16 weights: one per layer; NULL otherwise */
+    emb_layer_f32p *LF; /* float32 weights packed for emb_sgemm_bcast: one per layer; NULL otherwise */
     int first_dtype, mixed;
     XXH3_state_t *hash;
     uint64_t fingerprint; /* of what the forward pass multiplies with */
@@ -63,6 +71,9 @@ struct emb_encoder {
 
 /* Frees the packed weights (emb_encoder_free, and switching back to float32). */
 void emb_encoder_free_weights(emb_encoder *);
+/* float32 on AVX-512: packs e's linear weights into e->LF (encoder_weights.c); -1 when out of
+ * memory, e->LF then NULL and the mapped weights used. */
+int emb_encoder_pack_f32(emb_encoder *e);
 
 /* emb_encoder_forward that, given a span, also copies the attention weights of sequence 0 into
  * probs (laid out as emb_encoder_attention returns them). The span must be valid. */

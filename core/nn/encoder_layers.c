@@ -59,12 +59,27 @@ static void product_tiles(const float *A, int lda, const float *W, float *C, int
 }
 
 /* Which of a layer's linear weights a product uses (LIN_NONE: the float32 one given). */
-typedef enum { LIN_NONE, LIN_O, LIN_FFN_IN, LIN_FFN_OUT } lin_slot;
+typedef enum { LIN_NONE, LIN_Q, LIN_K, LIN_V, LIN_O, LIN_FFN_IN, LIN_FFN_OUT } lin_slot;
 static const emb_int8_gemm_weights *packed_i8(const emb_layer_i8 *p, lin_slot s) {
     return !p ? NULL : s == LIN_O ? p->o : s == LIN_FFN_IN ? p->ffn_in : s == LIN_FFN_OUT ? p->ffn_out : NULL;
 }
 static const emb_bf16w *packed_bf16(const emb_layer_bf16 *p, lin_slot s) {
     return !p ? NULL : s == LIN_O ? p->o : s == LIN_FFN_IN ? p->ffn_in : s == LIN_FFN_OUT ? p->ffn_out : NULL;
+}
+/* float32 on emb_sgemm_bcast: the layer's weight W of K inputs as the products read it, packed at
+ * load (*ldw EMB_SGEMM_BCAST_PACKED) or, without packed weights, as stored. */
+static const float *f32_weight(const emb_fwd_ctx *fc, lin_slot s, const float *W, int K, int *ldw) {
+    const emb_layer_f32p *p = fc->packs && fc->e->LF ? &fc->e->LF[fc->w - fc->e->L] : NULL;
+    const float *w = !p                 ? NULL
+                     : s == LIN_Q       ? p->q
+                     : s == LIN_K       ? p->k
+                     : s == LIN_V       ? p->v
+                     : s == LIN_O       ? p->o
+                     : s == LIN_FFN_IN  ? p->ffn_in
+                     : s == LIN_FFN_OUT ? p->ffn_out
+                                        : NULL;
+    *ldw = w ? EMB_SGEMM_BCAST_PACKED : K;
+    return w ? w : W;
 }
 
 /* C[M,N] += A[M,K] * W[N,K]^T (W as PyTorch's Linear stores it, [out, in]; row strides lda, ldc):
@@ -79,8 +94,11 @@ static void linear_acc(emb_fwd_ctx *fc, const float *A, int lda, const float *W,
     if (WB) {
         if (emb_bf16_gemm(A, lda, M, WB, bias, bias ? 0.0f : 1.0f, C, ldc, fc->bact, fc->gemm_workers))
             fc->failed = 1;
-    } else if (!W8 && fc->packs) emb_sgemm_bcast(M, N, K, A, lda, W, K, bias, C, ldc, fc->packs, fc->gemm_workers);
-    else if (!W8 && fc->tile_products) product_tiles(A, lda, W, C, ldc, M, N, K);
+    } else if (!W8 && fc->packs) {
+        int ldw;
+        const float *Wb = f32_weight(fc, slot, W, K, &ldw);
+        emb_sgemm_bcast(M, N, K, A, lda, Wb, ldw, bias, C, ldc, fc->packs, fc->gemm_workers);
+    } else if (!W8 && fc->tile_products) product_tiles(A, lda, W, C, ldc, M, N, K);
     else if (!W8) cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, N, K, 1.0f, A, lda, W, K, 1.0f, C, ldc);
     else if (fc->act_of == A
                  ? emb_int8_gemm_q(fc->act, W8, bias, bias ? 0.0f : 1.0f, C, ldc, fc->gemm_workers)
@@ -93,7 +111,8 @@ static void linear_acc(emb_fwd_ctx *fc, const float *A, int lda, const float *W,
  * side by side in one tensor, two otherwise. */
 static void ffn_in(emb_fwd_ctx *fc, const emb_layer_weights *w, const float *A) {
     int BT = (int)fc->BT, FF = fc->FF, H = fc->H;
-    if (fc->w8 || fc->wb || fc->FFin == FF || w->w1b == w->w1 + (size_t)FF * H) { /* packed as one */
+    if (fc->w8 || fc->wb || (fc->packs && fc->e->LF) || fc->FFin == FF || w->w1b == w->w1 + (size_t)FF * H) {
+        /* packed as one */
         linear_acc(fc, A, H, w->w1, LIN_FFN_IN, w->b1, fc->inter, fc->FFin, BT, fc->FFin, H);
     } else {
         linear_acc(fc, A, H, w->w1, LIN_NONE, w->b1, fc->inter, fc->FFin, BT, FF, H);
@@ -106,14 +125,17 @@ static void ffn_in(emb_fwd_ctx *fc, const emb_layer_weights *w, const float *A) 
 static void qkv_from_panels(emb_fwd_ctx *fc, const emb_layer_weights *w, const float *P) {
     int BT = (int)fc->BT, H = fc->H;
     emb_workers *gw = fc->gemm_workers;
+    int lq, lk, lv;
+    const float *wq = f32_weight(fc, LIN_Q, w->wq, H, &lq), *wk = f32_weight(fc, LIN_K, w->wk, H, &lk),
+                *wv = f32_weight(fc, LIN_V, w->wv, H, &lv);
     if (fc->att.qk_panels) {
-        emb_sgemm_bcast_to_panels(BT, H, H, NULL, 0, P, w->wq, H, w->bq, EMB_PANELS_SET, fc->q, fc->packs, gw);
-        emb_sgemm_bcast_to_panels(BT, H, H, NULL, 0, P, w->wk, H, w->bk, EMB_PANELS_SET, fc->k, fc->packs, gw);
+        emb_sgemm_bcast_to_panels(BT, H, H, NULL, 0, P, wq, lq, w->bq, EMB_PANELS_SET, fc->q, fc->packs, gw);
+        emb_sgemm_bcast_to_panels(BT, H, H, NULL, 0, P, wk, lk, w->bk, EMB_PANELS_SET, fc->k, fc->packs, gw);
     } else {
-        emb_sgemm_bcast_panels(BT, H, H, P, w->wq, H, w->bq, fc->q, H, fc->packs, gw);
-        emb_sgemm_bcast_panels(BT, H, H, P, w->wk, H, w->bk, fc->k, H, fc->packs, gw);
+        emb_sgemm_bcast_panels(BT, H, H, P, wq, lq, w->bq, fc->q, H, fc->packs, gw);
+        emb_sgemm_bcast_panels(BT, H, H, P, wk, lk, w->bk, fc->k, H, fc->packs, gw);
     }
-    emb_sgemm_bcast_panels(BT, H, H, P, w->wv, H, w->bv, fc->v, H, fc->packs, gw);
+    emb_sgemm_bcast_panels(BT, H, H, P, wv, lv, w->bv, fc->v, H, fc->packs, gw);
 }
 
 /* Q, K and V from A: int8 quantizes A once for the three products, bf16 rounds it once. */
@@ -136,9 +158,9 @@ static void qkv_in(emb_fwd_ctx *fc, const emb_layer_weights *w, const float *A) 
         return;
     }
     if (!w8) {
-        linear_acc(fc, A, H, w->wq, LIN_NONE, w->bq, fc->q, H, BT, H, H);
-        linear_acc(fc, A, H, w->wk, LIN_NONE, w->bk, fc->k, H, BT, H, H);
-        linear_acc(fc, A, H, w->wv, LIN_NONE, w->bv, fc->v, H, BT, H, H);
+        linear_acc(fc, A, H, w->wq, LIN_Q, w->bq, fc->q, H, BT, H, H);
+        linear_acc(fc, A, H, w->wk, LIN_K, w->bk, fc->k, H, BT, H, H);
+        linear_acc(fc, A, H, w->wv, LIN_V, w->bv, fc->v, H, BT, H, H);
         return;
     }
     if ((fc->act_of != A && emb_int8_gemm_quantize(A, H, BT, H, fc->act, gw)) ||
@@ -193,13 +215,14 @@ static void layers_post_norm_panels(emb_fwd_ctx *fc, const emb_workspace *ws, co
         qkv_from_panels(fc, w, X);
         attend(fc, ws, pl, l);
         const float *ctx = fc->att.ctx ? fc->att.ctx : fc->q;
-        emb_sgemm_bcast_to_panels(BT, H, H, ctx, H, NULL, w->wo, H, w->bo, EMB_PANELS_ADD, X, fc->packs, gw);
+        int lo, l1, l2;
+        const float *wo = f32_weight(fc, LIN_O, w->wo, H, &lo), *w1 = f32_weight(fc, LIN_FFN_IN, w->w1, H, &l1),
+                    *w2 = f32_weight(fc, LIN_FFN_OUT, w->w2, FF, &l2);
+        emb_sgemm_bcast_to_panels(BT, H, H, ctx, H, NULL, wo, lo, w->bo, EMB_PANELS_ADD, X, fc->packs, gw);
         fc->norm_g = w->ln1_g, fc->norm_b = w->ln1_b;
         emb_workers_run(pl->rows, panels, emb_encoder_step_panel_ln, fc);
-        emb_sgemm_bcast_to_panels(BT, FF, H, NULL, 0, X, w->w1, H, w->b1, EMB_PANELS_GELU, fc->inter, fc->packs,
-                                  gw);
-        emb_sgemm_bcast_to_panels(BT, H, FF, NULL, 0, fc->inter, w->w2, FF, w->b2, EMB_PANELS_ADD, X, fc->packs,
-                                  gw);
+        emb_sgemm_bcast_to_panels(BT, FF, H, NULL, 0, X, w1, l1, w->b1, EMB_PANELS_GELU, fc->inter, fc->packs, gw);
+        emb_sgemm_bcast_to_panels(BT, H, FF, NULL, 0, fc->inter, w2, l2, w->b2, EMB_PANELS_ADD, X, fc->packs, gw);
         fc->norm_g = w->ln2_g, fc->norm_b = w->ln2_b;
         emb_workers_run(pl->rows, panels, emb_encoder_step_panel_ln, fc);
     }

@@ -514,6 +514,7 @@ static int load(emb_encoder *e, const char *dir, int use_mmap, char err[EMB_ERR_
     in->has_pooler = e->pool_w != NULL;
     in->n_files = e->nfiles;
     in->used_bytes = in->weight_bytes;
+    emb_encoder_pack_f32(e); /* out of memory: the mapped weights serve */
     return 0;
 }
 

@@ -3,6 +3,7 @@
  * pass then reads only the packed copies of these layers (the float32 ones stay mapped but
  * untouched). */
 #include "nn/encoder_internal.h"
+#include "math/sgemm_bcast.h"
 #include <stdlib.h>
 #include <string.h>
 
@@ -78,7 +79,45 @@ static int pack_layer(const emb_encoder *e, emb_weights kind, int l, packed_laye
     return 0;
 }
 
+static void free_f32p(emb_encoder *e) {
+    for (int l = 0; e->LF && l < e->cfg.dims.layers; l++) {
+        emb_layer_f32p *p = &e->LF[l];
+        free(p->q), free(p->k), free(p->v), free(p->o), free(p->ffn_in), free(p->ffn_out);
+    }
+    free(e->LF);
+    e->LF = NULL;
+}
+
+/* W (N x K), with W2's N rows after W's when given (N a multiple of 12, so that W2 starts a
+ * tile), packed for emb_sgemm_bcast; NULL when out of memory. */
+static float *pack_f32(const float *W, const float *W2, int N, int K) {
+    size_t half = emb_sgemm_bcast_weight_floats(N, K);
+    float *P = emb_alloc_large((W2 ? 2 : 1) * half * sizeof(float));
+    if (!P) return NULL;
+    emb_sgemm_bcast_pack_weight(N, K, W, K, P);
+    if (W2) emb_sgemm_bcast_pack_weight(N, K, W2, K, P + half);
+    return P;
+}
+
+int emb_encoder_pack_f32(emb_encoder *e) {
+    const int L = e->cfg.dims.layers, H = e->cfg.dims.hidden, I = e->cfg.dims.intermediate;
+    if (!emb_sgemm_bcast_supported() || (e->cfg.gated && I % 12) || L < 1) return 0;
+    e->LF = calloc((size_t)L, sizeof *e->LF);
+    int ok = e->LF != NULL;
+    for (int l = 0; ok && l < L; l++) {
+        const emb_layer_weights *w = &e->L[l];
+        emb_layer_f32p *p = &e->LF[l];
+        p->q = pack_f32(w->wq, NULL, H, H), p->k = pack_f32(w->wk, NULL, H, H), p->v = pack_f32(w->wv, NULL, H, H);
+        p->o = pack_f32(w->wo, NULL, H, H), p->ffn_out = pack_f32(w->w2, NULL, H, I);
+        p->ffn_in = pack_f32(w->w1, e->cfg.gated ? w->w1b : NULL, I, H);
+        ok = p->q && p->k && p->v && p->o && p->ffn_in && p->ffn_out;
+    }
+    if (!ok) free_f32p(e); /* the mapped weights serve instead */
+    return ok ? 0 : -1;
+}
+
 void emb_encoder_free_weights(emb_encoder *e) {
+    free_f32p(e);
     for (int l = 0; e->L8 && l < e->cfg.dims.layers; l++) {
         packed_layer p = {{e->L8[l].q, e->L8[l].k, e->L8[l].v, e->L8[l].o, e->L8[l].ffn_in, e->L8[l].ffn_out}};
         free_layer(EMB_WEIGHTS_INT8, &p);
@@ -134,6 +173,7 @@ int emb_encoder_set_weights(emb_encoder *e, emb_weights w, char err[EMB_ERR_LEN]
     if (w == EMB_WEIGHTS_F32) {
         emb_encoder_free_weights(e);
         e->info.packed_bytes = 0;
+        emb_encoder_pack_f32(e);
     } else if (pack_all(e, w, err)) {
         return -1;
     }

@@ -13,7 +13,9 @@
  * exactly emb_gelu of emb_sgemm_bcast's output. Products written as panels (bias + A W^T set,
  * or added onto panels holding C) agree with double sums, from A's rows or its panels, with the
  * same bits either way and on three threads; panels unpack to the very rows packed, leaving the
- * columns past N untouched. Skipped (one passing check saying so) on a CPU without AVX-512F. */
+ * columns past N untouched. All of it runs again with the weight packed once
+ * (emb_sgemm_bcast_pack_weight, ldw EMB_SGEMM_BCAST_PACKED), whose results are also the same bits
+ * as the weight as stored wherever no block has fewer than 16 rows. Skipped (one passing check saying so) on a CPU without AVX-512F. */
 #include "check.h"
 #include "math/gelu.h"
 #include "math/sgemm_bcast.h"
@@ -42,8 +44,14 @@ static const shape shapes[] = {{1, 1, 1},     {15, 13, 17},   {16, 24, 16},    {
 typedef struct {
     int M, N, K, lda, ldw, ldc;
     float *A, *W, *C, *C0, *scratch, *bias; /* A, W, C, scratch start one float past 64-byte alignment */
+    float *Wp; /* W packed */
     void *blocks[4];
 } problem;
+
+/* The second run: every product reads W packed. */
+static int packed_w;
+static const float *wt(const problem *p) { return packed_w ? p->Wp : p->W; }
+static int ldw(const problem *p) { return packed_w ? EMB_SGEMM_BCAST_PACKED : p->ldw; }
 
 static void problem_new(problem *p, shape s, int ints, int threads) {
     p->M = s.M, p->N = s.N, p->K = s.K, p->lda = s.K + 3, p->ldw = s.K + 1, p->ldc = s.N + 5;
@@ -61,11 +69,14 @@ static void problem_new(problem *p, shape s, int ints, int threads) {
     for (size_t i = 0; i < nW; i++) p->W[i] = draw(ints);
     for (size_t i = 0; i < nC; i++) p->C0[i] = ints ? (float)((int)(check_rng(&rng) % 101) - 50) : 0.25f;
     memcpy(p->C, p->C0, nC * sizeof(float));
+    p->Wp = aligned_alloc(64, emb_sgemm_bcast_weight_floats(p->N, p->K) * sizeof(float));
+    emb_sgemm_bcast_pack_weight(p->N, p->K, p->W, p->ldw, p->Wp);
 }
 static void problem_free(problem *p) {
     for (int i = 0; i < 4; i++) free(p->blocks[i]);
     free(p->C0);
     free(p->bias);
+    free(p->Wp);
 }
 
 /* One shape: small integers (exact) or uniform floats in [-1, 1), on the caller alone, adding onto
@@ -76,7 +87,8 @@ static void run_shape(shape s, int ints, int with_bias) {
     if (with_bias)
         for (int m = 0; m < p.M; m++)
             for (int n = 0; n < p.N; n++) p.C[(size_t)m * p.ldc + n] = p.C0[(size_t)m * p.ldc + n] = NAN;
-    emb_sgemm_bcast(p.M, p.N, p.K, p.A, p.lda, p.W, p.ldw, with_bias ? p.bias : NULL, p.C, p.ldc, p.scratch, NULL);
+    emb_sgemm_bcast(p.M, p.N, p.K, p.A, p.lda, wt(&p), ldw(&p), with_bias ? p.bias : NULL, p.C, p.ldc, p.scratch,
+                    NULL);
     int bad = 0, outside = 0;
     double worst = 0;
     for (int m = 0; m <= p.M; m++)
@@ -103,6 +115,17 @@ static void run_shape(shape s, int ints, int with_bias) {
           ints ? "integers, exact" : "floats", with_bias ? "bias + product" : "C += product", bad, worst);
     CHECK(outside == 0, "%d x %d x %d: %d values written outside C's %d rows and %d columns", p.M, p.N, p.K,
           outside, p.M, p.N);
+    int r = p.M % 32;
+    if (packed_w && (r == 0 || r == 16 || r > 24)) { /* no block below 16 rows: as W as stored */
+        size_t nC = (size_t)p.M * p.ldc;
+        float *asis = malloc(nC * sizeof(float));
+        memcpy(asis, p.C0, nC * sizeof(float));
+        emb_sgemm_bcast(p.M, p.N, p.K, p.A, p.lda, p.W, p.ldw, with_bias ? p.bias : NULL, asis, p.ldc, p.scratch,
+                        NULL);
+        CHECK(memcmp(asis, p.C, nC * sizeof(float)) == 0,
+              "%d x %d x %d: packed W gives the same bits as W as stored", p.M, p.N, p.K);
+        free(asis);
+    }
     problem_free(&p);
 }
 
@@ -113,10 +136,10 @@ static void run_threads(shape s, int helpers) {
     problem_new(&p, s, 0, helpers + 1);
     float *one = malloc((size_t)p.M * p.ldc * sizeof(float));
     const float *bias = helpers == 2 ? p.bias : NULL; /* one of the three counts with a bias */
-    emb_sgemm_bcast(p.M, p.N, p.K, p.A, p.lda, p.W, p.ldw, bias, p.C, p.ldc, p.scratch, NULL);
+    emb_sgemm_bcast(p.M, p.N, p.K, p.A, p.lda, wt(&p), ldw(&p), bias, p.C, p.ldc, p.scratch, NULL);
     memcpy(one, p.C, (size_t)p.M * p.ldc * sizeof(float));
     memcpy(p.C, p.C0, (size_t)p.M * p.ldc * sizeof(float));
-    emb_sgemm_bcast(p.M, p.N, p.K, p.A, p.lda, p.W, p.ldw, bias, p.C, p.ldc, p.scratch, w);
+    emb_sgemm_bcast(p.M, p.N, p.K, p.A, p.lda, wt(&p), ldw(&p), bias, p.C, p.ldc, p.scratch, w);
     CHECK(w && emb_workers_helpers(w) == helpers, "%d helper threads started", helpers);
     CHECK(memcmp(one, p.C, (size_t)p.M * p.ldc * sizeof(float)) == 0,
           "%d x %d x %d on %d threads: the same bits as on one", p.M, p.N, p.K, helpers + 1);
@@ -185,11 +208,11 @@ static void run_packed(int M, int N, int K) {
     float *panels = aligned_alloc(64, sizeof(float) * emb_sgemm_bcast_panel_floats(M, K)),
           *direct = malloc(sizeof(float) * M * p.ldc), *one = malloc(sizeof(float) * M * p.ldc);
     emb_sgemm_bcast_pack_panels(M, K, p.A, p.lda, panels, NULL);
-    emb_sgemm_bcast_panels(M, N, K, panels, p.W, p.ldw, p.bias, p.C, p.ldc, p.scratch, NULL);
+    emb_sgemm_bcast_panels(M, N, K, panels, wt(&p), ldw(&p), p.bias, p.C, p.ldc, p.scratch, NULL);
     memcpy(one, p.C, sizeof(float) * M * p.ldc);
-    emb_sgemm_bcast(M, N, K, p.A, p.lda, p.W, p.ldw, p.bias, direct, p.ldc, p.scratch, NULL);
+    emb_sgemm_bcast(M, N, K, p.A, p.lda, wt(&p), ldw(&p), p.bias, direct, p.ldc, p.scratch, NULL);
     emb_sgemm_bcast_pack_panels(M, K, p.A, p.lda, panels, w);
-    emb_sgemm_bcast_panels(M, N, K, panels, p.W, p.ldw, p.bias, p.C, p.ldc, p.scratch, w);
+    emb_sgemm_bcast_panels(M, N, K, panels, wt(&p), ldw(&p), p.bias, p.C, p.ldc, p.scratch, w);
     int bad = 0, differ = 0, threads_differ = 0;
     for (int m = 0; m < M; m++)
         for (int n = 0; n < N; n++) {
@@ -253,8 +276,8 @@ static void run_to_panels(int M, int N, int K, emb_panels_out mode) {
         if (mode == EMB_PANELS_ADD) emb_sgemm_bcast_pack_panels(M, N, p.C0, p.ldc, out, NULL);
         else
             for (size_t i = 0; i < emb_sgemm_bcast_panel_floats(M, N); i++) out[i] = NAN;
-        emb_sgemm_bcast_to_panels(M, N, K, v ? NULL : p.A, p.lda, v ? a_panels : NULL, p.W, p.ldw, p.bias, mode,
-                                  out, p.scratch, v == 2 ? w : NULL);
+        emb_sgemm_bcast_to_panels(M, N, K, v ? NULL : p.A, p.lda, v ? a_panels : NULL, wt(&p), ldw(&p), p.bias,
+                                  mode, out, p.scratch, v == 2 ? w : NULL);
         emb_sgemm_bcast_unpack_panels(M, N, out, rows[v], p.ldc, NULL);
     }
     int bad = 0, differ = 0;
@@ -286,32 +309,36 @@ int main(void) {
         CHECK(1, "no AVX-512F here: the encoder uses OpenBLAS for every product");
         return check_report();
     }
-    for (size_t i = 0; i < NSHAPES; i++) {
-        for (int b = 0; b < 2; b++) {
-            run_shape(shapes[i], 1, b);
-            run_shape(shapes[i], 0, b);
+    for (packed_w = 0; packed_w <= 1; packed_w++) {
+        for (size_t i = 0; i < NSHAPES; i++) {
+            for (int b = 0; b < 2; b++) {
+                run_shape(shapes[i], 1, b);
+                run_shape(shapes[i], 0, b);
+            }
         }
-    }
-    /* split by columns, each task every row block of its columns, up to 2 row blocks per thread:
+        /* split by columns, each task every row block of its columns, up to 2 row blocks per thread:
      * 16 rows; 8 rows and 40 rows (a block of 8 on the dot-product kernels); 128 rows (4 blocks,
      * on 2 threads); 130 rows on 3 and 4 threads (5 blocks), by row blocks on 2 */
-    static const shape par[] = {{16, 384, 384}, {130, 384, 384}, {40, 1536, 64}, {8, 3072, 384}, {128, 768, 96}};
-    for (size_t i = 0; i < sizeof par / sizeof par[0]; i++)
-        for (int h = 1; h <= 3; h++) run_threads(par[i], h);
-    static const int packed[][3] = {{1, 5, 3}, {20, 37, 64}, {64, 384, 384}, {90, 50, 129}, {130, 24, 40}};
-    for (size_t i = 0; i < sizeof packed / sizeof packed[0]; i++)
-        run_packed(packed[i][0], packed[i][1], packed[i][2]);
-    static const int ffn[][4] = {
-        {1, 13, 17, 11}, {20, 48, 40, 24}, {33, 50, 19, 12}, {64, 96, 64, 40}, {94, 37, 70, 13}};
-    for (size_t i = 0; i < sizeof ffn / sizeof ffn[0]; i++)
-        for (int h = 0; h <= 2; h += 2) run_ffn(ffn[i][0], ffn[i][1], ffn[i][2], ffn[i][3], h);
-    static const int to_panels[][3] = {{1, 5, 3}, {20, 37, 64}, {56, 384, 384}, {90, 50, 129}, {130, 24, 1536}};
-    for (size_t i = 0; i < sizeof to_panels / sizeof to_panels[0]; i++)
-        for (int add = 0; add <= 1; add++)
-            run_to_panels(to_panels[i][0], to_panels[i][1], to_panels[i][2],
-                          add ? EMB_PANELS_ADD : EMB_PANELS_SET);
-    static const int roundtrip[][2] = {{1, 1}, {17, 20}, {32, 16}, {100, 384}};
-    for (size_t i = 0; i < sizeof roundtrip / sizeof roundtrip[0]; i++)
-        run_roundtrip(roundtrip[i][0], roundtrip[i][1]);
+        static const shape par[] = {
+            {16, 384, 384}, {130, 384, 384}, {40, 1536, 64}, {8, 3072, 384}, {128, 768, 96}};
+        for (size_t i = 0; i < sizeof par / sizeof par[0]; i++)
+            for (int h = 1; h <= 3; h++) run_threads(par[i], h);
+        static const int packed[][3] = {{1, 5, 3}, {20, 37, 64}, {64, 384, 384}, {90, 50, 129}, {130, 24, 40}};
+        for (size_t i = 0; i < sizeof packed / sizeof packed[0]; i++)
+            run_packed(packed[i][0], packed[i][1], packed[i][2]);
+        static const int ffn[][4] = {
+            {1, 13, 17, 11}, {20, 48, 40, 24}, {33, 50, 19, 12}, {64, 96, 64, 40}, {94, 37, 70, 13}};
+        for (size_t i = 0; i < sizeof ffn / sizeof ffn[0]; i++)
+            for (int h = 0; h <= 2; h += 2) run_ffn(ffn[i][0], ffn[i][1], ffn[i][2], ffn[i][3], h);
+        static const int to_panels[][3] = {
+            {1, 5, 3}, {20, 37, 64}, {56, 384, 384}, {90, 50, 129}, {130, 24, 1536}};
+        for (size_t i = 0; i < sizeof to_panels / sizeof to_panels[0]; i++)
+            for (int add = 0; add <= 1; add++)
+                run_to_panels(to_panels[i][0], to_panels[i][1], to_panels[i][2],
+                              add ? EMB_PANELS_ADD : EMB_PANELS_SET);
+        static const int roundtrip[][2] = {{1, 1}, {17, 20}, {32, 16}, {100, 384}};
+        for (size_t i = 0; i < sizeof roundtrip / sizeof roundtrip[0]; i++)
+            run_roundtrip(roundtrip[i][0], roundtrip[i][1]);
+    }
     return check_report();
 }
