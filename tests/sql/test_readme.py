@@ -1,7 +1,7 @@
 """The README and the reference pages in docs/ tell the truth: every ```sql and ```python snippet
 runs as written, in the order of its page, in a folder laid out as the README assumes (./embed, ./vec0 (sqlite-vec),
-./embed_preload.so, models/all-MiniLM-L6-v2 -- here the random-weight MiniLM-shaped fixture --
-and the repository's tests/, sql/ and examples/); a value written after a statement as
+./embed_preload.so, models/sqlite-embed-mini -- the model that comes with the repository -- and
+the repository's tests/, sql/ and examples/); a value written after a statement as
 `-- <JSON>` is the value it returns (its first row: the one value, or a JSON array of the row's
 values); and a plain ``` block right after a ```sql block shows what its last statement returns
 (numbers to the digits shown). The README's blocks run in one connection, in order; each page of
@@ -17,11 +17,12 @@ import subprocess
 import sys
 import tempfile
 
-from harness import test, EXT, ROOT, FIXTURES
+from harness import test, EXT, ROOT
 
 README = os.path.join(ROOT, "README.md")
 DOCS = sorted(glob.glob(os.path.join(ROOT, "docs", "*.md")))
-MODEL_PATH = "models/all-MiniLM-L6-v2"
+MODEL_PATH = "models/sqlite-embed-mini"   # shipped in the repository: what a fresh clone has
+HUB_PATH = "models/all-MiniLM-L6-v2"       # the README's hub model: named in text, never run
 README_MAX_LINES = 400
 
 
@@ -42,7 +43,7 @@ def blocks(path):
 
 
 def workdir():
-    """A folder as the README's reader has it after `make` and downloading a model."""
+    """A folder as the README's reader has it after cloning and `make`."""
     d = tempfile.mkdtemp(prefix="embed-readme-")
     os.symlink(EXT, os.path.join(d, "embed.so"))
     preload = os.path.join(os.path.dirname(EXT), "embed_preload.so")
@@ -52,7 +53,7 @@ def workdir():
     if os.path.exists(vec0):  # sqlite-vec, which docs/coming-from.md loads as ./vec0 (scripts/deps.sh)
         os.symlink(vec0, os.path.join(d, "vec0.so"))
     os.makedirs(os.path.join(d, "models"))
-    os.symlink(os.path.join(FIXTURES, "models", "minilm-tiny-st"), os.path.join(d, MODEL_PATH))
+    os.symlink(os.path.join(ROOT, MODEL_PATH), os.path.join(d, MODEL_PATH))
     for sub in ("tests", "sql", "examples"):
         os.symlink(os.path.join(ROOT, sub), os.path.join(d, sub))
     return d
@@ -193,17 +194,28 @@ def model_paths(text):
     return set(re.findall(r"embed_load\('[^']*', '([^']*)'", text))
 
 
+def run_text(path):
+    """The text of a page's blocks that test_readme runs (```sql and ```python)."""
+    return "\n".join(text for lang, _, text in blocks(path) if lang in ("sql", "python"))
+
+
 @test
 def the_readme_and_the_docs_use_one_model_path():
     text = open(README, encoding="utf-8").read()
-    paths = model_paths(text)
+    paths = model_paths(run_text(README))
     fixtures = {p for p in paths if p.startswith("tests/fixtures/")}
     assert paths - fixtures == {MODEL_PATH}, paths
-    assert "random weights" in text, "the README must say the bundled models have random weights"
+    assert model_paths(text) - fixtures == {MODEL_PATH, HUB_PATH}, "the README shows how to load a hub model"
+    assert "random weights" in text, "the README must say the fixture models have random weights"
+    assert "for demos, tests and offline use" in text, "the README must say what the shipped model is for"
+    assert os.path.isfile(os.path.join(ROOT, MODEL_PATH, "model.safetensors")), "the shipped model is missing"
     for path in DOCS:
-        paths = model_paths(open(path, encoding="utf-8").read())
+        paths = model_paths(run_text(path))
         others = {p for p in paths if not p.startswith(("tests/fixtures/", "tests/references/"))}
         assert others <= {MODEL_PATH}, (os.path.relpath(path, ROOT), others)
+        others = model_paths(open(path, encoding="utf-8").read()) - paths
+        assert {p for p in others if not p.startswith("tests/")} <= {MODEL_PATH, HUB_PATH}, \
+            (os.path.relpath(path, ROOT), others)
 
 
 # "issue 13", "issues 12 and 13", "(#13)"; a commit hash in backticks or parentheses: 7 to 40 hex
