@@ -34,7 +34,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--db", default=":memory:", help="database file (default: in memory)")
     ap.add_argument("--extension", default="./embed", help="path of embed.so, without .so")
-    ap.add_argument("--model", default="tests/fixtures/models/minilm-tiny-st",
+    ap.add_argument("--model", default="models/sqlite-embed-mini",
                     help="a Hugging Face / sentence-transformers model folder")
     args = ap.parse_args()
 
@@ -42,12 +42,12 @@ def main():
     con.enable_load_extension(True)
     con.load_extension(args.extension)
     con.enable_load_extension(False)
-    print("model: " + con.execute("SELECT embed_load('minilm', ?)", (args.model,)).fetchone()[0])
+    print("model: " + con.execute("SELECT embed_load('mini', ?)", (args.model,)).fetchone()[0])
 
     con.execute("DROP TABLE IF EXISTS notes_idx")
     con.execute("DROP TABLE IF EXISTS notes")
     con.execute("CREATE TABLE notes(id INTEGER PRIMARY KEY, body TEXT NOT NULL)")
-    con.execute("CREATE VIRTUAL TABLE notes_idx USING embed_index(model = 'minilm', metric = 'cosine')")
+    con.execute("CREATE VIRTUAL TABLE notes_idx USING embed_index(model = 'mini', metric = 'cosine')")
     # One transaction: the index embeds the pending texts in length-sorted batches at commit.
     with con:
         con.execute("BEGIN")

@@ -1,12 +1,12 @@
 -- Similarity search over 300 short notes in the sqlite3 shell, with embed_index.
 -- Run from the repository root after `make`:
 --     sqlite3 :memory: '.read examples/notes.sql'
--- The model is the small test model of the repository; any BERT-family sentence-transformers
--- folder works the same way (for example all-MiniLM-L6-v2 downloaded from Hugging Face).
+-- The model is the small sentence encoder that comes with the repository; any BERT-family
+-- sentence-transformers folder works the same way (for example all-MiniLM-L6-v2 from Hugging Face).
 .load ./embed
 .mode list
 .headers off
-SELECT 'model: ' || embed_load('minilm', 'tests/fixtures/models/minilm-tiny-st');
+SELECT 'model: ' || embed_load('mini', 'models/sqlite-embed-mini');
 
 -- 300 notes, made from templates so that the example needs no data file.
 CREATE TABLE notes(id INTEGER PRIMARY KEY, body TEXT NOT NULL);
@@ -22,7 +22,7 @@ INSERT INTO notes(body)
 SELECT s || ' ' || e || ' ' || w FROM subjects, events, places ORDER BY i, j, p;
 
 -- The index embeds each note with the model; one INSERT ... SELECT is embedded in batches.
-CREATE VIRTUAL TABLE notes_idx USING embed_index(model = 'minilm', metric = 'cosine');
+CREATE VIRTUAL TABLE notes_idx USING embed_index(model = 'mini', metric = 'cosine');
 INSERT INTO notes_idx(rowid, text) SELECT id, body FROM notes;
 SELECT 'indexed: ' || count(*) FROM notes_idx;
 

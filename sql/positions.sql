@@ -1,12 +1,13 @@
 -- Where position goes in newer encoders: rotary (RoPE) instead of a position table.
 -- Run from the repository root: sqlite3 -box :memory: '.load ./embed' '.read sql/positions.sql'
--- The models are the tiny random-weight ones in tests/fixtures: only the structure is meaningful.
+-- BERT is the model that comes with the repository (models/sqlite-embed-mini); the rotary model is a
+-- tiny random-weight one from tests/fixtures: only its structure is meaningful.
 
 .print '== 1. BERT adds a position vector to each token; a rotary model adds none'
-SELECT embed_load('bert-tiny', 'tests/fixtures/models/bert-tiny-uncased') AS loaded;
+SELECT embed_load('mini', 'models/sqlite-embed-mini') AS loaded;
 SELECT embed_load('nomic-tiny', 'tests/fixtures/models2/nomic-bert-tiny') AS loaded;
-SELECT 'bert-tiny' AS model, position, token, embed_dims(position_embedding) AS position_dims
-  FROM embed_tokens('bert-tiny', 'the cat') WHERE position < 2
+SELECT 'mini' AS model, position, token, embed_dims(position_embedding) AS position_dims
+  FROM embed_tokens('mini', 'the cat') WHERE position < 2
 UNION ALL
 SELECT 'nomic-tiny', position, token, embed_dims(position_embedding)
   FROM embed_tokens('nomic-tiny', 'the cat') WHERE position < 2;
@@ -32,4 +33,4 @@ SELECT m, n, m - n AS distance,
 SELECT pos, embed_json(position_encoding('nomic-tiny', pos)) AS cos_then_sin
   FROM (SELECT 0 AS pos UNION ALL SELECT 1 UNION ALL SELECT 2);
 
-SELECT embed_unload('bert-tiny') + embed_unload('nomic-tiny') AS unloaded;
+SELECT embed_unload('mini') + embed_unload('nomic-tiny') AS unloaded;

@@ -41,7 +41,8 @@ def positions_walkthrough_prints_the_rotary_formula():
     lines = run_script("positions.sql")
 
     rows = [l.split("|") for l in section(lines, 1) if "|" in l]
-    assert [(r[0], r[3]) for r in rows] == [("bert-tiny", "32"), ("bert-tiny", "32"),
+    hidden = json.load(open(os.path.join(ROOT, "models", "sqlite-embed-mini", "config.json")))["hidden_size"]
+    assert [(r[0], r[3]) for r in rows] == [("mini", str(hidden)), ("mini", str(hidden)),
                                            ("nomic-tiny", ""), ("nomic-tiny", "")], rows
 
     rotated, cos3, sin3 = section(lines, 2)[0].split("|")

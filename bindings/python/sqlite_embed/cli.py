@@ -10,9 +10,9 @@ import time
 import sqlite_embed
 
 EPILOG = """examples:
-  sqlite-embed index notes.db notes body --model models/all-MiniLM-L6-v2
-  sqlite-embed search notes.db notes_idx 'is the bus late?' --model models/all-MiniLM-L6-v2 -k 3
-  sqlite-embed models models/all-MiniLM-L6-v2
+  sqlite-embed index notes.db notes body --model models/sqlite-embed-mini
+  sqlite-embed search notes.db notes_idx 'is the bus late?' --model models/sqlite-embed-mini -k 3
+  sqlite-embed models models/sqlite-embed-mini
   sqlite-embed models --db notes.db"""
 
 
