@@ -83,6 +83,13 @@ peaks() {
         echo "peak $c $(taskset -c "$c" "$build/bench/bench_peak" | awk '/^RESULT/ { print $3 }' | paste -sd ' ')"
     done
 }
+# the CPU kind the figures belong to (bench/README.md keeps a table per kind)
+awk -F': *' '/^model name/ && !n { n = $2 } /^cpu family/ && !f { f = $2 } /^model[ \t]*:/ && !m { m = $2 }
+    /^flags/ && !fl { fl = $2 } END {
+        k = split("avx2 fma avx512f avx512_vnni avx512_bf16 avx512_fp16 amx_bf16 amx_int8", want, " ")
+        for (i = 1; i <= k; i++) if ((" " fl " ") ~ (" " want[i] " ")) has = has " " want[i]
+        printf "### CPU: %s (family %s, model %s), %d CPUs; flags:%s\n", n, f, m, NCPU, has }' \
+    NCPU="$(nproc)" /proc/cpuinfo
 echo "### one-thread runs on CPU $one_cpu"
 for r in $(seq 1 "$rounds"); do
     echo; echo "### round $r: $(uptime)"
