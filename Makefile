@@ -35,7 +35,7 @@ EXT_SO   = $(if $(filter build,$(BUILD)),embed.so,$(BUILD)/embed.so)
 # where it looks for it by default.
 PRELOAD_SO = $(dir $(EXT_SO))embed_preload.so
 
-.PHONY: dist wheel format format-check all deps demo test asan tsan faults faults-build valgrind fuzz stress bench clean install uninstall check-fresh cluster-test cluster-demo
+.PHONY: model dist wheel format format-check all deps demo test asan tsan faults faults-build valgrind fuzz stress bench clean install uninstall check-fresh cluster-test cluster-demo
 all: $(EXT_SO) $(PRELOAD_SO) $(BUILD)/libembedcore.a $(CTEST_BIN)
 
 deps:
@@ -202,6 +202,11 @@ uninstall:
 # dist/sqlite-embed-VERSION-linux-ARCH.tar.gz (libraries, headers, .pc, licences) and SHA256SUMS.
 dist: $(EXT_SO) $(PRELOAD_SO) $(BUILD)/libembedcore.a
 	@bash scripts/dist.sh $(BUILD) $(EXT_SO) $(PRELOAD_SO)
+
+# make model: trains the shipped model's recipe from scratch into build/model/ (about an hour on
+# two cores; scripts/make_model.sh), then measures its quality. The tests never train.
+model: all
+	@bash scripts/make_model.sh $(EXT_SO)
 
 # make wheel: a wheel of bindings/python for this platform (embed.so built inside it), in dist/.
 wheel:

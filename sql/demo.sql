@@ -49,35 +49,55 @@ SELECT pos, round(embed_cosine(position_encoding(10, 64), position_encoding(pos,
 
 .print ''
 .print '== 6. A real BERT: the two "left"s of "I left my phone on the left side of the table."'
-.print '   (bert-tiny-uncased from tests/fixtures: the real bert-base-uncased vocabulary, but RANDOM'
-.print '    weights, 32 dimensions, 2 layers. Only the structure is meaningful, not the numbers.)'
-SELECT embed_load('tiny', 'tests/fixtures/models/bert-tiny-uncased') AS loaded;
+.print '   (sqlite-embed-mini from models/: a small BERT trained on Debian package descriptions,'
+.print '    with the real bert-base-uncased vocabulary, 256 dimensions, 4 layers. Small, for demos'
+.print '    and offline use: a hub model such as all-MiniLM-L6-v2 is better for real work.)'
+SELECT embed_load('mini', 'models/sqlite-embed-mini') AS loaded;
 SELECT name, architecture, hidden_size, layers, heads, vocab_size, max_tokens, weight_type, fingerprint
-  FROM embed_models WHERE name = 'tiny';
+  FROM embed_models WHERE name = 'mini';
 
 SELECT position, token_id, token, start, "end", word
-  FROM embed_tokens('tiny', 'I left my phone on the left side of the table.');
+  FROM embed_tokens('mini', 'I left my phone on the left side of the table.');
 
 .print ''
 .print '   Cosine similarity of the two "left" rows at each level:'
 WITH l AS (
-  SELECT * FROM embed_tokens('tiny', 'I left my phone on the left side of the table.') WHERE token = 'left'
+  SELECT * FROM embed_tokens('mini', 'I left my phone on the left side of the table.') WHERE token = 'left'
 ), a AS (SELECT * FROM l ORDER BY position LIMIT 1),
    b AS (SELECT * FROM l ORDER BY position DESC LIMIT 1)
 SELECT 'token (table lookup)' AS level, round(embed_cosine(a.token_embedding, b.token_embedding), 4) AS cosine FROM a, b
 UNION ALL SELECT 'position', round(embed_cosine(a.position_embedding, b.position_embedding), 4) FROM a, b
 UNION ALL SELECT 'input (token + position + type, LayerNorm)', round(embed_cosine(a.input_embedding, b.input_embedding), 4) FROM a, b
-UNION ALL SELECT 'contextual (after 2 layers of attention)', round(embed_cosine(a.contextual_embedding, b.contextual_embedding), 4) FROM a, b;
+UNION ALL SELECT 'contextual (after 4 layers of attention)', round(embed_cosine(a.contextual_embedding, b.contextual_embedding), 4) FROM a, b;
 
 .print ''
-.print '   The same with a word the vocabulary splits into pieces, and word vectors from pieces:'
-SELECT word, group_concat(token, ' ') AS pieces, embed_dims(embed_mean(contextual_embedding)) AS dims
-  FROM embed_tokens('tiny', 'шагать шагать') WHERE word IS NOT NULL GROUP BY word;
-SELECT round(embed_cosine(x.v, y.v), 4) AS cosine_of_the_two_word_vectors FROM
-  (SELECT embed_mean(contextual_embedding) AS v FROM embed_tokens('tiny', 'шагать шагать') WHERE word = 0) AS x,
-  (SELECT embed_mean(contextual_embedding) AS v FROM embed_tokens('tiny', 'шагать шагать') WHERE word = 1) AS y;
+.print '   Sentence vectors (mean pooling, normalised) and their distances:'
+SELECT round(embed_distance(embed('mini', 'The bus is late.'), embed('mini', 'My train is delayed.')), 3) AS bus_vs_train,
+       round(embed_distance(embed('mini', 'The bus is late.'), embed('mini', 'Buy milk and eggs.')), 3) AS bus_vs_milk;
 
 .print ''
-.print '   Sentence vectors (mean pooling) and their distances:'
-SELECT round(embed_distance(embed('tiny', 'bus is late'), embed('tiny', 'late is bus')), 4) AS same_words_other_order,
-       round(embed_distance(embed('tiny', 'bus is late'), embed('tiny', 'the bus is late')), 4) AS one_word_added;
+.print "== 7. Search this machine's package descriptions by meaning"
+.print '   (a tenth of the packages apt knows of, with their descriptions; the installed ones without apt lists)'
+.system bash scripts/demo_packages.sh build/demo_packages.dat
+CREATE TABLE packages(name TEXT, summary TEXT, description TEXT);
+.import --ascii build/demo_packages.dat packages
+CREATE VIRTUAL TABLE packages_idx USING embed_index(model = 'mini');
+CREATE VIRTUAL TABLE packages_fts USING fts5(name, summary, description);
+INSERT INTO packages_idx(rowid, text) SELECT rowid, summary || '. ' || description FROM packages;
+INSERT INTO packages_fts(rowid, name, summary, description) SELECT rowid, name, summary, description FROM packages;
+
+.print ''
+.print '   By vectors alone (the index embeds the question and finds the nearest descriptions):'
+SELECT q.value AS question,
+       (SELECT group_concat(name, ', ') FROM
+          (SELECT p.name FROM packages_idx AS h JOIN packages AS p ON p.rowid = h.rowid
+            WHERE h.packages_idx MATCH q.value AND h.k = 4 ORDER BY h.distance)) AS nearest_packages
+  FROM json_each('["compress files", "edit images", "debug a C program", "play music", "read email"]') AS q;
+
+.print ''
+.print '   Keywords and vectors fused (embed_hybrid: FTS5 bm25 and the index, reciprocal rank fusion):'
+SELECT q.value AS question,
+       (SELECT group_concat(name, ', ') FROM
+          (SELECT p.name FROM embed_hybrid('packages_idx', 'packages_fts', q.value, 4) AS h
+             JOIN packages AS p ON p.rowid = h.rowid ORDER BY h.score DESC)) AS packages
+  FROM json_each('["compress files", "edit images", "debug a C program", "play music", "read email"]') AS q;
