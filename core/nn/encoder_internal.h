@@ -72,7 +72,7 @@ struct emb_encoder {
 /* Frees the packed weights (emb_encoder_free, and switching back to float32). */
 void emb_encoder_free_weights(emb_encoder *);
 /* float32 on AVX-512: packs e's linear weights into e->LF (encoder_weights.c); -1 when out of
- * memory, e->LF then NULL and the mapped weights used. */
+ * memory, e->LF then NULL (loading fails: the kernels of the mapped weights round otherwise). */
 int emb_encoder_pack_f32(emb_encoder *e);
 
 /* emb_encoder_forward that, given a span, also copies the attention weights of sequence 0 into

@@ -514,8 +514,8 @@ static int load(emb_encoder *e, const char *dir, int use_mmap, char err[EMB_ERR_
     in->has_pooler = e->pool_w != NULL;
     in->n_files = e->nfiles;
     in->used_bytes = in->weight_bytes;
-    emb_encoder_pack_f32(e); /* out of memory: the mapped weights serve */
-    return 0;
+    /* out of memory is an error, not the mapped weights: their kernels round otherwise */
+    return emb_encoder_pack_f32(e) ? emb_fail(err, "out of memory") : 0;
 }
 
 int emb_encoder_load(const char *dir, emb_encoder **out, char err[EMB_ERR_LEN]) {

@@ -112,7 +112,7 @@ int emb_encoder_pack_f32(emb_encoder *e) {
         p->ffn_in = pack_f32(w->w1, e->cfg.gated ? w->w1b : NULL, I, H);
         ok = p->q && p->k && p->v && p->o && p->ffn_in && p->ffn_out;
     }
-    if (!ok) free_f32p(e); /* the mapped weights serve instead */
+    if (!ok) free_f32p(e);
     return ok ? 0 : -1;
 }
 
@@ -170,10 +170,13 @@ int emb_encoder_set_weights(emb_encoder *e, emb_weights w, char err[EMB_ERR_LEN]
     if (w == EMB_WEIGHTS_BF16 && !emb_bf16_fast())
         return emb_fail(err, "bf16 weights need a CPU with AVX512_BF16 (AMD Zen 4 or later, Intel Sapphire "
                              "Rapids or Cooper Lake); this one has none: use \"int8\" or \"f32\"");
-    if (w == EMB_WEIGHTS_F32) {
+    if (w == EMB_WEIGHTS_F32) { /* packed before the others are freed: a failure keeps them */
+        if (emb_encoder_pack_f32(e)) return emb_fail(err, "out of memory");
+        emb_layer_f32p *lf = e->LF;
+        e->LF = NULL;
         emb_encoder_free_weights(e);
+        e->LF = lf;
         e->info.packed_bytes = 0;
-        emb_encoder_pack_f32(e);
     } else if (pack_all(e, w, err)) {
         return -1;
     }

@@ -403,7 +403,8 @@ int ix_target(ix_vtab *v, double *target);
 /* How many held-out queries a measurement over n rows uses (0: too few rows to measure). */
 size_t ix_tune_queries(size_t n);
 /* The build's measurement: the probes reaching the target for queries t, given every row's
- * list + 1 (list1, n rows), stored with the recall and whether the search should scan. */
+ * list + 1 (list1, n rows), stored with the recall and whether the search should scan (no queries:
+ * too few rows, every list probed). */
 int ix_tune_probes(ix_vtab *v, const emb_ivf *ivf, const emb_truth *t, const int32_t *list1, size_t n);
 /* Compact storage with float32 copies: the oversample reaching the target, stored. */
 int ix_tune_codes(ix_vtab *v, const ix_cache *c);

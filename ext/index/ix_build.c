@@ -215,7 +215,7 @@ static int build_lists(ix_vtab *v, const ix_cache *c, const build_options *o, si
     if (rc == SQLITE_OK) rc = pick_queries(v, c, &t);
     if (rc == SQLITE_OK) rc = assign_all(v, c, &ivf, list1, &t);
     ix_progress(v->key, "build: measuring the probes for the target recall");
-    if (rc == SQLITE_OK && t.nq) rc = ix_tune_probes(v, &ivf, &t, list1, n);
+    if (rc == SQLITE_OK) rc = ix_tune_probes(v, &ivf, &t, list1, n);
     if (rc == SQLITE_OK) rc = ix_interrupted(v, "build");
     if (rc == SQLITE_OK) rc = store_by_list(v, c, list1, lists);
     ix_progress(v->key, "build: measuring the oversample for the target recall");

@@ -64,7 +64,18 @@ size_t ix_tune_queries(size_t n) {
     return n < TUNE_MIN_ROWS / 10 ? 0 : n / 4 < TUNE_QUERIES ? n / 4 : TUNE_QUERIES;
 }
 
+/* Too few rows to measure (fewer than 100): every list is probed, an exact search of a small
+ * index; a measurement stored by an earlier build (of more lists, perhaps) must not outlive it. */
+static int untuned_probes(ix_vtab *v, size_t lists) {
+    int rc = ix_set_config(v, "ivf_probes", (sqlite3_int64)lists);
+    if (rc == SQLITE_OK) rc = ix_set_config(v, "ivf_recall", bp(1));
+    if (rc == SQLITE_OK) rc = ix_set_config(v, "ivf_scanned", bp(1));
+    if (rc == SQLITE_OK) rc = ix_set_config(v, "ivf_exact", 1);
+    return rc;
+}
+
 int ix_tune_probes(ix_vtab *v, const emb_ivf *ivf, const emb_truth *t, const int32_t *list1, size_t n) {
+    if (t->nq == 0) return untuned_probes(v, ivf->lists);
     size_t lists = ivf->lists, *sizes = sqlite3_malloc64(lists * sizeof *sizes);
     int32_t *list_of = sqlite3_malloc64((n ? n : 1) * sizeof *list_of);
     double target;

@@ -203,3 +203,21 @@ def embed_index_status_shows_what_a_search_will_do():
     assert_error(con, "SELECT * FROM embed_index_status()", "needs the name")
     con.execute("UPDATE f_config SET value = 'x' WHERE key = 'count'")
     assert_error(con, "SELECT * FROM embed_index_status('f')", 'shadow table "f_config" is damaged')
+
+
+@test
+def a_rebuild_over_too_few_rows_to_measure_replaces_the_old_measurement():
+    # the build measured probes over many lists; after deletes a rebuild makes fewer lists than
+    # those probes and cannot measure (under 100 rows): every list is probed, and the index
+    # stays readable (a stale ivf_probes above the lists once read as damage)
+    con = connect()
+    fill(con, "uniform", "index = 'ivf'")
+    assert config(con, "ivf_probes") is not None and config(con, "ivf_probes") > 2
+    con.execute("DELETE FROM t WHERE rowid > 60")
+    con.execute("""INSERT INTO t(t, text) VALUES ('build', '{"lists": 2}')""")
+    assert config(con, "ivf_lists") == 2 and config(con, "ivf_probes") == 2 and config(con, "ivf_exact") == 1
+    rows = DATA["uniform"][NQ:NQ + 60]
+    q = DATA["uniform"][0]
+    want = sorted(range(60), key=lambda i: (-sum(a * b for a, b in zip(q, rows[i])), i))[:10]
+    got = [r[0] - 1 for r in con.execute("SELECT rowid FROM t WHERE t MATCH ? AND k = 10", (blob(q),))]
+    assert got == want, (got, want)
