@@ -1,27 +1,26 @@
 -- Attention in SQL: whom each token reads (embed_attention), and the bias a position scheme adds
 -- to the scores (embed_attention_bias).
 -- Run from the repository root: sqlite3 -box :memory: '.load ./embed' '.read sql/attention.sql'
--- BERT is the model that comes with the repository (models/sqlite-embed-mini, trained); JinaBERT
--- and ModernBERT are tiny random-weight ones from tests/fixtures: only their structure is meaningful.
+-- The models are the tiny random-weight ones in tests/fixtures: only the structure is meaningful.
 
 .print '== 1. Each (layer, head, query) spreads a weight of 1 over the keys'
-SELECT embed_load('mini', 'models/sqlite-embed-mini') AS loaded;
+SELECT embed_load('bert-tiny', 'tests/fixtures/models/bert-tiny-uncased') AS loaded;
 SELECT layer, head, count(*) AS keys, round(sum(weight), 6) AS total
-  FROM embed_attention('mini', 'I left my phone on the left side of the table.')
+  FROM embed_attention('bert-tiny', 'I left my phone on the left side of the table.')
  WHERE query = 2 GROUP BY layer, head ORDER BY layer, head;
 
 .print ''
 .print '== 2. The two "left"s: the same token row, other positions, so other keys read'
 .print '   (the three keys each weighs most, as the mean of the heads, in each layer)'
 WITH w AS (SELECT layer, query, key, key_token, avg(weight) AS weight
-             FROM embed_attention('mini', 'I left my phone on the left side of the table.')
+             FROM embed_attention('bert-tiny', 'I left my phone on the left side of the table.')
             WHERE query_token = 'left' GROUP BY layer, query, key),
      ranked AS (SELECT *, row_number() OVER (PARTITION BY layer, query ORDER BY weight DESC) AS r FROM w)
 SELECT layer, query, group_concat(key_token || ' (' || key || ') ' || printf('%.3f', weight), ', ') AS top_keys
   FROM (SELECT * FROM ranked WHERE r <= 3 ORDER BY layer, query, r) GROUP BY layer, query;
 .print '   ... and what each "left" takes from the other, head by head, in the last layer:'
 SELECT head, query, key, round(weight, 4) AS weight
-  FROM embed_attention('mini', 'I left my phone on the left side of the table.', 4)
+  FROM embed_attention('bert-tiny', 'I left my phone on the left side of the table.', 2)
  WHERE query_token = 'left' AND key_token = 'left' AND query <> key ORDER BY head, query;
 
 .print ''
@@ -47,4 +46,4 @@ SELECT layer, count(*) AS keys_outside, sum(weight > 0) AS weighed, max(weight) 
   FROM embed_attention('modern-tiny', replace(hex(zeroblob(100)), '00', 'the cat '))
  WHERE abs(query - key) > 64 GROUP BY layer ORDER BY layer;
 
-SELECT embed_unload('mini') + embed_unload('jina-tiny') + embed_unload('modern-tiny') AS unloaded;
+SELECT embed_unload('bert-tiny') + embed_unload('jina-tiny') + embed_unload('modern-tiny') AS unloaded;

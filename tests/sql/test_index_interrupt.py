@@ -35,34 +35,33 @@ def answers(con, queries):
             for q in queries]
 
 
-def interrupted(con, sql, after, watcher=None):
-    """Runs sql, interrupted `after` seconds in; returns (seconds from the interrupt to the
-    error, the progress texts another connection saw)."""
-    seen, stop = [], threading.Event()
+def interrupted(con, sql, after, watcher):
+    """Runs sql and interrupts it `after` seconds after another connection (watcher) first reads
+    its progress, so that the interrupt lands in the long work however fast the machine; returns
+    (seconds from the interrupt to the error, the progress texts the watcher saw)."""
+    seen, stop, at = [], threading.Event(), []
 
     def watch():
         while not stop.is_set():
             r = watcher.execute("SELECT value FROM embed_index_status('t') WHERE name = 'progress'").fetchone()
             if r[0]:
                 seen.append(r[0])
-            time.sleep(0.05)
+                if not at and len(seen) == 1:
+                    threading.Timer(after, lambda: (at.append(time.monotonic()), con.interrupt())).start()
+            time.sleep(0.01)
 
-    at = []
-    timer = threading.Timer(after, lambda: (at.append(time.monotonic()), con.interrupt()))
-    w = threading.Thread(target=watch) if watcher else None
-    if w:
-        w.start()
-    timer.start()
+    w = threading.Thread(target=watch)
+    w.start()
     try:
         con.execute(sql)
-        raise AssertionError("the statement finished before the interrupt: make it longer")
+        raise AssertionError("the statement finished before the interrupt: make it longer (progress seen: %r)"
+                             % seen[:3])
     except sqlite3.OperationalError as e:
         assert "interrupt" in str(e), str(e)
     finally:
         stop.set()
-        timer.cancel()
-        if w:
-            w.join()
+        w.join()
+    assert at, "interrupted before the watcher saw any progress"
     return time.monotonic() - at[0], seen
 
 
@@ -89,7 +88,7 @@ def an_interrupted_build_leaves_the_index_as_it_was():
     before, found = state(con), answers(con, queries)
     # many lists and iterations on uniform data: a build of several seconds
     took, seen = interrupted(con, """INSERT INTO t(t, text) VALUES ('build', '{"lists": 400, "iterations": 100,
-                             "sample": 50}')""", 0.5, watcher)
+                             "sample": 50}')""", 0.1, watcher)
     assert took < 1.0, took
     assert any(s.startswith("build: ") for s in seen), seen
     assert state(con) == before and answers(con, queries) == found
@@ -117,7 +116,7 @@ def check_interrupted_insert(name, options, progress):
     con.execute("INSERT INTO t(rowid, text) SELECT id, body FROM src WHERE id <= 100")
     before = state(con)
     found = [con.execute("SELECT rowid FROM t WHERE t MATCH ? AND k = 5", (w,)).fetchall() for w in words[:4]]
-    took, seen = interrupted(con, "INSERT INTO t(rowid, text) SELECT id, body FROM src WHERE id > 100", 0.5,
+    took, seen = interrupted(con, "INSERT INTO t(rowid, text) SELECT id, body FROM src WHERE id > 100", 0.1,
                              watcher)
     assert took < 1.0, took
     assert state(con) == before and state(watcher) == before
