@@ -51,26 +51,14 @@ typedef struct {
 
 static int attention_connect(sqlite3 *db, void *aux, int argc, const char *const *argv, sqlite3_vtab **out,
                              char **err) {
-    (void)aux;
-    (void)argc;
-    (void)argv;
-    (void)err;
-    int rc = sqlite3_declare_vtab(
-        db, "CREATE TABLE x(layer INTEGER, head INTEGER, query INTEGER, key INTEGER, query_token TEXT,"
-            " key_token TEXT, weight REAL, model HIDDEN, text HIDDEN, only_layer HIDDEN, only_head HIDDEN)");
-    if (rc != SQLITE_OK) return rc;
-    *out = sqlite3_malloc(sizeof **out);
-    if (!*out) return SQLITE_NOMEM;
-    memset(*out, 0, sizeof **out);
-    /* its rows grow as layers x heads x tokens^2: a database's views and
-     * triggers must not make them (docs/security.md) */
-    sqlite3_vtab_config(db, SQLITE_VTAB_DIRECTONLY);
-    return SQLITE_OK;
-}
-
-static int attention_disconnect(sqlite3_vtab *vtab) {
-    sqlite3_free(vtab);
-    return SQLITE_OK;
+    (void)aux, (void)argc, (void)argv, (void)err;
+    /* its rows grow as layers x heads x tokens^2: a database's views and triggers must not make
+     * them (docs/security.md) */
+    return ext_vtab_connect(
+        db,
+        "CREATE TABLE x(layer INTEGER, head INTEGER, query INTEGER, key INTEGER, query_token TEXT,"
+        " key_token TEXT, weight REAL, model HIDDEN, text HIDDEN, only_layer HIDDEN, only_head HIDDEN)",
+        SQLITE_VTAB_DIRECTONLY, out);
 }
 
 /* model and text must be usable equalities (ext_plan_arguments says when to wait for a join
@@ -330,7 +318,7 @@ static int attention_rowid(sqlite3_vtab_cursor *cur, sqlite3_int64 *rowid) {
 const sqlite3_module ext_attention_module = {
     .xConnect = attention_connect,
     .xBestIndex = attention_best_index,
-    .xDisconnect = attention_disconnect,
+    .xDisconnect = ext_vtab_disconnect,
     .xOpen = attention_open,
     .xClose = attention_close,
     .xFilter = attention_filter,

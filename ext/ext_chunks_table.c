@@ -12,7 +12,7 @@
 
 enum { COL_CHUNK, COL_TEXT, COL_START, COL_END, COL_TOKENS, COL_MODEL, COL_INPUT, COL_OPTIONS };
 /* idxNum: the arguments given, or NEED_ARGS for a plan without model or text */
-enum { NEED_ARGS = 8 };
+enum { NEED_ARGS = EXT_PLAN_NEED_ARGS(3) };
 
 typedef struct {
     sqlite3_vtab_cursor base;
@@ -32,27 +32,13 @@ static int chunks_connect(sqlite3 *db, void *aux, int argc, const char *const *a
     return ext_vtab_connect(db,
                             "CREATE TABLE x(chunk INTEGER, text TEXT, start INTEGER, \"end\" INTEGER,"
                             " tokens INTEGER, model HIDDEN, input HIDDEN, options HIDDEN)",
-                            out);
-}
-
-static int chunks_disconnect(sqlite3_vtab *vtab) {
-    sqlite3_free(vtab);
-    return SQLITE_OK;
+                            SQLITE_VTAB_INNOCUOUS, out);
 }
 
 /* model and text must be usable equalities, as for embed_tokens (ext_plan_* in ext_util.c). */
 static int chunks_best_index(sqlite3_vtab *vtab, sqlite3_index_info *info) {
     (void)vtab;
-    int slot[3];
-    if (ext_plan_arguments(info, COL_MODEL, 3, slot) != SQLITE_OK) return SQLITE_CONSTRAINT;
-    if (slot[0] < 0 || slot[1] < 0) {
-        ext_plan_missing(info, NEED_ARGS);
-        return SQLITE_OK;
-    }
-    info->idxNum = ext_plan_pass(info, slot, 3, 7);
-    info->estimatedCost = 1000;
-    info->estimatedRows = 16;
-    return SQLITE_OK;
+    return ext_plan_hidden(info, COL_MODEL, 3, 2, 1000, 16);
 }
 
 static int chunks_open(sqlite3_vtab *vtab, sqlite3_vtab_cursor **out) {
@@ -202,7 +188,7 @@ static int chunks_rowid(sqlite3_vtab_cursor *cur, sqlite3_int64 *rowid) {
 const sqlite3_module ext_chunks_module = {
     .xConnect = chunks_connect,
     .xBestIndex = chunks_best_index,
-    .xDisconnect = chunks_disconnect,
+    .xDisconnect = ext_vtab_disconnect,
     .xOpen = chunks_open,
     .xClose = chunks_close,
     .xFilter = chunks_filter,

@@ -31,28 +31,16 @@ typedef struct {
 
 static int models_connect(sqlite3 *db, void *aux, int argc, const char *const *argv, sqlite3_vtab **out,
                           char **err) {
-    (void)aux;
-    (void)argc;
-    (void)argv;
-    (void)err;
-    int rc = sqlite3_declare_vtab(
-        db, "CREATE TABLE x(name TEXT, path TEXT, architecture TEXT, hidden_size INTEGER, layers INTEGER,"
-            " heads INTEGER, vocab_size INTEGER, max_positions INTEGER, max_tokens INTEGER,"
-            " position_kind TEXT, pooling TEXT, normalize INTEGER, weight_type TEXT, bytes INTEGER,"
-            " fingerprint TEXT, mapped INTEGER, weights TEXT)");
-    if (rc != SQLITE_OK) return rc;
-    *out = sqlite3_malloc(sizeof **out);
-    if (!*out) return SQLITE_NOMEM;
-    memset(*out, 0, sizeof **out);
-    /* its rows name every loaded model's folder: a database's views and
-     * triggers must not read them (docs/security.md) */
-    sqlite3_vtab_config(db, SQLITE_VTAB_DIRECTONLY);
-    return SQLITE_OK;
-}
-
-static int models_disconnect(sqlite3_vtab *vtab) {
-    sqlite3_free(vtab);
-    return SQLITE_OK;
+    (void)aux, (void)argc, (void)argv, (void)err;
+    /* its rows name every loaded model's folder: a database's views and triggers must not read
+     * them (docs/security.md) */
+    return ext_vtab_connect(
+        db,
+        "CREATE TABLE x(name TEXT, path TEXT, architecture TEXT, hidden_size INTEGER, layers INTEGER,"
+        " heads INTEGER, vocab_size INTEGER, max_positions INTEGER, max_tokens INTEGER,"
+        " position_kind TEXT, pooling TEXT, normalize INTEGER, weight_type TEXT, bytes INTEGER,"
+        " fingerprint TEXT, mapped INTEGER, weights TEXT)",
+        SQLITE_VTAB_DIRECTONLY, out);
 }
 
 static int models_best_index(sqlite3_vtab *vtab, sqlite3_index_info *info) {
@@ -149,7 +137,7 @@ static int models_rowid(sqlite3_vtab_cursor *cur, sqlite3_int64 *rowid) {
 const sqlite3_module ext_models_module = {
     .xConnect = models_connect,
     .xBestIndex = models_best_index,
-    .xDisconnect = models_disconnect,
+    .xDisconnect = ext_vtab_disconnect,
     .xOpen = models_open,
     .xClose = models_close,
     .xFilter = models_filter,

@@ -13,7 +13,7 @@
 #include <string.h>
 
 enum { COL_I, COL_TEXT, COL_SCORE, COL_MODEL, COL_QUERY, COL_TEXTS };
-enum { NEED_ARGS = 8 };
+enum { NEED_ARGS = EXT_PLAN_NEED_ARGS(3) };
 #define FN "embed_rerank_batch"
 
 typedef struct {
@@ -27,34 +27,15 @@ typedef struct {
 
 static int rb_connect(sqlite3 *db, void *aux, int argc, const char *const *argv, sqlite3_vtab **out, char **err) {
     (void)aux, (void)argc, (void)argv, (void)err;
-    int rc = sqlite3_declare_vtab(db, "CREATE TABLE x(i INTEGER, text TEXT, score REAL,"
-                                      " model HIDDEN, query HIDDEN, texts HIDDEN)");
-    if (rc != SQLITE_OK) return rc;
-    *out = sqlite3_malloc(sizeof **out);
-    if (!*out) return SQLITE_NOMEM;
-    memset(*out, 0, sizeof **out);
-    sqlite3_vtab_config(db, SQLITE_VTAB_INNOCUOUS);
-    return SQLITE_OK;
-}
-
-static int rb_disconnect(sqlite3_vtab *vtab) {
-    sqlite3_free(vtab);
-    return SQLITE_OK;
+    return ext_vtab_connect(
+        db, "CREATE TABLE x(i INTEGER, text TEXT, score REAL, model HIDDEN, query HIDDEN, texts HIDDEN)",
+        SQLITE_VTAB_INNOCUOUS, out);
 }
 
 /* All three arguments are required equalities. */
 static int rb_best_index(sqlite3_vtab *vtab, sqlite3_index_info *info) {
     (void)vtab;
-    int slot[3];
-    if (ext_plan_arguments(info, COL_MODEL, 3, slot) != SQLITE_OK) return SQLITE_CONSTRAINT;
-    if (slot[0] < 0 || slot[1] < 0 || slot[2] < 0) {
-        ext_plan_missing(info, NEED_ARGS);
-        return SQLITE_OK;
-    }
-    info->idxNum = ext_plan_pass(info, slot, 3, 7);
-    info->estimatedCost = 1000;
-    info->estimatedRows = 50;
-    return SQLITE_OK;
+    return ext_plan_hidden(info, COL_MODEL, 3, 3, 1000, 50);
 }
 
 static int rb_open(sqlite3_vtab *vtab, sqlite3_vtab_cursor **out) {
@@ -213,7 +194,7 @@ static int rb_rowid(sqlite3_vtab_cursor *cur, sqlite3_int64 *rowid) {
 const sqlite3_module ext_rerank_module = {
     .xConnect = rb_connect,
     .xBestIndex = rb_best_index,
-    .xDisconnect = rb_disconnect,
+    .xDisconnect = ext_vtab_disconnect,
     .xOpen = rb_open,
     .xClose = rb_close,
     .xFilter = rb_filter,

@@ -26,7 +26,7 @@ enum {
     COL_TEXT_B
 };
 /* idxNum: the arguments given, or NEED_ARGS for a plan without model or text */
-enum { HAS_MODEL = 1, HAS_TEXT = 2, HAS_TEXT_B = 4, NEED_ARGS = 8 };
+enum { HAS_MODEL = 1, HAS_TEXT = 2, HAS_TEXT_B = 4, NEED_ARGS = EXT_PLAN_NEED_ARGS(3) };
 
 typedef struct {
     sqlite3_vtab_cursor base;
@@ -39,42 +39,20 @@ typedef struct {
 
 static int tokens_connect(sqlite3 *db, void *aux, int argc, const char *const *argv, sqlite3_vtab **out,
                           char **err) {
-    (void)aux;
-    (void)argc;
-    (void)argv;
-    (void)err;
-    int rc =
-        sqlite3_declare_vtab(db, "CREATE TABLE x(position INTEGER, token_id INTEGER, token TEXT, type_id INTEGER,"
-                                 " start INTEGER, \"end\" INTEGER, word INTEGER, token_embedding BLOB,"
-                                 " position_embedding BLOB, input_embedding BLOB, contextual_embedding BLOB,"
-                                 " model HIDDEN, text HIDDEN, text_b HIDDEN)");
-    if (rc != SQLITE_OK) return rc;
-    *out = sqlite3_malloc(sizeof **out);
-    if (!*out) return SQLITE_NOMEM;
-    memset(*out, 0, sizeof **out);
-    sqlite3_vtab_config(db, SQLITE_VTAB_INNOCUOUS);
-    return SQLITE_OK;
-}
-
-static int tokens_disconnect(sqlite3_vtab *vtab) {
-    sqlite3_free(vtab);
-    return SQLITE_OK;
+    (void)aux, (void)argc, (void)argv, (void)err;
+    return ext_vtab_connect(db,
+                            "CREATE TABLE x(position INTEGER, token_id INTEGER, token TEXT, type_id INTEGER,"
+                            " start INTEGER, \"end\" INTEGER, word INTEGER, token_embedding BLOB,"
+                            " position_embedding BLOB, input_embedding BLOB, contextual_embedding BLOB,"
+                            " model HIDDEN, text HIDDEN, text_b HIDDEN)",
+                            SQLITE_VTAB_INNOCUOUS, out);
 }
 
 /* model and text must be usable equalities (ext_plan_arguments says when to wait for a join
  * order, ext_plan_missing how an OR branch's plan without them is priced). */
 static int tokens_best_index(sqlite3_vtab *vtab, sqlite3_index_info *info) {
     (void)vtab;
-    int slot[3];
-    if (ext_plan_arguments(info, COL_MODEL, 3, slot) != SQLITE_OK) return SQLITE_CONSTRAINT;
-    if (slot[0] < 0 || slot[1] < 0) {
-        ext_plan_missing(info, NEED_ARGS);
-        return SQLITE_OK;
-    }
-    info->idxNum = ext_plan_pass(info, slot, 3, 7);
-    info->estimatedCost = 100;
-    info->estimatedRows = 32;
-    return SQLITE_OK;
+    return ext_plan_hidden(info, COL_MODEL, 3, 2, 100, 32);
 }
 
 static int tokens_open(sqlite3_vtab *vtab, sqlite3_vtab_cursor **out) {
@@ -269,7 +247,7 @@ static int tokens_rowid(sqlite3_vtab_cursor *cur, sqlite3_int64 *rowid) {
 const sqlite3_module ext_tokens_module = {
     .xConnect = tokens_connect,
     .xBestIndex = tokens_best_index,
-    .xDisconnect = tokens_disconnect,
+    .xDisconnect = ext_vtab_disconnect,
     .xOpen = tokens_open,
     .xClose = tokens_close,
     .xFilter = tokens_filter,

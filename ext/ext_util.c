@@ -35,13 +35,18 @@ void ext_error(sqlite3_context *ctx, const char *fn, const char *fmt, ...) {
     sqlite3_free(full);
 }
 
-int ext_vtab_connect(sqlite3 *db, const char *schema, sqlite3_vtab **out) {
+int ext_vtab_connect(sqlite3 *db, const char *schema, int risk, sqlite3_vtab **out) {
     int rc = sqlite3_declare_vtab(db, schema);
     if (rc != SQLITE_OK) return rc;
     *out = sqlite3_malloc(sizeof **out);
     if (!*out) return SQLITE_NOMEM;
     memset(*out, 0, sizeof **out);
-    sqlite3_vtab_config(db, SQLITE_VTAB_INNOCUOUS);
+    sqlite3_vtab_config(db, risk);
+    return SQLITE_OK;
+}
+
+int ext_vtab_disconnect(sqlite3_vtab *vtab) {
+    sqlite3_free(vtab);
     return SQLITE_OK;
 }
 
@@ -416,4 +421,18 @@ int ext_plan_pass(sqlite3_index_info *info, const int *slot, int n, int omit) {
             mask |= 1 << a;
         }
     return mask;
+}
+
+int ext_plan_hidden(sqlite3_index_info *info, int first, int n, int required, double cost, double rows) {
+    int slot[8];
+    if (ext_plan_arguments(info, first, n, slot) != SQLITE_OK) return SQLITE_CONSTRAINT;
+    for (int a = 0; a < required; a++)
+        if (slot[a] < 0) {
+            ext_plan_missing(info, EXT_PLAN_NEED_ARGS(n));
+            return SQLITE_OK;
+        }
+    info->idxNum = ext_plan_pass(info, slot, n, (1 << n) - 1);
+    info->estimatedCost = cost;
+    info->estimatedRows = (sqlite3_int64)rows;
+    return SQLITE_OK;
 }

@@ -58,14 +58,23 @@ void ext_plan_missing(sqlite3_index_info *info, int need);
 /* Passes the arguments with slot[a] >= 0 to xFilter in order (omitted from SQLite's own checks
  * where bit a of omit is set); returns the mask of the arguments passed. */
 int ext_plan_pass(sqlite3_index_info *info, const int *slot, int n, int omit);
+/* The whole xBestIndex of a table-valued function whose hidden arguments are the n (<= 8) columns
+ * from `first`, the first `required` of them needed: a plan with them passes every argument given
+ * (idxNum: the mask of those, each omitted from SQLite's checks), priced cost for rows; one
+ * without them gets idxNum EXT_PLAN_NEED_ARGS(n) (ext_plan_missing). SQLITE_CONSTRAINT as
+ * ext_plan_arguments says. */
+#define EXT_PLAN_NEED_ARGS(n) (1 << (n))
+int ext_plan_hidden(sqlite3_index_info *info, int first, int n, int required, double cost, double rows);
 /* Sets "fn: err" on ctx (out of memory when err is NULL) and frees err: for the messages of
  * the context-free readers (ext_value_vector, ext_value_input_text, ext_json_object). */
 void ext_error_take(sqlite3_context *ctx, const char *fn, char *err);
 /* Sets a formatted error "fn: message" on ctx. */
 void ext_error(sqlite3_context *ctx, const char *fn, const char *fmt, ...);
-/* xConnect of a table-valued function: declares schema and makes a zeroed, innocuous
- * sqlite3_vtab in *out. */
-int ext_vtab_connect(sqlite3 *db, const char *schema, sqlite3_vtab **out);
+/* xConnect of a table-valued function: declares schema and makes a zeroed sqlite3_vtab in *out,
+ * configured with `risk` (SQLITE_VTAB_INNOCUOUS, or SQLITE_VTAB_DIRECTONLY: docs/security.md). */
+int ext_vtab_connect(sqlite3 *db, const char *schema, int risk, sqlite3_vtab **out);
+/* Its xDisconnect (and xDestroy): frees what ext_vtab_connect made. */
+int ext_vtab_disconnect(sqlite3_vtab *vtab);
 /* Sets "fn: message" as a virtual table's error; returns SQLITE_ERROR (SQLITE_NOMEM when the
  * message could not be made). */
 int ext_vtab_verror(sqlite3_vtab *vtab, const char *fn, const char *fmt, va_list ap);

@@ -15,7 +15,7 @@
 #include <time.h>
 
 enum { COL_NAME, COL_VALUE, COL_INDEX, COL_SCHEMA };
-enum { NEED_ARGS = 4, MAX_ROWS = 40 };
+enum { NEED_ARGS = EXT_PLAN_NEED_ARGS(2), MAX_ROWS = 40 };
 
 typedef struct {
     const char *name;
@@ -65,16 +65,7 @@ static int status_disconnect(sqlite3_vtab *vtab) {
 
 static int status_best_index(sqlite3_vtab *vtab, sqlite3_index_info *info) {
     (void)vtab;
-    int slot[2];
-    if (ext_plan_arguments(info, COL_INDEX, 2, slot) != SQLITE_OK) return SQLITE_CONSTRAINT;
-    if (slot[0] < 0) {
-        ext_plan_missing(info, NEED_ARGS);
-        return SQLITE_OK;
-    }
-    info->idxNum = ext_plan_pass(info, slot, 2, 3);
-    info->estimatedCost = 1000;
-    info->estimatedRows = 30;
-    return SQLITE_OK;
+    return ext_plan_hidden(info, COL_INDEX, 2, 1, 1000, 30);
 }
 
 static int status_open(sqlite3_vtab *vtab, sqlite3_vtab_cursor **out) {
