@@ -197,21 +197,28 @@ static void attention_block(emb_fwd_ctx *fc, const emb_workspace *ws, const plan
     linear_acc(fc, fc->q, H, w->wo, LIN_O, NULL, fc->X, H, BT, H, H);
 }
 
+/* Layer l's weights for the products: float32, and the packed int8 or bf16 ones where loaded. */
+static const emb_layer_weights *use_layer(emb_fwd_ctx *fc, int l) {
+    const emb_encoder *e = fc->e;
+    fc->w = &e->L[l];
+    fc->w8 = e->L8 ? &e->L8[l] : NULL;
+    fc->wb = e->LB ? &e->LB[l] : NULL;
+    return fc->w;
+}
+
 /* BERT's layers with the residual stream kept as 32-row panels, the layout the products read
  * (float32 on AVX-512, over 24 rows): the output projection and the feed-forward add (bias +
  * product) onto the panels, the norms run down their columns, and Q, K, V and the feed-forward
  * read them in place; the stream is packed once after the embeddings and unpacked once at the
  * end, instead of two packings and two transposed write-backs in every layer. */
 static void layers_post_norm_panels(emb_fwd_ctx *fc, const emb_workspace *ws, const plan *pl, int n_layers) {
-    const emb_encoder *e = fc->e;
     int BT = (int)fc->BT, H = fc->H, FF = fc->FF, panels = (BT + 31) / 32;
     float *X = fc->stream_panels;
     emb_workers *gw = fc->gemm_workers;
     if (n_layers == 0) return;
     emb_sgemm_bcast_pack_panels(BT, H, fc->X, H, X, gw);
     for (int l = 0; l < n_layers; l++) {
-        const emb_layer_weights *w = &e->L[l];
-        fc->w = w;
+        const emb_layer_weights *w = use_layer(fc, l);
         qkv_from_panels(fc, w, X);
         attend(fc, ws, pl, l);
         const float *ctx = fc->att.ctx ? fc->att.ctx : fc->q;
@@ -233,10 +240,7 @@ static void layers_post_norm_panels(emb_fwd_ctx *fc, const emb_workspace *ws, co
 static void layers_post_norm(emb_fwd_ctx *fc, const emb_workspace *ws, const plan *pl, int n_layers) {
     const emb_encoder *e = fc->e;
     for (int l = 0; l < n_layers; l++) {
-        const emb_layer_weights *w = &e->L[l];
-        fc->w = w;
-        fc->w8 = e->L8 ? &e->L8[l] : NULL;
-        fc->wb = e->LB ? &e->LB[l] : NULL;
+        const emb_layer_weights *w = use_layer(fc, l);
         fc->next = l + 1 < n_layers ? &e->L[l + 1] : NULL;
         /* every product accumulates onto what its output already holds: the bias
          * (preloaded by the row tasks) or the residual */
@@ -257,10 +261,7 @@ static void layers_post_norm(emb_fwd_ctx *fc, const emb_workspace *ws, const pla
 static void layers_pre_norm(emb_fwd_ctx *fc, const emb_workspace *ws, const plan *pl, int n_layers) {
     const emb_encoder *e = fc->e;
     for (int l = 0; l < n_layers; l++) {
-        const emb_layer_weights *w = &e->L[l];
-        fc->w = w;
-        fc->w8 = e->L8 ? &e->L8[l] : NULL;
-        fc->wb = e->LB ? &e->LB[l] : NULL;
+        const emb_layer_weights *w = use_layer(fc, l);
         fc->next = w;
         fc->res_bias = l > 0 && e->L[l - 1].b2 != e->zeros ? e->L[l - 1].b2 : NULL;
         fc->norm_g = w->ln1_g;
