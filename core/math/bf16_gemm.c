@@ -4,6 +4,7 @@
  * splits them differently at each pass): this file keeps its own layout. */
 // clang-format off
 #include "math/bf16_gemm.h"
+#include "base/simd.h"
 #include <float.h>
 #include <math.h>
 #include <stdatomic.h>
@@ -33,8 +34,7 @@ int emb_bf16_fast(void) {
         f = 0;
 #if BF16_X86
         __builtin_cpu_init();
-        const char *want = getenv("EMBED_BF16_PATH");
-        f = !(want && strcmp(want, "c") == 0) && __builtin_cpu_supports("avx512f") &&
+        f = emb_simd() >= EMB_SIMD_AVX512 && __builtin_cpu_supports("avx512f") &&
             __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512bf16");
 #endif
         atomic_store(&known, f);

@@ -1,11 +1,12 @@
 /* What the forward pass's element-wise kernels share (encoder_rows.c, encoder_attention.c): the
- * target clones and the exp and GELU they use. GCC builds the kernels for AVX-512, AVX2 and baseline
- * x86-64 and picks one at load time (ifunc); without -ftrapping-math the clamps and selects
+ * exp and GELU they use. Each kernel is built for AVX-512, AVX2 and baseline x86-64 and chosen by
+ * emb_simd() (EMB_SIMD_DEFINE, base/simd.h); without -ftrapping-math the clamps and selects
  * if-convert, so the loops vectorize on every target. A file brackets its kernels with
  * EMB_KERNELS_BEGIN / EMB_KERNELS_END, and emb_expf and emb_gelu_of are compiled under the
  * same options so that they inline into them. Internal to the encoder's files. */
 #ifndef EMBED_ENCODER_KERNELS_H
 #define EMBED_ENCODER_KERNELS_H
+#include "base/simd.h"
 #include <stdint.h>
 
 #ifdef __clang__ /* "omp simd" is a hint; clang warns where it cannot follow it (e.g. at -O0/-O1) */
@@ -17,12 +18,6 @@
 #else
 #define EMB_KERNELS_BEGIN
 #define EMB_KERNELS_END
-#endif
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && !defined(__SANITIZE_ADDRESS__) &&          \
-    !defined(__SANITIZE_THREAD__) && !defined(EMB_NO_CLONES) /* sanitizers: ifunc resolvers run too early */
-#define EMB_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
-#else
-#define EMB_CLONES
 #endif
 
 /* The polynomials of emb_expf and emb_gelu_of, highest power first, for them and for their

@@ -88,13 +88,11 @@ GELU_LOOP(gelu_quick_avx512, gelu_quick_vectors)
 #endif
 
 EMB_KERNELS_BEGIN
-EMB_CLONES
-static void gelu_any(float *y, size_t n) {
+EMB_SIMD_DEFINE_STATIC(void, gelu_any, (float *y, size_t n), (y, n)) {
 #pragma omp simd
     for (size_t i = 0; i < n; i++) y[i] = emb_gelu_of(y[i]);
 }
-EMB_CLONES
-static void gelu_quick_any(float *y, size_t n) {
+EMB_SIMD_DEFINE_STATIC(void, gelu_quick_any, (float *y, size_t n), (y, n)) {
 #pragma omp simd
     for (size_t i = 0; i < n; i++) y[i] = emb_gelu_quick_of(y[i]);
 }

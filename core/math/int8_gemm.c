@@ -2,6 +2,7 @@
  * set and the split over the helper threads. The loops themselves are int8_gemm_kernels.c. */
 #include "math/int8_gemm.h"
 #include "math/int8_gemm_kernels.h"
+#include "base/simd.h"
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <cpuid.h>
 #endif
@@ -31,14 +32,14 @@ int emb_int8_gemm_path_supported(emb_int8_gemm_path p) {
     if (p == EMB_I8_SCALAR) return 1;
 #if defined(__x86_64__) && defined(__GNUC__)
     __builtin_cpu_init();
-    int avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    int avx2 = emb_simd() >= EMB_SIMD_AVX2;
     if (p == EMB_I8_AVX2) return avx2;
     if (p == EMB_I8_AVX_VNNI) { /* CPUID.(7,1):EAX bit 4 (clang 14 has no "avxvnni" for __builtin_cpu_supports) */
         unsigned a = 0, b = 0, c = 0, d = 0;
         return avx2 && __get_cpuid_count(7, 1, &a, &b, &c, &d) && (a >> 4 & 1u);
     }
     if (p == EMB_I8_AVX512_VNNI)
-        return avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+        return emb_simd() >= EMB_SIMD_AVX512 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
                __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni");
 #endif
     return 0;

@@ -4,6 +4,7 @@
  * splits them differently at each pass): this file keeps its own layout. */
 // clang-format off
 #include "math/sgemm_rows.h"
+#include "base/simd.h"
 #include <stddef.h>
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -11,8 +12,7 @@
 #define T_AVX512 __attribute__((target("avx512f")))
 
 int emb_sgemm_rows_supported(void) {
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx512f");
+    return emb_simd() >= EMB_SIMD_AVX512;
 }
 
 /* v[4 j + i] (row i, column j of a tile) -> lane 4 i + j holds the sum of v[4 j + i]'s lanes. */

@@ -2,30 +2,25 @@
 #include <math.h>
 #include <string.h>
 #include <strings.h>
+#include "base/simd.h"
 
-/* GCC function multi-versioning: one body, compiled per ISA, picked by ifunc at load. */
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__) &&          \
-    !defined(__SANITIZE_THREAD__)
-#define EMB_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
-#else
-#define EMB_CLONES
-#endif
+/* One body per function, compiled per kernel set and chosen by emb_simd() (base/simd.h). */
 
-EMB_CLONES double emb_vec_dot(const float *a, const float *b, size_t n) {
+EMB_SIMD_DEFINE(double, emb_vec_dot, (const float *a, const float *b, size_t n), (a, b, n)) {
     double s = 0;
 #pragma omp simd reduction(+ : s)
     for (size_t i = 0; i < n; i++) s += (double)a[i] * b[i];
     return s;
 }
 
-EMB_CLONES double emb_vec_norm2(const float *a, size_t n) {
+EMB_SIMD_DEFINE(double, emb_vec_norm2, (const float *a, size_t n), (a, n)) {
     double s = 0;
 #pragma omp simd reduction(+ : s)
     for (size_t i = 0; i < n; i++) s += (double)a[i] * a[i];
     return s;
 }
 
-EMB_CLONES double emb_vec_l2(const float *a, const float *b, size_t n) {
+EMB_SIMD_DEFINE(double, emb_vec_l2, (const float *a, const float *b, size_t n), (a, b, n)) {
     double s = 0;
 #pragma omp simd reduction(+ : s)
     for (size_t i = 0; i < n; i++) {
@@ -35,14 +30,14 @@ EMB_CLONES double emb_vec_l2(const float *a, const float *b, size_t n) {
     return sqrt(s);
 }
 
-EMB_CLONES double emb_vec_l1(const float *a, const float *b, size_t n) {
+EMB_SIMD_DEFINE(double, emb_vec_l1, (const float *a, const float *b, size_t n), (a, b, n)) {
     double s = 0;
 #pragma omp simd reduction(+ : s)
     for (size_t i = 0; i < n; i++) s += fabs((double)a[i] - b[i]);
     return s;
 }
 
-EMB_CLONES double emb_vec_cosine(const float *a, const float *b, size_t n) {
+EMB_SIMD_DEFINE(double, emb_vec_cosine, (const float *a, const float *b, size_t n), (a, b, n)) {
     double ab = 0, aa = 0, bb = 0;
 #pragma omp simd reduction(+ : ab, aa, bb)
     for (size_t i = 0; i < n; i++) {
@@ -55,17 +50,17 @@ EMB_CLONES double emb_vec_cosine(const float *a, const float *b, size_t n) {
     return c > 1 ? 1 : (c < -1 ? -1 : c);
 }
 
-EMB_CLONES void emb_vec_add(float *out, const float *a, const float *b, size_t n) {
+EMB_SIMD_DEFINE(void, emb_vec_add, (float *out, const float *a, const float *b, size_t n), (out, a, b, n)) {
 #pragma omp simd
     for (size_t i = 0; i < n; i++) out[i] = a[i] + b[i];
 }
 
-EMB_CLONES void emb_vec_sub(float *out, const float *a, const float *b, size_t n) {
+EMB_SIMD_DEFINE(void, emb_vec_sub, (float *out, const float *a, const float *b, size_t n), (out, a, b, n)) {
 #pragma omp simd
     for (size_t i = 0; i < n; i++) out[i] = a[i] - b[i];
 }
 
-EMB_CLONES void emb_vec_scale(float *out, const float *a, float k, size_t n) {
+EMB_SIMD_DEFINE(void, emb_vec_scale, (float *out, const float *a, float k, size_t n), (out, a, k, n)) {
 #pragma omp simd
     for (size_t i = 0; i < n; i++) out[i] = a[i] * k;
 }
@@ -80,20 +75,12 @@ void emb_vec_normalize(float *out, const float *a, size_t n) {
     for (size_t i = 0; i < n; i++) out[i] = (float)(a[i] / norm);
 }
 
-EMB_CLONES void emb_vec_accumulate(double *acc, const float *a, size_t n) {
+EMB_SIMD_DEFINE(void, emb_vec_accumulate, (double *acc, const float *a, size_t n), (acc, a, n)) {
 #pragma omp simd
     for (size_t i = 0; i < n; i++) acc[i] += a[i];
 }
 
-const char *emb_vec_simd_path(void) {
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__) &&          \
-    !defined(__SANITIZE_THREAD__)
-    __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx512f")) return "avx512f";
-    if (__builtin_cpu_supports("avx2")) return "avx2";
-#endif
-    return "default";
-}
+const char *emb_vec_simd_path(void) { return emb_simd_name(emb_simd()); }
 
 static const char *const metric_names[] = {"cosine", "l2", "l1", "dot"};
 

@@ -4,6 +4,7 @@
  * come out as subnormals. Include only on x86-64 with GCC or clang. Internal to the encoder's files. */
 #ifndef EMBED_VEXP512_H
 #define EMBED_VEXP512_H
+#include "base/simd.h"
 #include "math/encoder_kernels.h"
 #include <immintrin.h>
 
@@ -46,7 +47,6 @@ EMB_T_AVX512_FMA static inline __m512 emb_vexp512(__m512 x) {
 
 /* Whether this CPU runs them. */
 static inline int emb_vexp512_supported(void) {
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("fma");
+    return emb_simd() >= EMB_SIMD_AVX512;
 }
 #endif

@@ -22,8 +22,7 @@ float emb_attention_bias_of(float slope, int half_window, int64_t i, int64_t j) 
 }
 
 EMB_KERNELS_BEGIN
-EMB_CLONES
-static void softmax_rows(float *S, int rows, int n) {
+EMB_SIMD_DEFINE_STATIC(void, softmax_rows, (float *S, int rows, int n), (S, rows, n)) {
     for (int r = 0; r < rows; r++) {
         float *s = S + (size_t)r * n;
         float mx = s[0];

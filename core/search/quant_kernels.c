@@ -1,5 +1,6 @@
 #include "search/quant_kernels.h"
 #include "math/half.h"
+#include "base/simd.h"
 #include <string.h>
 
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
@@ -22,12 +23,10 @@ int emb_quant_kernels_path_supported(emb_qpath p) {
     if (p == EMB_QPATH_SCALAR) return 1;
 #if QK_X86
     __builtin_cpu_init();
-    int avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-               __builtin_cpu_supports("popcnt") &&
-               __builtin_cpu_supports("avx"); /* F16C comes with every AVX2 CPU */
+    int avx2 = emb_simd() >= EMB_SIMD_AVX2; /* F16C comes with every AVX2 CPU */
     if (p == EMB_QPATH_AVX2) return avx2;
     if (p == EMB_QPATH_AVX512)
-        return avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+        return emb_simd() >= EMB_SIMD_AVX512 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
                __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni") &&
                __builtin_cpu_supports("avx512vpopcntdq");
 #endif
