@@ -6,7 +6,9 @@
 
 static const char *const set_names[] = {"generic", "avx2", "avx512"};
 
-const char *emb_simd_name(emb_simd_set s) { return s >= EMB_SIMD_GENERIC && s <= EMB_SIMD_AVX512 ? set_names[s] : "?"; }
+const char *emb_simd_name(emb_simd_set s) {
+    return s >= EMB_SIMD_GENERIC && s <= EMB_SIMD_AVX512 ? set_names[s] : "?";
+}
 
 emb_simd_set emb_simd_cpu(void) {
 #if defined(__GNUC__) && defined(__x86_64__)

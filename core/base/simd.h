@@ -30,12 +30,13 @@ const char *emb_simd_unknown_request(void);
     __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c"))) static ret name##_avx512 params { \
         return name##_body args;                                                                                  \
     }                                                                                                             \
-    __attribute__((target("avx2,fma,f16c"))) static ret name##_avx2 params { return name##_body args; }            \
+    __attribute__((target("avx2,fma,f16c"))) static ret name##_avx2 params { return name##_body args; }           \
     static ret name##_generic params { return name##_body args; }                                                 \
     storage ret name params {                                                                                     \
         emb_simd_set s_ = emb_simd();                                                                             \
-        return s_ == EMB_SIMD_AVX512 ? name##_avx512 args : s_ == EMB_SIMD_AVX2 ? name##_avx2 args                \
-                                                                                : name##_generic args;            \
+        return s_ == EMB_SIMD_AVX512 ? name##_avx512 args                                                         \
+               : s_ == EMB_SIMD_AVX2 ? name##_avx2 args                                                           \
+                                     : name##_generic args;                                                       \
     }                                                                                                             \
     static inline __attribute__((always_inline)) ret name##_body params
 #else

@@ -39,8 +39,9 @@ int emb_int8_gemm_path_supported(emb_int8_gemm_path p) {
         return avx2 && __get_cpuid_count(7, 1, &a, &b, &c, &d) && (a >> 4 & 1u);
     }
     if (p == EMB_I8_AVX512_VNNI)
-        return emb_simd() >= EMB_SIMD_AVX512 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-               __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni");
+        return emb_simd() >= EMB_SIMD_AVX512 && __builtin_cpu_supports("avx512f") &&
+               __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
+               __builtin_cpu_supports("avx512vnni");
 #endif
     return 0;
 }

@@ -46,7 +46,5 @@ EMB_T_AVX512_FMA static inline __m512 emb_vexp512(__m512 x) {
 }
 
 /* Whether this CPU runs them. */
-static inline int emb_vexp512_supported(void) {
-    return emb_simd() >= EMB_SIMD_AVX512;
-}
+static inline int emb_vexp512_supported(void) { return emb_simd() >= EMB_SIMD_AVX512; }
 #endif

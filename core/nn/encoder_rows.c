@@ -27,7 +27,10 @@ static inline void ln_inplace(float *x, const float *g, const float *b, int H, f
     (void)rs;
 }
 
-EMB_SIMD_DEFINE(void, emb_encoder_embed_ln_row, (float *dst, const float *w, const float *p, const float *ty, const float *g, const float *b, int H, float eps), (dst, w, p, ty, g, b, H, eps)) {
+EMB_SIMD_DEFINE(void, emb_encoder_embed_ln_row,
+                (float *dst, const float *w, const float *p, const float *ty, const float *g, const float *b,
+                 int H, float eps),
+                (dst, w, p, ty, g, b, H, eps)) {
     if (!p) { /* positions applied in attention */
 #pragma omp simd
         for (int i = 0; i < H; i++) dst[i] = ty ? w[i] + ty[i] : w[i];
@@ -43,7 +46,8 @@ EMB_SIMD_DEFINE(void, emb_encoder_embed_ln_row, (float *dst, const float *w, con
 
 /* rows of C[rows, n] = bias: sgemm then adds the product onto it (beta = 1), which
  * spares OpenBLAS's own zeroing pass of C (slow when C is split over threads) */
-EMB_SIMD_DEFINE(void, emb_encoder_fill_bias, (float *C, const float *bias, size_t rows, int n), (C, bias, rows, n)) {
+EMB_SIMD_DEFINE(void, emb_encoder_fill_bias, (float *C, const float *bias, size_t rows, int n),
+                (C, bias, rows, n)) {
     for (size_t r = 0; r < rows; r++) {
         float *x = C + r * (size_t)n;
 #pragma omp simd
@@ -52,7 +56,9 @@ EMB_SIMD_DEFINE(void, emb_encoder_fill_bias, (float *C, const float *bias, size_
 }
 
 /* x = LayerNorm(x + bias) row by row (x already holds residual + product) */
-EMB_SIMD_DEFINE(void, emb_encoder_bias_ln, (float *X, const float *bias, const float *g, const float *b, size_t rows, int H, float eps), (X, bias, g, b, rows, H, eps)) {
+EMB_SIMD_DEFINE(void, emb_encoder_bias_ln,
+                (float *X, const float *bias, const float *g, const float *b, size_t rows, int H, float eps),
+                (X, bias, g, b, rows, H, eps)) {
     for (size_t r = 0; r < rows; r++) {
         float *x = X + r * H;
 #pragma omp simd
@@ -63,7 +69,8 @@ EMB_SIMD_DEFINE(void, emb_encoder_bias_ln, (float *X, const float *bias, const f
 
 /* Gated feed-forward: each row holds [a | b] (2n wide); its first n become act(a) * b (GELU as
  * emb_gelu_quick where `quick`). */
-EMB_SIMD_DEFINE(void, emb_encoder_glu_rows, (float *Y, size_t rows, int n, emb_activation act, int quick), (Y, rows, n, act, quick)) {
+EMB_SIMD_DEFINE(void, emb_encoder_glu_rows, (float *Y, size_t rows, int n, emb_activation act, int quick),
+                (Y, rows, n, act, quick)) {
     for (size_t r = 0; r < rows; r++) {
         float *y = Y + r * 2 * (size_t)n;
         if (act == EMB_ACT_GELU && quick) {
@@ -83,7 +90,10 @@ EMB_SIMD_DEFINE(void, emb_encoder_glu_rows, (float *Y, size_t rows, int n, emb_a
 }
 
 /* x = x + bias (the residual stream of a pre-norm layer); then, with g, dst = LayerNorm(x). */
-EMB_SIMD_DEFINE(void, emb_encoder_bias_norm_to, (float *X, float *dst, const float *bias, const float *g, const float *b, size_t rows, int H, float eps), (X, dst, bias, g, b, rows, H, eps)) {
+EMB_SIMD_DEFINE(void, emb_encoder_bias_norm_to,
+                (float *X, float *dst, const float *bias, const float *g, const float *b, size_t rows, int H,
+                 float eps),
+                (X, dst, bias, g, b, rows, H, eps)) {
     for (size_t r = 0; r < rows; r++) {
         float *x = X + r * H;
         if (bias) {

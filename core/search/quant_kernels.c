@@ -26,9 +26,9 @@ int emb_quant_kernels_path_supported(emb_qpath p) {
     int avx2 = emb_simd() >= EMB_SIMD_AVX2; /* F16C comes with every AVX2 CPU */
     if (p == EMB_QPATH_AVX2) return avx2;
     if (p == EMB_QPATH_AVX512)
-        return emb_simd() >= EMB_SIMD_AVX512 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-               __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni") &&
-               __builtin_cpu_supports("avx512vpopcntdq");
+        return emb_simd() >= EMB_SIMD_AVX512 && __builtin_cpu_supports("avx512f") &&
+               __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
+               __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512vpopcntdq");
 #endif
     return 0;
 }
