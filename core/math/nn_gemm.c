@@ -2,6 +2,7 @@
  * that the accumulators fill 24 registers; the last vector of a tile is masked at N's end, and
  * the rows past M repeat the last row, whose sums are dropped. */
 #include "math/nn_gemm.h"
+#include "base/simd.h"
 #include <stddef.h>
 #include <string.h>
 
@@ -10,11 +11,9 @@
 #include "math/vexp512.h"
 #define T_AVX512 __attribute__((target("avx512f")))
 
-T_AVX512 void emb_transpose(int N, int D, const float *X, int ldx, float *T) {
+T_AVX512 static void transpose512(int N, int D, const float *X, int ldx, float *T) {
     emb_transpose_rows(N, N, D, X, ldx, T, N);
 }
-
-int emb_nn_gemm_supported(void) { return emb_vexp512_supported(); } /* attention's softmax needs FMA too */
 
 /* Row i of A (i < mr) starts at arow[i], its element k at arow[i][k * ak]. */
 #define NN_KERNEL(NV, MR)                                                                                         \
@@ -83,41 +82,77 @@ static void nn_gemm(int M, int N, int K, float alpha, const float *rs, const a_r
     }
 }
 
-void emb_nn_gemm(int M, int N, int K, float alpha, const float *A, int lda, const float *B, int ldb, float *C,
-                 int ldc) {
-    a_rows a = {.A = A, .lda = lda};
-    nn_gemm(M, N, K, alpha, NULL, &a, B, ldb, C, ldc);
-}
-void emb_nn_gemm_scaled(int M, int N, int K, const float *row_scale, const float *A, int lda, const float *B,
-                        int ldb, float *C, int ldc) {
-    a_rows a = {.A = A, .lda = lda};
-    nn_gemm(M, N, K, 1.0f, row_scale, &a, B, ldb, C, ldc);
-}
 void emb_nn_gemm_panel_a(int M, int N, int K, float alpha, const float *panels, int ldp, int row0, int col0,
                          const float *B, int ldb, float *C, int ldc) {
     a_rows a = {.panels = panels, .ldp = ldp, .row0 = row0, .col0 = col0};
     nn_gemm(M, N, K, alpha, NULL, &a, B, ldb, C, ldc);
 }
 
+#define NN_X86 1
 #else
-void emb_transpose(int N, int D, const float *X, int ldx, float *T) {
-    (void)N, (void)D, (void)X, (void)ldx, (void)T;
-}
+#define NN_X86 0
 void emb_nn_gemm_panel_a(int M, int N, int K, float alpha, const float *panels, int ldp, int row0, int col0,
                          const float *B, int ldb, float *C, int ldc) {
     (void)M, (void)N, (void)K, (void)alpha, (void)panels, (void)ldp, (void)row0, (void)col0, (void)B, (void)ldb;
     (void)C, (void)ldc;
 }
-int emb_nn_gemm_supported(void) { return 0; }
+#endif
+
+/* AVX2 and plain C: row i of C is A's row i times B, each element one sum in k order (multiplies
+ * then adds, which the compiler vectorizes along the row), then scaled. */
+EMB_SIMD_DEFINE_STATIC(void, nn_rows, (int M, int N, int K, float alpha, const float *rs, const float *A, int lda,
+                                       const float *B, int ldb, float *C, int ldc),
+                       (M, N, K, alpha, rs, A, lda, B, ldb, C, ldc)) {
+    for (int i = 0; i < M; i++) {
+        float *c = C + (size_t)i * ldc, s = rs ? rs[i] : alpha;
+        for (int n = 0; n < N; n++) c[n] = 0.0f;
+        for (int k = 0; k < K; k++) {
+            float a = A[(size_t)i * lda + k];
+            const float *b = B + (size_t)k * ldb;
+#pragma omp simd
+            for (int n = 0; n < N; n++) c[n] += a * b[n];
+        }
+#pragma omp simd
+        for (int n = 0; n < N; n++) c[n] *= s;
+    }
+}
+
+int emb_nn_gemm_supported(void) { return 1; }
+
 void emb_nn_gemm(int M, int N, int K, float alpha, const float *A, int lda, const float *B, int ldb, float *C,
                  int ldc) {
-    (void)M, (void)N, (void)K, (void)alpha, (void)A, (void)lda, (void)B, (void)ldb, (void)C, (void)ldc;
+#if NN_X86
+    if (emb_simd() == EMB_SIMD_AVX512) {
+        a_rows a = {.A = A, .lda = lda};
+        nn_gemm(M, N, K, alpha, NULL, &a, B, ldb, C, ldc);
+        return;
+    }
+#endif
+    nn_rows(M, N, K, alpha, NULL, A, lda, B, ldb, C, ldc);
 }
+
 void emb_nn_gemm_scaled(int M, int N, int K, const float *row_scale, const float *A, int lda, const float *B,
                         int ldb, float *C, int ldc) {
-    (void)M, (void)N, (void)K, (void)row_scale, (void)A, (void)lda, (void)B, (void)ldb, (void)C, (void)ldc;
-}
+#if NN_X86
+    if (emb_simd() == EMB_SIMD_AVX512) {
+        a_rows a = {.A = A, .lda = lda};
+        nn_gemm(M, N, K, 1.0f, row_scale, &a, B, ldb, C, ldc);
+        return;
+    }
 #endif
+    nn_rows(M, N, K, 1.0f, row_scale, A, lda, B, ldb, C, ldc);
+}
+
+void emb_transpose(int N, int D, const float *X, int ldx, float *T) {
+#if NN_X86
+    if (emb_simd() == EMB_SIMD_AVX512) {
+        transpose512(N, D, X, ldx, T);
+        return;
+    }
+#endif
+    for (int n = 0; n < N; n++)
+        for (int d = 0; d < D; d++) T[(size_t)d * N + n] = X[(size_t)n * ldx + d];
+}
 
 void emb_panel_columns_t(int N, int D, const float *panels, int ldp, int row0, int col0, float *T) {
     for (int d = 0; d < D; d++) {

@@ -6,8 +6,8 @@
 #ifndef EMBED_NN_GEMM_H
 #define EMBED_NN_GEMM_H
 
-/* Whether this CPU runs the kernels (AVX-512F, and FMA for the softmax that attention runs
- * beside them). */
+/* Whether the kernels run here: always (AVX-512F's tiles, else rows in k order on AVX2 or in
+ * plain C); emb_nn_gemm_panel_a only where the panels are (AVX-512). */
 int emb_nn_gemm_supported(void);
 /* C[M][N] (row stride ldc) = alpha * A[M][K] (lda) * B[K][N] (ldb); M, N, K >= 1. Call only when
  * supported. */
@@ -18,7 +18,7 @@ void emb_nn_gemm(int M, int N, int K, float alpha, const float *A, int lda, cons
 void emb_nn_gemm_scaled(int M, int N, int K, const float *row_scale, const float *A, int lda, const float *B,
                         int ldb, float *C, int ldc);
 /* T[d][n] = X[n][d] for n < N, d < D (X's row stride ldx, T's row stride N): a head's keys for
- * the scores. Call only when supported. */
+ * the scores. */
 void emb_transpose(int N, int D, const float *X, int ldx, float *T);
 
 /* The same with rows kept as 32-row panels of ldp columns (sgemm_bcast.h: each column's 32 floats

@@ -5,6 +5,8 @@
 #include "math/sgemm_bcast.h"
 #include "math/gelu.h"
 #include "math/sgemm_rows.h"
+#include "math/sgemm_tiles.h"
+#include "base/simd.h"
 #include <stdint.h>
 #include <string.h>
 
@@ -22,17 +24,18 @@ void emb_sgemm_bcast_pack_weight(int N, int K, const float *W, int ldw, float *W
             }
 }
 
-#if defined(__x86_64__) && defined(__GNUC__)
-#include "math/transpose16.h"
-#define T_AVX512 __attribute__((target("avx512f")))
+int emb_sgemm_bcast_supported(void) { return 1; }
+int emb_sgemm_bcast_panels_supported(void) { return emb_simd() == EMB_SIMD_AVX512; }
 
 /* Columns n0.. of W: rows n0.. of W as stored, or packed tile n0 / 12 (n0 a multiple of 12). */
 static const float *w_cols(const float *W, int ldw, int n0, int K) {
     return ldw == EMB_SGEMM_BCAST_PACKED ? W + (size_t)(n0 / 12) * ((K + 1) / 2) * 24 : W + (size_t)n0 * ldw;
 }
 
-/* Its short blocks run on sgemm_rows: the same CPUs. */
-int emb_sgemm_bcast_supported(void) { return emb_sgemm_rows_supported(); }
+#if defined(__x86_64__) && defined(__GNUC__)
+#define SB_X86 1
+#include "math/transpose16.h"
+#define T_AVX512 __attribute__((target("avx512f")))
 
 /* P[k * 32 + m] = A[m][k] for m < mr (zeros up to 32), k < K. */
 T_AVX512 static void pack_rows(int mr, int K, const float *A, int lda, float *P) {
@@ -249,7 +252,7 @@ T_AVX512 static void kernel_16x12(int mr, int nr, int K, const float *P, const f
  * past mr zero). 16 to 24 rows run as 16 in pairs of k plus the rest; above 24, one 32-row tile
  * (its empty lanes cost less than a second pass over W). Panels in or out (a_panel: A already
  * packed; out other than OUT_ROWS: C is this block's panel) take the 32-row tile whatever mr. */
-static void row_block(int mr, int N, int K, const float *A, int lda, const float *a_panel, const float *W, int ldw,
+static void row_block512(int mr, int N, int K, const float *A, int lda, const float *a_panel, const float *W, int ldw,
                       const float *bias, float *C, int ldc, int out, float *P) {
     if (a_panel || out != OUT_ROWS || mr > 24) {
         if (!a_panel) pack_rows(mr, K, A, lda, P);
@@ -267,9 +270,27 @@ static void row_block(int mr, int N, int K, const float *A, int lda, const float
             kernel_16x12(m16, N - n0 < 12 ? N - n0 : 12, K, P, w_cols(W, ldw, n0, K), ldw, bias ? bias + n0 : NULL,
                          C + n0, ldc);
         if (mr > 16)
-            row_block(mr - 16, N, K, A + (size_t)16 * lda, lda, NULL, W, ldw, bias, C + (size_t)16 * ldc, ldc,
+            row_block512(mr - 16, N, K, A + (size_t)16 * lda, lda, NULL, W, ldw, bias, C + (size_t)16 * ldc, ldc,
                       OUT_ROWS, P);
     }
+}
+
+#else
+#define SB_X86 0
+#endif
+
+/* Rows 0..mr-1 of a block: AVX-512's kernels, or (rows in and out only) sgemm_tiles' AVX2 or
+ * plain C tiles. */
+static void row_block(int mr, int N, int K, const float *A, int lda, const float *a_panel, const float *W, int ldw,
+                      const float *bias, float *C, int ldc, int out, float *P) {
+#if SB_X86
+    if (emb_simd() == EMB_SIMD_AVX512) {
+        row_block512(mr, N, K, A, lda, a_panel, W, ldw, bias, C, ldc, out, P);
+        return;
+    }
+#endif
+    (void)a_panel, (void)out; /* panels are AVX-512's (emb_sgemm_bcast_panels_supported) */
+    emb_sgemm_tiles(mr, N, K, A, lda, W, ldw, bias, C, ldc, P);
 }
 
 /* A product's input (A's rows, or its panels) and output (C's rows, or panels of N columns). */
@@ -375,9 +396,13 @@ static void pack_task(void *cv, int t, int worker) {
     (void)worker;
     const pack_job *j = cv;
     int m0 = t * 32, mr = j->M - m0 < 32 ? j->M - m0 : 32;
+#if SB_X86
     if (j->to_rows) /* the panel's K columns of 32 floats become mr rows of K */
         emb_transpose_rows(j->K, j->K, mr, j->src + (size_t)m0 * j->K, 32, j->dst + (size_t)m0 * j->ld, j->ld);
     else pack_rows(mr, j->K, j->src + (size_t)m0 * j->ld, j->ld, j->dst + (size_t)m0 * j->K);
+#else
+    (void)j, (void)mr; /* panels are AVX-512's */
+#endif
 }
 
 static void run_packing(pack_job *j, emb_workers *workers) {
@@ -409,29 +434,3 @@ void emb_sgemm_bcast_panels(int M, int N, int K, const float *panels, const floa
                    .ldc = ldc};
     run(&j, workers);
 }
-#else
-int emb_sgemm_bcast_supported(void) { return 0; }
-void emb_sgemm_bcast(int M, int N, int K, const float *A, int lda, const float *W, int ldw, const float *bias,
-                     float *C, int ldc, float *scratch, emb_workers *workers) {
-    (void)bias, (void)M, (void)N, (void)K, (void)A, (void)lda, (void)W, (void)ldw, (void)C, (void)ldc,
-        (void)scratch;
-    (void)workers;
-}
-void emb_sgemm_bcast_to_panels(int M, int N, int K, const float *A, int lda, const float *a_panels, const float *W,
-                               int ldw, const float *bias, emb_panels_out out, float *panels, float *scratch,
-                               emb_workers *workers) {
-    (void)M, (void)N, (void)K, (void)A, (void)lda, (void)a_panels, (void)W, (void)ldw, (void)bias, (void)out;
-    (void)panels, (void)scratch, (void)workers;
-}
-void emb_sgemm_bcast_unpack_panels(int M, int N, const float *panels, float *C, int ldc, emb_workers *workers) {
-    (void)M, (void)N, (void)panels, (void)C, (void)ldc, (void)workers;
-}
-void emb_sgemm_bcast_pack_panels(int M, int K, const float *A, int lda, float *panels, emb_workers *workers) {
-    (void)M, (void)K, (void)A, (void)lda, (void)panels, (void)workers;
-}
-void emb_sgemm_bcast_panels(int M, int N, int K, const float *panels, const float *W, int ldw, const float *bias,
-                            float *C, int ldc, float *scratch, emb_workers *workers) {
-    (void)M, (void)N, (void)K, (void)panels, (void)W, (void)ldw, (void)bias, (void)C, (void)ldc, (void)scratch;
-    (void)workers;
-}
-#endif

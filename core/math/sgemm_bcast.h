@@ -22,8 +22,11 @@
 size_t emb_sgemm_bcast_weight_floats(int N, int K);
 void emb_sgemm_bcast_pack_weight(int N, int K, const float *W, int ldw, float *Wp);
 
-/* Whether this CPU runs the kernels (AVX-512F). */
+/* Whether emb_sgemm_bcast runs on this CPU: always (AVX-512's kernels, else sgemm_tiles' AVX2
+ * or plain C tiles, with the same sums in k order per element); whether the panel functions
+ * below do (AVX-512 only: call them only then). */
 int emb_sgemm_bcast_supported(void);
+int emb_sgemm_bcast_panels_supported(void);
 /* Floats of scratch each thread needs for a given K (the callee aligns it to 64 bytes). */
 size_t emb_sgemm_bcast_scratch(int K);
 /* C = A W^T + bias (bias[N]; C is not read), or without a bias C += A W^T. Any M, N, K >= 1; row

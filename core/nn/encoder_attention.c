@@ -40,13 +40,27 @@ EMB_SIMD_DEFINE_STATIC(void, softmax_rows, (float *S, int rows, int n), (S, rows
         for (int i = 0; i < n; i++) s[i] *= inv;
     }
 }
+/* s = exp(s - max(s)) over a row of n, left unnormalised; returns 1 / the sum (the context
+ * product applies it: one pass over the weights fewer). */
+EMB_SIMD_DEFINE_STATIC(float, exp_row_any, (float *s, int n), (s, n)) {
+    float mx = s[0];
+#pragma omp simd reduction(max : mx)
+    for (int i = 0; i < n; i++) mx = s[i] > mx ? s[i] : mx;
+    float sum = 0;
+#pragma omp simd reduction(+ : sum)
+    for (int i = 0; i < n; i++) {
+        float y = emb_expf(s[i] - mx);
+        s[i] = y;
+        sum += y;
+    }
+    return 1.0f / sum;
+}
 EMB_KERNELS_END
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include "math/vexp512.h"
-/* s = exp(s - max(s)) over a row of n, left unnormalised; returns 1 / the sum (the context
- * product applies it: one pass over the weights fewer). */
-EMB_T_AVX512_FMA static float exp_row(float *s, int n) {
+/* exp_row_any on AVX-512, four vectors a step. */
+EMB_T_AVX512_FMA static float exp_row512(float *s, int n) {
     __m512 mx = _mm512_set1_ps(-INFINITY), sum = _mm512_setzero_ps();
     for (int i = 0; i < n; i += 16) {
         __mmask16 m = n - i >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (n - i)) - 1u);
@@ -73,12 +87,15 @@ EMB_T_AVX512_FMA static float exp_row(float *s, int n) {
     }
     return 1.0f / _mm512_reduce_add_ps(sum);
 }
-#else
-static float exp_row(float *s, int n) { /* not reached: own_kernels needs AVX-512 */
-    softmax_rows(s, 1, n);
-    return 1.0f;
-}
+#define HAVE_EXP_ROW512 1
 #endif
+
+static float exp_row(float *s, int n) {
+#ifdef HAVE_EXP_ROW512
+    if (emb_simd() == EMB_SIMD_AVX512) return exp_row512(s, n);
+#endif
+    return exp_row_any(s, n);
+}
 
 /* One row's softmax: normalised in place (inv NULL), or unnormalised with its 1 / sum in *inv. */
 static void softmax_row(float *s, int n, float *inv) {

@@ -303,7 +303,7 @@ int emb_encoder_forward_batch(const emb_encoder *e, emb_workspace *ws, int B, in
     emb_workspace_use_workers(ws, nthr, want_workers);
     int n_workers = emb_workers_helpers(ws->workers) + 1;
     size_t need = BT * (size_t)(3 * H > FFin ? 3 * H : FFin); /* q, k, v; later the FFN's inner activations */
-    int panels_ok = bcast && BT > 24,
+    int panels_ok = bcast && BT > 24 && emb_sgemm_bcast_panels_supported(),
         stream_panels = panels_ok && FFin == FF && !c->pre_norm; /* see emb_fwd_ctx */
     /* the stream's queries and keys as panels too, which attention reads in place (no rotation
      * to apply to them), its context into rows of its own after the values */

@@ -15,7 +15,9 @@
  * same bits either way and on three threads; panels unpack to the very rows packed, leaving the
  * columns past N untouched. All of it runs again with the weight packed once
  * (emb_sgemm_bcast_pack_weight, ldw EMB_SGEMM_BCAST_PACKED), whose results are also the same bits
- * as the weight as stored wherever no block has fewer than 16 rows. Skipped (one passing check saying so) on a CPU without AVX-512F. */
+ * as the weight as stored wherever no block has fewer than 16 rows. Every kernel set runs the
+ * products (EMBED_SIMD=avx2 or generic forces the others); the panels only AVX-512, and below it
+ * each row's bits are checked to be its own, whatever the batch around it. */
 #include "check.h"
 #include "math/gelu.h"
 #include "math/sgemm_bcast.h"
@@ -304,12 +306,38 @@ static void run_to_panels(int M, int N, int K, emb_panels_out mode) {
     emb_workers_free(w);
 }
 
-int main(void) {
-    if (!emb_sgemm_bcast_supported()) {
-        CHECK(1, "no AVX-512F here: the encoder uses OpenBLAS for every product");
-        return check_report();
+/* Below AVX-512 (sgemm_tiles): each row of C is the same bits whatever the rows around it, i.e.
+ * row m of an M-row product equals that row computed alone (M = 1), with and without a bias, so
+ * a text's vector does not depend on its batch; and, the sums being in k order, the weight as
+ * stored and packed give the same bits. */
+static void run_row_invariance(shape s) {
+    problem p;
+    problem_new(&p, s, 0, 1);
+    float *alone = malloc(sizeof(float) * (size_t)p.ldc);
+    int differ = 0;
+    for (int b = 0; b < 2; b++) {
+        const float *bias = b ? p.bias : NULL;
+        memcpy(p.C, p.C0, (size_t)p.M * p.ldc * sizeof(float));
+        emb_sgemm_bcast(p.M, p.N, p.K, p.A, p.lda, wt(&p), ldw(&p), bias, p.C, p.ldc, p.scratch, NULL);
+        for (int m = 0; m < p.M; m++) {
+            memcpy(alone, p.C0 + (size_t)m * p.ldc, sizeof(float) * (size_t)p.N);
+            emb_sgemm_bcast(1, p.N, p.K, p.A + (size_t)m * p.lda, p.lda, wt(&p), ldw(&p), bias, alone, p.ldc,
+                            p.scratch, NULL);
+            differ += memcmp(alone, p.C + (size_t)m * p.ldc, sizeof(float) * (size_t)p.N) != 0;
+        }
     }
+    CHECK(differ == 0, "%d x %d x %d (%s): %d rows differ from the same row alone", p.M, p.N, p.K,
+          packed_w ? "packed" : "as stored", differ);
+    free(alone);
+    problem_free(&p);
+}
+
+int main(void) {
+    CHECK(emb_sgemm_bcast_supported(), "emb_sgemm_bcast runs on every kernel set");
+    int panels = emb_sgemm_bcast_panels_supported();
     for (packed_w = 0; packed_w <= 1; packed_w++) {
+        if (!panels)
+            for (size_t i = 0; i < NSHAPES; i++) run_row_invariance(shapes[i]);
         for (size_t i = 0; i < NSHAPES; i++) {
             for (int b = 0; b < 2; b++) {
                 run_shape(shapes[i], 1, b);
@@ -323,6 +351,7 @@ int main(void) {
             {16, 384, 384}, {130, 384, 384}, {40, 1536, 64}, {8, 3072, 384}, {128, 768, 96}};
         for (size_t i = 0; i < sizeof par / sizeof par[0]; i++)
             for (int h = 1; h <= 3; h++) run_threads(par[i], h);
+        if (!panels) continue; /* the panels below are AVX-512's */
         static const int packed[][3] = {{1, 5, 3}, {20, 37, 64}, {64, 384, 384}, {90, 50, 129}, {130, 24, 40}};
         for (size_t i = 0; i < sizeof packed / sizeof packed[0]; i++)
             run_packed(packed[i][0], packed[i][1], packed[i][2]);
