@@ -1,5 +1,5 @@
-/* The arithmetic peak of one core, the ceiling the encoder figures are read against: AVX-512
- * float32 fused multiply-adds (GFLOP/s, a multiply-add counts 2) and VNNI int8 dot products
+/* The arithmetic peak of one core, the ceiling the encoder figures are read against: AVX-512 and
+ * AVX2 (256-bit) float32 fused multiply-adds (GFLOP/s, a multiply-add counts 2) and VNNI int8 dot products
  * (vpdpbusd, GOPS likewise), each in 12 independent chains so that latency hides behind
  * throughput. Best of 3 runs of about 0.3 s each (one kind after the other).
  *   bench_peak */
@@ -24,6 +24,21 @@ __attribute__((target("avx512f,fma"), noinline)) static double fma_chains(long s
     __m512 t = acc[0];
     for (int i = 1; i < CHAINS; i++) t = _mm512_add_ps(t, acc[i]);
     return _mm512_reduce_add_ps(t);
+}
+
+__attribute__((target("avx2,fma"), noinline)) static double fma256_chains(long steps) {
+    __m256 acc[CHAINS], x = _mm256_set1_ps(0.999f), y = _mm256_set1_ps(1e-3f);
+    for (int i = 0; i < CHAINS; i++) acc[i] = _mm256_set1_ps((float)i);
+    for (long s = 0; s < steps; s++) {
+#pragma GCC unroll 12
+        for (int i = 0; i < CHAINS; i++) acc[i] = _mm256_fmadd_ps(acc[i], x, y);
+        __asm__ volatile("" : "+x"(x));
+    }
+    __m256 t = acc[0];
+    for (int i = 1; i < CHAINS; i++) t = _mm256_add_ps(t, acc[i]);
+    float v[8];
+    _mm256_storeu_ps(v, t);
+    return (double)v[0] + v[1] + v[2] + v[3] + v[4] + v[5] + v[6] + v[7];
 }
 
 __attribute__((target("avx512f,avx512vnni"), noinline)) static double vnni_chains(long steps) {
@@ -59,6 +74,10 @@ int main(void) {
         double g = best_rate(fma_chains, CHAINS * 16 * 2);
         printf("one core, AVX-512 float32 FMA: %.1f GFLOP/s\nRESULT peak_fma_gflops %.1f\n", g, g);
     } else printf("one core: no AVX-512F with FMA\n");
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
+        double g = best_rate(fma256_chains, CHAINS * 8 * 2);
+        printf("one core, AVX2 (256-bit) float32 FMA: %.1f GFLOP/s\nRESULT peak_fma256_gflops %.1f\n", g, g);
+    } else printf("one core: no AVX2 with FMA\n");
     if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vnni")) {
         double g = best_rate(vnni_chains, CHAINS * 64 * 2);
         printf("one core, AVX-512 VNNI vpdpbusd: %.1f GOPS\nRESULT peak_vnni_gops %.1f\n", g, g);

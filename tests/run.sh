@@ -8,6 +8,17 @@ ext=${2:-./embed.so}
 passed=0
 failed=0
 logdir=$(mktemp -d)
+failures=$logdir/failures  # "suite: message" of every failure, listed again at the end
+
+# The kernel sets this CPU runs (core/base/simd.c's test): the C suites run on each, the SQL suites
+# whose results depend on the kernels on each set below the best (EMBED_SIMD forces one).
+flags=$(grep -m1 '^flags' /proc/cpuinfo 2>/dev/null || true)
+has() { case " ${flags#*:} " in *" $1 "*) return 0 ;; esac; return 1; }
+sets=(generic)
+if has avx2 && has fma && has popcnt; then
+    sets=(avx2 generic)
+    if has avx512f && has avx512bw && has avx512vl && has avx512dq; then sets=(avx512 avx2 generic); fi
+fi
 
 sanitizer_env=()
 if [ "${SANITIZE:-0}" = 1 ]; then
@@ -40,16 +51,24 @@ run_suite() {
         echo "---- $name (exit $rc), last lines:"
         grep -v '^ok ' "$log" | tail -n 40
         echo "----"
+        local msgs
+        msgs=$(grep -E '^(FAIL|not ok)' "$log" | head -n 20)
+        [ -n "$msgs" ] || msgs="exit $rc: $(grep -v '^ok ' "$log" | tail -n 1)"
+        echo "$msgs" | sed "s/^/$name: /" >>"$failures"
     fi
 }
 
-for bin in "$build"/tests/test_*; do
-    [ -x "$bin" ] || continue
-    if [ "${SANITIZE:-0}" = 1 ]; then
-        run_suite "$(basename "$bin")" env ASAN_OPTIONS=detect_leaks=1 "$bin"
-    else
-        run_suite "$(basename "$bin")" "$bin"
-    fi
+for set in "${sets[@]}"; do
+    suffix=""
+    [ "$set" = "${sets[0]}" ] || suffix="[$set]"
+    for bin in "$build"/tests/test_*; do
+        [ -x "$bin" ] || continue
+        if [ "${SANITIZE:-0}" = 1 ]; then
+            run_suite "$(basename "$bin")$suffix" env EMBED_SIMD="$set" ASAN_OPTIONS=detect_leaks=1 "$bin"
+        else
+            run_suite "$(basename "$bin")$suffix" env EMBED_SIMD="$set" "$bin"
+        fi
+    done
 done
 # Layers: no call or include cycle between the files of core/ and of ext/, and none against the
 # order of core's folders (from the objects).
@@ -58,6 +77,14 @@ run_suite layers bash -c '/usr/bin/python3 tools/check_layers.py "$0" core ext &
 run_suite symbols bash tools/check_symbols.sh "$build" "$ext"
 run_suite format bash tools/check_format.sh
 run_suite sql env "${sanitizer_env[@]}" EMBED_EXT="$ext" /usr/bin/python3 tests/sql/run.py
+# The SQL suites whose numbers come from the kernels, again on each lower set: the models against
+# their references, threads, batches and chunks (same bits), int8 weights, search scans.
+PARITY_SUITES=(test_models_bert test_models_architectures test_threads test_rerank test_index_chunks
+               test_int8_weights test_attention test_relpos test_matryoshka test_vectors test_index_quant test_index)
+for set in "${sets[@]:1}"; do
+    run_suite "sql[$set]" env "${sanitizer_env[@]}" EMBED_SIMD="$set" EMBED_EXT="$ext" \
+        /usr/bin/python3 tests/sql/run.py "${PARITY_SUITES[@]}"
+done
 # Short forms of the stress tests (the long forms: make stress).
 run_suite stress_crash_kill env "${sanitizer_env[@]}" EMBED_EXT="$ext" \
     /usr/bin/python3 tests/stress/crash_kill.py "${STRESS_TRIALS:-2}"
@@ -87,6 +114,10 @@ if [ "${SANITIZE:-0}" != 1 ]; then
     run_suite python_package /usr/bin/python3 tests/packages/test_python.py "$ext"
     run_suite node_package /usr/bin/python3 tests/packages/test_node.py "$ext"
     run_suite sqlite_utils /usr/bin/python3 tests/packages/test_sqlite_utils.py "$ext"
+fi
+if [ -s "$failures" ]; then
+    echo "==== every failure (suite: message):"
+    cat "$failures"
 fi
 rm -rf "$logdir"
 echo "$passed passed, $failed failed"

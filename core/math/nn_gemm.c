@@ -100,8 +100,9 @@ void emb_nn_gemm_panel_a(int M, int N, int K, float alpha, const float *panels, 
 
 /* AVX2 and plain C: row i of C is A's row i times B, each element one sum in k order (multiplies
  * then adds, which the compiler vectorizes along the row), then scaled. */
-EMB_SIMD_DEFINE_STATIC(void, nn_rows, (int M, int N, int K, float alpha, const float *rs, const float *A, int lda,
-                                       const float *B, int ldb, float *C, int ldc),
+EMB_SIMD_DEFINE_STATIC(void, nn_rows,
+                       (int M, int N, int K, float alpha, const float *rs, const float *A, int lda, const float *B,
+                        int ldb, float *C, int ldc),
                        (M, N, K, alpha, rs, A, lda, B, ldb, C, ldc)) {
     for (int i = 0; i < M; i++) {
         float *c = C + (size_t)i * ldc, s = rs ? rs[i] : alpha;

@@ -252,8 +252,8 @@ T_AVX512 static void kernel_16x12(int mr, int nr, int K, const float *P, const f
  * past mr zero). 16 to 24 rows run as 16 in pairs of k plus the rest; above 24, one 32-row tile
  * (its empty lanes cost less than a second pass over W). Panels in or out (a_panel: A already
  * packed; out other than OUT_ROWS: C is this block's panel) take the 32-row tile whatever mr. */
-static void row_block512(int mr, int N, int K, const float *A, int lda, const float *a_panel, const float *W, int ldw,
-                      const float *bias, float *C, int ldc, int out, float *P) {
+static void row_block512(int mr, int N, int K, const float *A, int lda, const float *a_panel, const float *W,
+                         int ldw, const float *bias, float *C, int ldc, int out, float *P) {
     if (a_panel || out != OUT_ROWS || mr > 24) {
         if (!a_panel) pack_rows(mr, K, A, lda, P);
         for (int n0 = 0; n0 < N; n0 += 12)
@@ -271,7 +271,7 @@ static void row_block512(int mr, int N, int K, const float *A, int lda, const fl
                          C + n0, ldc);
         if (mr > 16)
             row_block512(mr - 16, N, K, A + (size_t)16 * lda, lda, NULL, W, ldw, bias, C + (size_t)16 * ldc, ldc,
-                      OUT_ROWS, P);
+                         OUT_ROWS, P);
     }
 }
 

@@ -19,7 +19,7 @@ static void pack_rows16(int mr, int K, const float *A, int lda, float *P) {
  * of k's 24 values together (column c's two at 2c, 2c + 1); half h is columns 6h..6h+5. */
 typedef struct {
     const float *w[TILE_COLS]; /* as stored: the 6 rows (a short tile repeats its last) */
-    const float *packed;       /* packed: the tile's first pair, offset to the half */
+    const float *packed; /* packed: the tile's first pair, offset to the half */
 } wsrc;
 
 static wsrc weight_src(const float *W, int ldw, int n0, int nr, int K) {

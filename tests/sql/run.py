@@ -27,9 +27,10 @@ for fn in harness.TESTS:
         fn()
         passed += 1
         print("ok %s (%.2fs)" % (label, time.time() - start))
-    except Exception:
+    except Exception as e:
         failed += 1
-        print("FAIL %s" % label)
+        message = (str(e).strip().splitlines() or [type(e).__name__])[0]
+        print("FAIL %s: %s" % (label, message[:300]))
         traceback.print_exc(limit=3, file=sys.stdout)
 print("%d passed, %d failed" % (passed, failed))
 sys.exit(1 if failed else 0)
