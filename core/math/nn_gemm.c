@@ -98,12 +98,10 @@ void emb_nn_gemm_panel_a(int M, int N, int K, float alpha, const float *panels, 
 }
 #endif
 
-/* AVX2 and plain C: row i of C is A's row i times B, each element one sum in k order (multiplies
- * then adds, which the compiler vectorizes along the row), then scaled. */
-EMB_SIMD_DEFINE_STATIC(void, nn_rows,
-                       (int M, int N, int K, float alpha, const float *rs, const float *A, int lda, const float *B,
-                        int ldb, float *C, int ldc),
-                       (M, N, K, alpha, rs, A, lda, B, ldb, C, ldc)) {
+/* Plain C: row i of C is A's row i times B, each element one sum in k order (multiplies then
+ * adds, which the compiler vectorizes along the row), then scaled. */
+static void nn_rows(int M, int N, int K, float alpha, const float *rs, const float *A, int lda, const float *B,
+                    int ldb, float *C, int ldc) {
     for (int i = 0; i < M; i++) {
         float *c = C + (size_t)i * ldc, s = rs ? rs[i] : alpha;
         for (int n = 0; n < N; n++) c[n] = 0.0f;
@@ -118,6 +116,69 @@ EMB_SIMD_DEFINE_STATIC(void, nn_rows,
     }
 }
 
+#if NN_X86
+/* AVX2: two rows of C at a time, V vectors of 8 columns a step, each element one fused sum in k
+ * order; the columns past the last whole vector by scalar fused multiply-adds (the same sums).
+ * No masked loads or stores: AMD's are microcoded. */
+#define T_AVX2 __attribute__((target("avx2,fma")))
+#define NN_AVX2_STEP(V)                                                                                           \
+    T_AVX2 static void nn_avx2_##V(int two, int K, const float *a0, const float *a1, const float *B, int ldb,     \
+                                   __m256 s0, __m256 s1, float *r0, float *r1) {                                  \
+        __m256 c0[V], c1[V];                                                                                      \
+        _Pragma("GCC unroll 4") for (int v = 0; v < V; v++) c0[v] = c1[v] = _mm256_setzero_ps();                  \
+        for (int k = 0; k < K; k++) {                                                                             \
+            __m256 x0 = _mm256_set1_ps(a0[k]), x1 = _mm256_set1_ps(a1[k]);                                        \
+            const float *b = B + (size_t)k * ldb;                                                                 \
+            _Pragma("GCC unroll 4") for (int v = 0; v < V; v++) {                                                 \
+                __m256 bv = _mm256_loadu_ps(b + 8 * v);                                                           \
+                c0[v] = _mm256_fmadd_ps(x0, bv, c0[v]);                                                           \
+                c1[v] = _mm256_fmadd_ps(x1, bv, c1[v]);                                                           \
+            }                                                                                                     \
+        }                                                                                                         \
+        _Pragma("GCC unroll 4") for (int v = 0; v < V; v++) {                                                     \
+            _mm256_storeu_ps(r0 + 8 * v, _mm256_mul_ps(c0[v], s0));                                               \
+            if (two) _mm256_storeu_ps(r1 + 8 * v, _mm256_mul_ps(c1[v], s1));                                      \
+        }                                                                                                         \
+    }
+NN_AVX2_STEP(4)
+NN_AVX2_STEP(1)
+
+T_AVX2 static void nn_rows_avx2(int M, int N, int K, float alpha, const float *rs, const float *A, int lda,
+                                const float *B, int ldb, float *C, int ldc) {
+    for (int i = 0; i < M; i += 2) {
+        int two = i + 1 < M;
+        const float *a0 = A + (size_t)i * lda, *a1 = A + (size_t)(two ? i + 1 : i) * lda;
+        float f0 = rs ? rs[i] : alpha, f1 = rs && two ? rs[i + 1] : alpha;
+        __m256 s0 = _mm256_set1_ps(f0), s1 = _mm256_set1_ps(f1);
+        float *r0 = C + (size_t)i * ldc, *r1 = C + (size_t)(two ? i + 1 : i) * ldc;
+        int n = 0;
+        for (; n + 32 <= N; n += 32) nn_avx2_4(two, K, a0, a1, B + n, ldb, s0, s1, r0 + n, r1 + n);
+        for (; n + 8 <= N; n += 8) nn_avx2_1(two, K, a0, a1, B + n, ldb, s0, s1, r0 + n, r1 + n);
+        for (; n < N; n++) {
+            float c0 = 0.0f, c1 = 0.0f;
+            for (int k = 0; k < K; k++) {
+                c0 = __builtin_fmaf(a0[k], B[(size_t)k * ldb + n], c0);
+                c1 = __builtin_fmaf(a1[k], B[(size_t)k * ldb + n], c1);
+            }
+            r0[n] = c0 * f0;
+            if (two) r1[n] = c1 * f1;
+        }
+    }
+}
+#endif
+
+/* Below AVX-512: AVX2's kernel, or the plain rows above. */
+static void nn_rows_any(int M, int N, int K, float alpha, const float *rs, const float *A, int lda, const float *B,
+                        int ldb, float *C, int ldc) {
+#if NN_X86
+    if (emb_simd() == EMB_SIMD_AVX2) {
+        nn_rows_avx2(M, N, K, alpha, rs, A, lda, B, ldb, C, ldc);
+        return;
+    }
+#endif
+    nn_rows(M, N, K, alpha, rs, A, lda, B, ldb, C, ldc);
+}
+
 int emb_nn_gemm_supported(void) { return 1; }
 
 void emb_nn_gemm(int M, int N, int K, float alpha, const float *A, int lda, const float *B, int ldb, float *C,
@@ -129,7 +190,7 @@ void emb_nn_gemm(int M, int N, int K, float alpha, const float *A, int lda, cons
         return;
     }
 #endif
-    nn_rows(M, N, K, alpha, NULL, A, lda, B, ldb, C, ldc);
+    nn_rows_any(M, N, K, alpha, NULL, A, lda, B, ldb, C, ldc);
 }
 
 void emb_nn_gemm_scaled(int M, int N, int K, const float *row_scale, const float *A, int lda, const float *B,
@@ -141,7 +202,7 @@ void emb_nn_gemm_scaled(int M, int N, int K, const float *row_scale, const float
         return;
     }
 #endif
-    nn_rows(M, N, K, 1.0f, row_scale, A, lda, B, ldb, C, ldc);
+    nn_rows_any(M, N, K, 1.0f, row_scale, A, lda, B, ldb, C, ldc);
 }
 
 void emb_transpose(int N, int D, const float *X, int ldx, float *T) {
