@@ -295,7 +295,10 @@ def bad_arguments_are_errors_that_name_embed_chunks():
         ('{"max_tokens": -3}', 'option "max_tokens" must be an integer from 1'),
         ('{"max_tokens": 2.5}', "not 2.5"), ('{"max_tokens": "8"}', 'not "8"'),
         ('{"max_tokens": null}', "not null"), ('{"max_tokens": true}', "not true"),
-        ('{"max_tokens": 1e12}', 'option "max_tokens" must be an integer'),
+        ('{"max_tokens": 1e12}', 'option "max_tokens" must be an integer from 1 to 2147483647, not 1000000000000'),
+        # the value as given, not rounded to the integer it is near
+        ('{"max_tokens": 1.0000000000000002}', "to 2147483647, not 1.0000000000000002"),
+        ('{"overlap": 0.1}', "to 2147483647, not 0.1"),
         ('{"overlap": -1}', 'option "overlap" must be an integer from 0 to 2147483647, not -1'),
         ('{"overlap": [1]}', "not [1]"),
         ('{"max_tokens": 8, "overlap": 8}', "overlap must be from 0 to max_tokens - 1 (7), not 8"),
