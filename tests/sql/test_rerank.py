@@ -11,6 +11,10 @@ int8 weights, and that a cross-encoder folder still makes embeddings."""
 import json
 import math
 import os
+import shutil
+import sqlite3
+import struct
+import tempfile
 
 from harness import FIXTURES, ROOT, assert_error, connect, floats, one, test
 
@@ -151,6 +155,65 @@ def two_labels_are_an_error_naming_the_count():
     assert_error(con, "SELECT embed_rerank('bert-2labels', 'q', 't')", "embed_rerank:", "2 labels")
     info = con.execute("SELECT * FROM embed_models WHERE name = 'bert-2labels'").fetchone()
     assert info is not None
+
+
+def altered_copy(src, tmp, config=None, head=None):
+    """Reference folder src copied under tmp with config.json's keys updated from `config` and
+    head.safetensors rewritten with `head` ({name: list of floats as shape [n]}) replacing tensors."""
+    dst = os.path.join(tmp, os.path.basename(src))
+    shutil.copytree(os.path.join(REF, src), dst)
+    if config:
+        cfg = json.load(open(os.path.join(dst, "config.json")))
+        cfg.update(config)
+        json.dump(cfg, open(os.path.join(dst, "config.json"), "w"))
+    if head:
+        data = open(os.path.join(dst, "head.safetensors"), "rb").read()
+        n = struct.unpack("<Q", data[:8])[0]
+        old = json.loads(data[8:8 + n])
+        tensors = {k: (v["shape"], data[8 + n + v["data_offsets"][0]:8 + n + v["data_offsets"][1]])
+                   for k, v in old.items() if k != "__metadata__"}
+        tensors.update({k: ([len(v)], struct.pack("<%df" % len(v), *v)) for k, v in head.items()})
+        header, body = {}, b""
+        for k, (shape, raw) in tensors.items():
+            header[k] = {"dtype": "F32", "shape": shape, "data_offsets": [len(body), len(body) + len(raw)]}
+            body += raw
+        h = json.dumps(header).encode()
+        open(os.path.join(dst, "head.safetensors"), "wb").write(struct.pack("<Q", len(h)) + h + body)
+    return dst
+
+
+def head_error(folder):
+    """The message of loading folder as a cross-encoder and scoring one pair with it."""
+    con = connect()
+    try:
+        con.execute("SELECT embed_load('bad-head', ?)", (folder,))
+        con.execute("SELECT embed_rerank('bad-head', 'q', 't')").fetchall()
+    except sqlite3.Error as e:
+        return str(e)
+    raise AssertionError("no error from %s" % folder)
+
+
+@test
+def malformed_heads_are_named_as_they_are():
+    tmp = tempfile.mkdtemp()
+    try:
+        # a bias is a vector: shape [2] for one label is named as [2], against [1]
+        msg = head_error(altered_copy("bert", tmp, head={"classifier.bias": [0.5, 0.25]}))
+        assert "tensor 'classifier.bias' has shape [2], expected [1] (num_labels 1)" in msg, msg
+        shutil.rmtree(os.path.join(tmp, "bert"))
+        msg = head_error(altered_copy("bert", tmp, head={"classifier.weight": [0.5] * 32}))
+        assert "tensor 'classifier.weight' has shape [32], expected [1, 32] (num_labels 1)" in msg, msg
+        # settings of the wrong kind are named as such, not shown as an empty name
+        shutil.rmtree(os.path.join(tmp, "bert"))
+        msg = head_error(altered_copy("bert", tmp, config={"sentence_transformers": {"activation_fn": 5}}))
+        assert "activation_fn must be a string such as \"torch.nn.modules.activation.Sigmoid\", not a number" in msg, msg
+        msg = head_error(altered_copy("modernbert", tmp, config={"classifier_activation": 5}))
+        assert "config.json: classifier_activation must be a string, not a number" in msg, msg
+        shutil.rmtree(os.path.join(tmp, "modernbert"))
+        msg = head_error(altered_copy("modernbert", tmp, config={"classifier_pooling": ["mean"]}))
+        assert "config.json: classifier_pooling must be a string, not an array" in msg, msg
+    finally:
+        shutil.rmtree(tmp)
 
 
 @test
