@@ -227,6 +227,19 @@ def bad_arguments():
     assert_error(con, "SELECT * FROM embed_rerank_batch('bert', 'q', '{\"a\": 1}')", "JSON array")
     assert_error(con, "SELECT * FROM embed_rerank_batch('bert', 'q', '[\"a\", 3]')", "texts[1] is not a string")
     assert_error(con, "SELECT * FROM embed_rerank_batch('bert', 'q', 42)", "JSON array")
+    # the array is the whole argument: text after it, and a NUL in an element, are refused
+    batch = "SELECT * FROM embed_rerank_batch('bert', 'q', ?)"
+    assert_error(con, batch, "embed_rerank_batch: texts has text after its JSON array (at byte 6): 'junk'",
+                 args=('["a"] junk',))
+    assert_error(con, batch, "texts has text after its JSON array (at byte 5): ', \"b\"]'", args=('["a"], "b"]',))
+    assert_error(con, batch, "embed_rerank_batch: texts[0] contains a NUL character (\\u0000)", args=('["a\\u0000b"]',))
+    assert_error(con, batch, "texts[2] contains a NUL character", args=('[null, "x\\"\\\\", "\\u0000"]',))
+    assert_error(con, batch, "embed_rerank_batch: texts contains a NUL character (at byte 3)", args=('["a\x00b"]',))
+    assert_error(con, "SELECT * FROM embed_rerank_batch('bert', 'q', CAST(x'5b2261ff62225d' AS TEXT))",
+                 "embed_rerank_batch: texts is not valid UTF-8 (at byte 3)")
+    # an escaped backslash before u0000 is the text \u0000, and white space may follow the array
+    assert [r[0] for r in con.execute("SELECT text FROM embed_rerank_batch('bert', 'q', ?)",
+                                      ('["\\\\u0000", null] \n',))] == ["\\u0000", None]
     assert_error(con, "SELECT * FROM embed_rerank_batch('bert', 'q')", "needs a model, a query and texts")
     assert_error(con, "SELECT * FROM embed_rerank_batch('nope', 'q', '[\"a\"]')", "embed_rerank_batch:", "nope")
     # numbers are texts, as embed() takes them
