@@ -206,7 +206,8 @@ def malformed_heads_are_named_as_they_are():
         # settings of the wrong kind are named as such, not shown as an empty name
         shutil.rmtree(os.path.join(tmp, "bert"))
         msg = head_error(altered_copy("bert", tmp, config={"sentence_transformers": {"activation_fn": 5}}))
-        assert "activation_fn must be a string such as \"torch.nn.modules.activation.Sigmoid\", not a number" in msg, msg
+        want = 'activation_fn must be a string such as "torch.nn.modules.activation.Sigmoid", not a number'
+        assert want in msg, msg
         msg = head_error(altered_copy("modernbert", tmp, config={"classifier_activation": 5}))
         assert "config.json: classifier_activation must be a string, not a number" in msg, msg
         shutil.rmtree(os.path.join(tmp, "modernbert"))
