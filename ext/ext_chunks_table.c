@@ -90,10 +90,11 @@ static int cursor_error_take(chunks_cursor *c, char *err) {
 static int int_option(chunks_cursor *c, const cJSON *item, int lo, int *out) {
     double d = item->valuedouble;
     if (!cJSON_IsNumber(item) || !isfinite(d) || d != floor(d) || d < lo || d > 2147483647.0) {
-        char *got = cJSON_PrintUnformatted(item);
-        int rc = cursor_error(c, "option \"%s\" must be an integer from %d to 2147483647, not %s", item->string,
-                              lo, got ? got : "that");
-        cJSON_free(got);
+        char *got = ext_json_text(item);
+        int rc = got ? cursor_error(c, "option \"%s\" must be an integer from %d to 2147483647, not %s",
+                                    item->string, lo, got)
+                     : SQLITE_NOMEM;
+        sqlite3_free(got);
         return rc;
     }
     *out = (int)d;

@@ -66,9 +66,9 @@ int hy_query_arg(hybrid_vtab *v, sqlite3_value *val, const char **q, int *len) {
 
 /* "option "<key>" must be <what>, not <its JSON>". */
 static int option_fail(hybrid_vtab *v, const cJSON *item, const char *what) {
-    char *got = cJSON_PrintUnformatted(item);
-    int rc = hy_fail(v, "option \"%s\" must be %s, not %s", item->string, what, got ? got : "that");
-    cJSON_free(got);
+    char *got = ext_json_text(item);
+    int rc = got ? hy_fail(v, "option \"%s\" must be %s, not %s", item->string, what, got) : SQLITE_NOMEM;
+    sqlite3_free(got);
     return rc;
 }
 

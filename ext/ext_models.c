@@ -123,16 +123,17 @@ static int gguf_only_folder(const char *dir) {
 /* The usual mistakes in the folder argument, named before the core reads anything: a missing
  * path, a file (config.json, model.safetensors) given for its folder, a GGUF file or folder. */
 static int folder_arg_ok(sqlite3_context *ctx, const char *fn, const char *path) {
-    static const char gguf[] = ".gguf files are not supported: sqlite-embed reads Hugging Face folders "
-                               "(config.json, model.safetensors, tokenizer.json)";
+    static const char hf[] = "sqlite-embed reads Hugging Face folders (config.json, model.safetensors, "
+                             "tokenizer.json)";
     struct stat st;
-    if (ends_with_gguf(path)) ext_error(ctx, fn, "%s: %s", path, gguf);
+    if (ends_with_gguf(path)) ext_error(ctx, fn, "%s: .gguf files are not supported: %s", path, hf);
     else if (stat(path, &st) != 0 && errno == ENOENT) ext_error(ctx, fn, "%s: no such folder", path);
     else if (S_ISREG(st.st_mode))
         ext_error(ctx, fn,
                   "%s is a file, not a folder: give the folder that holds config.json and model.safetensors",
                   path);
-    else if (S_ISDIR(st.st_mode) && gguf_only_folder(path)) ext_error(ctx, fn, "%s holds %s", path, gguf);
+    else if (S_ISDIR(st.st_mode) && gguf_only_folder(path))
+        ext_error(ctx, fn, "%s holds only .gguf files, which are not supported: %s", path, hf);
     else return 1; /* a folder, or what the core names itself (a FIFO, a path it cannot read) */
     return 0;
 }

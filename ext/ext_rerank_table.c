@@ -8,6 +8,7 @@
 #include "ext_registry.h"
 #include "ext_util.h"
 #include "sqlite-embed/rerank.h"
+#include "base/utf8.h"
 #include <cjson/cJSON.h>
 #include <stdarg.h>
 #include <string.h>
@@ -74,6 +75,23 @@ static int cursor_error(rerank_cursor *c, const char *fmt, ...) {
     return rc;
 }
 
+/* Which string of a JSON array of strings and nulls (counted from 0) holds the escape \u0000,
+ * which cJSON decodes into a NUL that would end the text early; -1 for none. */
+static long escaped_nul(const char *s, size_t len) {
+    long strings = -1;
+    int inside = 0;
+    for (size_t i = 0; i < len; i++) {
+        if (s[i] == '"') {
+            inside = !inside;
+            strings += inside;
+        } else if (inside && s[i] == '\\') {
+            if (i + 5 < len && strncmp(s + i + 1, "u0000", 5) == 0) return strings;
+            i++; /* the escaped character, which may be a quote or a backslash */
+        }
+    }
+    return -1;
+}
+
 /* The texts argument as a JSON array whose elements are strings or null. */
 static int parse_texts(rerank_cursor *c, sqlite3_value *v) {
     if (sqlite3_value_type(v) != SQLITE_TEXT) {
@@ -82,16 +100,30 @@ static int parse_texts(rerank_cursor *c, sqlite3_value *v) {
         sqlite3_free(got);
         return rc;
     }
-    const char *s = (const char *)sqlite3_value_text(v);
+    const char *s = (const char *)sqlite3_value_text(v), *end = NULL;
     if (!s) return SQLITE_NOMEM;
-    c->texts = cJSON_ParseWithLength(s, (size_t)sqlite3_value_bytes(v));
+    size_t len = (size_t)sqlite3_value_bytes(v);
+    if (strlen(s) != len)
+        return cursor_error(c, "texts contains a NUL character (at byte %lld)", (long long)strlen(s));
+    size_t bad;
+    if (!emb_utf8_valid(s, len, &bad))
+        return cursor_error(c, "texts is not valid UTF-8 (at byte %lld)", (long long)bad);
+    c->texts = cJSON_ParseWithLengthOpts(s, len, &end, 0);
     if (!cJSON_IsArray(c->texts))
         return cursor_error(c, "texts must be a JSON array of strings such as '[\"first text\", \"second\"]'");
+    end += strspn(end, " \t\n\r");
+    if (end != s + len)
+        return cursor_error(c, "texts has text after its JSON array (at byte %lld): '%.20s'", (long long)(end - s),
+                            end);
     c->n = cJSON_GetArraySize(c->texts);
     int i = 0;
     for (const cJSON *e = c->texts->child; e; e = e->next, i++)
         if (!cJSON_IsString(e) && !cJSON_IsNull(e))
             return cursor_error(c, "texts[%d] is not a string (nor null)", i);
+    long nul = escaped_nul(s, len);
+    for (i = 0; nul >= 0 && i < c->n; i++)
+        if (cJSON_IsString(cJSON_GetArrayItem(c->texts, i)) && nul-- == 0)
+            return cursor_error(c, "texts[%d] contains a NUL character (\\u0000)", i);
     return SQLITE_OK;
 }
 

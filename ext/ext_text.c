@@ -83,9 +83,11 @@ void sql_contextual_embedding(sqlite3_context *ctx, int argc, sqlite3_value **ar
     emb_model_release(m);
 }
 
-/* options: {"pooling": "mean" | "cls" | "max", "normalize": true | false, "dims": n} */
-static int parse_options(sqlite3_context *ctx, sqlite3_value *val, emb_embed_options *opt) {
+/* options: {"pooling": "mean" | "cls" | "max", "normalize": true | false, "dims": n,
+ * "truncate": true | false} */
+static int parse_options(sqlite3_context *ctx, sqlite3_value *val, emb_embed_options *opt, int *truncate) {
     const char *fn = "embed";
+    *truncate = 1;
     opt->pool = -1;
     opt->normalize = -1;
     opt->dims = 0;
@@ -115,8 +117,14 @@ static int parse_options(sqlite3_context *ctx, sqlite3_value *val, emb_embed_opt
                 rc = -1;
             }
             opt->dims = rc ? 0 : (int)d;
+        } else if (strcmp(item->string, "truncate") == 0) {
+            if (!cJSON_IsBool(item)) {
+                ext_error(ctx, fn, "option \"truncate\" must be true or false");
+                rc = -1;
+            }
+            *truncate = cJSON_IsTrue(item);
         } else {
-            ext_error(ctx, fn, "unknown option \"%s\" (known: pooling, normalize, dims)", item->string);
+            ext_error(ctx, fn, "unknown option \"%s\" (known: pooling, normalize, dims, truncate)", item->string);
             rc = -1;
         }
     }
@@ -124,11 +132,31 @@ static int parse_options(sqlite3_context *ctx, sqlite3_value *val, emb_embed_opt
     return rc;
 }
 
+/* With "truncate": false, a text over the model's limit is an error giving its token count (as
+ * Hugging Face TEI does) instead of a vector of its first tokens. 1 when the error is set. */
+static int over_limit(sqlite3_context *ctx, const emb_model *m, const char *text, int len) {
+    const emb_model_info *info = emb_model_get_info(m);
+    if (info->max_tokens <= 0) return 0;
+    emb_encoding enc;
+    char err[EMB_ERR_LEN];
+    emb_model_encoding_init(&enc);
+    int rc = emb_model_tokenize_limit(m, text, (size_t)len, NULL, 0, 0, &enc, err);
+    if (rc) ext_error(ctx, "embed", "%s", err);
+    else if (enc.n > (size_t)info->max_tokens)
+        ext_error(ctx, "embed",
+                  "the text has %lld tokens, more than model '%s' takes (%d) and \"truncate\" is false: "
+                  "embed_chunks cuts it into texts that fit",
+                  (long long)enc.n, info->name, info->max_tokens);
+    rc = rc || enc.n > (size_t)info->max_tokens;
+    emb_model_encoding_free(&enc);
+    return rc;
+}
+
 void sql_embed(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
     const char *fn = "embed", *text, *b;
-    int len, blen;
+    int len, blen, truncate = 1;
     emb_embed_options opt;
-    if (argc == 3 && parse_options(ctx, argv[2], &opt)) return;
+    if (argc == 3 && parse_options(ctx, argv[2], &opt, &truncate)) return;
     if (argc < 3) opt = (emb_embed_options){-1, -1, 0};
     emb_model *m = model_and_text(ctx, argv, 0, fn, &text, &len, &b, &blen);
     if (!m) return;
@@ -138,7 +166,9 @@ void sql_embed(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
     size_t slen = (size_t)len;
     size_t width = info->has_vectors ? (size_t)emb_model_embed_dims(m, &opt) : 0;
     if (emb_model_require_vectors(info, "vectors", err)) ext_error(ctx, fn, "%s", err);
-    else if (width > (size_t)info->dims->hidden)
+    else if (!truncate && over_limit(ctx, m, text, len)) {
+        /* the error is set */
+    } else if (width > (size_t)info->dims->hidden)
         ext_error(ctx, fn, "option \"dims\" is %lld, but model '%s' makes vectors of %d dimensions",
                   (long long)width, info->name, info->dims->hidden);
     else if (!(out = sqlite3_malloc64(width * sizeof(float)))) sqlite3_result_error_nomem(ctx);

@@ -376,6 +376,21 @@ int ext_json_object(const char *json, int len, const char *example, cJSON **root
     return 0;
 }
 
+char *ext_json_text(const cJSON *item) {
+    if (cJSON_IsNumber(item)) {
+        char buf[32]; /* libc's printf: SQLite's %g stops at 16 digits */
+        for (int digits = 15; digits <= 17; digits++) {
+            snprintf(buf, sizeof buf, "%.*g", digits, item->valuedouble);
+            if (strtod(buf, NULL) == item->valuedouble) break;
+        }
+        return sqlite3_mprintf("%s", buf);
+    }
+    char *got = cJSON_PrintUnformatted(item);
+    char *s = got ? sqlite3_mprintf("%s", got) : NULL;
+    cJSON_free(got);
+    return s;
+}
+
 ext_rc ext_get_options(sqlite3_context *ctx, sqlite3_value *val, const char *fn, const char *example,
                        cJSON **root) {
     const char *json;

@@ -106,6 +106,9 @@ int ext_json_object(const char *json, int len, const char *example, struct cJSON
  * EXT_NULL for NULL, the defaults). */
 ext_rc ext_get_options(sqlite3_context *ctx, sqlite3_value *val, const char *fn, const char *example,
                        struct cJSON **root);
+/* A JSON value as it reads in an error message: numbers as the shortest text that reads back as
+ * the same double (cJSON prints 1.0000000000000002 as "1"); sqlite3_malloc'd, NULL when out of memory. */
+char *ext_json_text(const struct cJSON *item);
 const char *ext_type_name(int sqlite_type);
 /* A short description of a value for error messages: "text '1'", "a blob of 3 bytes",
  * "the integer 7", "NULL"; sqlite3_malloc'd (NULL when out of memory). */

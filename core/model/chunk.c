@@ -151,6 +151,21 @@ static int tokenize(planner *pl, size_t from, size_t to, emb_encoding *enc, char
     return defined_words(pl->text + from, to - from, enc, &n) ? emb_fail(err, "out of memory") : 0;
 }
 
+/* The bytes at text[from, to) the tokenizer drops before its first kept character (\x01, \x7f
+ * for SentencePiece's map): Hugging Face's Precompiled normalizer loses the removal of leading
+ * characters, so the offsets after them lie early by their length; they are tokenized without. */
+static int dropped_prefix(planner *pl, size_t from, size_t to, size_t *skip, char err[EMB_ERR_LEN]) {
+    size_t adv;
+    *skip = 0;
+    while (!pl->defined && from + *skip < to && !is_white(decode(pl->text, from + *skip, &adv))) {
+        if (tokenize(pl, from + *skip, from + *skip + adv, &pl->alone, err)) return -1;
+        for (size_t i = 0; i < pl->alone.n; i++)
+            if (pl->alone.tok[i].seq >= 0) return 0;
+        *skip += adv;
+    }
+    return 0;
+}
+
 /* Where the segment from `from` ends: after the last line break, else the last space, of its
  * second half; else at a character boundary. */
 static size_t segment_end(const char *text, size_t from, size_t len) {
@@ -180,9 +195,10 @@ static int only_white(const char *text, const emb_token *t) {
 /* Tokenizes the next segment onto the buffer. Its words are numbered after the last segment's,
  * so a segment cut inside a run without spaces reads as a word boundary (planning only). */
 static int next_segment(planner *pl, char err[EMB_ERR_LEN]) {
-    size_t from = pl->done, to = segment_end(pl->text, from, pl->len);
+    size_t from = pl->done, to = segment_end(pl->text, from, pl->len), skip;
     if (!ends_at_space(pl->text, to, pl->len)) pl->fake_cuts = 1;
-    if (tokenize(pl, from, to, &pl->seg, err)) return -1;
+    if (dropped_prefix(pl, from, to, &skip, err) || tokenize(pl, from + skip, to, &pl->seg, err)) return -1;
+    from += skip;
     if (emb_grow((void **)&pl->it, &pl->cap, pl->n + pl->seg.n, sizeof *pl->it))
         return emb_fail(err, "out of memory");
     int32_t last = -1;

@@ -7,6 +7,7 @@
 #include "math/half.h"
 #include <cjson/cJSON.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <xxhash.h>
@@ -71,6 +72,27 @@ static int read_labels(const cJSON *root, int *labels, char err[EMB_ERR_LEN]) {
     return 0;
 }
 
+/* What a JSON value is, for a message about a setting of the wrong kind. */
+static const char *json_kind(const cJSON *j) {
+    if (cJSON_IsString(j)) return "a string";
+    if (cJSON_IsNumber(j)) return "a number";
+    if (cJSON_IsBool(j)) return "a boolean";
+    if (cJSON_IsArray(j)) return "an array";
+    if (cJSON_IsObject(j)) return "an object";
+    return "null";
+}
+
+/* A string setting of config.json: absent or null gives dflt; any other kind is an error. */
+static int string_setting(const cJSON *root, const char *key, const char *dflt, const char **out,
+                          char err[EMB_ERR_LEN]) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, key);
+    *out = dflt;
+    if (!v || cJSON_IsNull(v)) return 0;
+    if (!cJSON_IsString(v)) return emb_fail(err, "config.json: %s must be a string, not %s", key, json_kind(v));
+    *out = v->valuestring;
+    return 0;
+}
+
 /* The sentence-transformers CrossEncoder's activation ("torch.nn.modules.activation.Sigmoid"). */
 static int read_activation(const cJSON *root, score_act *out, char err[EMB_ERR_LEN]) {
     const cJSON *st = cJSON_GetObjectItemCaseSensitive(root, "sentence_transformers");
@@ -79,7 +101,12 @@ static int read_activation(const cJSON *root, score_act *out, char err[EMB_ERR_L
         fn = cJSON_GetObjectItemCaseSensitive(root, "sbert_ce_default_activation_function");
     *out = ACT_NONE;
     if (!fn || cJSON_IsNull(fn)) return 0;
-    const char *s = cJSON_IsString(fn) ? fn->valuestring : "", *last = strrchr(s, '.');
+    if (!cJSON_IsString(fn))
+        return emb_fail(err,
+                        "config.json: the cross-encoder's activation_fn must be a string such as "
+                        "\"torch.nn.modules.activation.Sigmoid\", not %s",
+                        json_kind(fn));
+    const char *s = fn->valuestring, *last = strrchr(s, '.');
     last = last ? last + 1 : s;
     if (strncmp(s, "torch.", 6) == 0) {
         if (strcmp(last, "Sigmoid") == 0) *out = ACT_SIGMOID;
@@ -95,10 +122,11 @@ static int read_activation(const cJSON *root, score_act *out, char err[EMB_ERR_L
 
 /* ModernBERT's head settings: classifier_pooling, classifier_activation (ACT2FN's names). */
 static int read_modernbert(const cJSON *root, emb_classifier *c, int *dense_bias, char err[EMB_ERR_LEN]) {
-    const cJSON *pool = cJSON_GetObjectItemCaseSensitive(root, "classifier_pooling");
-    const cJSON *act = cJSON_GetObjectItemCaseSensitive(root, "classifier_activation");
     const cJSON *bias = cJSON_GetObjectItemCaseSensitive(root, "classifier_bias");
-    const char *p = cJSON_IsString(pool) ? pool->valuestring : "cls";
+    const char *p, *a;
+    if (string_setting(root, "classifier_pooling", "cls", &p, err) ||
+        string_setting(root, "classifier_activation", "gelu", &a, err))
+        return -1;
     if (strcmp(p, "cls") != 0 && strcmp(p, "mean") != 0)
         return emb_fail(err, "config.json: classifier_pooling '%.40s' is not \"cls\" or \"mean\"", p);
     c->mean_pool = strcmp(p, "mean") == 0;
@@ -109,7 +137,6 @@ static int read_modernbert(const cJSON *root, emb_classifier *c, int *dense_bias
                 {"gelu_new", DENSE_GELU_TANH}, {"gelu_pytorch_tanh", DENSE_GELU_TANH},
                 {"relu", DENSE_RELU},          {"silu", DENSE_SILU},
                 {"swish", DENSE_SILU},         {"tanh", DENSE_TANH}};
-    const char *a = cJSON_IsString(act) ? act->valuestring : "gelu";
     size_t k = 0;
     while (k < sizeof acts / sizeof *acts && strcmp(acts[k].name, a) != 0) k++;
     if (k == sizeof acts / sizeof *acts)
@@ -117,6 +144,15 @@ static int read_modernbert(const cJSON *root, emb_classifier *c, int *dense_bias
     c->act = acts[k].act;
     *dense_bias = cJSON_IsTrue(bias);
     return 0;
+}
+
+/* "[2]", "[1, 32]": a shape as a message shows it, cut to fit cap. */
+static void shape_text(char *buf, size_t cap, int nd, const int64_t *shape) {
+    size_t o = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < nd && o < cap; i++)
+        o += (size_t)snprintf(buf + o, cap - o, "%s%lld", i ? ", " : "[", (long long)shape[i]);
+    if (o < cap) snprintf(buf + o, cap - o, nd ? "]" : "[]");
 }
 
 /* A copy as float32 of tensor name, [d0] (d1 < 0) or [d0, d1]; absent: NULL when optional. */
@@ -127,11 +163,14 @@ static int head_tensor(emb_classifier *c, const emb_encoder *e, XXH3_state_t *h,
     *out = NULL;
     if (!t) return optional ? 0 : emb_fail(err, "%s: missing tensor '%s' of %s", c->arch, name, c->arch);
     int nd = d1 < 0 ? 1 : 2;
-    if (t->ndim != nd || t->shape[0] != d0 || (nd == 2 && t->shape[1] != d1))
-        return emb_fail(err,
-                        "%.60s: tensor '%s' has %d dimensions [%lld%s...], expected [%lld, %lld] (num_labels %d)",
-                        file, name, t->ndim, (long long)(t->ndim ? t->shape[0] : 0), t->ndim > 1 ? ", " : "",
-                        (long long)d0, (long long)(nd == 2 ? d1 : 0), c->labels);
+    if (t->ndim != nd || t->shape[0] != d0 || (nd == 2 && t->shape[1] != d1)) {
+        char got[128], want[64];
+        int64_t w[2] = {d0, d1};
+        shape_text(got, sizeof got, t->ndim, t->shape);
+        shape_text(want, sizeof want, nd, w);
+        return emb_fail(err, "%.60s: tensor '%s' has shape %s, expected %s (num_labels %d)", file, name, got, want,
+                        c->labels);
+    }
     size_t n = (size_t)d0 * (size_t)(nd == 2 ? d1 : 1);
     float *p = malloc(n * sizeof(float) + 1);
     if (!p) return emb_fail(err, "out of memory");

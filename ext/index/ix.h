@@ -365,6 +365,10 @@ int ix_embed_texts(ix_vtab *v, const char *const *texts, const size_t *lens, siz
 /* INSERT INTO t(t, text) VALUES ('model', 'name'): use another loaded model of the same
  * fingerprint. */
 int ix_use_model(ix_vtab *v, const char *name);
+/* The rows of index `index` whose text is longer than its model's limit (embedded from their
+ * first tokens), read for embed_index_status; -1 when unknown: no model, or the model of that
+ * name and fingerprint is not loaded. */
+int ix_count_truncated(sqlite3 *db, const char *schema, const char *index, sqlite3_int64 *out);
 
 /* ---------- ix_parts.c: a chunked index ---------- */
 

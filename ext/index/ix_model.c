@@ -109,3 +109,61 @@ int ix_use_model(ix_vtab *v, const char *name) {
     emb_model_release(m);
     return rc;
 }
+
+/* NAME_config's text of key (NULL: absent), sqlite3_malloc'd. */
+static int config_text(sqlite3 *db, const char *schema, const char *index, const char *key, char **out) {
+    char *sql = sqlite3_mprintf("SELECT value FROM \"%w\".\"%w_config\" WHERE key = ?", schema, index);
+    sqlite3_stmt *s = NULL;
+    int rc = sql ? sqlite3_prepare_v2(db, sql, -1, &s, NULL) : SQLITE_NOMEM;
+    sqlite3_free(sql);
+    *out = NULL;
+    if (rc == SQLITE_OK) rc = sqlite3_bind_text(s, 1, key, -1, SQLITE_STATIC);
+    if (rc == SQLITE_OK && sqlite3_step(s) == SQLITE_ROW && sqlite3_column_type(s, 0) == SQLITE_TEXT &&
+        !(*out = sqlite3_mprintf("%s", sqlite3_column_text(s, 0))))
+        rc = SQLITE_NOMEM;
+    int frc = sqlite3_finalize(s);
+    return rc != SQLITE_OK ? rc : frc;
+}
+
+/* The model of the index's name and fingerprint, retained; NULL when not loaded. */
+static int loaded_model(sqlite3 *db, const char *schema, const char *index, emb_model **out) {
+    char *name = NULL, *fp = NULL;
+    int rc = config_text(db, schema, index, "model", &name);
+    if (rc == SQLITE_OK) rc = config_text(db, schema, index, "fingerprint", &fp);
+    *out = rc == SQLITE_OK && name && fp ? ext_registry_get(name) : NULL;
+    if (*out && strcmp(emb_model_get_info(*out)->fingerprint, fp) != 0) {
+        emb_model_release(*out);
+        *out = NULL;
+    }
+    sqlite3_free(name);
+    sqlite3_free(fp);
+    return rc;
+}
+
+int ix_count_truncated(sqlite3 *db, const char *schema, const char *index, sqlite3_int64 *out) {
+    emb_model *m;
+    *out = -1;
+    int rc = loaded_model(db, schema, index, &m);
+    if (rc != SQLITE_OK || !m) return rc;
+    int limit = emb_model_get_info(m)->max_tokens;
+    char *sql = sqlite3_mprintf("SELECT text FROM \"%w\".\"%w_rows\" WHERE text IS NOT NULL", schema, index);
+    sqlite3_stmt *s = NULL;
+    rc = sql ? sqlite3_prepare_v2(db, sql, -1, &s, NULL) : SQLITE_NOMEM;
+    sqlite3_free(sql);
+    emb_encoding enc;
+    char err[EMB_ERR_LEN];
+    emb_model_encoding_init(&enc);
+    sqlite3_int64 n = 0;
+    while (rc == SQLITE_OK && limit > 0 && sqlite3_step(s) == SQLITE_ROW) {
+        const char *t = (const char *)sqlite3_column_text(s, 0);
+        /* the same count as the insert's: all tokens, specials included, before the limit cuts */
+        if (emb_model_tokenize_limit(m, t ? t : "", (size_t)sqlite3_column_bytes(s, 0), NULL, 0, 0, &enc, err))
+            continue; /* a text the model cannot read was never embedded */
+        n += enc.n > (size_t)limit;
+    }
+    int frc = sqlite3_finalize(s);
+    emb_model_encoding_free(&enc);
+    emb_model_release(m);
+    if (rc == SQLITE_OK && frc == SQLITE_OK) *out = n;
+    return rc != SQLITE_OK ? rc : frc;
+}

@@ -252,6 +252,10 @@ static int fill(status_cursor *c, sqlite3 *db, const char *schema, const char *i
     put_int(c, "pending", pending);
     put_int(c, "vectors", f.count);
     put_int(c, "chunked", f.tokens > 0);
+    /* rows embedded from their first tokens only (chunks always fit); NULL: the model is not loaded */
+    sqlite3_int64 cut = 0;
+    if (f.tokens <= 0 && (rc = ix_count_truncated(db, schema, index, &cut)) != SQLITE_OK) goto done;
+    put_int(c, "truncated_rows", cut);
     put_text(c, "storage", sqlite3_mprintf("%s", f.storage));
     put_int(c, "rescore", strcmp(f.storage, "f32") ? f.rescore != 0 : -1);
     put_text(c, "metric", sqlite3_mprintf("%s", f.metric));

@@ -232,6 +232,62 @@ def ctrl_c_stops_index_between_batches_and_a_second_run_finishes():
     assert indexed(db, "notes_idx") == source(db)
 
 
+def schema(db):
+    con = sqlite3.connect(db)
+    rows = con.execute("SELECT type, name, sql FROM sqlite_schema ORDER BY name").fetchall()
+    con.close()
+    return rows
+
+
+def fails_leaving_no_trace(db, args, message):
+    """The command fails with message on stderr, and the database file (or its absence) is as before."""
+    before = schema(db) if os.path.exists(db) else None
+    out = cli(*args, ok=False)
+    assert out.returncode != 0 and message in out.stderr, (out.returncode, out.stderr)
+    assert (schema(db) if os.path.exists(db) else None) == before, args
+
+
+@test
+def index_checks_its_arguments_before_it_writes():
+    db = os.path.join(TMP, "checks.db")
+    make_notes(db, 5)
+    # a misspelled column would otherwise be read as the string 'bdy' and indexed five times
+    fails_leaving_no_trace(db, ["index", db, "notes", "bdy", "--model", TINY],
+                           "sqlite-embed: table notes has no column bdy (its columns: id, body)")
+    fails_leaving_no_trace(db, ["index", db, "nots", "body", "--model", TINY],
+                           "sqlite-embed: %s has no table nots" % db)
+    missing = os.path.join(TMP, "mising.db")
+    fails_leaving_no_trace(missing, ["index", missing, "notes", "body", "--model", TINY],
+                           "sqlite-embed: %s: no such database file" % missing)
+    fails_leaving_no_trace(missing, ["search", missing, "notes_idx", "bus", "--model", TINY],
+                           "sqlite-embed: %s: no such database file" % missing)
+    fails_leaving_no_trace(db, ["search", db, "notes_idx", "bus", "--model", TINY, "-k", "0"], "-k must be at least 1")
+    # a column of another case is the same column, as SQLite reads it
+    cli("index", db, "NOTES", "Body", "--model", TINY, "--progress", "none")
+    assert indexed(db, "NOTES_idx") == source(db)
+
+
+@test
+def index_reads_blobs_as_utf8_and_numbers_as_sqlite_writes_them():
+    db = os.path.join(TMP, "values.db")
+    con = sqlite3.connect(db)
+    con.execute("CREATE TABLE t(v)")
+    con.executemany("INSERT INTO t(rowid, v) VALUES (?, ?)",
+                    [(1, "text"), (2, "caf\u00e9 bytes".encode("utf-8")), (3, 1e20), (4, 7), (5, 0.1)])
+    con.commit()
+    want = con.execute("SELECT rowid, CAST(v AS TEXT) FROM t ORDER BY rowid").fetchall()
+    con.close()
+    cli("index", db, "t", "v", "--model", TINY, "--progress", "none")
+    assert indexed(db, "t_idx") == want and want[1][1] == "caf\u00e9 bytes", (indexed(db, "t_idx"), want)
+    # a BLOB that is not UTF-8 is refused by its rowid, before anything is written
+    con = sqlite3.connect(db)
+    con.execute("INSERT INTO t(rowid, v) VALUES (9, ?)", (b"ok \xff\xfe",))
+    con.commit()
+    con.close()
+    fails_leaving_no_trace(db, ["index", db, "t", "v", "--model", TINY, "--index", "u_idx"],
+                           "sqlite-embed: t.v of rowid 9 is a blob that is not UTF-8 text (byte 3)")
+
+
 @test
 def models_describes_folders_and_lists_a_databases_indexes():
     out = cli("models", TINY, "--db", os.path.join(TMP, "notes.db"))

@@ -295,7 +295,10 @@ def bad_arguments_are_errors_that_name_embed_chunks():
         ('{"max_tokens": -3}', 'option "max_tokens" must be an integer from 1'),
         ('{"max_tokens": 2.5}', "not 2.5"), ('{"max_tokens": "8"}', 'not "8"'),
         ('{"max_tokens": null}', "not null"), ('{"max_tokens": true}', "not true"),
-        ('{"max_tokens": 1e12}', 'option "max_tokens" must be an integer'),
+        ('{"max_tokens": 1e12}', 'option "max_tokens" must be an integer from 1 to 2147483647, not 1000000000000'),
+        # the value as given, not rounded to the integer it is near
+        ('{"max_tokens": 1.0000000000000002}', "to 2147483647, not 1.0000000000000002"),
+        ('{"overlap": 0.1}', "to 2147483647, not 0.1"),
         ('{"overlap": -1}', 'option "overlap" must be an integer from 0 to 2147483647, not -1'),
         ('{"overlap": [1]}', "not [1]"),
         ('{"max_tokens": 8, "overlap": 8}', "overlap must be from 0 to max_tokens - 1 (7), not 8"),
@@ -317,6 +320,37 @@ def bad_arguments_are_errors_that_name_embed_chunks():
     for sql in ["SELECT * FROM embed_chunks", "SELECT * FROM embed_chunks('wp')",
                 "SELECT * FROM embed_chunks WHERE chunk = 1 OR text = 'x'"]:
         assert_error(con, sql, "embed_chunks: needs a model and a text")
+
+
+@test
+def a_leading_character_the_tokenizer_drops_does_not_shift_the_cuts():
+    # SentencePiece's map drops \x01 and \x7f, and Hugging Face's offsets after a dropped first
+    # character lie early by its length; the chunks must still fit and cover the text
+    word = "supercalifragilisticexpialidocious"
+    for model in ("ug", "bpe", "wp"):
+        for lead in ("\x01", "\x7f", "\x01\x7f\x01", "\x01 "):
+            text = lead + " ".join([word] * 3)
+            for limit in range(2, 9):
+                plain = chunks(model, " ".join([word] * 3), json.dumps({"max_tokens": limit}))
+                got = check_chunks(model, text, limit)
+                if model == "ug":  # the same cuts as without the dropped character
+                    assert [r[1].lstrip(lead) for r in got] == [r[1] for r in plain], (lead, limit, got, plain)
+    # a later segment (64 KiB) that starts with one
+    line = "\x01" + " ".join([word] * 3) + "\n"
+    check_chunks("ug", line * (70000 // len(line)), 8)
+
+
+@test
+def a_chunked_index_takes_a_text_that_starts_with_a_dropped_character():
+    c = connect()
+    c.execute("SELECT embed_load('ug-ix', ?)", (MODELS["ug"],))
+    c.execute("CREATE VIRTUAL TABLE ix USING embed_index(model = 'ug-ix', chunk_tokens = 4)")
+    text = "\x01" + " ".join(["supercalifragilisticexpialidocious"] * 3)
+    c.execute("INSERT INTO ix(rowid, text) VALUES (1, ?)", (text,))
+    want = [(s, e) for s, e in c.execute("SELECT start, \"end\" FROM embed_chunks('ug-ix', ?, "
+                                          "'{\"max_tokens\": 4}')", (text,))]
+    got = c.execute("SELECT start, \"end\" FROM ix_parts WHERE row = 1 ORDER BY chunk").fetchall()
+    assert len(want) == 6 and got == want, (got, want)
 
 
 @test

@@ -355,6 +355,7 @@ def options_are_checked():
         ('{"weights": [0, 0]}', 'embed_hybrid: option "weights" must not be both 0'),
         ('{"depth": 0}', 'embed_hybrid: option "depth" must be an integer from 1 to 100000, not 0'),
         ('{"depth": 100001}', 'option "depth" must be an integer from 1 to 100000, not 100001'),
+        ('{"depth": 1.0000000000000002}', 'option "depth" must be an integer from 1 to 100000, not 1.0000000000000002'),
         ('{"depth": 2.5}', 'option "depth" must be an integer from 1 to 100000, not 2.5'),
         ('{"depth": "10"}', 'option "depth" must be an integer from 1 to 100000, not "10"'),
         ('{"fts_query": 5}', 'embed_hybrid: option "fts_query" must be a text (an FTS5 query), not 5'),

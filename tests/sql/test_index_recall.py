@@ -206,6 +206,33 @@ def embed_index_status_shows_what_a_search_will_do():
 
 
 @test
+def embed_index_status_counts_the_rows_cut_at_the_models_limit():
+    from harness import FIXTURES
+    con = connect()
+    con.execute("SELECT embed_load('cut-m', ?)", (os.path.join(FIXTURES, "models", "minilm-tiny-st"),))
+    limit = one(con, "SELECT max_tokens FROM embed_models WHERE name = 'cut-m'")
+    # "word" is one token; [CLS] and [SEP] are two more: n words make n + 2 tokens
+    assert one(con, "SELECT count(*) FROM embed_tokens('cut-m', 'word') WHERE start IS NOT NULL") == 1
+    words = {1: 3, 2: limit - 2, 3: limit - 1, 4: 500, 5: 40}
+    con.execute("CREATE VIRTUAL TABLE tr USING embed_index(model = 'cut-m')")
+    con.executemany("INSERT INTO tr(rowid, text) VALUES (?, ?)", [(r, " ".join(["word"] * n)) for r, n in words.items()])
+    con.execute("INSERT INTO tr(rowid, vector) VALUES (6, embed('cut-m', 'a vector without text'))")
+
+    def cut():
+        return one(con, "SELECT value FROM embed_index_status('tr') WHERE name = 'truncated_rows'")
+    assert cut() == sum(n + 2 > limit for n in words.values()) == 2
+    con.execute("DELETE FROM tr WHERE rowid = 4")
+    assert cut() == 1
+    con.execute("CREATE VIRTUAL TABLE tc USING embed_index(model = 'cut-m', chunk_tokens = 16)")
+    con.execute("INSERT INTO tc(rowid, text) VALUES (1, ?)", (" ".join(["word"] * 500),))
+    assert one(con, "SELECT value FROM embed_index_status('tc') WHERE name = 'truncated_rows'") == 0
+    con.execute("CREATE VIRTUAL TABLE tv USING embed_index(dims = 2)")
+    assert one(con, "SELECT typeof(value) FROM embed_index_status('tv') WHERE name = 'truncated_rows'") == "null"
+    con.execute("SELECT embed_unload('cut-m')")  # unknown without the model
+    assert one(con, "SELECT typeof(value) FROM embed_index_status('tr') WHERE name = 'truncated_rows'") == "null"
+
+
+@test
 def a_rebuild_over_too_few_rows_to_measure_replaces_the_old_measurement():
     # the build measured probes over many lists; after deletes a rebuild makes fewer lists than
     # those probes and cannot measure (under 100 rows): every list is probed, and the index

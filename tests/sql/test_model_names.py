@@ -9,8 +9,7 @@ import tempfile
 from harness import test, connect, one, assert_error, FIXTURES
 
 TINY = os.path.join(FIXTURES, "models", "minilm-tiny-st")
-GGUF = (".gguf files are not supported: sqlite-embed reads Hugging Face folders "
-        "(config.json, model.safetensors, tokenizer.json)")
+HF = "sqlite-embed reads Hugging Face folders (config.json, model.safetensors, tokenizer.json)"
 
 
 def load_error(con, path):
@@ -40,8 +39,9 @@ def gguf_files_and_folders_are_named_as_unsupported():
         model = os.path.join(d, "all-MiniLM-L6-v2.Q8_0.gguf")
         open(model, "wb").write(b"GGUF\x03\x00\x00\x00")
         for path in (model, os.path.join(d, "missing.GGUF")):
-            assert load_error(con, path) == "embed_load: %s: %s" % (path, GGUF)
-        assert load_error(con, d) == "embed_load: %s holds %s" % (d, GGUF)
+            assert load_error(con, path) == "embed_load: %s: .gguf files are not supported: %s" % (path, HF)
+        assert load_error(con, d) == ("embed_load: %s holds only .gguf files, which are not supported: %s"
+                                      % (d, HF))
         # with Hugging Face files beside it, the folder is read as usual (here: no tokenizer)
         open(os.path.join(d, "config.json"), "w").write("{}")
         msg = load_error(con, d)

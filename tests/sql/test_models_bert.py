@@ -307,3 +307,24 @@ def bad_text_inputs():
     assert one(con, "SELECT count(*) FROM embed_tokens(?, ?)", m, big) == 512
     # empty text: [CLS] [SEP]
     assert json.loads(one(con, "SELECT embed_token_ids(?, '')", m)) == [101, 102]
+
+
+@test
+def truncate_false_refuses_a_text_over_the_limit_with_its_count():
+    m = "minilm-tiny-st"
+    limit = one(con, "SELECT max_tokens FROM embed_models WHERE name = ?", m)
+    assert limit == json.load(open(os.path.join(MODEL_DIR, m, "sentence_bert_config.json")))["max_seq_length"]
+    # "word" is one WordPiece token; [CLS] and [SEP] are the other two
+    assert one(con, "SELECT count(*) FROM embed_tokens(?, 'word') WHERE start IS NOT NULL", m) == 1
+    fits, over = " ".join(["word"] * (limit - 2)), " ".join(["word"] * 600)
+    opts = '{"truncate": false}'
+    assert one(con, "SELECT embed(?, ?, ?) = embed(?, ?)", m, fits, opts, m, fits) == 1
+    assert_error(con, "SELECT embed(?, ?, ?)", "embed: the text has %d tokens, more than model '%s' takes (%d) "
+                 "and \"truncate\" is false: embed_chunks cuts it" % (limit + 1, m, limit),
+                 args=(m, fits + " word", opts))
+    assert_error(con, "SELECT embed(?, ?, ?)", "embed: the text has 602 tokens", args=(m, over, opts))
+    # the default, and "truncate": true, embed the first tokens, as sentence-transformers does
+    assert one(con, "SELECT embed(?, ?) = embed(?, ?, '{\"truncate\": true}')", m, over, m, over) == 1
+    assert one(con, "SELECT embed(?, ?) = embed(?, ?)", m, over, m, " ".join(["word"] * 700)) == 1
+    assert_error(con, "SELECT embed(?, 'a', '{\"truncate\": 0}')", "embed: option \"truncate\" must be true or false",
+                 args=(m,))

@@ -86,6 +86,8 @@ def expected_value(comment):
 
 
 def same(got, want):
+    if isinstance(want, (int, float)) and want == 0:
+        return got == 0  # a zero on the page is a zero in the shell, not 1.11e-16
     if isinstance(want, float) or isinstance(got, float):
         return abs(float(got) - float(want)) <= 1e-6 * max(1.0, abs(float(want)))
     return got == want
@@ -118,15 +120,19 @@ def run_page(path):
     cwd = os.getcwd()
     os.chdir(d)
     try:
+        # Models are the process's: while another suite's connections stay open, its models stay
+        # loaded. The page starts without the names it loads or defines, and leaves none behind
+        # (a connection of its own does that, so that the page's connection starts bare: a block
+        # that uses the extension before the page's `.load ./embed` fails, as in the shell).
+        text = open(path, encoding="utf-8").read()
+        admin = sqlite3.connect(":memory:")
+        admin.enable_load_extension(True)
+        admin.load_extension("./embed")
+        for model in set(re.findall(r"embed_(?:load|define)\('([^']*)'", text)):
+            admin.execute("SELECT embed_unload(?)", (model,))
+        before = {m for (m,) in admin.execute("SELECT name FROM embed_models")}
         con = sqlite3.connect(":memory:", isolation_level=None)
         con.enable_load_extension(True)
-        con.load_extension("./embed")  # for blocks read before the one that loads it
-        # Models are the process's: while another suite's connections stay open, its models stay
-        # loaded. The page starts without the names it loads or defines, and leaves none behind.
-        text = open(path, encoding="utf-8").read()
-        for model in set(re.findall(r"embed_(?:load|define)\('([^']*)'", text)):
-            con.execute("SELECT embed_unload(?)", (model,))
-        before = {m for (m,) in con.execute("SELECT name FROM embed_models")}
         all_blocks = blocks(path)
         ran = checked = 0
         for i, (lang, line, text) in enumerate(all_blocks):
@@ -165,9 +171,10 @@ def run_page(path):
             if nxt and nxt[0] == "" and "│" in nxt[2] and cur is not None:
                 check_output(rows, [c[0] for c in cur.description or []], nxt[2], where)
                 checked += 1
-        for (model,) in con.execute("SELECT name FROM embed_models").fetchall():
+        for (model,) in admin.execute("SELECT name FROM embed_models").fetchall():
             if model not in before:
-                con.execute("SELECT embed_unload(?)", (model,))
+                admin.execute("SELECT embed_unload(?)", (model,))
+        admin.close()
         con.close()
         return ran, checked
     finally:

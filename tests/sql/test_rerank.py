@@ -11,6 +11,10 @@ int8 weights, and that a cross-encoder folder still makes embeddings."""
 import json
 import math
 import os
+import shutil
+import sqlite3
+import struct
+import tempfile
 
 from harness import FIXTURES, ROOT, assert_error, connect, floats, one, test
 
@@ -153,6 +157,66 @@ def two_labels_are_an_error_naming_the_count():
     assert info is not None
 
 
+def altered_copy(src, tmp, config=None, head=None):
+    """Reference folder src copied under tmp with config.json's keys updated from `config` and
+    head.safetensors rewritten with `head` ({name: list of floats as shape [n]}) replacing tensors."""
+    dst = os.path.join(tmp, os.path.basename(src))
+    shutil.copytree(os.path.join(REF, src), dst)
+    if config:
+        cfg = json.load(open(os.path.join(dst, "config.json")))
+        cfg.update(config)
+        json.dump(cfg, open(os.path.join(dst, "config.json"), "w"))
+    if head:
+        data = open(os.path.join(dst, "head.safetensors"), "rb").read()
+        n = struct.unpack("<Q", data[:8])[0]
+        old = json.loads(data[8:8 + n])
+        tensors = {k: (v["shape"], data[8 + n + v["data_offsets"][0]:8 + n + v["data_offsets"][1]])
+                   for k, v in old.items() if k != "__metadata__"}
+        tensors.update({k: ([len(v)], struct.pack("<%df" % len(v), *v)) for k, v in head.items()})
+        header, body = {}, b""
+        for k, (shape, raw) in tensors.items():
+            header[k] = {"dtype": "F32", "shape": shape, "data_offsets": [len(body), len(body) + len(raw)]}
+            body += raw
+        h = json.dumps(header).encode()
+        open(os.path.join(dst, "head.safetensors"), "wb").write(struct.pack("<Q", len(h)) + h + body)
+    return dst
+
+
+def head_error(folder):
+    """The message of loading folder as a cross-encoder and scoring one pair with it."""
+    con = connect()
+    try:
+        con.execute("SELECT embed_load('bad-head', ?)", (folder,))
+        con.execute("SELECT embed_rerank('bad-head', 'q', 't')").fetchall()
+    except sqlite3.Error as e:
+        return str(e)
+    raise AssertionError("no error from %s" % folder)
+
+
+@test
+def malformed_heads_are_named_as_they_are():
+    tmp = tempfile.mkdtemp()
+    try:
+        # a bias is a vector: shape [2] for one label is named as [2], against [1]
+        msg = head_error(altered_copy("bert", tmp, head={"classifier.bias": [0.5, 0.25]}))
+        assert "tensor 'classifier.bias' has shape [2], expected [1] (num_labels 1)" in msg, msg
+        shutil.rmtree(os.path.join(tmp, "bert"))
+        msg = head_error(altered_copy("bert", tmp, head={"classifier.weight": [0.5] * 32}))
+        assert "tensor 'classifier.weight' has shape [32], expected [1, 32] (num_labels 1)" in msg, msg
+        # settings of the wrong kind are named as such, not shown as an empty name
+        shutil.rmtree(os.path.join(tmp, "bert"))
+        msg = head_error(altered_copy("bert", tmp, config={"sentence_transformers": {"activation_fn": 5}}))
+        want = 'activation_fn must be a string such as "torch.nn.modules.activation.Sigmoid", not a number'
+        assert want in msg, msg
+        msg = head_error(altered_copy("modernbert", tmp, config={"classifier_activation": 5}))
+        assert "config.json: classifier_activation must be a string, not a number" in msg, msg
+        shutil.rmtree(os.path.join(tmp, "modernbert"))
+        msg = head_error(altered_copy("modernbert", tmp, config={"classifier_pooling": ["mean"]}))
+        assert "config.json: classifier_pooling must be a string, not an array" in msg, msg
+    finally:
+        shutil.rmtree(tmp)
+
+
 @test
 def bad_arguments():
     con = loaded(["bert"])
@@ -164,6 +228,19 @@ def bad_arguments():
     assert_error(con, "SELECT * FROM embed_rerank_batch('bert', 'q', '{\"a\": 1}')", "JSON array")
     assert_error(con, "SELECT * FROM embed_rerank_batch('bert', 'q', '[\"a\", 3]')", "texts[1] is not a string")
     assert_error(con, "SELECT * FROM embed_rerank_batch('bert', 'q', 42)", "JSON array")
+    # the array is the whole argument: text after it, and a NUL in an element, are refused
+    batch = "SELECT * FROM embed_rerank_batch('bert', 'q', ?)"
+    assert_error(con, batch, "embed_rerank_batch: texts has text after its JSON array (at byte 6): 'junk'",
+                 args=('["a"] junk',))
+    assert_error(con, batch, "texts has text after its JSON array (at byte 5): ', \"b\"]'", args=('["a"], "b"]',))
+    assert_error(con, batch, "embed_rerank_batch: texts[0] contains a NUL character (\\u0000)", args=('["a\\u0000b"]',))
+    assert_error(con, batch, "texts[2] contains a NUL character", args=('[null, "x\\"\\\\", "\\u0000"]',))
+    assert_error(con, batch, "embed_rerank_batch: texts contains a NUL character (at byte 3)", args=('["a\x00b"]',))
+    assert_error(con, "SELECT * FROM embed_rerank_batch('bert', 'q', CAST(x'5b2261ff62225d' AS TEXT))",
+                 "embed_rerank_batch: texts is not valid UTF-8 (at byte 3)")
+    # an escaped backslash before u0000 is the text \u0000, and white space may follow the array
+    assert [r[0] for r in con.execute("SELECT text FROM embed_rerank_batch('bert', 'q', ?)",
+                                      ('["\\\\u0000", null] \n',))] == ["\\u0000", None]
     assert_error(con, "SELECT * FROM embed_rerank_batch('bert', 'q')", "needs a model, a query and texts")
     assert_error(con, "SELECT * FROM embed_rerank_batch('nope', 'q', '[\"a\"]')", "embed_rerank_batch:", "nope")
     # numbers are texts, as embed() takes them

@@ -6,6 +6,7 @@ import os
 import sqlite3
 import sys
 import time
+import urllib.parse
 
 import sqlite_embed
 
@@ -21,8 +22,16 @@ def quote(name):
     return '"%s"' % name.replace('"', '""')
 
 
-def connect(path):
-    con = sqlite3.connect(path, isolation_level=None)
+def connect(path, memory=False):
+    """An existing database file, opened read-write (mode=rw: a mistyped path is an error, not a
+    new empty file); ":memory:" only where memory is allowed."""
+    if memory and path == ":memory:":
+        con = sqlite3.connect(path, isolation_level=None)
+    elif not os.path.isfile(path):
+        raise SystemExit("sqlite-embed: %s: no such database file" % path)
+    else:
+        con = sqlite3.connect("file:%s?mode=rw" % urllib.parse.quote(os.path.abspath(path)),
+                              isolation_level=None, uri=True)
     try:
         sqlite_embed.load(con)
     except sqlite_embed.ExtensionLoadingUnavailable as e:
@@ -39,9 +48,13 @@ def index_model(con, index):
     return row[0] if row else None
 
 
-def load_model(con, folder, name):
+def check_folder(folder):
     if not os.path.isdir(folder):
         raise SystemExit("sqlite-embed: %s: no such model folder" % folder)
+
+
+def load_model(con, folder, name):
+    check_folder(folder)
     con.execute("SELECT embed_load(?, ?)", (name, folder))
 
 
@@ -77,41 +90,90 @@ class Progress:
             self.bar.close()
 
 
+def check_column(con, db, table, column):
+    """TABLE and COLUMN as the database has them: an unknown double-quoted name would otherwise be
+    read as a string literal, and every row indexed as the column's name."""
+    columns = [c for (c,) in con.execute("SELECT name FROM pragma_table_xinfo(?)", (table,))]
+    if not columns:
+        raise SystemExit("sqlite-embed: %s has no table %s" % (db, table))
+    if column.lower() not in (c.lower() for c in columns):
+        raise SystemExit("sqlite-embed: table %s has no column %s (its columns: %s)"
+                         % (table, column, ", ".join(columns)))
+
+
+def text_value(table, column, rowid, value):
+    """A value as the index's text: SQLite's own text for numbers (the SELECT casts them), a BLOB
+    only when it is UTF-8 text."""
+    if not isinstance(value, bytes):
+        return value
+    try:
+        return value.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise SystemExit("sqlite-embed: %s.%s of rowid %d is a blob that is not UTF-8 text (byte %d); "
+                         "convert or clear it, then run again" % (table, column, rowid, e.start))
+
+
+def check_blobs(con, table, column):
+    for rowid, value in con.execute("SELECT rowid, %s FROM %s WHERE typeof(%s) = 'blob' ORDER BY rowid"
+                                    % (quote(column), quote(table), quote(column))):
+        text_value(table, column, rowid, value)
+
+
+def indexed(con, index):
+    """The rowids already in the index; none while it does not exist yet."""
+    if not con.execute("SELECT 1 FROM sqlite_schema WHERE name = ? COLLATE NOCASE", (index,)).fetchone():
+        return set()
+    return {r for (r,) in con.execute("SELECT rowid FROM %s" % quote(index))}
+
+
+def commit_batch(con, statements):
+    """One transaction of (sql, rows) pairs: all of it committed, or none (Ctrl-C included)."""
+    con.execute("BEGIN")
+    try:
+        for sql, rows in statements:
+            con.executemany(sql, rows) if rows is not None else con.execute(sql)
+        con.execute("COMMIT")
+    except BaseException:
+        if con.in_transaction:  # Ctrl-C may also land just after the COMMIT
+            con.execute("ROLLBACK")
+        raise
+
+
 def cmd_index(args):
+    check_folder(args.model)
     con = connect(args.db)
+    check_column(con, args.db, args.table, args.column)
     index = args.index or args.table + "_idx"
     name = args.name or index_model(con, index) or os.path.basename(os.path.normpath(args.model))
     load_model(con, args.model, name)
     table, column = quote(args.table), quote(args.column)
-    con.execute("CREATE VIRTUAL TABLE IF NOT EXISTS %s USING embed_index(model = '%s')"
-                % (quote(index), name.replace("'", "''")))
-    have = {r for (r,) in con.execute("SELECT rowid FROM %s" % quote(index))}
     rows = [r for (r,) in con.execute("SELECT rowid FROM %s WHERE %s IS NOT NULL ORDER BY rowid" % (table, column))]
+    check_blobs(con, args.table, args.column)
+    create = ("CREATE VIRTUAL TABLE IF NOT EXISTS %s USING embed_index(model = '%s')"
+              % (quote(index), name.replace("'", "''")), None)
+    have = indexed(con, index)
     todo = [r for r in rows if r not in have]
     start = time.monotonic()
     progress = Progress(args.progress, len(todo), "indexing %s" % index)
-    select = "SELECT rowid, %s FROM %s WHERE rowid BETWEEN ? AND ? AND %s IS NOT NULL ORDER BY rowid" % (
-        column, table, column)
+    select = ("SELECT rowid, CASE WHEN typeof(%s) = 'blob' THEN %s ELSE CAST(%s AS TEXT) END FROM %s "
+              "WHERE rowid BETWEEN ? AND ? AND %s IS NOT NULL ORDER BY rowid" % (column, column, column, table, column))
     insert = "INSERT INTO %s(rowid, text) VALUES (?, ?)" % quote(index)
     done = 0
     try:
+        if not todo:
+            commit_batch(con, [create])
         for at in range(0, len(todo), args.batch):
             ids = todo[at:at + args.batch]
             wanted = set(ids)
-            batch = [(r, str(t)) for r, t in con.execute(select, (ids[0], ids[-1])) if r in wanted]
-            con.execute("BEGIN")
-            try:
-                con.executemany(insert, batch)
-                con.execute("COMMIT")
-            except BaseException:
-                if con.in_transaction:  # Ctrl-C may also land just after the COMMIT
-                    con.execute("ROLLBACK")
-                raise
+            batch = [(r, text_value(args.table, args.column, r, t)) for r, t in con.execute(select, (ids[0], ids[-1]))
+                     if r in wanted]
+            # the index is created with the first batch: a failure before it leaves no trace
+            commit_batch(con, ([create] if at == 0 else []) + [(insert, batch)])
             done += len(batch)
             progress.update(len(batch))
     except KeyboardInterrupt:
         progress.close()
-        done = con.execute("SELECT count(*) FROM %s" % quote(index)).fetchone()[0] - len(have)
+        done = len(indexed(con, index)) - len(have)
         print("sqlite-embed: interrupted after %d rows (committed); run the same command to resume" % done,
               file=sys.stderr)
         return 130
@@ -122,6 +184,7 @@ def cmd_index(args):
 
 
 def cmd_search(args):
+    check_folder(args.model)
     con = connect(args.db)
     name = args.name or index_model(con, args.index)
     if not name:
@@ -141,7 +204,7 @@ MODEL_COLUMNS = ("name", "architecture", "hidden_size", "layers", "max_tokens", 
 
 
 def cmd_models(args):
-    con = connect(args.db or ":memory:")
+    con = connect(args.db or ":memory:", memory=not args.db)
     if args.db:
         for (table,) in con.execute("SELECT name FROM sqlite_schema WHERE type = 'table' AND "
                                     "sql LIKE 'CREATE VIRTUAL TABLE%USING embed_index%' ORDER BY name"):
@@ -197,6 +260,8 @@ def main(argv=None):
         return 2
     if getattr(args, "batch", 1) < 1:
         p.error("--batch must be at least 1")
+    if getattr(args, "k", 1) < 1:
+        p.error("-k must be at least 1")
     try:
         return args.fn(args)
     except sqlite3.Error as e:
