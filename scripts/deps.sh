@@ -25,7 +25,13 @@ test_cmds=(/usr/bin/python3:python3 clang:clang npm:npm)
 
 fail() { echo "deps: error: $*" >&2; exit 1; }
 
-installed() { [ "$(dpkg-query -W -f='${db:Status-Status}' "$1" 2>/dev/null)" = installed ]; }
+# A library can be known to dpkg once per architecture (libc6-dev:amd64 and, with a foreign
+# architecture added, libc6-dev:arm64): one line each; the native (or "all") one must be installed.
+native_arch=$(dpkg --print-architecture 2>/dev/null || echo none)
+installed() {
+    dpkg-query -W -f='${db:Status-Status} ${Architecture}\n' "$1" 2>/dev/null |
+        grep -Eqx "installed ($native_arch|all)"
+}
 
 command -v dpkg-query >/dev/null || fail "this script installs Debian packages; on another system install: ${build_pkgs[*]} ${test_pkgs[*]} python3 clang npm"
 
