@@ -1,9 +1,10 @@
-/* See gelu.h. AVX-512 with FMA runs the formula of emb_gelu_of (encoder_kernels.h) with fused
- * multiply-adds (the target clones cannot use them: -std=c11 contracts nothing, and GCC's
- * avx512f target does not imply fma); other CPUs run emb_gelu_of itself. emb_gelu_quick and
+/* See gelu.h. AVX-512 and AVX2, each with FMA, run the formula of emb_gelu_of (encoder_kernels.h)
+ * with fused multiply-adds (a C body compiled per set cannot use them: -std=c11 contracts
+ * nothing); the generic set runs emb_gelu_of itself. emb_gelu_quick and
  * emb_gelu_quick_of, likewise. */
 #include "math/gelu.h"
 #include "math/encoder_kernels.h"
+#include <string.h>
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include "math/vexp512.h"
@@ -85,6 +86,83 @@ EMB_T_AVX512_FMA static inline __attribute__((always_inline)) void gelu_quick_ve
     }
 GELU_LOOP(gelu_avx512, gelu_vectors)
 GELU_LOOP(gelu_quick_avx512, gelu_quick_vectors)
+
+#include "math/vexp256.h"
+/* The same formulas on AVX2 with FMA, 8 floats a vector: masks become ands and blends, rcp14 the
+ * 12-bit rcp (the Newton step brings either to float precision). */
+EMB_T_AVX2_FMA static inline __m256 abs256(__m256 v) { return _mm256_andnot_ps(_mm256_set1_ps(-0.0f), v); }
+/* x >= 0: x (1 - h); else (and NaN) x h */
+EMB_T_AVX2_FMA static inline __m256 by_phi256(__m256 v, __m256 h) {
+    __m256 pos = _mm256_cmp_ps(v, _mm256_setzero_ps(), _CMP_GE_OQ);
+    return _mm256_mul_ps(v, _mm256_blendv_ps(h, _mm256_sub_ps(_mm256_set1_ps(1.0f), h), pos));
+}
+EMB_T_AVX2_FMA static inline __attribute__((always_inline)) void gelu_vectors256(__m256 *v, const int U) {
+    const __m256 one = _mm256_set1_ps(1.0f), half = _mm256_set1_ps(0.5f);
+    static const float c[] = {EMB_ERFC_POLY};
+    __m256 z[4], t[4], p[4];
+    EACH(U)
+    z[u] = _mm256_min_ps(_mm256_mul_ps(abs256(v[u]), _mm256_set1_ps(0.70710678118654752f)), _mm256_set1_ps(16.0f));
+    EACH(U) p[u] = _mm256_fmadd_ps(z[u], half, one);
+    EACH(U) t[u] = _mm256_rcp_ps(p[u]);
+    EACH(U) t[u] = _mm256_fmadd_ps(t[u], _mm256_fnmadd_ps(p[u], t[u], one), t[u]);
+    EACH(U) p[u] = _mm256_set1_ps(c[0]);
+#pragma GCC unroll 10
+    for (int i = 1; i < 10; i++) EACH(U) p[u] = _mm256_fmadd_ps(p[u], t[u], _mm256_set1_ps(c[i]));
+    EACH(U) p[u] = _mm256_fnmadd_ps(z[u], z[u], p[u]);
+    emb_vexp256_n(p, U);
+    EACH(U) {
+        __m256 h = _mm256_mul_ps(_mm256_mul_ps(half, t[u]), p[u]);
+        h = _mm256_and_ps(h, _mm256_cmp_ps(z[u], _mm256_set1_ps(11.0f), _CMP_LT_OQ));
+        v[u] = by_phi256(v[u], h);
+    }
+}
+EMB_T_AVX2_FMA static inline __attribute__((always_inline)) void gelu_quick_vectors256(__m256 *v, const int U) {
+    const __m256 one = _mm256_set1_ps(1.0f), ten = _mm256_set1_ps(10.0f);
+    static const float c[] = {EMB_ERF_AS28_POLY};
+    __m256 z[4], q[4], r[4];
+    EACH(U) z[u] = _mm256_mul_ps(abs256(v[u]), _mm256_set1_ps(0.70710678118654752f));
+    EACH(U) r[u] = _mm256_min_ps(z[u], ten);
+    EACH(U) q[u] = _mm256_set1_ps(c[0]);
+#pragma GCC unroll 7
+    for (int i = 1; i < 7; i++) EACH(U) q[u] = _mm256_fmadd_ps(q[u], r[u], _mm256_set1_ps(c[i]));
+    EACH(U) r[u] = _mm256_rcp_ps(q[u]);
+    EACH(U) r[u] = _mm256_fmadd_ps(r[u], _mm256_fnmadd_ps(q[u], r[u], one), r[u]);
+    EACH(U) r[u] = _mm256_mul_ps(r[u], r[u]);
+    EACH(U) r[u] = _mm256_mul_ps(r[u], r[u]);
+    EACH(U) r[u] = _mm256_mul_ps(r[u], r[u]);
+    EACH(U) {
+        __m256 h = _mm256_mul_ps(_mm256_mul_ps(r[u], r[u]), _mm256_set1_ps(0.5f));
+        h = _mm256_and_ps(h, _mm256_cmp_ps(z[u], ten, _CMP_LT_OQ));
+        v[u] = by_phi256(v[u], h);
+    }
+}
+/* 4 vectors a step, then one at a time; the tail through a zero-padded vector (lanes are
+ * independent: each value the same bits wherever it lies) */
+#define GELU_LOOP256(name, f)                                                                                     \
+    EMB_T_AVX2_FMA static void name(float *y, size_t n) {                                                         \
+        size_t i = 0;                                                                                             \
+        __m256 v[4];                                                                                              \
+        for (; i + 32 <= n; i += 32) {                                                                            \
+            EACH(4) v[u] = _mm256_loadu_ps(y + i + 8 * u);                                                        \
+            f(v, 4);                                                                                              \
+            EACH(4) _mm256_storeu_ps(y + i + 8 * u, v[u]);                                                        \
+        }                                                                                                         \
+        for (; i + 8 <= n; i += 8) {                                                                              \
+            v[0] = _mm256_loadu_ps(y + i);                                                                        \
+            f(v, 1);                                                                                              \
+            _mm256_storeu_ps(y + i, v[0]);                                                                        \
+        }                                                                                                         \
+        if (i < n) {                                                                                              \
+            float tail[8] = {0};                                                                                  \
+            memcpy(tail, y + i, (n - i) * sizeof(float));                                                         \
+            v[0] = _mm256_loadu_ps(tail);                                                                         \
+            f(v, 1);                                                                                              \
+            _mm256_storeu_ps(tail, v[0]);                                                                         \
+            memcpy(y + i, tail, (n - i) * sizeof(float));                                                         \
+        }                                                                                                         \
+    }
+GELU_LOOP256(gelu_avx2, gelu_vectors256)
+GELU_LOOP256(gelu_quick_avx2, gelu_quick_vectors256)
 #endif
 
 EMB_KERNELS_BEGIN
@@ -104,6 +182,10 @@ void emb_gelu(float *y, size_t n) {
         gelu_avx512(y, n);
         return;
     }
+    if (emb_vexp256_supported()) {
+        gelu_avx2(y, n);
+        return;
+    }
 #endif
     gelu_any(y, n);
 }
@@ -112,6 +194,10 @@ void emb_gelu_quick(float *y, size_t n) {
 #ifdef HAVE_GELU512
     if (emb_vexp512_supported()) {
         gelu_quick_avx512(y, n);
+        return;
+    }
+    if (emb_vexp256_supported()) {
+        gelu_quick_avx2(y, n);
         return;
     }
 #endif

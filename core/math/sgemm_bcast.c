@@ -336,13 +336,15 @@ static void run(bcast_job *j, emb_workers *workers) {
          * (each task packs A's rows again, a cost that small chunks would not repay) */
         nchunks = 2 * threads;
         if (nchunks > (N + 95) / 96) nchunks = (N + 95) / 96;
-    } else if (!par && mblocks > 1 && mblocks <= 8) {
+    } else if (!par && mblocks > 1 && mblocks <= 8 && emb_sgemm_bcast_panels_supported()) {
         /* one thread, 2 to 8 row blocks: chunks of 96 columns, each over every row block, so that
          * the weight is read from memory once rather than once per row block (the chunk stays in
          * L2 while the blocks pass). bert-base's products alone at 128 rows: 0.96-0.975 of the
          * time in one process, and 1.2x as fast in runs where the row order had lost a fifth of
          * its rate to the host's memory traffic; whole passes, one process: bert-base 1 x 128
-         * 0.95-0.97, MiniLM level (0.99-1.01); at 16 blocks bert-base 0.99-1.02, hence 8 */
+         * 0.95-0.97, MiniLM level (0.99-1.01); at 16 blocks bert-base 0.99-1.02, hence 8. Only
+         * with panels: below AVX-512 each chunk packs A's rows again, which cost more than the
+         * reuse saved (MiniLM 1 x 128 on AVX2: 9 % of the time in the packing) */
         nchunks = (N + 95) / 96;
     }
     j->scratch_n = emb_sgemm_bcast_scratch(K);

@@ -88,11 +88,50 @@ EMB_T_AVX512_FMA static float exp_row512(float *s, int n) {
     return 1.0f / _mm512_reduce_add_ps(sum);
 }
 #define HAVE_EXP_ROW512 1
+
+#include "math/vexp256.h"
+/* exp_row_any on AVX2, four vectors a step; the tail through a padded vector (lanes are independent:
+ * each value the same bits wherever it lies). */
+EMB_T_AVX2_FMA static float exp_row256(float *s, int n) {
+    float mxs = s[0];
+    for (int i = 1; i < n; i++) mxs = s[i] > mxs ? s[i] : mxs;
+    __m256 top = _mm256_set1_ps(mxs), sum = _mm256_setzero_ps();
+    int i = 0;
+    for (; i + 32 <= n; i += 32) {
+        __m256 e[4];
+#pragma GCC unroll 4
+        for (int u = 0; u < 4; u++) e[u] = _mm256_sub_ps(_mm256_loadu_ps(s + i + 8 * u), top);
+        emb_vexp256_n(e, 4);
+#pragma GCC unroll 4
+        for (int u = 0; u < 4; u++) {
+            _mm256_storeu_ps(s + i + 8 * u, e[u]);
+            sum = _mm256_add_ps(sum, e[u]);
+        }
+    }
+    for (; i < n; i += 8) {
+        float part[8];
+        int m = n - i < 8 ? n - i : 8;
+        for (int u = 0; u < 8; u++) part[u] = u < m ? s[i + u] : mxs;
+        __m256 e = _mm256_sub_ps(_mm256_loadu_ps(part), top);
+        emb_vexp256_n(&e, 1);
+        __m256i real = _mm256_cmpgt_epi32(_mm256_set1_epi32(m), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+        e = _mm256_and_ps(e, _mm256_castsi256_ps(real)); /* the padding adds nothing to the sum */
+        _mm256_storeu_ps(part, e);
+        memcpy(s + i, part, (size_t)m * sizeof(float));
+        sum = _mm256_add_ps(sum, e);
+    }
+    __m128 h = _mm_add_ps(_mm256_castps256_ps128(sum), _mm256_extractf128_ps(sum, 1));
+    h = _mm_add_ps(h, _mm_movehl_ps(h, h));
+    h = _mm_add_ss(h, _mm_movehdup_ps(h));
+    return 1.0f / _mm_cvtss_f32(h);
+}
+#define HAVE_EXP_ROW256 1
 #endif
 
 static float exp_row(float *s, int n) {
 #ifdef HAVE_EXP_ROW512
     if (emb_simd() == EMB_SIMD_AVX512) return exp_row512(s, n);
+    if (emb_simd() == EMB_SIMD_AVX2) return exp_row256(s, n);
 #endif
     return exp_row_any(s, n);
 }

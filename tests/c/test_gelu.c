@@ -6,7 +6,7 @@
  * Every length from 1 to 130 runs the vector loop and its masked tail: each value the same bits
  * as in the long run. The exp of AVX-512 kernels (vexp512.h, attention's softmax) against libm's
  * exp in double: within 2 float ulps over [-87, 88], NaN kept, exp(-inf) below 1e-37, exp(0)
- * exactly 1. The quick GELU of int8 and bf16 weights (emb_gelu_quick, emb_gelu_quick_of): within
+ * exactly 1; AVX2's (vexp256.h) likewise. The quick GELU of int8 and bf16 weights (emb_gelu_quick, emb_gelu_quick_of): within
  * 1e-6 absolutely on the same points, the same special values and lengths. */
 #include "check.h"
 #include "math/encoder_kernels.h"
@@ -16,6 +16,17 @@
 #include <string.h>
 #if defined(__x86_64__) && defined(__GNUC__)
 #include "math/vexp512.h"
+
+/* the worst error of y = exp(x) in float ulps against libm's exp in double, and where */
+static double worst_ulps(const float *x, const float *y, int n, float *at) {
+    double worst = 0;
+    for (int i = 0; i < n; i++) {
+        double want = exp((double)x[i]), ulp = nextafterf((float)want, INFINITY) - (float)want;
+        double e = fabs(y[i] - want) / ulp;
+        if (e > worst) worst = e, *at = x[i];
+    }
+    return worst;
+}
 
 EMB_T_AVX512_FMA static void vexp_of(const float *x, float *y, int n) {
     for (int i = 0; i < n; i += 16) {
@@ -33,13 +44,8 @@ static void check_vexp(void) {
     float *x = malloc(sizeof(float) * N), *y = malloc(sizeof(float) * N);
     for (int i = 0; i < N; i++) x[i] = (float)(-87.0 + 175.0 * i / (N - 1));
     vexp_of(x, y, N);
-    double worst = 0;
     float at = 0;
-    for (int i = 0; i < N; i++) {
-        double want = exp((double)x[i]), ulp = nextafterf((float)want, INFINITY) - (float)want;
-        double e = fabs(y[i] - want) / ulp;
-        if (e > worst) worst = e, at = x[i];
-    }
+    double worst = worst_ulps(x, y, N, &at);
     CHECK(worst <= 2.0, "emb_vexp512: %.2f ulps off at x = %.9g", worst, at);
     float sx[3] = {NAN, -INFINITY, 0.0f}, sy[3];
     vexp_of(sx, sy, 3);
@@ -48,8 +54,41 @@ static void check_vexp(void) {
     free(x);
     free(y);
 }
+#include "math/vexp256.h"
+EMB_T_AVX2_FMA static void vexp256_of(const float *x, float *y, int n) {
+    for (int i = 0; i < n; i += 8) {
+        float in[8] = {0}, out[8];
+        memcpy(in, x + i, sizeof(float) * (size_t)(n - i < 8 ? n - i : 8));
+        __m256 v = _mm256_loadu_ps(in);
+        emb_vexp256_n(&v, 1);
+        _mm256_storeu_ps(out, v);
+        memcpy(y + i, out, sizeof(float) * (size_t)(n - i < 8 ? n - i : 8));
+    }
+}
+/* emb_vexp256 (AVX2's softmax and GELU) on the same points: within 2 ulps, NaN kept, exp(-inf)
+ * below 1e-37 (a subnormal, as scalef gives), exp(0) exactly 1 */
+static void check_vexp256(void) {
+    if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma")) {
+        CHECK(1, "no AVX2 with FMA here: emb_vexp256 is not used");
+        return;
+    }
+    enum { N = 1 << 20 };
+    float *x = malloc(sizeof(float) * N), *y = malloc(sizeof(float) * N);
+    for (int i = 0; i < N; i++) x[i] = (float)(-87.0 + 175.0 * i / (N - 1));
+    vexp256_of(x, y, N);
+    float at = 0;
+    double worst = worst_ulps(x, y, N, &at);
+    CHECK(worst <= 2.0, "emb_vexp256: %.2f ulps off at x = %.9g", worst, at);
+    float sx[4] = {NAN, -INFINITY, 0.0f, -88.0f}, sy[4];
+    vexp256_of(sx, sy, 4);
+    CHECK(isnan(sy[0]) && sy[1] > 0 && sy[1] < 1e-37f && sy[2] == 1.0f && sy[3] == sy[1],
+          "emb_vexp256: exp(NaN) %g, exp(-inf) %g, exp(0) %g, exp(-88) %g", sy[0], sy[1], sy[2], sy[3]);
+    free(x);
+    free(y);
+}
 #else
 static void check_vexp(void) { CHECK(1, "not x86-64: emb_vexp512 is not built"); }
+static void check_vexp256(void) { CHECK(1, "not x86-64: emb_vexp256 is not built"); }
 #endif
 
 #define NPOINTS ((1 << 21) + 1)
@@ -132,6 +171,7 @@ static float gelu_quick_of(float x) { return emb_gelu_quick_of(x); }
 
 int main(void) {
     check_vexp();
+    check_vexp256();
     float *x = malloc(sizeof(float) * NPOINTS);
     for (int i = 0; i < NPOINTS; i++) x[i] = (float)(-12.0 + 24.0 * i / (NPOINTS - 1));
     float special[] = {0.0f,   -0.0f,    1e-30f,    -1e-30f, 1e-45f, 3e38f,
