@@ -217,8 +217,11 @@ def index_shows_a_tqdm_bar_and_falls_back_to_the_counter_without_tqdm():
 def ctrl_c_stops_index_between_batches_and_a_second_run_finishes():
     db = os.path.join(TMP, "many.db")
     make_notes(db, 6000)
+    # SIGINT as a terminal leaves it: a shell's background job (CI's, or `make test &`) ignores it, and
+    # Python then installs no KeyboardInterrupt handler
     p = subprocess.Popen([CLI, "index", db, "notes", "body", "--model", TINY, "--batch", "10", "--progress", "plain"],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV, cwd=TMP)
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV, cwd=TMP,
+                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     first = p.stderr.readline()
     p.send_signal(signal.SIGINT)
     _, err = p.communicate(timeout=60)
