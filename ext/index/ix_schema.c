@@ -41,6 +41,8 @@ int ix_corrupt(ix_vtab *v, const char *table, const char *fmt, ...) {
     return SQLITE_CORRUPT_VTAB;
 }
 
+int ix_lists_valid(sqlite3_int64 lists) { return lists >= 0 && lists <= IX_MAX_LISTS; }
+
 int ix_refuse_if_damaged(ix_vtab *v) {
     if (!v->damage) return SQLITE_OK;
     char *msg = sqlite3_mprintf("%s", v->damage);
