@@ -24,7 +24,7 @@ static int reserve(emb_meta_column *c, size_t n) {
 
 int emb_meta_column_reset(emb_meta_column *c, size_t n) {
     if (reserve(c, n)) return -1;
-    memset(c->type, EMB_NULL, n);
+    if (n) memset(c->type, EMB_NULL, n); /* no rows: a column never grown has no type array */
     c->n = n;
     c->arena_n = 0;
     return 0;

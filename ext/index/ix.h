@@ -45,6 +45,7 @@
 #define IX_MAX_CHUNK_ROWS (1 << 20)
 #define IX_MAX_CHUNK_BYTES (64 << 20)
 #define IX_MAX_META 64 /* metadata columns */
+#define IX_MAX_LISTS (1 << 20) /* IVF lists: the most 'build' makes, and so the most NAME_config may count */
 
 /* The declared columns: CREATE TABLE x(vector, text, distance HIDDEN, k HIDDEN, oversample
  * HIDDEN, probes HIDDEN, NAME HIDDEN, chunk HIDDEN, chunk_start HIDDEN, chunk_end HIDDEN,
@@ -273,6 +274,10 @@ int ix_sql_error(ix_vtab *v, int rc);
 /* Reports damage found in shadow table NAME_<table>; returns SQLITE_CORRUPT_VTAB. The first
  * report is kept for ix_refuse_if_damaged. */
 int ix_corrupt(ix_vtab *v, const char *table, const char *fmt, ...);
+/* 1 when NAME_config's ivf_lists is a number of lists an index can have (0: not built), else 0;
+ * the searches and embed_index_status both refuse it with IX_LISTS_DAMAGE. */
+int ix_lists_valid(sqlite3_int64 lists);
+#define IX_LISTS_DAMAGE "ivf_lists %lld is not a number of lists (0 to %d)"
 /* SQLITE_OK, or the damage this connection found earlier in the index, reported again. */
 int ix_refuse_if_damaged(ix_vtab *v);
 /* The shared prepared statement `id` (< IX_STMT_SHARED_COUNT), made on first use; the caller

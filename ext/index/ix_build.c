@@ -70,7 +70,7 @@ static int read_options(ix_vtab *v, sqlite3_value *val, build_options *o) {
             strcmp(x->string, "target_recall"))
             rc = ix_error(v, "build: unknown option \"%s\" (known: lists, iterations, sample, target_recall)",
                           x->string);
-    if (rc == SQLITE_OK) rc = integer_option(v, root, "lists", 1, 1 << 20, &o->lists);
+    if (rc == SQLITE_OK) rc = integer_option(v, root, "lists", 1, IX_MAX_LISTS, &o->lists);
     if (rc == SQLITE_OK) rc = integer_option(v, root, "iterations", 1, 100, &o->iterations);
     if (rc == SQLITE_OK) rc = integer_option(v, root, "sample", 1, 1 << 16, &o->sample);
     if (rc == SQLITE_OK) rc = target_option(v, "build", root, &o->target);

@@ -5,6 +5,7 @@
  * chunk number and byte offsets, and to its position; a row's parts have consecutive ids from
  * the one in the row's loc. A search groups the parts it finds by row (ix_group_hits). */
 #include "ix.h"
+#include "base/utf8.h"
 #include "sqlite-embed/chunk.h"
 #include <stdlib.h>
 #include <string.h>
@@ -281,25 +282,34 @@ size_t ix_group_hits(const ix_cache *c, emb_knn_hit *hits, float *vecs, size_t n
     return m;
 }
 
+#define CONT(byte) (((byte)&0xC0) == 0x80) /* a UTF-8 continuation byte */
+
 int ix_part_info(ix_vtab *v, sqlite3_int64 part, sqlite3_int64 row, ix_part *out) {
     int rc;
     sqlite3_stmt *s = ix_stmt(v, IX_STMT_PART, &rc);
     if (!s) return rc;
     sqlite3_bind_int64(s, 1, part);
-    int step = sqlite3_step(s), ok = step == SQLITE_ROW;
-    for (int i = 0; ok && i < 5; i++) ok = sqlite3_column_type(s, i) == SQLITE_INTEGER;
+    int step = sqlite3_step(s), ok = step == SQLITE_ROW, text_ok = 1;
+    for (int i = 0; ok && i < 4; i++) ok = sqlite3_column_type(s, i) == SQLITE_INTEGER;
     if (ok) {
         *out = (ix_part){sqlite3_column_int64(s, 1), sqlite3_column_int64(s, 2), sqlite3_column_int64(s, 3)};
-        sqlite3_int64 len = sqlite3_column_int64(s, 4);
-        ok = sqlite3_column_int64(s, 0) == row && out->chunk >= 0 && out->start >= 0 && out->start <= out->end &&
-             out->end <= len;
+        const unsigned char *t = sqlite3_column_blob(s, 4);
+        sqlite3_int64 len = sqlite3_column_bytes(s, 4);
+        /* the offsets are inside the text and on its characters' first bytes (a chunk is whole
+         * characters), and what they cut out is UTF-8 (else the row's text is what is damaged) */
+        ok = sqlite3_column_type(s, 4) != SQLITE_NULL && sqlite3_column_int64(s, 0) == row && out->chunk >= 0 &&
+             out->start >= 0 && out->start <= out->end && out->end <= len &&
+             (out->start == len || !CONT(t[out->start])) && (out->end == len || !CONT(t[out->end]));
+        text_ok = !ok || out->start == out->end ||
+                  emb_utf8_valid((const char *)t + out->start, (size_t)(out->end - out->start), NULL);
     }
     sqlite3_reset(s);
     if (step != SQLITE_ROW && step != SQLITE_DONE) return ix_sql_error(v, step);
     if (!ok)
         return ix_corrupt(v, "parts",
                           "part %lld is not a chunk of rowid %lld (chunk number, and byte offsets "
-                          "inside the row's text)",
+                          "inside the row's text, on the first bytes of its characters)",
                           (long long)part, (long long)row);
+    if (!text_ok) return ix_corrupt(v, "rows", "the text of rowid %lld is not valid UTF-8", (long long)row);
     return SQLITE_OK;
 }

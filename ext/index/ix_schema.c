@@ -41,6 +41,8 @@ int ix_corrupt(ix_vtab *v, const char *table, const char *fmt, ...) {
     return SQLITE_CORRUPT_VTAB;
 }
 
+int ix_lists_valid(sqlite3_int64 lists) { return lists >= 0 && lists <= IX_MAX_LISTS; }
+
 int ix_refuse_if_damaged(ix_vtab *v) {
     if (!v->damage) return SQLITE_OK;
     char *msg = sqlite3_mprintf("%s", v->damage);
@@ -88,9 +90,8 @@ static const char *const stmt_sql[] = {
     [IX_STMT_ROW_PARTS] = "SELECT id, row, loc FROM \"%w\".\"%w_parts\" WHERE id >= ?1 ORDER BY id",
     [IX_STMT_DELETE_PARTS] = "DELETE FROM \"%w\".\"%w_parts\" WHERE id >= ?1 AND id < ?2",
     [IX_STMT_MAX_PART] = "SELECT max(id) FROM \"%w\".\"%w_parts\"",
-    [IX_STMT_PART] =
-        "SELECT p.row, p.chunk, p.start, p.\"end\", length(CAST(r.text AS BLOB)) FROM \"%w\".\"%w_parts\""
-        " AS p LEFT JOIN \"%w\".\"%w_rows\" AS r ON r.id = p.row WHERE p.id = ?1",
+    [IX_STMT_PART] = "SELECT p.row, p.chunk, p.start, p.\"end\", CAST(r.text AS BLOB) FROM \"%w\".\"%w_parts\""
+                     " AS p LEFT JOIN \"%w\".\"%w_rows\" AS r ON r.id = p.row WHERE p.id = ?1",
     [IX_STMT_SET_META] = "UPDATE \"%w\".\"%w_rows\" SET (loc%s) = (loc%s) WHERE id = ?1",
     [IX_STMT_PING] = "SELECT 1",
     [IX_STMT_SCAN] = "SELECT id, loc, text%s FROM \"%w\".\"%w_rows\" ORDER BY id",

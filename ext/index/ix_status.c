@@ -16,6 +16,8 @@
 
 enum { COL_NAME, COL_VALUE, COL_INDEX, COL_SCHEMA };
 enum { NEED_ARGS = EXT_PLAN_NEED_ARGS(2), MAX_ROWS = 40 };
+/* built_at (Unix seconds) up to the end of year 9999 */
+#define BUILT_AT_MAX 253402300799LL
 
 typedef struct {
     const char *name;
@@ -96,8 +98,14 @@ static int fail(status_cursor *c, const char *fmt, ...) {
     return rc;
 }
 
-static int damaged(status_cursor *c, const char *index, const char *table, const char *what) {
+static int damaged(status_cursor *c, const char *index, const char *table, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    char *what = sqlite3_vmprintf(fmt, ap);
+    va_end(ap);
+    if (!what) return SQLITE_NOMEM;
     fail(c, "shadow table \"%s_%s\" is damaged: %s", index, table, what);
+    sqlite3_free(what);
     return SQLITE_CORRUPT_VTAB;
 }
 
@@ -166,6 +174,8 @@ static int read_config(status_cursor *c, sqlite3 *db, const char *schema, const 
     if (rc == SQLITE_OK && (f->target > 10000 || f->precall > 10000 || f->orecall > 10000 || f->exact > 1 ||
                             (f->probes > f->lists && f->lists >= 0)))
         rc = damaged(c, index, "config", "a measured setting is out of range");
+    if (rc == SQLITE_OK && !ix_lists_valid(f->lists) && f->lists != -1)
+        rc = damaged(c, index, "config", IX_LISTS_DAMAGE, (long long)f->lists, IX_MAX_LISTS);
     return rc;
 }
 
@@ -184,11 +194,13 @@ static int list_sizes(status_cursor *c, sqlite3 *db, const char *schema, const c
     sqlite3_free(sql);
     *none = 0;
     while (rc == SQLITE_OK && sqlite3_step(s) == SQLITE_ROW) {
-        sqlite3_int64 first = sqlite3_column_int64(s, 0) * f->chunk, rows = f->count - first;
+        /* chunk ids past the vectors hold none (and are not multiplied: they may be anything) */
+        sqlite3_int64 id = sqlite3_column_int64(s, 0);
+        if (id < 0 || id > (f->count - 1) / f->chunk) continue;
+        sqlite3_int64 rows = f->count - id * f->chunk;
         const unsigned char *b = sqlite3_column_blob(s, 1);
-        if (rows <= 0) continue;
         if (rows > f->chunk) rows = f->chunk;
-        if (sqlite3_column_bytes(s, 1) < rows * 4) {
+        if (sqlite3_column_bytes(s, 1) / 4 < rows) {
             rc = damaged(c, index, "chunks", "a chunk's lists are shorter than its rows");
             break;
         }
@@ -287,15 +299,18 @@ static int fill(status_cursor *c, sqlite3 *db, const char *schema, const char *i
     sqlite3_int64 bytes = file && *file ? ix_registry_status(prefix, progress, sizeof progress) : 0;
     sqlite3_free(prefix);
     put_int(c, "cache_bytes", bytes);
-    put_text(c, "built_at", f.built_at >= 0 ? sqlite3_mprintf("%s", "") : NULL);
+    char when[32] = "";
     if (f.built_at >= 0) {
+        /* a time past gmtime's years (or strftime's room) is no time a build wrote */
         time_t t = (time_t)f.built_at;
         struct tm tm;
-        char when[32];
-        strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S", gmtime_r(&t, &tm));
-        sqlite3_free(c->rows[c->n - 1].t);
-        c->rows[c->n - 1].t = sqlite3_mprintf("%s", when);
+        if (f.built_at > BUILT_AT_MAX || !gmtime_r(&t, &tm) ||
+            !strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S", &tm)) {
+            rc = damaged(c, index, "config", "built_at %lld is not a time", (long long)f.built_at);
+            goto done;
+        }
     }
+    put_text(c, "built_at", f.built_at >= 0 ? sqlite3_mprintf("%s", when) : NULL);
     put_real(c, "build_seconds", (double)f.build_ms / 1000.0, f.build_ms >= 0);
     put_text(c, "progress", progress[0] ? sqlite3_mprintf("%s", progress) : NULL);
     put_int(c, "format", f.format);

@@ -206,8 +206,7 @@ int ix_read_centroids(ix_vtab *v, emb_ivf *ivf, sqlite3_int64 *serial, size_t *l
     int rc = ix_get_config(v, "ivf_lists", &nl);
     if (rc == SQLITE_OK) rc = ix_get_config(v, "ivf_serial", serial);
     if (rc != SQLITE_OK || nl == 0) return rc;
-    if (nl < 0 || nl > (sqlite3_int64)1 << 24)
-        return ix_corrupt(v, "config", "ivf_lists %lld is not a number of lists", (long long)nl);
+    if (!ix_lists_valid(nl)) return ix_corrupt(v, "config", IX_LISTS_DAMAGE, (long long)nl, IX_MAX_LISTS);
     size_t d = (size_t)v->dims;
     float *c = sqlite3_malloc64((size_t)nl * d * sizeof *c);
     sqlite3_stmt *s = c ? ix_stmt(v, IX_STMT_GET_CENTROIDS, &rc) : NULL;

@@ -55,13 +55,16 @@ static int packed_w;
 static const float *wt(const problem *p) { return packed_w ? p->Wp : p->W; }
 static int ldw(const problem *p) { return packed_w ? EMB_SGEMM_BCAST_PACKED : p->ldw; }
 
+/* aligned_alloc wants a size that is a multiple of the alignment (ASan refuses others) */
+static float *floats64(size_t n) { return aligned_alloc(64, (n * sizeof(float) + 63) / 64 * 64); }
+
 static void problem_new(problem *p, shape s, int ints, int threads) {
     p->M = s.M, p->N = s.N, p->K = s.K, p->lda = s.K + 3, p->ldw = s.K + 1, p->ldc = s.N + 5;
     size_t nA = (size_t)p->M * p->lda, nW = (size_t)p->N * p->ldw,
            nC = (size_t)(p->M + 1) * p->ldc; /* + a guard row */
     size_t nS = (size_t)threads * emb_sgemm_bcast_scratch(p->K);
     size_t sizes[4] = {nA + 1, nW + 1, nC + 1, nS + 1};
-    for (int i = 0; i < 4; i++) p->blocks[i] = aligned_alloc(64, (sizes[i] * sizeof(float) + 63) / 64 * 64);
+    for (int i = 0; i < 4; i++) p->blocks[i] = floats64(sizes[i]);
     p->A = (float *)p->blocks[0] + 1, p->W = (float *)p->blocks[1] + 1, p->C = (float *)p->blocks[2] + 1;
     p->scratch = (float *)p->blocks[3] + 1;
     p->C0 = malloc(nC * sizeof(float));
@@ -71,7 +74,7 @@ static void problem_new(problem *p, shape s, int ints, int threads) {
     for (size_t i = 0; i < nW; i++) p->W[i] = draw(ints);
     for (size_t i = 0; i < nC; i++) p->C0[i] = ints ? (float)((int)(check_rng(&rng) % 101) - 50) : 0.25f;
     memcpy(p->C, p->C0, nC * sizeof(float));
-    p->Wp = aligned_alloc(64, emb_sgemm_bcast_weight_floats(p->N, p->K) * sizeof(float));
+    p->Wp = floats64(emb_sgemm_bcast_weight_floats(p->N, p->K));
     emb_sgemm_bcast_pack_weight(p->N, p->K, p->W, p->ldw, p->Wp);
 }
 static void problem_free(problem *p) {
@@ -156,7 +159,7 @@ static void run_ffn(int M, int F, int K, int N, int helpers) {
     float *A = malloc(sizeof(float) * M * K), *W1 = malloc(sizeof(float) * F * K), *b1 = malloc(sizeof(float) * F),
           *W2 = malloc(sizeof(float) * N * F), *C = malloc(sizeof(float) * M * N),
           *C0 = malloc(sizeof(float) * M * N), *C1 = malloc(sizeof(float) * M * F),
-          *panels = aligned_alloc(64, sizeof(float) * emb_sgemm_bcast_panel_floats(M, F)),
+          *panels = floats64(emb_sgemm_bcast_panel_floats(M, F)),
           *scratch = malloc(sizeof(float) * (helpers + 1) * emb_sgemm_bcast_scratch(K > F ? K : F));
     double *inner = malloc(sizeof(double) * M * F);
     for (int i = 0; i < M * K; i++) A[i] = draw(0);
@@ -207,7 +210,7 @@ static void run_packed(int M, int N, int K) {
     emb_workers *w = emb_workers_new(2);
     problem p;
     problem_new(&p, (shape){M, N, K}, 0, 3);
-    float *panels = aligned_alloc(64, sizeof(float) * emb_sgemm_bcast_panel_floats(M, K)),
+    float *panels = floats64(emb_sgemm_bcast_panel_floats(M, K)),
           *direct = malloc(sizeof(float) * M * p.ldc), *one = malloc(sizeof(float) * M * p.ldc);
     emb_sgemm_bcast_pack_panels(M, K, p.A, p.lda, panels, NULL);
     emb_sgemm_bcast_panels(M, N, K, panels, wt(&p), ldw(&p), p.bias, p.C, p.ldc, p.scratch, NULL);
@@ -245,7 +248,7 @@ static void run_roundtrip(int M, int N) {
     emb_workers *w = emb_workers_new(2);
     problem p;
     problem_new(&p, (shape){M, N, 1}, 0, 1);
-    float *panels = aligned_alloc(64, sizeof(float) * emb_sgemm_bcast_panel_floats(M, N));
+    float *panels = floats64(emb_sgemm_bcast_panel_floats(M, N));
     for (int helpers = 0; helpers <= 2; helpers += 2) {
         for (size_t i = 0; i < (size_t)M * p.ldc; i++) p.C[i] = -1.0f;
         emb_sgemm_bcast_pack_panels(M, N, p.C0, p.ldc, panels, helpers ? w : NULL);
@@ -270,8 +273,8 @@ static void run_to_panels(int M, int N, int K, emb_panels_out mode) {
     emb_workers *w = emb_workers_new(2);
     problem p;
     problem_new(&p, (shape){M, N, K}, 0, 3);
-    float *a_panels = aligned_alloc(64, sizeof(float) * emb_sgemm_bcast_panel_floats(M, K)),
-          *out = aligned_alloc(64, sizeof(float) * emb_sgemm_bcast_panel_floats(M, N)), *rows[3];
+    float *a_panels = floats64(emb_sgemm_bcast_panel_floats(M, K)),
+          *out = floats64(emb_sgemm_bcast_panel_floats(M, N)), *rows[3];
     emb_sgemm_bcast_pack_panels(M, K, p.A, p.lda, a_panels, NULL);
     for (int v = 0; v < 3; v++) { /* A's rows; its panels; its panels on 3 threads */
         rows[v] = malloc(sizeof(float) * M * p.ldc);

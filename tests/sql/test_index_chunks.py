@@ -307,6 +307,35 @@ def damaged_parts_are_reported():
 
 
 @test
+def offsets_inside_a_character_are_damage():
+    # "é" is two bytes (c3 a9): byte 1 is inside it, whether it starts or ends a part
+    text = "é bus is late. Über café naïve é é é é é é é é é."
+    for column, shift in (("start", 1), ("\"end\"", -1)):
+        con = connect()
+        one(con, "SELECT embed_load('m', ?)", MODEL)
+        one(con, "SELECT embed_load('ce', ?)", RERANKER)
+        con.execute("CREATE VIRTUAL TABLE ix USING embed_index(model = 'm', chunk_tokens = 8)")
+        con.execute("INSERT INTO ix(rowid, text) VALUES (1, ?)", (text,))
+        first = one(con, "SELECT min(id) FROM ix_parts")
+        con.execute("UPDATE ix_parts SET start = 1 WHERE id = ?" if shift > 0 else
+                    "UPDATE ix_parts SET \"end\" = 1 WHERE id = ?", (first,))
+        assert text.encode()[1:2] == b"\xa9", column
+        for extra in ("", " AND rerank = 'ce'"):
+            msg = assert_error(con, "SELECT chunk_start, chunk_end FROM ix WHERE ix MATCH 'late bus' AND k = 5" + extra,
+                               'shadow table "ix_parts" is damaged', "part %d is not a chunk of rowid 1" % first,
+                               "first bytes of its characters")
+            assert "UTF-8 in text_b" not in msg, msg
+    # offsets on characters, but the row's own text is not UTF-8: the rows are what is damaged
+    con = connect()
+    one(con, "SELECT embed_load('m', ?)", MODEL)
+    con.execute("CREATE VIRTUAL TABLE ix USING embed_index(model = 'm', chunk_tokens = 8)")
+    con.execute("INSERT INTO ix(rowid, text) VALUES (1, 'the bus is late')")
+    con.execute("UPDATE ix_rows SET text = CAST(x'74ff6520627573206973206c617465' AS TEXT)")
+    assert_error(con, "SELECT chunk_start FROM ix WHERE ix MATCH 'late bus' AND k = 5",
+                 'shadow table "ix_rows" is damaged: the text of rowid 1 is not valid UTF-8')
+
+
+@test
 def embed_hybrid_fuses_rows_of_a_chunked_index():
     con = setup(n=50, seed=13)
     con.execute("CREATE VIRTUAL TABLE fts USING fts5(body)")

@@ -229,3 +229,21 @@ def conditions_with_another_collation_filter_as_sqlite_does():
         got = [r for r, in con.execute("SELECT rowid FROM ix WHERE ix MATCH '[0, 0]' AND k = 10 AND %s "
                                         "ORDER BY rowid" % cond)]
         assert got == want, (cond, got, want)
+
+
+@test
+def an_empty_index_with_metadata_searches_and_builds():
+    # no row was ever placed: the copy's metadata columns were never grown (under UBSan, resetting
+    # them to no rows once passed memset a null pointer)
+    for options in ("", ", index = 'ivf'", ", storage = 'int8', index = 'ivf'"):
+        con = connect()
+        con.execute("CREATE VIRTUAL TABLE e USING embed_index(dims = %d, %s%s)" % (DIMS, COLS, options))
+        q = blob([0.5] * DIMS)
+        assert con.execute("SELECT rowid FROM e WHERE e MATCH ? AND k = 3", (q,)).fetchall() == []
+        assert con.execute("SELECT rowid FROM e WHERE e MATCH ? AND k = 3 AND author = 'ann' AND user_id = 1",
+                           (q,)).fetchall() == []
+        if "ivf" in options:
+            assert_error(con, "INSERT INTO e(e) VALUES ('build')", 'build: "e" is empty')
+        con.execute("INSERT INTO e(rowid, vector, author, user_id) VALUES (1, ?, 'ann', 1)", (q,))
+        assert con.execute("SELECT rowid FROM e WHERE e MATCH ? AND k = 3 AND author = 'ann' AND user_id = 1",
+                           (q,)).fetchall() == [(1,)]

@@ -193,6 +193,8 @@ def every_docs_page_snippet_runs_as_written():
     pages = {os.path.splitext(os.path.basename(p))[0] for p in DOCS}
     assert expected <= pages, "docs/ lacks %s" % sorted(expected - pages)
     for path in DOCS:
+        if os.environ.get("SANITIZE") == "1" and os.path.basename(path) == "cluster.md":
+            continue  # its snippets start dqlite nodes, which do not run under the preloaded ASan runtime
         ran, _ = run_page(path)
         assert ran >= 1, "%s has no snippet that runs" % os.path.relpath(path, ROOT)
 
