@@ -91,7 +91,7 @@ demo:
 test: deps
 	@echo "test: building (make all)"
 	@$(MAKE) --no-print-directory all
-	@echo "test: running every suite (tests/run.sh: about five minutes; each name shows as its suite starts)"
+	@echo "test: running every suite (tests/run.sh: 5 minutes on 2 Zen 4 cores, longer on older CPUs; each name shows as its suite starts)"
 	@bash tests/run.sh $(BUILD) $(EXT_SO)
 
 # AddressSanitizer + UndefinedBehaviorSanitizer build of everything, then the suite.
