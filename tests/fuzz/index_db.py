@@ -230,6 +230,9 @@ def child(case):
         try:
             con.execute(op).fetchall()
             print(json.dumps({"op": op, "ok": True}), flush=True)
+        except UnicodeDecodeError as e:  # Python could not read the message: raw bytes copied into it
+            print(json.dumps({"op": op, "error": repr(e.object), "bad": "is not UTF-8"}), flush=True)
+            bad += 1
         except sqlite3.Error as e:
             raw = e.args[0] if e.args else ""
             msg = raw if isinstance(raw, str) else repr(raw)

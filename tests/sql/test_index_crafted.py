@@ -3,6 +3,7 @@ usual 'shadow table "NAME_x" is damaged' error (SQLITE_CORRUPT_VTAB) naming the 
 checked here against the message and the error code."""
 import os
 import sqlite3
+import tempfile
 
 from harness import ROOT, FIXTURES, test, connect, one
 
@@ -12,8 +13,8 @@ TEXTS = ["the bus is late again", "broken printer in the office", "rain and snow
          "a café by the river", "the late train to the city"]
 
 
-def index(options="", fts=False):
-    con = connect()
+def index(options="", fts=False, path=":memory:"):
+    con = connect(path)
     one(con, "SELECT embed_load('m', ?)", MODEL)
     one(con, "SELECT embed_load('ce', ?)", CE)
     con.execute("CREATE VIRTUAL TABLE ix USING embed_index(model = 'm'%s)" % options)
@@ -22,6 +23,16 @@ def index(options="", fts=False):
         con.execute("CREATE VIRTUAL TABLE ix_fts USING fts5(body)")
         con.executemany("INSERT INTO ix_fts(rowid, body) VALUES (?, ?)", enumerate(TEXTS, 1))
     return con
+
+
+def changed_and_reopened(sql, *args):
+    """A file index changed by sql with no connection open on it, then opened again."""
+    path = os.path.join(tempfile.mkdtemp(), "crafted.db")
+    index(path=path).close()
+    raw = sqlite3.connect(path, isolation_level=None)
+    raw.execute(sql, args)
+    raw.close()
+    return connect(path)
 
 
 def damaged(con, sql, table, *fragments):
@@ -58,3 +69,35 @@ def a_row_text_that_is_not_utf8_is_damage_for_hybrid_rerank():
     damaged(con, sql, "ix_rows", "embed_hybrid: ", "the text of rowid 1 is not valid UTF-8")
     # without rerank the text is not read: the fused list is whole
     assert len(con.execute("SELECT rowid FROM embed_hybrid('ix', 'ix_fts', 'late bus', 5)").fetchall()) == 5
+
+
+@test
+def config_names_that_are_not_utf8_are_damage_not_copied_into_messages():
+    q = "SELECT rowid FROM ix WHERE ix MATCH 'bus' AND k = 2"
+    for key in ("model", "fingerprint"):
+        for bad in (b"A\xc3(", b"\xff", b"m\x80"):
+            con = changed_and_reopened("UPDATE ix_config SET value = CAST(? AS TEXT) WHERE key = ?", bad, key)
+            damaged(con, q, "ix_config", "%s is not UTF-8 text" % key)
+    # the folder's path is only a hint in the 'not loaded' message: it is left out, not copied
+    con = index()
+    con.execute("UPDATE ix_config SET value = CAST(x'2f746d70ff' AS TEXT) WHERE key = 'model_path'")
+    con.execute("UPDATE ix_config SET value = 'gone' WHERE key = 'model'")
+    try:
+        con.execute(q).fetchall()
+        raise AssertionError("no error")
+    except sqlite3.Error as e:
+        assert "model 'gone' of \"ix\" is not loaded" in str(e), e
+
+
+@test
+def a_position_that_is_not_an_integer_is_reported_without_its_bytes():
+    for bad in (b"\x80", b"1x", b"\xc3"):
+        for options in ("", ", storage = 'bit'"):
+            con = index(options)
+            con.execute("UPDATE ix_rows SET loc = CAST(? AS TEXT) WHERE id = 2", (bad,))
+            damaged(con, "SELECT rowid FROM ix WHERE ix MATCH 'bus' AND k = 5", "ix_rows",
+                    "rowid 2 has a position that is not an integer")
+    con = index()
+    con.execute("UPDATE ix_rows SET loc = 77 WHERE id = 2")
+    damaged(con, "SELECT rowid FROM ix WHERE ix MATCH 'bus' AND k = 5", "ix_rows",
+            "rowid 2 has position 77, outside the 5 vectors")
