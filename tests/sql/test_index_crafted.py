@@ -25,10 +25,10 @@ def index(options="", fts=False, path=":memory:"):
     return con
 
 
-def changed_and_reopened(sql, *args):
+def changed_and_reopened(sql, *args, options=""):
     """A file index changed by sql with no connection open on it, then opened again."""
     path = os.path.join(tempfile.mkdtemp(), "crafted.db")
-    index(path=path).close()
+    index(options, path=path).close()
     raw = sqlite3.connect(path, isolation_level=None)
     raw.execute(sql, args)
     raw.close()
@@ -101,3 +101,14 @@ def a_position_that_is_not_an_integer_is_reported_without_its_bytes():
     con.execute("UPDATE ix_rows SET loc = 77 WHERE id = 2")
     damaged(con, "SELECT rowid FROM ix WHERE ix MATCH 'bus' AND k = 5", "ix_rows",
             "rowid 2 has position 77, outside the 5 vectors")
+
+
+@test
+def a_chunk_blob_too_short_or_missing_is_damage_for_writes():
+    for options in ("", ", storage = 'bit'", ", storage = 'int8'"):
+        for col, value in (("vectors", b"\x00\x11"), ("rowids", b"\x00"), ("vectors", None)):
+            con = changed_and_reopened("UPDATE ix_chunks SET %s = ? WHERE chunk_id = 0" % col, value, options=options)
+            want = ("chunk 0 has no %s BLOB" % col if value is None else
+                    "chunk 0's %s BLOB of %d bytes is too short for its positions" % (col, len(value)))
+            for sql in ("DELETE FROM ix WHERE rowid = 3", "UPDATE ix SET text = 'snow' WHERE rowid = 2"):
+                damaged(con, sql, "ix_chunks", want, "embed_index: ")
