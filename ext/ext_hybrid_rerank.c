@@ -4,6 +4,7 @@
  * MATCH restricted to the candidates. */
 #include "ext_hybrid.h"
 #include "ext_registry.h"
+#include "base/utf8.h"
 #include "sqlite-embed/rerank.h"
 #include <stdlib.h>
 #include <string.h>
@@ -82,6 +83,14 @@ static int take_text(hybrid_vtab *v, sqlite3_stmt *s, candidates *c, hybrid_row 
         r->chunk[0] = sqlite3_column_int64(s, 2);
         r->chunk[1] = start;
         r->chunk[2] = end;
+    }
+    if (!emb_utf8_valid(text + start, (size_t)(end - start), NULL)) {
+        /* the index's text column is NAME_rows' text as stored: damage, named as embed_index names it */
+        int rc = hy_fail(v,
+                         "option \"rerank\": shadow table \"%s_rows\" is damaged: the text of rowid %lld is not "
+                         "valid UTF-8",
+                         ix->name, rowid);
+        return rc == SQLITE_NOMEM ? rc : SQLITE_CORRUPT_VTAB;
     }
     c->len[at] = (size_t)(end - start);
     if (!(c->text[at] = sqlite3_malloc64(c->len[at] + 1))) return SQLITE_NOMEM;

@@ -46,9 +46,11 @@ static int check_all_rows(ix_vtab *v, ix_cache *c) {
     while (rc == SQLITE_OK && (rc = sqlite3_step(s)) == SQLITE_ROW) {
         rc = SQLITE_OK;
         sqlite3_int64 id = sqlite3_column_int64(s, 0), loc = sqlite3_column_int64(s, 1);
-        if (sqlite3_column_type(s, 1) != SQLITE_INTEGER || loc < 0 || (size_t)loc >= n)
-            rc = ix_corrupt(v, tab, "%s %lld has position %s, outside the %lld vectors", what, (long long)id,
-                            sqlite3_column_text(s, 1), (long long)n);
+        if (sqlite3_column_type(s, 1) != SQLITE_INTEGER) /* its text is not copied: any bytes */
+            rc = ix_corrupt(v, tab, "%s %lld has a position that is not an integer", what, (long long)id);
+        else if (loc < 0 || (size_t)loc >= n)
+            rc = ix_corrupt(v, tab, "%s %lld has position %lld, outside the %lld vectors", what, (long long)id,
+                            (long long)loc, (long long)n);
         else if (seen[loc / 8] & (1u << (loc % 8)))
             rc = ix_corrupt(v, tab, "two %s have position %lld", tab, (long long)loc);
         else if (c->ids[loc] != id)

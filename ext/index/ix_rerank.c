@@ -8,6 +8,7 @@
  * in one batch (emb_model_rerank); a row's score is its best candidate's, and the rows come in
  * the order of their scores, highest first, ties by distance. */
 #include "ix.h"
+#include "base/utf8.h"
 #include "sqlite-embed/rerank.h"
 #include <stdlib.h>
 #include <string.h>
@@ -43,9 +44,12 @@ static int candidate_text(ix_vtab *v, const ix_cache *c, const emb_knn_hit *h, c
     int step = sqlite3_step(s);
     const char *t = step == SQLITE_ROW ? (const char *)sqlite3_column_text(s, 0) : NULL;
     size_t n = t ? (size_t)sqlite3_column_bytes(s, 0) : 0;
-    if (p.end >= 0) { /* checked against the text's length by ix_part_info */
+    if (p.end >= 0) { /* checked against the text's length and UTF-8 by ix_part_info */
         t = t ? t + p.start : NULL;
         n = (size_t)(p.end - p.start);
+    } else if (t && !emb_utf8_valid(t, n, NULL)) { /* a row's whole text: checked here */
+        sqlite3_reset(s);
+        return ix_corrupt(v, "rows", "the text of rowid %lld is not valid UTF-8", (long long)row);
     }
     if (!(*text = sqlite3_malloc64(n + 1))) rc = SQLITE_NOMEM;
     else {

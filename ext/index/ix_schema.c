@@ -2,6 +2,7 @@
  * of CREATE VIRTUAL TABLE, creating, connecting, dropping and renaming the table, reading
  * and validating NAME_config, and the table's error messages. */
 #include "ix.h"
+#include "base/utf8.h"
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -223,10 +224,14 @@ int ix_get_config_text(ix_vtab *v, const char *key, char **out) {
     if (!s) return rc;
     sqlite3_bind_text(s, 1, key, -1, SQLITE_STATIC);
     rc = sqlite3_step(s);
+    int utf8 = 1; /* names and paths go into messages: bytes that are not UTF-8 are damage */
     if (rc == SQLITE_ROW && sqlite3_column_type(s, 0) == SQLITE_TEXT &&
+        (utf8 =
+             emb_utf8_valid((const char *)sqlite3_column_text(s, 0), (size_t)sqlite3_column_bytes(s, 0), NULL)) &&
         !(*out = sqlite3_mprintf("%s", sqlite3_column_text(s, 0))))
         rc = SQLITE_NOMEM;
     sqlite3_reset(s);
+    if (!utf8) return ix_corrupt(v, "config", "%s is not UTF-8 text", key);
     return rc == SQLITE_ROW || rc == SQLITE_DONE ? SQLITE_OK : rc == SQLITE_NOMEM ? rc : ix_sql_error(v, rc);
 }
 
@@ -355,6 +360,10 @@ int ix_config(ix_vtab *v) {
                 "chunk_tokens must be a positive integer, and chunk_overlap from 0 to chunk_tokens - 1");
         else if (format == IX_FORMAT_V3 && !v->model)
             rc = ix_corrupt(v, "config", "a chunked index needs its model");
+        else if (v->model && !emb_utf8_valid(v->model, strlen(v->model), NULL))
+            rc = ix_corrupt(v, "config", "model is not UTF-8 text");
+        else if (!emb_utf8_valid(v->fingerprint, strlen(v->fingerprint), NULL))
+            rc = ix_corrupt(v, "config", "fingerprint is not UTF-8 text");
     }
     v->ivf = index && !strcmp(index, "ivf");
     sqlite3_free(metric);

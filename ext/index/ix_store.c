@@ -111,10 +111,16 @@ static int chunk_io(ix_vtab *v, sqlite3_int64 chunk, const char *col, void *buf,
     sqlite3_blob *b = NULL;
     int rc = sqlite3_blob_open(v->db, v->schema, table, col, chunk, write, &b);
     sqlite3_free(table);
-    if (rc == SQLITE_OK)
+    /* SQLITE_ERROR: no such chunk, or its column is not a BLOB; too short a BLOB is damage too
+     * (sqlite3_blob_read past its end says only "SQL logic error") */
+    if (rc == SQLITE_ERROR) rc = ix_corrupt(v, "chunks", "chunk %lld has no %s BLOB", (long long)chunk, col);
+    else if (rc == SQLITE_OK && (size_t)sqlite3_blob_bytes(b) < offset + bytes)
+        rc = ix_corrupt(v, "chunks", "chunk %lld's %s BLOB of %d bytes is too short for its positions",
+                        (long long)chunk, col, sqlite3_blob_bytes(b));
+    else if (rc == SQLITE_OK)
         rc = write ? sqlite3_blob_write(b, buf, (int)bytes, (int)offset)
                    : sqlite3_blob_read(b, buf, (int)bytes, (int)offset);
-    if (rc != SQLITE_OK) ix_sql_error(v, rc);
+    if (rc != SQLITE_OK && rc != SQLITE_CORRUPT_VTAB) ix_sql_error(v, rc);
     sqlite3_blob_close(b);
     return rc;
 }
