@@ -293,12 +293,15 @@ static void test_edges(void) {
     emb_int8_gemm_act_free(&a);
 }
 
-/* EMBED_INT8_PATH forces a set (read once per process: checked in a child). */
+/* EMBED_INT8_PATH forces a set (read once per process: checked in a child). Under an emulator
+ * the child must run in it too: EMBED_TEST_RUNNER names it (scripts/check_haswell.sh and
+ * check_arm64.sh set it to their qemu command). */
 static void test_env_path(const char *self) {
     char cmd[4096];
+    const char *runner = getenv("EMBED_TEST_RUNNER");
     for (int p = 0; p < EMB_I8_NPATHS; p++) {
-        snprintf(cmd, sizeof cmd, "EMBED_INT8_PATH=%s '%s' --print-path",
-                 emb_int8_gemm_path_name((emb_int8_gemm_path)p), self);
+        snprintf(cmd, sizeof cmd, "EMBED_INT8_PATH=%s %s '%s' --print-path",
+                 emb_int8_gemm_path_name((emb_int8_gemm_path)p), runner ? runner : "", self);
         FILE *f = popen(cmd, "r");
         char got[64] = "";
         if (f) {
