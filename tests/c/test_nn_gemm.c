@@ -129,7 +129,7 @@ static void check_panels(int M, int N, int K, int row0, int col0, int P) {
 
 int main(void) {
     if (!emb_nn_gemm_supported()) {
-        CHECK(1, "no AVX-512F here: attention's products run on OpenBLAS");
+        CHECK_SKIP("emb_nn_gemm is not built here: attention's products run on OpenBLAS");
         return check_report();
     }
     check_transpose(37, 20, 23);
