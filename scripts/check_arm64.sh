@@ -7,12 +7,11 @@
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
 build="build-arm64"
-sysroot=/usr/aarch64-linux-gnu
 libdir=/usr/lib/aarch64-linux-gnu
 missing=()
 command -v aarch64-linux-gnu-gcc >/dev/null || missing+=("aarch64-linux-gnu-gcc (apt-get install gcc-aarch64-linux-gnu)")
 command -v qemu-aarch64 >/dev/null || missing+=("qemu-aarch64 (apt-get install qemu-user)")
-[ -e "$sysroot/lib/ld-linux-aarch64.so.1" ] || missing+=("$sysroot/lib/ld-linux-aarch64.so.1 (apt-get install libc6-arm64-cross)")
+[ -e /lib/ld-linux-aarch64.so.1 ] || missing+=("/lib/ld-linux-aarch64.so.1 (apt-get install libc6:arm64)")
 [ -f "$libdir/pkgconfig/openblas.pc" ] || missing+=("$libdir/pkgconfig/openblas.pc (apt-get install libopenblas-dev:arm64)")
 for lib in utf8proc cjson xxhash; do
     ls "$libdir/lib$lib".so* >/dev/null 2>&1 || missing+=("$libdir/lib$lib.so (apt-get install lib$lib-dev:arm64)")
@@ -40,7 +39,10 @@ if ! make --no-print-directory -j"${JOBS:-2}" BUILD="$build" CC=aarch64-linux-gn
 fi
 # shellcheck source=scripts/emulated_suites.sh
 . scripts/emulated_suites.sh
-# One OpenBLAS thread: OpenBLAS 0.3.21 never returns from starting its threads under qemu-aarch64
-# 7.2 (a program that only calls cblas_sdot hangs with OPENBLAS_NUM_THREADS=2). The suites' own
-# helper threads (emb_workers) still run.
-OPENBLAS_NUM_THREADS=1 QEMU_LD_PREFIX=$sysroot run_emulated_suites "$build" qemu-aarch64 -L "$sysroot"
+# The programs run on the arm64 C library of Debian's multiarch (libc6:arm64, which the arm64
+# libraries above come with): qemu-aarch64 -L / takes its loader, /lib/ld-linux-aarch64.so.1.
+# With -L /usr/aarch64-linux-gnu the loader was the cross toolchain's (libc6-arm64-cross, another
+# glibc build) and libc.so.6 still the multiarch one: the two share private structures, and the
+# first pthread_create looped for ever in the loader's stack list (every suite starting a thread,
+# and OpenBLAS's own threads, hung).
+QEMU_LD_PREFIX=/ run_emulated_suites "$build" qemu-aarch64 -L /
