@@ -91,7 +91,7 @@ demo:
 test: deps
 	@echo "test: building (make all)"
 	@$(MAKE) --no-print-directory all
-	@echo "test: running every suite (tests/run.sh: about five minutes; each name shows as its suite starts)"
+	@echo "test: running every suite (tests/run.sh: 5 minutes on 2 Zen 4 cores, longer on older CPUs; each name shows as its suite starts)"
 	@bash tests/run.sh $(BUILD) $(EXT_SO)
 
 # The C suites under qemu-x86_64 -cpu Haswell: AVX2 and FMA, no AVX-512 (AMD Zen 1); minutes.

@@ -2,14 +2,14 @@
  * (K, N: 384 x 1152 fused QKV, 384 x 384, 384 x 1536, 1536 x 384) and bert-base (768 x 2304,
  * 768 x 768, 768 x 3072, 3072 x 768), M = 16, 128, 4096 tokens, 1 and 2 threads, measured in
  * the same run: GOPS (2 M N K per second) and int8 / sgemm. "int8" includes quantizing the
- * activations (every call does); "kern" is the product alone. Where the CPU has AVX512_BF16,
+ * activations (every call does); "kern" is the product alone. Where the set in use has bf16 kernels (AVX512_BF16, or AVX2),
  * also core/bf16_gemm (weights and activations in bfloat16, rounding included): "bf16", bf / sg. Then the relative error
  * ||C_int8 - C_f32|| / ||C_f32|| on random weights and on the golden model's weights.
  *
  *   bench_int8_gemm [--quick | M]  REPS runs (default 7), median; --quick: M = 16 and 128 only;
  *                                  M: that many rows only
  *   bench_int8_gemm --threshold    one thread against two on small products (the split size)
- *   EMBED_INT8_PATH=avx2 ...       another kernel set
+ *   EMBED_SIMD=avx2 ...            the kernels of a lower set
  *
  * With oneDNN (Debian's libdnnl-dev; not a dependency of the project), its u8 x s8 matmul with
  * a runtime source zero point and per-channel output scales on the same shapes:

@@ -80,7 +80,8 @@ peers() {
 peaks() {
     [ -x "$build/bench/bench_peak" ] || return 0
     for c in $cpus; do
-        echo "peak $c $(taskset -c "$c" "$build/bench/bench_peak" | awk '/^RESULT/ { print $3 }' | paste -sd ' ')"
+        echo "peak $c $(taskset -c "$c" "$build/bench/bench_peak" |
+            awk '$2 == "peak_fma_gflops" { f = $3 } $2 == "peak_vnni_gops" { v = $3 } END { print f + 0, v + 0 }')"
     done
 }
 # the CPU kind the figures belong to (bench/README.md keeps a table per kind)

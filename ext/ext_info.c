@@ -29,8 +29,7 @@ void sql_embed_debug(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
                         EMBED_VERSION, sqlite3_libversion(), openblas_get_config(), openblas_get_corename(),
                         openblas_get_num_threads(), emb_simd_name(emb_simd()), *bad ? " (EMBED_SIMD='" : "", bad,
                         *bad ? "' names no set: avx512, avx2 or generic)" : "", emb_simd_name(emb_simd_cpu()),
-                        emb_int8_gemm_path_name(emb_int8_gemm_path_default()),
-                        emb_bf16_fast() ? "avx512_bf16" : "float32 products of converted weights", __VERSION__);
+                        emb_int8_gemm_path_name(emb_int8_gemm_path_default()), emb_bf16_path_name(), __VERSION__);
     if (!s) sqlite3_result_error_nomem(ctx);
     else sqlite3_result_text(ctx, s, -1, sqlite3_free);
 }

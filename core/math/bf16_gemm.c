@@ -1,5 +1,5 @@
-/* bfloat16 products (bf16_gemm.h): rounding, packing, the AVX512_BF16 tiles, the C loop that
- * gives the same sums, and the split over the helper threads. */
+/* bfloat16 products (bf16_gemm.h): rounding, packing, the AVX512_BF16 tiles, the AVX2 tiles that
+ * widen bf16 to float32, the C loop that gives the same sums, and the split over the helper threads. */
 /* The register tiles are written as rows of macro calls, which clang-format cannot lay out (it
  * splits them differently at each pass): this file keeps its own layout. */
 // clang-format off
@@ -27,19 +27,31 @@ static int round_up(int x, int m) { return (x + m - 1) / m * m; }
 
 /* ---------- the CPU ---------- */
 
-int emb_bf16_fast(void) {
+/* 2: AVX512_BF16's vdpbf16ps; 1: bf16 widened to float32 in AVX2 registers, fused multiply-adds;
+ * 0: the C loop. The set in use (emb_simd) caps it. */
+static int bf16_kernels(void) {
     static atomic_int known = -1; /* the same answer from every thread */
     int f = atomic_load(&known);
     if (f < 0) {
         f = 0;
 #if BF16_X86
         __builtin_cpu_init();
-        f = emb_simd() >= EMB_SIMD_AVX512 && __builtin_cpu_supports("avx512f") &&
-            __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512bf16");
+        if (emb_simd() >= EMB_SIMD_AVX512 && __builtin_cpu_supports("avx512f") &&
+            __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512bf16"))
+            f = 2;
+        else if (emb_simd() >= EMB_SIMD_AVX2)
+            f = 1;
 #endif
         atomic_store(&known, f);
     }
     return f;
+}
+
+int emb_bf16_fast(void) { return bf16_kernels() > 0; }
+
+const char *emb_bf16_path_name(void) {
+    static const char *const names[] = {"c (a C loop)", "avx2 (bf16 widened to float32, FMA)", "avx512_bf16"};
+    return names[bf16_kernels()];
 }
 
 /* ---------- rounding ---------- */
@@ -235,7 +247,62 @@ T_BF16 static inline __attribute__((always_inline)) void tile_bf16(const args *g
 TILES(1) TILES(2) TILES(3) TILES(4) TILES(5) TILES(6)
 #define NAMES(mr) {tile_##mr##_1, tile_##mr##_2, tile_##mr##_3, tile_##mr##_4}
 static void (*const tiles[6][4])(const args *g, int m, int p) = {NAMES(1), NAMES(2), NAMES(3), NAMES(4), NAMES(5), NAMES(6)};
-static void tile_fast(const args *g, int m, int p, int mr, int np) { tiles[mr - 1][np - 1](g, m, p); }
+
+/* AVX2 with FMA: up to 4 rows x one panel (two vectors of 8 channels). Each pair's values are
+ * widened in registers (the high half masked, the low half shifted up: exact), and the sums are
+ * vdpbf16ps's: the k + 1 term, then the k term, each a fused multiply-add (a bf16 product is
+ * exact in float32) rounded to nearest, a result below float32's normal range flushed to a
+ * signed zero by MXCSR's FTZ, set around the tiles. */
+#define T_AVX2 __attribute__((target("avx2,fma")))
+#define ACC2_ZERO(r) __m256 c##r##0 = _mm256_setzero_ps(), c##r##1 = _mm256_setzero_ps();
+#define ACC2_ROW(r)                                                                                          \
+    if (MR > r) {                                                                                            \
+        __m256i x = _mm256_set1_epi32((int)a[r * kp2 + j]);                                                  \
+        __m256 hi = _mm256_castsi256_ps(_mm256_and_si256(x, himask)),                                        \
+               lo = _mm256_castsi256_ps(_mm256_slli_epi32(x, 16));                                           \
+        c##r##0 = _mm256_fmadd_ps(lo, wlo0, _mm256_fmadd_ps(hi, whi0, c##r##0));                             \
+        c##r##1 = _mm256_fmadd_ps(lo, wlo1, _mm256_fmadd_ps(hi, whi1, c##r##1));                             \
+    }
+#define ACC2_STORE(r)                                                                                        \
+    if (MR > r) {                                                                                            \
+        _mm256_store_ps(sums + 16 * r, c##r##0);                                                             \
+        _mm256_store_ps(sums + 16 * r + 8, c##r##1);                                                         \
+    }
+T_AVX2 static inline __attribute__((always_inline)) void tile_avx2(const args *g, int m, int p, const int MR) {
+    const size_t kp2 = (size_t)g->kp2;
+    const uint32_t *a = g->a + (size_t)m * kp2, *b = g->b + (size_t)p * 16 * kp2;
+    const __m256i himask = _mm256_set1_epi32((int)0xffff0000u);
+    ACC2_ZERO(0) ACC2_ZERO(1) ACC2_ZERO(2) ACC2_ZERO(3)
+    for (size_t j = 0; j < kp2; j++) {
+        __m256i w0 = _mm256_load_si256((const __m256i *)(b + 16 * j)),
+                w1 = _mm256_load_si256((const __m256i *)(b + 16 * j + 8));
+        __m256 whi0 = _mm256_castsi256_ps(_mm256_and_si256(w0, himask)),
+               wlo0 = _mm256_castsi256_ps(_mm256_slli_epi32(w0, 16)),
+               whi1 = _mm256_castsi256_ps(_mm256_and_si256(w1, himask)),
+               wlo1 = _mm256_castsi256_ps(_mm256_slli_epi32(w1, 16));
+        ACC2_ROW(0) ACC2_ROW(1) ACC2_ROW(2) ACC2_ROW(3)
+    }
+    __attribute__((aligned(32))) float sums[4 * 16];
+    ACC2_STORE(0) ACC2_STORE(1) ACC2_STORE(2) ACC2_STORE(3)
+    for (int r = 0; r < MR; r++) epilogue(g, m + r, 16 * p, sums + 16 * r);
+}
+#define TILE2(mr) \
+    T_AVX2 __attribute__((noinline)) static void tile2_##mr(const args *g, int m, int p) { tile_avx2(g, m, p, mr); }
+TILE2(1) TILE2(2) TILE2(3) TILE2(4)
+static void (*const tiles2[4])(const args *g, int m, int p) = {tile2_1, tile2_2, tile2_3, tile2_4};
+static void tile_any2(const args *g, int m, int p, int mr, int np) {
+    unsigned csr = _mm_getcsr();
+    _mm_setcsr(csr | 0x8000u); /* FTZ */
+    for (int v = 0; v < np; v++)
+        for (int r = 0; r < mr; r += 4) tiles2[(mr - r < 4 ? mr - r : 4) - 1](g, m + r, p + v);
+    _mm_setcsr(csr);
+}
+
+static void tile_fast(const args *g, int m, int p, int mr, int np) {
+    if (bf16_kernels() == 2) tiles[mr - 1][np - 1](g, m, p);
+    else if (bf16_kernels() == 1) tile_any2(g, m, p, mr, np);
+    else tile_c(g, m, p, mr, np);
+}
 #else
 static void tile_fast(const args *g, int m, int p, int mr, int np) { tile_c(g, m, p, mr, np); }
 #endif

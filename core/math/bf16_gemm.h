@@ -10,9 +10,9 @@
  * the same bits (tests/c/test_bf16_gemm.c compares them), apart from products below float32's
  * normal range (1e-38), which the instruction keeps exactly and the loop rounds first.
  *
- * The fast kernels need AVX512_BF16 (AMD Zen 4 and later, Intel Cooper Lake and Sapphire
- * Rapids); elsewhere the C loop is several times slower than float32 sgemm, so the encoder
- * refuses bf16 weights there (emb_bf16_fast). */
+ * The kernels: AVX512_BF16's vdpbf16ps (AMD Zen 4 and later, Intel Cooper Lake and Sapphire
+ * Rapids), else, with AVX2 and FMA, bf16 widened to float32 in registers and fused multiply-adds
+ * (the same sums: the products are exact), else the C loop, several times slower than float32. */
 #ifndef EMBED_BF16_GEMM_H
 #define EMBED_BF16_GEMM_H
 #include <stddef.h>
@@ -23,8 +23,10 @@
 /* Below this many multiply-adds (M * N * K) a product stays on the calling thread. */
 #define EMB_BF16_PAR_MIN_MACS 16000000.0
 
-/* Whether this CPU has the AVX512_BF16 kernels (EMBED_BF16_PATH=c forces the C loop). */
+/* Whether the kernel set in use (emb_simd) has vector bf16 kernels: AVX512_BF16's, or AVX2's. */
 int emb_bf16_fast(void);
+/* Which: "avx512_bf16", "avx2 (...)" or "c (...)", for embed_debug(). */
+const char *emb_bf16_path_name(void);
 
 /* x rounded to bfloat16 (nearest even; a denormal to a signed zero; NaN stays NaN). */
 uint16_t emb_bf16_round(float x);
@@ -55,7 +57,7 @@ void emb_bf16_act_free(emb_bf16_act *a);
 int emb_bf16_convert(const float *A, int lda, int M, int K, emb_bf16_act *a);
 
 /* C (row stride ldc) = beta * C + a * w^T + bias (bias NULL: none; beta 0 or 1), with the
- * AVX512_BF16 kernels (fast != 0, which the CPU must have) or the C loop, on one thread.
+ * vector kernels (fast != 0: emb_bf16_fast must say yes) or the C loop, on one thread.
  * -1 (C untouched) when a's K is not w's K. */
 int emb_bf16_gemm_path(int fast, const emb_bf16_act *a, const emb_bf16w *w, const float *bias, float beta,
                        float *C, int ldc);

@@ -47,11 +47,6 @@ int emb_int8_gemm_path_supported(emb_int8_gemm_path p) {
 }
 
 static emb_int8_gemm_path path_choose(void) {
-    const char *want = getenv("EMBED_INT8_PATH");
-    if (want)
-        for (int p = 0; p < EMB_I8_NPATHS; p++)
-            if (!strcmp(want, path_names[p]) && emb_int8_gemm_path_supported((emb_int8_gemm_path)p))
-                return (emb_int8_gemm_path)p;
     for (int p = EMB_I8_NPATHS - 1; p > 0; p--)
         if (emb_int8_gemm_path_supported((emb_int8_gemm_path)p)) return (emb_int8_gemm_path)p;
     return EMB_I8_SCALAR;

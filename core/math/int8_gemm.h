@@ -35,8 +35,8 @@ typedef enum { EMB_I8_SCALAR, EMB_I8_AVX2, EMB_I8_AVX_VNNI, EMB_I8_AVX512_VNNI, 
 
 /* Whether this CPU runs set p. */
 int emb_int8_gemm_path_supported(emb_int8_gemm_path p);
-/* The set products use: the best supported one, or the one EMBED_INT8_PATH names ("scalar",
- * "avx2", "avx_vnni", "avx512_vnni") when this CPU supports it. Read once. */
+/* The set products use: the best one this CPU runs under the cap that EMBED_SIMD sets (generic:
+ * scalar; avx2: avx2 or avx_vnni; avx512: any). Read once. */
 emb_int8_gemm_path emb_int8_gemm_path_default(void);
 /* Whether the default set has int8 dot-product instructions (VNNI): without them int8 products
  * are exact but slower than float32 sgemm. */

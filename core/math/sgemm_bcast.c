@@ -15,12 +15,15 @@ size_t emb_sgemm_bcast_panel_floats(int M, int N) { return (size_t)(M + 31) / 32
 size_t emb_sgemm_bcast_weight_floats(int N, int K) { return (size_t)((N + 11) / 12) * (size_t)((K + 1) / 2) * 24; }
 
 void emb_sgemm_bcast_pack_weight(int N, int K, const float *W, int ldw, float *Wp) {
+    size_t kh = (size_t)(K + 1) / 2;
+    int halves = !emb_sgemm_bcast_panels_supported(); /* below AVX-512: two 6-column halves (sgemm_tiles.h) */
     for (int t = 0; t < (N + 11) / 12; t++)
         for (int k = 0; k < (K + 1) / 2 * 2; k++)
             for (int j = 0; j < 12; j++) { /* a short last tile repeats its last row, an odd K ends in 0 */
                 int n = t * 12 + j < N ? t * 12 + j : N - 1;
-                Wp[(size_t)t * ((K + 1) / 2) * 24 + (size_t)(k / 2) * 24 + 2 * j + k % 2] =
-                    k < K ? W[(size_t)n * ldw + k] : 0.0f;
+                size_t at = halves ? (size_t)(j / 6) * kh * 12 + (size_t)(k / 2) * 12 + 2 * (j % 6) + k % 2
+                                   : (size_t)(k / 2) * 24 + 2 * j + k % 2;
+                Wp[(size_t)t * kh * 24 + at] = k < K ? W[(size_t)n * ldw + k] : 0.0f;
             }
 }
 

@@ -17,7 +17,9 @@
 /* A weight may be packed once (emb_sgemm_bcast_pack_weight into emb_sgemm_bcast_weight_floats
  * floats) and passed with ldw EMB_SGEMM_BCAST_PACKED: tiles of 12 rows, each k pair's 24 values
  * together, so that a product reads it as one stream in order instead of 12 rows at a time (the
- * same sums, the same bits; rows below 16 then run the 16-row tile rather than sgemm_rows). */
+ * same sums, the same bits; rows below 16 then run the 16-row tile rather than sgemm_rows). Below
+ * AVX-512 each tile is two halves of 6 rows, one after the other, for sgemm_tiles' 6-column
+ * tiles (the kernel set is fixed per process, so a weight is read as it was packed). */
 #define EMB_SGEMM_BCAST_PACKED 0
 size_t emb_sgemm_bcast_weight_floats(int N, int K);
 void emb_sgemm_bcast_pack_weight(int N, int K, const float *W, int ldw, float *Wp);

@@ -18,8 +18,8 @@ static void pack_rows16(int mr, int K, const float *A, int lda, float *P) {
             for (int k = 0; k < K; k++) P[(size_t)k * TILE_ROWS + i] = 0.0f;
 }
 
-/* Where the weight element of column j (< 6) at k lies: packed tiles hold 12 columns, each pair
- * of k's 24 values together (column c's two at 2c, 2c + 1); half h is columns 6h..6h+5. */
+/* Where the weight element of column j (< 6) at k lies: packed tiles hold 12 columns as two
+ * halves of 6 (sgemm_bcast.h), each pair of k's 12 values together (column c's two at 2c, 2c + 1). */
 typedef struct {
     const float *w[TILE_COLS]; /* as stored: the 6 rows (a short tile repeats its last) */
     const float *packed; /* packed: the tile's first pair, offset to the half */
@@ -28,7 +28,7 @@ typedef struct {
 static wsrc weight_src(const float *W, int ldw, int n0, int nr, int K) {
     wsrc s = {{0}, 0};
     if (ldw == EMB_SGEMM_BCAST_PACKED) {
-        s.packed = W + (size_t)(n0 / 12) * ((K + 1) / 2) * 24 + (n0 % 12 ? 12 : 0);
+        s.packed = W + (size_t)(n0 / 12) * ((K + 1) / 2) * 24 + (n0 % 12 ? (size_t)(K + 1) / 2 * 12 : 0);
     } else {
         for (int j = 0; j < TILE_COLS; j++) s.w[j] = W + (size_t)(n0 + (j < nr ? j : nr - 1)) * ldw;
     }
@@ -36,7 +36,7 @@ static wsrc weight_src(const float *W, int ldw, int n0, int nr, int K) {
 }
 
 static inline float w_at(const wsrc *s, int j, int k) {
-    return s->packed ? s->packed[(size_t)(k / 2) * 24 + 2 * j + k % 2] : s->w[j][k];
+    return s->packed ? s->packed[(size_t)(k / 2) * 12 + 2 * j + k % 2] : s->w[j][k];
 }
 
 /* The tile's sums S[j][i] (column j, row i) written to C: bias + sum, or C + sum. */
@@ -129,7 +129,7 @@ T_AVX2 static void store_rows_avx2(__m256 r[8], int rows, int nr, const float *b
 
 /* AVX2: the same sums as fused multiply-adds, the order of AVX-512's 32-row tile. The 12
  * accumulators are named registers (arrays indexed in loops went to the stack). */
-#define W_AHEAD (16 * 24)
+#define W_AHEAD (32 * 12)
 #define T6(X) X(0) X(1) X(2) X(3) X(4) X(5)
 #define ACC_ZERO(j) __m256 lo##j = _mm256_setzero_ps(), hi##j = _mm256_setzero_ps();
 #define ACC_FMA(j)                                                                                                \
@@ -151,9 +151,8 @@ T_AVX2 static void tile_avx2(int mr, int nr, int K, const float *P, const wsrc *
     if (s->packed) {
         const float *w = s->packed;
         int k = 0;
-        for (; k + 2 <= K; k += 2, w += 24) {
-            __builtin_prefetch(w + W_AHEAD, 0, 3); /* as AVX-512's tiles: the stream's lines asked for early */
-            __builtin_prefetch(w + W_AHEAD + 16, 0, 3);
+        for (; k + 2 <= K; k += 2, w += 12) {
+            __builtin_prefetch(w + W_AHEAD, 0, 3); /* the stream's lines asked for early (48 bytes a step) */
             const float *wk0 = w, *wk1 = w + 2, *wk2 = w + 4, *wk3 = w + 6, *wk4 = w + 8, *wk5 = w + 10;
             STEP(P + (size_t)k * 16)
             wk0++, wk1++, wk2++, wk3++, wk4++, wk5++;

@@ -168,8 +168,8 @@ int emb_encoder_set_weights(emb_encoder *e, emb_weights w, char err[EMB_ERR_LEN]
     if (w == EMB_WEIGHTS_INT8 && (d->hidden > EMB_I8_MAX_K || d->intermediate > EMB_I8_MAX_K))
         return emb_fail(err, "int8 weights: layers wider than %d inputs are not supported", EMB_I8_MAX_K);
     if (w == EMB_WEIGHTS_BF16 && !emb_bf16_fast())
-        return emb_fail(err, "bf16 weights need a CPU with AVX512_BF16 (AMD Zen 4 or later, Intel Sapphire "
-                             "Rapids or Cooper Lake); this one has none: use \"int8\" or \"f32\"");
+        return emb_fail(err, "bf16 weights need AVX2 with FMA or AVX512_BF16, and the kernels in use have "
+                             "neither (the CPU, or EMBED_SIMD=generic): use \"int8\" or \"f32\"");
     if (w == EMB_WEIGHTS_F32) { /* packed before the others are freed: a failure keeps them */
         if (emb_encoder_pack_f32(e)) return emb_fail(err, "out of memory");
         emb_layer_f32p *lf = e->LF;

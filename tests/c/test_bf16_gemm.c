@@ -1,6 +1,7 @@
 /* bfloat16 products (core/bf16_gemm.h): the rounding against bit patterns worked out by hand;
  * packed weights equal to the rounded inputs; products against double-precision sums of the
- * rounded values; the C loop and the AVX512_BF16 kernels (where this CPU has them) the same bit
+ * rounded values; the C loop and the vector kernels of the set in use (AVX512_BF16, or AVX2 widening
+ * bf16 to float32) the same bit
  * for bit, on 1 and 2 threads; bias and accumulation; odd shapes; refusals. */
 #include "check.h"
 #include "math/bf16_gemm.h"
@@ -56,7 +57,7 @@ static const shape shapes[] = {{1, 1, 1},     {1, 17, 5},     {2, 16, 4},    {7,
 static void products(void) {
     char err[EMB_ERR_LEN];
     int fast = emb_bf16_fast();
-    printf("AVX512_BF16 kernels: %s\n", fast ? "yes (compared with the C loop)" : "no (the C loop alone)");
+    printf("bf16 kernels: %s%s\n", emb_bf16_path_name(), fast ? ", compared with the C loop" : "");
     for (size_t s = 0; s < NSHAPES; s++) {
         int M = shapes[s].M, N = shapes[s].N, K = shapes[s].K, lda = K + 3, ldc = N + 5;
         float *A = malloc(sizeof(float) * (size_t)M * lda), *W = malloc(sizeof(float) * (size_t)N * K);
@@ -95,8 +96,8 @@ static void products(void) {
               N, K, worst);
         if (fast) {
             emb_bf16_gemm_path(1, &a, w, bias, 1.0f, C2, ldc);
-            CHECK(memcmp(C1, C2, sizeof(float) * (size_t)M * ldc) == 0,
-                  "shape %zu: AVX512_BF16 = the C loop, bit for bit", s);
+            CHECK(memcmp(C1, C2, sizeof(float) * (size_t)M * ldc) == 0, "shape %zu: %s = the C loop, bit for bit",
+                  s, emb_bf16_path_name());
         }
         /* beta 0, no bias: the product alone; then the same split over two threads */
         emb_bf16_gemm_path(fast, &a, w, NULL, 0.0f, C1, ldc);
@@ -129,7 +130,7 @@ static void split_and_tiny(void) {
     CHECK(rc == 0 && memcmp(C1, C2, sizeof(float) * M * N) == 0, "1 and 2 threads: the same bits");
     if (emb_bf16_fast()) {
         emb_bf16_gemm_path(0, &a, w, NULL, 0.0f, C2, N);
-        CHECK(memcmp(C1, C2, sizeof(float) * M * N) == 0, "split AVX512_BF16 = the C loop");
+        CHECK(memcmp(C1, C2, sizeof(float) * M * N) == 0, "split %s = the C loop", emb_bf16_path_name());
     }
     float ta[2] = {1e-20f, -3e-20f}, tw[2 * 16], tc[16], td[16];
     for (int i = 0; i < 32; i++) tw[i] = 1e-20f * (float)(i + 1);

@@ -1,4 +1,4 @@
-/* emb_encoder_set_weights: int8 and bf16 (where the CPU has AVX512_BF16; refused elsewhere) pack
+/* emb_encoder_set_weights: int8 and bf16 (where the kernels in use have AVX2 with FMA or AVX512_BF16; refused on the generic set) pack
  * the linear layers and change the fingerprint and the output (within the bounds of
  * tests/sql/test_int8_weights.py); going back to float32 gives the float32 fingerprint and
  * output bit for bit; packing refuses unknown types and leaves the encoder as it was. */
@@ -36,9 +36,9 @@ static void switch_and_back(const char *folder, emb_weights kind) {
               used == e->info.weight_bytes,
           "%s loads as float32: %s", folder, rc ? err : "");
     if (kind == EMB_WEIGHTS_BF16 && !emb_bf16_fast()) {
-        CHECK(emb_encoder_set_weights(e, kind, err) != 0 && strstr(err, "need a CPU with AVX512_BF16") &&
+        CHECK(emb_encoder_set_weights(e, kind, err) != 0 && strstr(err, "need AVX2 with FMA or AVX512_BF16") &&
                   emb_encoder_weights(e) == EMB_WEIGHTS_F32 && emb_encoder_fingerprint(e) == fp,
-              "no AVX512_BF16: bf16 is refused and nothing changes: %s", err);
+              "no vector bf16 kernels: bf16 is refused and nothing changes: %s", err);
         emb_workspace_free(ws);
         emb_encoder_free(e);
         return;

@@ -4,6 +4,9 @@
  * rounding of the codes allows (derived below), against double-precision products of the float
  * inputs; odd shapes, strides, bias, accumulation, non-finite input and refusals. */
 #include "check.h"
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <cpuid.h>
+#endif
 #include "math/int8_gemm.h"
 #include <float.h>
 #include <math.h>
@@ -293,15 +296,16 @@ static void test_edges(void) {
     emb_int8_gemm_act_free(&a);
 }
 
-/* EMBED_INT8_PATH forces a set (read once per process: checked in a child). Under an emulator
- * the child must run in it too: EMBED_TEST_RUNNER names it (scripts/check_haswell.sh and
- * check_arm64.sh set it to their qemu command). */
+/* EMBED_SIMD caps the int8 set as it caps every kernel (read once per process: checked in a
+ * child): generic gives the C loop, avx2 the best of AVX2 and AVX-VNNI this CPU has, avx512 (or
+ * nothing) the best of all. Under an emulator the child must run in it too: EMBED_TEST_RUNNER
+ * names it (scripts/check_haswell.sh and check_arm64.sh set it to their qemu command). */
 static void test_env_path(const char *self) {
-    char cmd[4096];
+    static const char *const sets[] = {"generic", "avx2", "avx512"};
     const char *runner = getenv("EMBED_TEST_RUNNER");
-    for (int p = 0; p < EMB_I8_NPATHS; p++) {
-        snprintf(cmd, sizeof cmd, "EMBED_INT8_PATH=%s %s '%s' --print-path",
-                 emb_int8_gemm_path_name((emb_int8_gemm_path)p), runner ? runner : "", self);
+    for (int s = 0; s < 3; s++) {
+        char cmd[4096];
+        snprintf(cmd, sizeof cmd, "EMBED_SIMD=%s %s '%s' --print-path", sets[s], runner ? runner : "", self);
         FILE *f = popen(cmd, "r");
         char got[64] = "";
         if (f) {
@@ -309,18 +313,23 @@ static void test_env_path(const char *self) {
             pclose(f);
         }
         got[strcspn(got, "\n")] = 0;
-        const char *want = emb_int8_gemm_path_supported((emb_int8_gemm_path)p)
-                               ? emb_int8_gemm_path_name((emb_int8_gemm_path)p)
-                               : emb_int8_gemm_path_name(emb_int8_gemm_path_default());
-        CHECK(!strcmp(got, want), "EMBED_INT8_PATH=%s: %s, expected %s",
-              emb_int8_gemm_path_name((emb_int8_gemm_path)p), got, want);
+        /* the best set at or below the cap, from the CPU's flags */
+        int want = EMB_I8_SCALAR;
+#if defined(__x86_64__) && defined(__GNUC__)
+        __builtin_cpu_init();
+        int avx2 =
+            __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("popcnt");
+        unsigned a = 0, b = 0, c = 0, d = 0;
+        int vnni256 = avx2 && __get_cpuid_count(7, 1, &a, &b, &c, &d) && (a >> 4 & 1u);
+        int avx512 = avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                     __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
+        if (s >= 1 && avx2) want = vnni256 ? EMB_I8_AVX_VNNI : EMB_I8_AVX2;
+        if (s == 2 && avx512 && __builtin_cpu_supports("avx512vnni")) want = EMB_I8_AVX512_VNNI;
+#endif
+        CHECK(!strcmp(got, emb_int8_gemm_path_name((emb_int8_gemm_path)want)),
+              "EMBED_SIMD=%s: int8 set %s, expected %s", sets[s], got,
+              emb_int8_gemm_path_name((emb_int8_gemm_path)want));
     }
-    /* unset: the best set this CPU runs */
-    int best = 0;
-    for (int p = 0; p < EMB_I8_NPATHS; p++)
-        if (emb_int8_gemm_path_supported((emb_int8_gemm_path)p)) best = p;
-    CHECK(getenv("EMBED_INT8_PATH") || (int)emb_int8_gemm_path_default() == best, "default: %s",
-          emb_int8_gemm_path_name(emb_int8_gemm_path_default()));
 }
 
 /* Halfway codes round to even on every set: a row spanning [-100, 155] (its first two values) has

@@ -210,8 +210,8 @@ static void run_packed(int M, int N, int K) {
     emb_workers *w = emb_workers_new(2);
     problem p;
     problem_new(&p, (shape){M, N, K}, 0, 3);
-    float *panels = floats64(emb_sgemm_bcast_panel_floats(M, K)),
-          *direct = malloc(sizeof(float) * M * p.ldc), *one = malloc(sizeof(float) * M * p.ldc);
+    float *panels = floats64(emb_sgemm_bcast_panel_floats(M, K)), *direct = malloc(sizeof(float) * M * p.ldc),
+          *one = malloc(sizeof(float) * M * p.ldc);
     emb_sgemm_bcast_pack_panels(M, K, p.A, p.lda, panels, NULL);
     emb_sgemm_bcast_panels(M, N, K, panels, wt(&p), ldw(&p), p.bias, p.C, p.ldc, p.scratch, NULL);
     memcpy(one, p.C, sizeof(float) * M * p.ldc);
