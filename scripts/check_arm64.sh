@@ -19,6 +19,7 @@ done
 if [ ${#missing[@]} -gt 0 ]; then
     echo "check-arm64: missing (arm64 packages need 'dpkg --add-architecture arm64' and 'apt-get update' first):" >&2
     printf '  %s\n' "${missing[@]}" >&2
+    echo "'bash scripts/deps.sh arm64' installs all of them (Debian)." >&2
     exit 2
 fi
 # OpenBLAS's flags from the arm64 pkg-config files, not the host's.

@@ -8,7 +8,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
 build=${1:-build}
 if ! command -v qemu-x86_64 >/dev/null; then
-    echo "check-haswell needs qemu-x86_64 (Debian: apt-get install qemu-user)" >&2
+    echo "check-haswell needs qemu-x86_64 (Debian: apt-get install qemu-user, or bash scripts/deps.sh qemu-user)" >&2
     exit 2
 fi
 if [ "$(uname -m)" != x86_64 ]; then
