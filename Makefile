@@ -8,7 +8,7 @@ SAN     ?=
 # (the reference BLAS of libblas-dev) must never stand in for it.
 OPENBLAS_CFLAGS := $(shell pkg-config --cflags openblas 2>/dev/null)
 OPENBLAS_LIBS   := $(shell pkg-config --libs openblas 2>/dev/null)
-NO_BUILD_GOALS = deps clean check-fresh uninstall format format-check wheel
+NO_BUILD_GOALS = deps clean check-fresh check-arm64 uninstall format format-check wheel
 ifeq ($(OPENBLAS_LIBS),)
 ifneq ($(filter-out $(NO_BUILD_GOALS),$(or $(MAKECMDGOALS),all)),)
 ifeq ($(filter demo test asan fuzz bench,$(MAKECMDGOALS)),)
@@ -35,7 +35,7 @@ EXT_SO   = $(if $(filter build,$(BUILD)),embed.so,$(BUILD)/embed.so)
 # where it looks for it by default.
 PRELOAD_SO = $(dir $(EXT_SO))embed_preload.so
 
-.PHONY: model dist wheel format format-check all deps demo test asan tsan faults faults-build valgrind fuzz stress bench clean install uninstall check-fresh cluster-test cluster-demo
+.PHONY: model dist wheel format format-check all deps demo test check-haswell check-arm64 asan tsan faults faults-build valgrind fuzz stress bench clean install uninstall check-fresh cluster-test cluster-demo
 all: $(EXT_SO) $(PRELOAD_SO) $(BUILD)/libembedcore.a $(CTEST_BIN)
 
 deps:
@@ -93,6 +93,15 @@ test: deps
 	@$(MAKE) --no-print-directory all
 	@echo "test: running every suite (tests/run.sh: 5 minutes on 2 Zen 4 cores, longer on older CPUs; each name shows as its suite starts)"
 	@bash tests/run.sh $(BUILD) $(EXT_SO)
+
+# The C suites under qemu-x86_64 -cpu Haswell: AVX2 and FMA, no AVX-512 (AMD Zen 1); minutes.
+check-haswell: all
+	@bash scripts/check_haswell.sh $(BUILD)
+
+# libembedcore and the C suites cross-compiled for arm64 into build-arm64/ (aarch64-linux-gnu-gcc,
+# the arm64 -dev libraries), run under qemu-aarch64. Not part of make test.
+check-arm64:
+	@bash scripts/check_arm64.sh
 
 # AddressSanitizer + UndefinedBehaviorSanitizer build of everything, then the suite.
 asan: deps
@@ -213,4 +222,4 @@ wheel:
 	@bash scripts/wheel.sh
 
 clean:
-	rm -rf build build-asan build-fuzz build-faults embed.so embed_preload.so
+	rm -rf build build-asan build-fuzz build-faults build-arm64 embed.so embed_preload.so

@@ -7,7 +7,8 @@
 # header: another package's header can stand in for the one the build needs (the reference
 # BLAS's cblas.h once hid a missing OpenBLAS).
 # EMBED_DEPS=build: only what `make` and `make demo` need. Arguments: more Debian packages
-# a make target needs (make valgrind: valgrind).
+# a make target needs (make valgrind: valgrind; make check-haswell: qemu-user), or arm64: what
+# make check-arm64 needs (the arm64 architecture added to dpkg, then arm64_pkgs below).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -22,20 +23,31 @@ test_pkgs=(libclang-rt-dev ca-certificates go-dqlite clang-format python3-venv p
 # Programs the tests run, checked by the exact path or command they use (npm may come from
 # Debian's npm or from a nodejs package that bundles it; either works).
 test_cmds=(/usr/bin/python3:python3 clang:clang npm:npm)
+# make check-arm64: the cross compiler, QEMU, and the arm64 libraries of Debian's multiarch
+# (libc6:arm64's loader runs the programs under qemu-aarch64).
+arm64_pkgs=(gcc-aarch64-linux-gnu qemu-user libc6:arm64 libopenblas-dev:arm64 libutf8proc-dev:arm64
+            libcjson-dev:arm64 libxxhash-dev:arm64)
 
 fail() { echo "deps: error: $*" >&2; exit 1; }
 
 # A library can be known to dpkg once per architecture (libc6-dev:amd64 and, with a foreign
-# architecture added, libc6-dev:arm64): one line each; the native (or "all") one must be installed.
+# architecture added, libc6-dev:arm64): one line each; the native (or "all") one must be
+# installed, or the one a NAME:ARCH names.
 native_arch=$(dpkg --print-architecture 2>/dev/null || echo none)
 installed() {
+    local arch=$native_arch
+    case $1 in *:*) arch=${1##*:} ;; esac
     dpkg-query -W -f='${db:Status-Status} ${Architecture}\n' "$1" 2>/dev/null |
-        grep -Eqx "installed ($native_arch|all)"
+        grep -Eqx "installed ($arch|all)"
 }
 
 command -v dpkg-query >/dev/null || fail "this script installs Debian packages; on another system install: ${build_pkgs[*]} ${test_pkgs[*]} python3 clang npm"
 
-wanted=("${build_pkgs[@]}" "$@")
+wanted=("${build_pkgs[@]}")
+foreign_arch=""
+for a in "$@"; do
+    if [ "$a" = arm64 ]; then foreign_arch=arm64 wanted+=("${arm64_pkgs[@]}"); else wanted+=("$a"); fi
+done
 [ "${EMBED_DEPS:-}" = build ] || wanted+=("${test_pkgs[@]}")
 missing=()
 for p in "${wanted[@]}"; do installed "$p" || missing+=("$p"); done
@@ -51,6 +63,10 @@ if [ ${#missing[@]} -gt 0 ]; then
         sudo="sudo"
     fi
     export DEBIAN_FRONTEND=noninteractive
+    if [ -n "$foreign_arch" ] && ! dpkg --print-foreign-architectures | grep -qx "$foreign_arch"; then
+        echo "deps: dpkg --add-architecture $foreign_arch"
+        $sudo dpkg --add-architecture "$foreign_arch" || fail "dpkg --add-architecture $foreign_arch failed"
+    fi
     echo "deps: apt-get update (the package lists: up to a minute)"
     $sudo apt-get update -qq || fail "apt-get update failed (is the network or the package mirror reachable?)"
     echo "deps: apt-get install ${#missing[@]} packages (a minute or more the first time)"

@@ -65,6 +65,7 @@ int emb_int8_gemm_kernels_row_chunk(int Kp) {
     return mc < 48 ? 48 : mc > 1536 ? 1536 : mc / 6 * 6;
 }
 
+#if I8_X86
 /* The order of the tiles (MR = 6 rows x `width` panels each). When the task's panels fit a 512 KB
  * share of L2, row tiles outside, panels inside: the output is written row by row (at M = 4096,
  * N = 1152 1.5x faster than by columns). Otherwise blocks of rows that, with one group of panels
@@ -86,7 +87,6 @@ static void run_blocked(const emb_int8_gemm_kernels_args *g, int m0, int m1, int
     }
 }
 
-#if I8_X86
 /* ---------- 8-lane epilogue (AVX2, AVX-VNNI) ---------- */
 
 /* Named accumulators, not arrays: GCC kept arrays of vectors on the stack (a store per

@@ -35,6 +35,12 @@ static const float *w_cols(const float *W, int ldw, int n0, int K) {
     return ldw == EMB_SGEMM_BCAST_PACKED ? W + (size_t)(n0 / 12) * ((K + 1) / 2) * 24 : W + (size_t)n0 * ldw;
 }
 
+/* Where a 32-row tile's sums go: into C's rows (OUT_ROWS), or, as an emb_panels_out says, into
+ * 32-row panel columns (32 floats per column, every lane: those past mr hold padding, never read
+ * back into C) as bias + sums, that added onto what the panel holds (bias + sums first, then the
+ * panel's value), or GELU of it. */
+#define OUT_ROWS (-1)
+
 #if defined(__x86_64__) && defined(__GNUC__)
 #define SB_X86 1
 #include "math/transpose16.h"
@@ -72,12 +78,6 @@ static inline void prefetch_rows(const float *bias, int rows, const float *C, in
 
 /* Weight row j of a tile of nr (short tiles repeat their last row, whose sums are dropped). */
 #define WROW(j) (W + (size_t)((j) < nr ? (j) : nr - 1) * ldw)
-
-/* Where a 32-row tile's sums go: into C's rows (OUT_ROWS), or, as an emb_panels_out says, into
- * 32-row panel columns (32 floats per column, every lane: those past mr hold padding, never read
- * back into C) as bias + sums, that added onto what the panel holds (bias + sums first, then the
- * panel's value), or GELU of it. */
-#define OUT_ROWS (-1)
 
 /* Columns n0..n0+nr-1 (nr <= 12) of rows 0..mr-1 (mr <= 32), from A packed 32 wide; W as stored
  * (12 rows of stride ldw) or packed (ldw EMB_SGEMM_BCAST_PACKED: one stream read in order, its

@@ -9,6 +9,7 @@
  * exactly 1; AVX2's (vexp256.h) likewise. The quick GELU of int8 and bf16 weights (emb_gelu_quick, emb_gelu_quick_of): within
  * 1e-6 absolutely on the same points, the same special values and lengths. */
 #include "check.h"
+#include "base/simd.h"
 #include "math/encoder_kernels.h"
 #include "math/gelu.h"
 #include <math.h>
@@ -37,7 +38,8 @@ EMB_T_AVX512_FMA static void vexp_of(const float *x, float *y, int n) {
 
 static void check_vexp(void) {
     if (!emb_vexp512_supported()) {
-        CHECK(1, "no AVX-512F with FMA here: emb_vexp512 is not used");
+        CHECK_SKIP("emb_vexp512: the kernel set is %s, not avx512, so it is never called",
+                   emb_simd_name(emb_simd()));
         return;
     }
     enum { N = 1 << 20 };
@@ -69,7 +71,7 @@ EMB_T_AVX2_FMA static void vexp256_of(const float *x, float *y, int n) {
  * below 1e-37 (a subnormal, as scalef gives), exp(0) exactly 1 */
 static void check_vexp256(void) {
     if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma")) {
-        CHECK(1, "no AVX2 with FMA here: emb_vexp256 is not used");
+        CHECK_SKIP("emb_vexp256: this CPU has no AVX2 with FMA, so it is never called");
         return;
     }
     enum { N = 1 << 20 };
@@ -87,8 +89,8 @@ static void check_vexp256(void) {
     free(y);
 }
 #else
-static void check_vexp(void) { CHECK(1, "not x86-64: emb_vexp512 is not built"); }
-static void check_vexp256(void) { CHECK(1, "not x86-64: emb_vexp256 is not built"); }
+static void check_vexp(void) { CHECK_SKIP("emb_vexp512: not x86-64, so it is not built"); }
+static void check_vexp256(void) { CHECK_SKIP("emb_vexp256: not x86-64, so it is not built"); }
 #endif
 
 #define NPOINTS ((1 << 21) + 1)

@@ -298,12 +298,14 @@ static void test_edges(void) {
 
 /* EMBED_SIMD caps the int8 set as it caps every kernel (read once per process: checked in a
  * child): generic gives the C loop, avx2 the best of AVX2 and AVX-VNNI this CPU has, avx512 (or
- * nothing) the best of all. */
+ * nothing) the best of all. Under an emulator the child must run in it too: EMBED_TEST_RUNNER
+ * names it (scripts/check_haswell.sh and check_arm64.sh set it to their qemu command). */
 static void test_env_path(const char *self) {
     static const char *const sets[] = {"generic", "avx2", "avx512"};
+    const char *runner = getenv("EMBED_TEST_RUNNER");
     for (int s = 0; s < 3; s++) {
         char cmd[4096];
-        snprintf(cmd, sizeof cmd, "EMBED_SIMD=%s '%s' --print-path", sets[s], self);
+        snprintf(cmd, sizeof cmd, "EMBED_SIMD=%s %s '%s' --print-path", sets[s], runner ? runner : "", self);
         FILE *f = popen(cmd, "r");
         char got[64] = "";
         if (f) {

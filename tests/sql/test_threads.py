@@ -7,6 +7,7 @@ import atexit
 import json
 import os
 import random
+import shlex
 import shutil
 import struct
 import subprocess
@@ -86,8 +87,10 @@ def vectors(threads):
         "    for (v,) in con.execute('SELECT hex(contextual_embedding) FROM embed_tokens(?, ?)', ('w', t)):\n"
         "        print(v)\n")
     env = dict(os.environ, OPENBLAS_NUM_THREADS=str(threads))
-    out = subprocess.run([sys.executable, "-c", code, EXT, MODEL] + TEXTS, env=env, check=True, capture_output=True,
-                         text=True).stdout.split()
+    # under an emulator (qemu-x86_64 -cpu Haswell), EMBED_TEST_RUNNER runs the children in it too
+    runner = shlex.split(os.environ.get("EMBED_TEST_RUNNER", ""))
+    out = subprocess.run(runner + [sys.executable, "-c", code, EXT, MODEL] + TEXTS, env=env, check=True,
+                         capture_output=True, text=True).stdout.split()
     return out
 
 
