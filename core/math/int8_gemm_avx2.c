@@ -2,13 +2,13 @@
  * whose 16 int16 products are summed in pairs into 8 int32 lanes without saturation (vpmaddubsw
  * would saturate at 2 x 255 x 127).
  *
- * The weights stay packed as the VNNI kernels read them (per 16 channels, 4 codes k..k+3 of each
- * channel side by side) and are widened in registers: for 8 channels' 32 bytes, the 16-bit
- * halves shifted left by 8 then right by 8 give (k, k+2) as two int16 in each channel's lane, and
- * shifted right by 8 alone (k+1, k+3): two vpmaddwd operands of 8 channels each, three
- * instructions, used for every row of the tile. Each chunk of activation rows is widened once
- * into int16 in the order (k, k+2, k+1, k+3), so that each operand's row broadcast is one
- * vpbroadcastd from memory. A tile is 5 rows x 16 channels, 10 accumulators.
+ * Each chunk of activation rows is widened to int16 once, and each panel's packed codes (per 16
+ * channels, 4 codes k..k+3 of each channel side by side, as the VNNI kernels read them) once per
+ * chunk. A vpmaddwd of 4 channels' 4 widened codes against a row's 4 codes broadcast (one
+ * vpbroadcastq from memory) leaves each channel's k, k+1 and k+2, k+3 sums in two lanes; a tile
+ * of 3 rows x 16 channels keeps them in 12 accumulators, takes the weights as memory operands
+ * (so a broadcast serves 4 products and nothing else needs a register) and adds each channel's
+ * two lanes once, at its end.
  *
  * And the AVX-VNNI kernels (256-bit vpdpbusd on the same packed codes), which share the 8-lane
  * epilogue. */
@@ -22,27 +22,26 @@
 #define T_AVXVNNI __attribute__((target("avx2,fma,avxvnni")))
 #define INLINE static inline __attribute__((always_inline))
 
-/* Rows per tile: 2 MR accumulators, 2 weight operands, a broadcast and a product in 16 registers. */
-#ifndef TILE_ROWS
-#define TILE_ROWS 5
-#endif
+/* Rows per tile: 4 accumulators a row, a broadcast and a product in 16 registers. */
+#define TILE_ROWS 3
 
 #define load_i32 emb_int8_gemm_kernels_load_i32
 
-/* One row's Kp codes (a multiple of 4) as int16 in the order (k, k+2, k+1, k+3) per 4. */
-T_AVX2 static void widen_row(const uint8_t *u, int Kp, int16_t *out) {
-    const __m128i order = _mm_setr_epi8(0, 2, 1, 3, 4, 6, 5, 7, 8, 10, 9, 11, 12, 14, 13, 15);
+/* n codes (a multiple of 4) as int16: the rows of activations and, sign-extended, the panels. */
+T_AVX2 static void widen_u8(const uint8_t *u, int n, int16_t *out) {
     int k = 0;
-    for (; k + 16 <= Kp; k += 16) {
-        __m128i b = _mm_shuffle_epi8(_mm_loadu_si128((const __m128i *)(u + k)), order);
-        _mm256_storeu_si256((__m256i *)(out + k), _mm256_cvtepu8_epi16(b));
-    }
-    for (; k < Kp; k += 4) {
-        out[k] = u[k];
-        out[k + 1] = u[k + 2];
-        out[k + 2] = u[k + 1];
-        out[k + 3] = u[k + 3];
-    }
+    for (; k + 16 <= n; k += 16)
+        _mm256_storeu_si256((__m256i *)(out + k), _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)(u + k))));
+    for (; k < n; k++) out[k] = u[k];
+}
+T_AVX2 static void widen_s8(const int8_t *q, size_t n, int16_t *out) {
+    for (size_t k = 0; k < n; k += 16) /* n: a multiple of 64 */
+        _mm256_store_si256((__m256i *)(out + k), _mm256_cvtepi8_epi16(_mm_load_si128((const __m128i *)(q + k))));
+}
+
+/* Lanes (c, k..k+1), (c, k+2..k+3) of channels c = 0-3 in g0 and 4-7 in g1: the 8 channels' sums. */
+T_AVX2 INLINE __m256i pair_sums(__m256i g0, __m256i g1) {
+    return _mm256_permute4x64_epi64(_mm256_hadd_epi32(g0, g1), _MM_SHUFFLE(3, 1, 2, 0));
 }
 
 /* Row m, channels n .. n + 7 (the first `valid` of them): as epilogue1, 8 at a time. */
@@ -67,75 +66,62 @@ T_AVX2 INLINE void epilogue8(const emb_int8_gemm_kernels_args *g, int m, int n, 
     _mm256_storeu_ps(c, t);
 }
 
-/* Rows m .. m + rows - 1 (widened in a, row stride Kp int16), panel p. Named accumulators, not
- * arrays: GCC keeps arrays of vectors on the stack. rows is a constant after inlining. */
-T_AVX2 INLINE void tile(const emb_int8_gemm_kernels_args *g, const int16_t *a, int m, int p, const int rows) {
+/* Rows m .. m + rows - 1 (widened in a, row stride Kp), panel p (widened in b). Named accumulators,
+ * not arrays: GCC keeps arrays of vectors on the stack. rows is a constant after inlining. */
+T_AVX2 INLINE void tile(const emb_int8_gemm_kernels_args *g, const int16_t *a, const int16_t *b, int m, int p,
+                        const int rows) {
     const size_t Kp = (size_t)g->Kp;
-    const int8_t *b = g->wp + (size_t)p * 16 * Kp;
-    __m256i c00 = _mm256_setzero_si256(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00, c30 = c00,
-            c31 = c00, c40 = c00, c41 = c00;
+    __m256i c00 = _mm256_setzero_si256(), c01 = c00, c02 = c00, c03 = c00, c10 = c00, c11 = c00, c12 = c00,
+            c13 = c00, c20 = c00, c21 = c00, c22 = c00, c23 = c00;
     for (size_t k = 0; k < Kp; k += 4) {
-        const __m256i v0 = _mm256_load_si256((const __m256i *)(b + 16 * k)),
-                      v1 = _mm256_load_si256((const __m256i *)(b + 16 * k + 32));
-        const int16_t *ak = a + k;
-#define ROW(r, w0, w1, half)                                                                                      \
+        const __m256i *bk = (const __m256i *)(b + 16 * k);
+#define ROW(r)                                                                                                    \
     do {                                                                                                          \
         if (rows > r) {                                                                                           \
-            __m256i x = _mm256_set1_epi32(load_i32(ak + (size_t)r * Kp + 2 * half));                              \
-            c##r##0 = _mm256_add_epi32(c##r##0, _mm256_madd_epi16(w0, x));                                        \
-            c##r##1 = _mm256_add_epi32(c##r##1, _mm256_madd_epi16(w1, x));                                        \
+            int64_t x4;                                                                                           \
+            memcpy(&x4, a + (size_t)r * Kp + k, 8);                                                               \
+            __m256i x = _mm256_set1_epi64x(x4);                                                                   \
+            c##r##0 = _mm256_add_epi32(c##r##0, _mm256_madd_epi16(x, _mm256_load_si256(bk)));                     \
+            c##r##1 = _mm256_add_epi32(c##r##1, _mm256_madd_epi16(x, _mm256_load_si256(bk + 1)));                 \
+            c##r##2 = _mm256_add_epi32(c##r##2, _mm256_madd_epi16(x, _mm256_load_si256(bk + 2)));                 \
+            c##r##3 = _mm256_add_epi32(c##r##3, _mm256_madd_epi16(x, _mm256_load_si256(bk + 3)));                 \
         }                                                                                                         \
     } while (0)
-        /* (k, k+2) of channels 0-7 and 8-15, then (k+1, k+3) */
-        __m256i w0 = _mm256_srai_epi16(_mm256_slli_epi16(v0, 8), 8),
-                w1 = _mm256_srai_epi16(_mm256_slli_epi16(v1, 8), 8);
-        ROW(0, w0, w1, 0);
-        ROW(1, w0, w1, 0);
-        ROW(2, w0, w1, 0);
-        ROW(3, w0, w1, 0);
-        ROW(4, w0, w1, 0);
-        w0 = _mm256_srai_epi16(v0, 8);
-        w1 = _mm256_srai_epi16(v1, 8);
-        ROW(0, w0, w1, 1);
-        ROW(1, w0, w1, 1);
-        ROW(2, w0, w1, 1);
-        ROW(3, w0, w1, 1);
-        ROW(4, w0, w1, 1);
+        ROW(0);
+        ROW(1);
+        ROW(2);
 #undef ROW
     }
     int n = 16 * p, valid = g->N - n;
 #define STORE(r)                                                                                                  \
     do {                                                                                                          \
         if (rows > r) {                                                                                           \
-            epilogue8(g, m + r, n, valid, c##r##0);                                                               \
-            if (valid > 8) epilogue8(g, m + r, n + 8, valid - 8, c##r##1);                                        \
+            epilogue8(g, m + r, n, valid, pair_sums(c##r##0, c##r##1));                                           \
+            if (valid > 8) epilogue8(g, m + r, n + 8, valid - 8, pair_sums(c##r##2, c##r##3));                    \
         }                                                                                                         \
     } while (0)
     STORE(0);
     STORE(1);
     STORE(2);
-    STORE(3);
-    STORE(4);
 #undef STORE
 }
 
 /* One function per row count, so that each keeps its accumulators in registers. */
 #define TILE(r)                                                                                                   \
     T_AVX2 __attribute__((noinline)) static void tile##r(const emb_int8_gemm_kernels_args *g, const int16_t *a,   \
-                                                         int m, int p) {                                          \
-        tile(g, a, m, p, r);                                                                                      \
+                                                         const int16_t *b, int m, int p) {                        \
+        tile(g, a, b, m, p, r);                                                                                   \
     }
 TILE(1)
 TILE(2)
 TILE(3)
-TILE(4)
-TILE(5)
 #undef TILE
-static void (*const tiles[5])(const emb_int8_gemm_kernels_args *, const int16_t *, int,
-                              int) = {tile1, tile2, tile3, tile4, tile5};
+static void (*const tiles[TILE_ROWS])(const emb_int8_gemm_kernels_args *, const int16_t *, const int16_t *, int,
+                                      int) = {tile1, tile2, tile3};
 
 /* Rows in chunks whose widened codes (about 256 KB) stay in L2 while every panel meets them; in a
- * chunk, panels outside and row tiles inside, so that a panel's codes stay in L1 over the chunk. */
+ * chunk, panels outside (each widened once, 32 Kp bytes: in L1 up to K = 1024) and row tiles
+ * inside. */
 static int chunk_rows(int Kp) {
     int mc = (256 * 1024) / (2 * Kp) / TILE_ROWS * TILE_ROWS;
     return mc < 4 * TILE_ROWS ? 4 * TILE_ROWS : mc;
@@ -144,15 +130,19 @@ static int chunk_rows(int Kp) {
 int emb_int8_gemm_avx2_run(const emb_int8_gemm_kernels_args *g, int m0, int m1, int p0, int p1) {
     const int Kp = g->Kp, mc = chunk_rows(Kp);
     int rows = m1 - m0 < mc ? m1 - m0 : mc;
-    int16_t *a = aligned_alloc(64, ((size_t)rows * (size_t)Kp * 2 + 63) / 64 * 64);
+    size_t abytes = ((size_t)rows * (size_t)Kp * 2 + 63) / 64 * 64;
+    int16_t *a = aligned_alloc(64, abytes + (size_t)Kp * 32), *bw = a + abytes / 2;
     if (!a) return -1;
     for (int c0 = m0; c0 < m1; c0 += mc) {
         int c1 = m1 - c0 < mc ? m1 : c0 + mc;
         for (int m = c0; m < c1; m++)
-            widen_row(g->u + (size_t)m * (size_t)Kp, Kp, a + (size_t)(m - c0) * (size_t)Kp);
-        for (int p = p0; p < p1; p++)
+            widen_u8(g->u + (size_t)m * (size_t)Kp, Kp, a + (size_t)(m - c0) * (size_t)Kp);
+        for (int p = p0; p < p1; p++) {
+            widen_s8(g->wp + (size_t)p * 16 * (size_t)Kp, 16 * (size_t)Kp, bw);
             for (int m = c0; m < c1; m += TILE_ROWS)
-                tiles[(c1 - m < TILE_ROWS ? c1 - m : TILE_ROWS) - 1](g, a + (size_t)(m - c0) * (size_t)Kp, m, p);
+                tiles[(c1 - m < TILE_ROWS ? c1 - m : TILE_ROWS) - 1](g, a + (size_t)(m - c0) * (size_t)Kp, bw, m,
+                                                                     p);
+        }
     }
     free(a);
     return 0;
