@@ -13,34 +13,14 @@
 #define I8_X86 1
 #include <immintrin.h>
 #define T_AVX2 __attribute__((target("avx2,fma")))
-#define T_AVXVNNI __attribute__((target("avx2,fma,avxvnni")))
 #define T_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma")))
 #define INLINE static inline __attribute__((always_inline))
 #else
 #define I8_X86 0
 #endif
 
-static inline int32_t load_i32(const void *p) {
-    int32_t v;
-    memcpy(&v, p, 4);
-    return v;
-}
-
-/* ---------- the epilogue, one value (the reference every vector epilogue equals) ---------- */
-
-static inline void epilogue1(const emb_int8_gemm_kernels_args *g, int m, int n, int32_t acc) {
-    /* wrapping: acc and zp * colsum each fit int32, and so does their difference P */
-    int32_t P = (int32_t)((uint32_t)acc - (uint32_t)g->zp[m] * (uint32_t)g->colsum[n]);
-    if (g->P) {
-        g->P[(size_t)m * g->ldp + n] = P;
-        return;
-    }
-    float s = g->sa[m] * g->sw[n];
-    float t = (float)P * s;
-    t = t + (g->bias ? g->bias[n] : 0.0f);
-    float *c = g->C + (size_t)m * g->ldc + n;
-    *c = g->beta ? *c + t : t;
-}
+#define load_i32 emb_int8_gemm_kernels_load_i32
+#define epilogue1 emb_int8_gemm_kernels_epilogue1
 
 /* ---------- scalar ---------- */
 
@@ -87,142 +67,9 @@ static void run_blocked(const emb_int8_gemm_kernels_args *g, int m0, int m1, int
     }
 }
 
-/* ---------- 8-lane epilogue (AVX2, AVX-VNNI) ---------- */
-
-/* Named accumulators, not arrays: GCC kept arrays of vectors on the stack (a store per
- * multiply-add, 3x slower). MR is a constant after inlining, so unused ones vanish. */
-#define ACC256_ZERO(r, v) __m256i c##r##v = _mm256_setzero_si256();
-
-/* Row m, channels n .. n + 7 (the first `valid` of them are stored). */
-T_AVX2 INLINE void epilogue8(const emb_int8_gemm_kernels_args *g, int m, int n, int valid, __m256i acc) {
-    __m256i P = _mm256_sub_epi32(acc, _mm256_mullo_epi32(_mm256_set1_epi32(g->zp[m]),
-                                                         _mm256_loadu_si256((const __m256i *)(g->colsum + n))));
-    if (valid >= 8) {
-        if (g->P) {
-            _mm256_storeu_si256((__m256i *)(g->P + (size_t)m * g->ldp + n), P);
-            return;
-        }
-        __m256 s = _mm256_mul_ps(_mm256_set1_ps(g->sa[m]), _mm256_loadu_ps(g->sw + n));
-        __m256 t = _mm256_mul_ps(_mm256_cvtepi32_ps(P), s);
-        t = _mm256_add_ps(t, g->bias ? _mm256_loadu_ps(g->bias + n) : _mm256_setzero_ps());
-        float *c = g->C + (size_t)m * g->ldc + n;
-        if (g->beta) t = _mm256_add_ps(_mm256_loadu_ps(c), t);
-        _mm256_storeu_ps(c, t);
-        return;
-    }
-    int32_t v[8];
-    _mm256_storeu_si256((__m256i *)v, acc);
-    for (int j = 0; j < valid; j++) epilogue1(g, m, n + j, v[j]);
-}
-
-/* ---------- AVX2 without VNNI: codes widened to int16, vpmaddwd (exact) ---------- */
-
-/* 4 u8 codes as int16, repeated: the operand of vpmaddwd against 4 channels x 4 inputs */
-T_AVX2 INLINE __m256i bcast_u8x4(const uint8_t *a) {
-    return _mm256_broadcastq_epi64(_mm_cvtepu8_epi16(_mm_cvtsi32_si128(load_i32(a))));
-}
-
-/* lanes (channel, k0+k1), (channel, k2+k3) of 4-channel groups g0 and g1 into 8 channel sums */
-T_AVX2 INLINE __m256i pair_sums(__m256i g0, __m256i g1) {
-    return _mm256_permute4x64_epi64(_mm256_hadd_epi32(g0, g1), _MM_SHUFFLE(3, 1, 2, 0));
-}
-
-#define ACC2_ROW(r)                                                                             \
-    if (MR > r) {                                                                               \
-        __m256i x = bcast_u8x4(a + r * Kp + k);                                                 \
-        c##r##0 = _mm256_add_epi32(c##r##0, _mm256_madd_epi16(w0, x));                          \
-        c##r##1 = _mm256_add_epi32(c##r##1, _mm256_madd_epi16(w1, x));                          \
-        c##r##2 = _mm256_add_epi32(c##r##2, _mm256_madd_epi16(w2, x));                          \
-        c##r##3 = _mm256_add_epi32(c##r##3, _mm256_madd_epi16(w3, x));                          \
-    }
-#define ACC2_STORE(r)                                                                           \
-    if (MR > r) {                                                                               \
-        epilogue8(g, m + r, n, valid, pair_sums(c##r##0, c##r##1));                             \
-        if (valid > 8) epilogue8(g, m + r, n + 8, valid - 8, pair_sums(c##r##2, c##r##3));      \
-    }
-
-T_AVX2 INLINE void tile_avx2(const emb_int8_gemm_kernels_args *g, int m, int p, const int MR) {
-    const size_t Kp = (size_t)g->Kp;
-    const int8_t *b = g->wp + (size_t)p * 16 * Kp;
-    const uint8_t *a = g->u + (size_t)m * Kp;
-    ACC256_ZERO(0, 0) ACC256_ZERO(0, 1) ACC256_ZERO(0, 2) ACC256_ZERO(0, 3)
-    ACC256_ZERO(1, 0) ACC256_ZERO(1, 1) ACC256_ZERO(1, 2) ACC256_ZERO(1, 3)
-    for (size_t k = 0; k < Kp; k += 4) {
-        const int8_t *bk = b + 16 * k;
-        __m256i w0 = _mm256_cvtepi8_epi16(_mm_load_si128((const __m128i *)bk)),
-                w1 = _mm256_cvtepi8_epi16(_mm_load_si128((const __m128i *)(bk + 16))),
-                w2 = _mm256_cvtepi8_epi16(_mm_load_si128((const __m128i *)(bk + 32))),
-                w3 = _mm256_cvtepi8_epi16(_mm_load_si128((const __m128i *)(bk + 48)));
-        ACC2_ROW(0) ACC2_ROW(1)
-    }
-    int n = 16 * p, valid = g->N - n;
-    ACC2_STORE(0) ACC2_STORE(1)
-}
-
-T_AVX2 static void run_avx2(const emb_int8_gemm_kernels_args *g, int m0, int m1, int p0, int p1) {
-    for (int p = p0; p < p1; p++) {
-        int m = m0;
-        for (; m + 2 <= m1; m += 2) tile_avx2(g, m, p, 2);
-        if (m < m1) tile_avx2(g, m, p, 1);
-    }
-}
-
-/* ---------- AVX-VNNI (256-bit vpdpbusd): MR rows x one panel (two 8-channel halves) ---------- */
-
-#define ACC256_ROW(r)                                                                           \
-    if (MR > r) {                                                                               \
-        __m256i x##r = _mm256_set1_epi32(load_i32(a + r * Kp + k));                             \
-        c##r##0 = _mm256_dpbusd_avx_epi32(c##r##0, x##r, w0);                                   \
-        c##r##1 = _mm256_dpbusd_avx_epi32(c##r##1, x##r, w1);                                   \
-    }
-#define ACC256_STORE(r)                                                                         \
-    if (MR > r) {                                                                               \
-        _mm256_store_si256((__m256i *)(sums + 16 * r), c##r##0);                                \
-        _mm256_store_si256((__m256i *)(sums + 16 * r + 8), c##r##1);                            \
-    }
-
-/* Through memory, as the AVX-512 tiles do (below). */
-T_AVXVNNI __attribute__((noinline)) static void epilogue_tile8(const emb_int8_gemm_kernels_args *g, int m, int p, int MR,
-                                                               const int32_t *sums) {
-    int n = 16 * p, valid = g->N - n;
-    for (int r = 0; r < MR; r++) {
-        epilogue8(g, m + r, n, valid, _mm256_load_si256((const __m256i *)(sums + 16 * r)));
-        if (valid > 8) epilogue8(g, m + r, n + 8, valid - 8, _mm256_load_si256((const __m256i *)(sums + 16 * r + 8)));
-    }
-}
-
-T_AVXVNNI INLINE void tile_avxvnni(const emb_int8_gemm_kernels_args *g, int m, int p, const int MR) {
-    const size_t Kp = (size_t)g->Kp;
-    const int8_t *b = g->wp + (size_t)p * 16 * Kp;
-    const uint8_t *a = g->u + (size_t)m * Kp;
-    ACC256_ZERO(0, 0) ACC256_ZERO(0, 1) ACC256_ZERO(1, 0) ACC256_ZERO(1, 1) ACC256_ZERO(2, 0) ACC256_ZERO(2, 1)
-    ACC256_ZERO(3, 0) ACC256_ZERO(3, 1) ACC256_ZERO(4, 0) ACC256_ZERO(4, 1) ACC256_ZERO(5, 0) ACC256_ZERO(5, 1)
-    for (size_t k = 0; k < Kp; k += 4) {
-        __m256i w0 = _mm256_load_si256((const __m256i *)(b + 16 * k)),
-                w1 = _mm256_load_si256((const __m256i *)(b + 16 * k + 32));
-        ACC256_ROW(0) ACC256_ROW(1) ACC256_ROW(2) ACC256_ROW(3) ACC256_ROW(4) ACC256_ROW(5)
-    }
-    __attribute__((aligned(32))) int32_t sums[6 * 16];
-    ACC256_STORE(0) ACC256_STORE(1) ACC256_STORE(2) ACC256_STORE(3) ACC256_STORE(4) ACC256_STORE(5)
-    epilogue_tile8(g, m, p, MR, sums);
-}
-
-#define AVXVNNI_TILE(mr)                                                                         \
-    T_AVXVNNI __attribute__((noinline)) static void tile256_##mr(const emb_int8_gemm_kernels_args *g, int m, int p) { \
-        tile_avxvnni(g, m, p, mr);                                                               \
-    }
-AVXVNNI_TILE(1) AVXVNNI_TILE(2) AVXVNNI_TILE(3) AVXVNNI_TILE(4) AVXVNNI_TILE(5) AVXVNNI_TILE(6)
-static void (*const tiles256[6])(const emb_int8_gemm_kernels_args *g, int m, int p) = {tile256_1, tile256_2, tile256_3,
-                                                                          tile256_4, tile256_5, tile256_6};
-
-static void tile256_any(const emb_int8_gemm_kernels_args *g, int m, int p, int mr, int np) {
-    (void)np;
-    tiles256[mr - 1](g, m, p);
-}
-
 /* ---------- AVX-512 VNNI: MR (<= 6) rows x NP (<= 4) panels, 24 accumulators at most ---------- */
 
-/* Named accumulators, as above. */
+/* Named accumulators, not arrays (GCC kept arrays of vectors on the stack). */
 #define FOR_NP(X, r) X(r, 0) X(r, 1) X(r, 2) X(r, 3)
 #define FOR_TILE(X) FOR_NP(X, 0) FOR_NP(X, 1) FOR_NP(X, 2) FOR_NP(X, 3) FOR_NP(X, 4) FOR_NP(X, 5)
 #define ACC512_ZERO(r, v) __m512i c##r##v = _mm512_setzero_si512();
@@ -318,8 +165,10 @@ void emb_int8_gemm_kernels_run(emb_int8_gemm_path p, const emb_int8_gemm_kernels
 #if I8_X86
     switch (p) {
     case EMB_I8_AVX512_VNNI: run_blocked(g, m0, m1, p0, p1, 4, tile512_any); return;
-    case EMB_I8_AVX_VNNI: run_blocked(g, m0, m1, p0, p1, 1, tile256_any); return;
-    case EMB_I8_AVX2: run_avx2(g, m0, m1, p0, p1); return;
+    case EMB_I8_AVX_VNNI: run_blocked(g, m0, m1, p0, p1, 1, emb_int8_gemm_avxvnni_tile); return;
+    case EMB_I8_AVX2:
+        if (emb_int8_gemm_avx2_run(g, m0, m1, p0, p1) == 0) return;
+        break; /* out of memory: the same sums in C */
     default: break;
     }
 #endif

@@ -3,6 +3,7 @@
 #ifndef EMBED_INT8_GEMM_KERNELS_H
 #define EMBED_INT8_GEMM_KERNELS_H
 #include "math/int8_gemm.h"
+#include <string.h>
 
 typedef struct {
     const uint8_t *u; /* activation codes, rows of Kp */
@@ -27,6 +28,38 @@ typedef struct {
 int emb_int8_gemm_kernels_row_chunk(int Kp);
 void emb_int8_gemm_kernels_run(emb_int8_gemm_path p, const emb_int8_gemm_kernels_args *g, int m0, int m1, int p0,
                                int p1);
+
+/* 4 bytes at p, as one int32 (no alignment needed). */
+static inline int32_t emb_int8_gemm_kernels_load_i32(const void *p) {
+    int32_t v;
+    memcpy(&v, p, 4);
+    return v;
+}
+
+/* The epilogue of one value (the reference every vector epilogue equals): P = acc - zp colsum
+ * (wrapping: acc and zp colsum each fit int32, and so does their difference), stored in g->P, or
+ * C = beta C + P sa sw + bias. */
+static inline void emb_int8_gemm_kernels_epilogue1(const emb_int8_gemm_kernels_args *g, int m, int n,
+                                                   int32_t acc) {
+    int32_t P = (int32_t)((uint32_t)acc - (uint32_t)g->zp[m] * (uint32_t)g->colsum[n]);
+    if (g->P) {
+        g->P[(size_t)m * g->ldp + n] = P;
+        return;
+    }
+    float s = g->sa[m] * g->sw[n];
+    float t = (float)P * s;
+    t = t + (g->bias ? g->bias[n] : 0.0f);
+    float *c = g->C + (size_t)m * g->ldc + n;
+    *c = g->beta ? *c + t : t;
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+/* AVX2 without VNNI (int8_gemm_avx2.c): rows m0..m1-1, panels p0..p1-1, as
+ * emb_int8_gemm_kernels_run; -1 (nothing done) when out of memory for the widened rows. */
+int emb_int8_gemm_avx2_run(const emb_int8_gemm_kernels_args *g, int m0, int m1, int p0, int p1);
+/* AVX-VNNI (int8_gemm_avx2.c): one tile of mr (<= 6) rows x panel p (np is 1). */
+void emb_int8_gemm_avxvnni_tile(const emb_int8_gemm_kernels_args *g, int m, int p, int mr, int np);
+#endif
 
 /* One row's codes: u[k] for k < K from x, zeros up to Kp; *sa, *zp as int8_gemm.h says. The
  * same on every set (AVX-512 and AVX2 loops, the C loop). */

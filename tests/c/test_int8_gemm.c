@@ -22,11 +22,14 @@ static int rand_int(int lo, int hi) { return lo + (int)(next_u64() % (uint64_t)(
 typedef struct {
     int M, N, K;
 } shape;
-/* K not a multiple of 4 or 64, N not a multiple of 16 or 64, M = 1 and M past the 6-row tile */
-static const shape shapes[] = {{1, 1, 1},     {1, 17, 5},      {2, 16, 4},     {7, 33, 63},   {5, 64, 64},
-                               {13, 50, 130}, {6, 65, 257},    {16, 384, 384}, {23, 131, 99}, {1, 1152, 384},
-                               {37, 200, 3},  {130, 33, 6001}, {61, 200, 2701}};
-/* the last two: rows outside panels (codes of the panels within 512 KB), rows in blocks of 48 */
+/* K not a multiple of 4 or 64 (nor of 16: K = 44 leaves 12 codes past the last 16), N not a
+ * multiple of 16 or 64 (N = 45 ends on 13 channels, past AVX2's 8-channel half), M = 1 and M past
+ * the 6-row and 5-row tiles */
+static const shape shapes[] = {{1, 1, 1},     {1, 17, 5},   {2, 16, 4},      {7, 33, 63},    {5, 64, 64},
+                               {13, 50, 130}, {6, 65, 257}, {16, 384, 384},  {23, 131, 99},  {1, 1152, 384},
+                               {37, 200, 3},  {11, 45, 44}, {130, 33, 6001}, {61, 200, 2701}};
+/* the last two: rows outside panels (codes of the panels within 512 KB), rows in blocks of 48
+ * (AVX2: its widened rows in chunks of 20) */
 #define NSHAPES (sizeof shapes / sizeof shapes[0])
 
 static int n_paths_checked;
