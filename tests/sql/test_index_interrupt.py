@@ -16,6 +16,9 @@ from harness import test, connect, ROOT
 # the shipped model: a 20,000-text insert takes seconds with it (the tiny fixtures finished one
 # before a 0.5 s interrupt on a quiet machine)
 MODEL = os.path.join(ROOT, "models", "sqlite-embed-mini")
+# back within a second; three under make asan (SANITIZE=1), whose instrumented code runs two to
+# three times slower (1.13 s was seen there with another job on the two cores)
+BACK_WITHIN = 3.0 if os.environ.get("SANITIZE") == "1" else 1.0
 
 
 def vectors(n, d, seed):
@@ -89,7 +92,7 @@ def an_interrupted_build_leaves_the_index_as_it_was():
     # many lists and iterations on uniform data: a build of several seconds
     took, seen = interrupted(con, """INSERT INTO t(t, text) VALUES ('build', '{"lists": 400, "iterations": 100,
                              "sample": 50}')""", 0.1, watcher)
-    assert took < 1.0, took
+    assert took < BACK_WITHIN, took
     assert any(s.startswith("build: ") for s in seen), seen
     assert state(con) == before and answers(con, queries) == found
     assert state(watcher) == before
@@ -118,7 +121,7 @@ def check_interrupted_insert(name, options, progress):
     found = [con.execute("SELECT rowid FROM t WHERE t MATCH ? AND k = 5", (w,)).fetchall() for w in words[:4]]
     took, seen = interrupted(con, "INSERT INTO t(rowid, text) SELECT id, body FROM src WHERE id > 100", 0.1,
                              watcher)
-    assert took < 1.0, took
+    assert took < BACK_WITHIN, took
     assert state(con) == before and state(watcher) == before
     assert [con.execute("SELECT rowid FROM t WHERE t MATCH ? AND k = 5", (w,)).fetchall() for w in words[:4]] == found
     assert con.execute("SELECT count(*) FROM t_pending").fetchone()[0] == 0
