@@ -62,12 +62,13 @@ __attribute__((target("avx512f,avx512vnni"), noinline)) static double vnni_chain
  * Written in assembly, 12 chains in ymm0-11 (each product takes its accumulator as an operand):
  * in C with loop-invariant operands GCC computed one vpmaddwd a step for all 12 chains, which is
  * what this measured before, and with arrays of accumulators it stored them every step. */
+/* clang-format lays these lines out differently at each pass: they keep their own layout */
+// clang-format off
 #define MADD_CHAIN(i) "vpmaddwd %%ymm15, %%ymm" #i ", %%ymm12\n\tvpaddd %%ymm12, %%ymm" #i ", %%ymm" #i "\n\t"
-#define MADD_STEP                                                                                                 \
-    MADD_CHAIN(0)                                                                                                 \
-    MADD_CHAIN(1)                                                                                                 \
-    MADD_CHAIN(2) MADD_CHAIN(3) MADD_CHAIN(4) MADD_CHAIN(5) MADD_CHAIN(6) MADD_CHAIN(7) MADD_CHAIN(8)             \
-        MADD_CHAIN(9) MADD_CHAIN(10) MADD_CHAIN(11)
+#define MADD_STEP \
+    MADD_CHAIN(0) MADD_CHAIN(1) MADD_CHAIN(2) MADD_CHAIN(3) MADD_CHAIN(4) MADD_CHAIN(5) \
+    MADD_CHAIN(6) MADD_CHAIN(7) MADD_CHAIN(8) MADD_CHAIN(9) MADD_CHAIN(10) MADD_CHAIN(11)
+// clang-format on
 __attribute__((target("avx2"), noinline)) static double madd256_chains(long steps) {
     int v[8];
     __asm__ volatile("vpxor %%xmm0, %%xmm0, %%xmm0\n\t" /* accumulators 0..11 start at 0, w = 3 */

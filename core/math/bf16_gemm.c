@@ -1,9 +1,11 @@
-/* bfloat16 products (bf16_gemm.h): rounding, packing, the AVX512_BF16 tiles, the AVX2 tiles that
- * widen bf16 to float32, the C loop that gives the same sums, and the split over the helper threads. */
+/* bfloat16 products (bf16_gemm.h): rounding, packing, the AVX512_BF16 tiles, the C loop that gives
+ * the same sums, the choice of kernels and the split over the helper threads. The kernels that
+ * widen bf16 to float32 (AVX2, AVX-512F) are bf16_gemm_wide.c. */
 /* The register tiles are written as rows of macro calls, which clang-format cannot lay out (it
  * splits them differently at each pass): this file keeps its own layout. */
 // clang-format off
 #include "math/bf16_gemm.h"
+#include "math/bf16_gemm_kernels.h"
 #include "base/simd.h"
 #include <float.h>
 #include <math.h>
@@ -27,32 +29,42 @@ static int round_up(int x, int m) { return (x + m - 1) / m * m; }
 
 /* ---------- the CPU ---------- */
 
-/* 2: AVX512_BF16's vdpbf16ps; 1: bf16 widened to float32 in AVX2 registers, fused multiply-adds;
- * 0: the C loop. The set in use (emb_simd) caps it. */
-static int bf16_kernels(void) {
+static const char *const kernel_names[EMB_BF16_NKERNELS] = {
+    "c (a C loop)", "avx2 (bf16 widened to float32, FMA)", "avx512 (bf16 widened to float32, FMA)", "avx512_bf16"};
+
+const char *emb_bf16_kernels_name(emb_bf16_kernels k) {
+    return k >= 0 && k < EMB_BF16_NKERNELS ? kernel_names[k] : "?";
+}
+
+int emb_bf16_kernels_supported(emb_bf16_kernels k) {
+    if (k == EMB_BF16_C) return 1;
+#if defined(__x86_64__) && defined(__GNUC__)
+    __builtin_cpu_init();
+    if (k == EMB_BF16_AVX2) return emb_simd() >= EMB_SIMD_AVX2;
+    if (k == EMB_BF16_AVX512) return emb_simd() >= EMB_SIMD_AVX512;
+#if BF16_X86
+    if (k == EMB_BF16_AVX512_BF16)
+        return emb_simd() >= EMB_SIMD_AVX512 && __builtin_cpu_supports("avx512bf16");
+#endif
+#endif
+    return 0;
+}
+
+/* The best kernels this CPU runs under the cap of EMBED_SIMD (read once). */
+emb_bf16_kernels emb_bf16_kernels_default(void) {
     static atomic_int known = -1; /* the same answer from every thread */
     int f = atomic_load(&known);
     if (f < 0) {
-        f = 0;
-#if BF16_X86
-        __builtin_cpu_init();
-        if (emb_simd() >= EMB_SIMD_AVX512 && __builtin_cpu_supports("avx512f") &&
-            __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512bf16"))
-            f = 2;
-        else if (emb_simd() >= EMB_SIMD_AVX2)
-            f = 1;
-#endif
+        f = EMB_BF16_NKERNELS - 1;
+        while (f > 0 && !emb_bf16_kernels_supported((emb_bf16_kernels)f)) f--;
         atomic_store(&known, f);
     }
-    return f;
+    return (emb_bf16_kernels)f;
 }
 
-int emb_bf16_fast(void) { return bf16_kernels() > 0; }
+int emb_bf16_fast(void) { return emb_bf16_kernels_default() > EMB_BF16_C; }
 
-const char *emb_bf16_path_name(void) {
-    static const char *const names[] = {"c (a C loop)", "avx2 (bf16 widened to float32, FMA)", "avx512_bf16"};
-    return names[bf16_kernels()];
-}
+const char *emb_bf16_path_name(void) { return emb_bf16_kernels_name(emb_bf16_kernels_default()); }
 
 /* ---------- rounding ---------- */
 
@@ -168,24 +180,8 @@ int emb_bf16_convert(const float *A, int lda, int M, int K, emb_bf16_act *a) {
 
 /* ---------- products ---------- */
 
-typedef struct {
-    const uint32_t *a, *b; /* activation pairs (rows of kp2), packed panels (16 * kp2 each) */
-    int kp2, N;
-    const float *bias;
-    int beta;
-    float *C;
-    int ldc;
-} args;
-
-/* Sums s of row m, columns n0.. (up to 16) into C: C = (beta ? C : 0) + (s + bias). */
-static void epilogue(const args *g, int m, int n0, const float *s) {
-    int nn = g->N - n0 < 16 ? g->N - n0 : 16;
-    float *c = g->C + (size_t)m * (size_t)g->ldc + n0;
-    for (int i = 0; i < nn; i++) {
-        float v = g->bias ? s[i] + g->bias[n0 + i] : s[i];
-        c[i] = g->beta ? c[i] + v : v;
-    }
-}
+typedef emb_bf16_args args;
+#define epilogue emb_bf16_epilogue
 
 /* A result below float32's normal range becomes a signed zero, as vdpbf16ps leaves it. */
 static inline float ftz(float x) { return fabsf(x) < FLT_MIN ? copysignf(0.0f, x) : x; }
@@ -248,68 +244,16 @@ TILES(1) TILES(2) TILES(3) TILES(4) TILES(5) TILES(6)
 #define NAMES(mr) {tile_##mr##_1, tile_##mr##_2, tile_##mr##_3, tile_##mr##_4}
 static void (*const tiles[6][4])(const args *g, int m, int p) = {NAMES(1), NAMES(2), NAMES(3), NAMES(4), NAMES(5), NAMES(6)};
 
-/* AVX2 with FMA: up to 4 rows x one panel (two vectors of 8 channels). Each pair's values are
- * widened in registers (the high half masked, the low half shifted up: exact), and the sums are
- * vdpbf16ps's: the k + 1 term, then the k term, each a fused multiply-add (a bf16 product is
- * exact in float32) rounded to nearest, a result below float32's normal range flushed to a
- * signed zero by MXCSR's FTZ, set around the tiles. */
-#define T_AVX2 __attribute__((target("avx2,fma")))
-#define ACC2_ZERO(r) __m256 c##r##0 = _mm256_setzero_ps(), c##r##1 = _mm256_setzero_ps();
-#define ACC2_ROW(r)                                                                                          \
-    if (MR > r) {                                                                                            \
-        __m256i x = _mm256_set1_epi32((int)a[r * kp2 + j]);                                                  \
-        __m256 hi = _mm256_castsi256_ps(_mm256_and_si256(x, himask)),                                        \
-               lo = _mm256_castsi256_ps(_mm256_slli_epi32(x, 16));                                           \
-        c##r##0 = _mm256_fmadd_ps(lo, wlo0, _mm256_fmadd_ps(hi, whi0, c##r##0));                             \
-        c##r##1 = _mm256_fmadd_ps(lo, wlo1, _mm256_fmadd_ps(hi, whi1, c##r##1));                             \
-    }
-#define ACC2_STORE(r)                                                                                        \
-    if (MR > r) {                                                                                            \
-        _mm256_store_ps(sums + 16 * r, c##r##0);                                                             \
-        _mm256_store_ps(sums + 16 * r + 8, c##r##1);                                                         \
-    }
-T_AVX2 static inline __attribute__((always_inline)) void tile_avx2(const args *g, int m, int p, const int MR) {
-    const size_t kp2 = (size_t)g->kp2;
-    const uint32_t *a = g->a + (size_t)m * kp2, *b = g->b + (size_t)p * 16 * kp2;
-    const __m256i himask = _mm256_set1_epi32((int)0xffff0000u);
-    ACC2_ZERO(0) ACC2_ZERO(1) ACC2_ZERO(2) ACC2_ZERO(3)
-    for (size_t j = 0; j < kp2; j++) {
-        __m256i w0 = _mm256_load_si256((const __m256i *)(b + 16 * j)),
-                w1 = _mm256_load_si256((const __m256i *)(b + 16 * j + 8));
-        __m256 whi0 = _mm256_castsi256_ps(_mm256_and_si256(w0, himask)),
-               wlo0 = _mm256_castsi256_ps(_mm256_slli_epi32(w0, 16)),
-               whi1 = _mm256_castsi256_ps(_mm256_and_si256(w1, himask)),
-               wlo1 = _mm256_castsi256_ps(_mm256_slli_epi32(w1, 16));
-        ACC2_ROW(0) ACC2_ROW(1) ACC2_ROW(2) ACC2_ROW(3)
-    }
-    __attribute__((aligned(32))) float sums[4 * 16];
-    ACC2_STORE(0) ACC2_STORE(1) ACC2_STORE(2) ACC2_STORE(3)
-    for (int r = 0; r < MR; r++) epilogue(g, m + r, 16 * p, sums + 16 * r);
-}
-#define TILE2(mr) \
-    T_AVX2 __attribute__((noinline)) static void tile2_##mr(const args *g, int m, int p) { tile_avx2(g, m, p, mr); }
-TILE2(1) TILE2(2) TILE2(3) TILE2(4)
-static void (*const tiles2[4])(const args *g, int m, int p) = {tile2_1, tile2_2, tile2_3, tile2_4};
-static void tile_any2(const args *g, int m, int p, int mr, int np) {
-    unsigned csr = _mm_getcsr();
-    _mm_setcsr(csr | 0x8000u); /* FTZ */
-    for (int v = 0; v < np; v++)
-        for (int r = 0; r < mr; r += 4) tiles2[(mr - r < 4 ? mr - r : 4) - 1](g, m + r, p + v);
-    _mm_setcsr(csr);
-}
-
-static void tile_fast(const args *g, int m, int p, int mr, int np) {
-    if (bf16_kernels() == 2) tiles[mr - 1][np - 1](g, m, p);
-    else if (bf16_kernels() == 1) tile_any2(g, m, p, mr, np);
-    else tile_c(g, m, p, mr, np);
-}
-#else
-static void tile_fast(const args *g, int m, int p, int mr, int np) { tile_c(g, m, p, mr, np); }
 #endif
 
-/* Rows m0..m1-1, panels p0..p1-1: blocks of rows that stay in L2 while every group of 4 panels
- * meets them, in tiles of 6 rows x 4 panels. */
-static void run(int fast, const args *g, int m0, int m1, int p0, int p1) {
+/* Rows m0..m1-1, panels p0..p1-1 with kernels k (supported): blocks of rows that stay in L2 while
+ * every group of 4 panels meets them, in tiles of 6 rows x 4 panels. */
+static void run(emb_bf16_kernels k, const args *g, int m0, int m1, int p0, int p1) {
+    (void)k; /* elsewhere than x86-64, the C loop alone */
+#if defined(__x86_64__) && defined(__GNUC__)
+    if ((k == EMB_BF16_AVX2 || k == EMB_BF16_AVX512) && emb_bf16_wide_run(k == EMB_BF16_AVX512, g, m0, m1, p0, p1) == 0)
+        return; /* else out of memory: the C loop */
+#endif
     int mc = (int)(256 * 1024 / (8 * (size_t)g->kp2)) / 6 * 6;
     if (mc < 48) mc = 48;
     for (int c0 = m0; c0 < m1; c0 += mc) {
@@ -317,8 +261,13 @@ static void run(int fast, const args *g, int m0, int m1, int p0, int p1) {
         for (int p = p0; p < p1; p += 4)
             for (int m = c0; m < c1; m += 6) {
                 int mr = c1 - m < 6 ? c1 - m : 6, np = p1 - p < 4 ? p1 - p : 4;
-                if (fast) tile_fast(g, m, p, mr, np);
-                else tile_c(g, m, p, mr, np);
+#if BF16_X86
+                if (k == EMB_BF16_AVX512_BF16) {
+                    tiles[mr - 1][np - 1](g, m, p);
+                    continue;
+                }
+#endif
+                tile_c(g, m, p, mr, np);
             }
     }
 }
@@ -328,11 +277,11 @@ static args make_args(const emb_bf16_act *a, const emb_bf16w *w, const float *bi
     return g;
 }
 
-int emb_bf16_gemm_path(int fast, const emb_bf16_act *a, const emb_bf16w *w, const float *bias, float beta, float *C,
+int emb_bf16_gemm_path(emb_bf16_kernels k, const emb_bf16_act *a, const emb_bf16w *w, const float *bias, float beta, float *C,
                        int ldc) {
     if (a->K != w->K) return -1;
     args g = make_args(a, w, bias, beta, C, ldc);
-    run(fast, &g, 0, a->M, 0, w->Np / 16);
+    run(k, &g, 0, a->M, 0, w->Np / 16);
     return 0;
 }
 
@@ -340,7 +289,8 @@ int emb_bf16_gemm_path(int fast, const emb_bf16_act *a, const emb_bf16w *w, cons
  * twice the threads. */
 typedef struct {
     const args *g;
-    int fast, M, panels, row_step, panel_blocks;
+    emb_bf16_kernels k;
+    int M, panels, row_step, panel_blocks;
 } job;
 
 static void task(void *ctx, int t, int worker) {
@@ -348,7 +298,7 @@ static void task(void *ctx, int t, int worker) {
     const job *j = ctx;
     int m0 = t / j->panel_blocks * j->row_step, p0 = t % j->panel_blocks * 4;
     int m1 = m0 + j->row_step < j->M ? m0 + j->row_step : j->M, p1 = p0 + 4 < j->panels ? p0 + 4 : j->panels;
-    run(j->fast, j->g, m0, m1, p0, p1);
+    run(j->k, j->g, m0, m1, p0, p1);
 }
 
 int emb_bf16_gemm_q(const emb_bf16_act *a, const emb_bf16w *w, const float *bias, float beta, float *C, int ldc,
@@ -357,10 +307,10 @@ int emb_bf16_gemm_q(const emb_bf16_act *a, const emb_bf16w *w, const float *bias
     args g = make_args(a, w, bias, beta, C, ldc);
     int threads = emb_workers_helpers(workers) + 1, M = a->M, panels = w->Np / 16;
     if (threads < 2 || (double)M * w->N * w->K < EMB_BF16_PAR_MIN_MACS) {
-        run(emb_bf16_fast(), &g, 0, M, 0, panels);
+        run(emb_bf16_kernels_default(), &g, 0, M, 0, panels);
         return 0;
     }
-    job j = {&g, emb_bf16_fast(), M, panels, M, (panels + 3) / 4};
+    job j = {&g, emb_bf16_kernels_default(), M, panels, M, (panels + 3) / 4};
     int row_blocks = (2 * threads + j.panel_blocks - 1) / j.panel_blocks;
     j.row_step = ((M + row_blocks - 1) / row_blocks + 5) / 6 * 6;
     row_blocks = (M + j.row_step - 1) / j.row_step;

@@ -11,8 +11,9 @@
  * normal range (1e-38), which the instruction keeps exactly and the loop rounds first.
  *
  * The kernels: AVX512_BF16's vdpbf16ps (AMD Zen 4 and later, Intel Cooper Lake and Sapphire
- * Rapids), else, with AVX2 and FMA, bf16 widened to float32 in registers and fused multiply-adds
- * (the same sums: the products are exact), else the C loop, several times slower than float32. */
+ * Rapids), else, with AVX-512F or with AVX2 and FMA, bf16 widened to float32 in registers and fused
+ * multiply-adds (the same sums: the products are exact), else the C loop, several times slower
+ * than float32. */
 #ifndef EMBED_BF16_GEMM_H
 #define EMBED_BF16_GEMM_H
 #include <stddef.h>
@@ -23,9 +24,23 @@
 /* Below this many multiply-adds (M * N * K) a product stays on the calling thread. */
 #define EMB_BF16_PAR_MIN_MACS 16000000.0
 
-/* Whether the kernel set in use (emb_simd) has vector bf16 kernels: AVX512_BF16's, or AVX2's. */
+/* The kernels, slowest first: the C loop; bf16 widened to float32 in AVX2 or AVX-512F registers
+ * (CPUs without AVX512_BF16); AVX512_BF16's vdpbf16ps. Each gives the same bits. */
+typedef enum {
+    EMB_BF16_C,
+    EMB_BF16_AVX2,
+    EMB_BF16_AVX512,
+    EMB_BF16_AVX512_BF16,
+    EMB_BF16_NKERNELS
+} emb_bf16_kernels;
+/* Whether this CPU runs kernels k under the cap of EMBED_SIMD (emb_simd). */
+int emb_bf16_kernels_supported(emb_bf16_kernels k);
+/* The best of them (read once): what products use. */
+emb_bf16_kernels emb_bf16_kernels_default(void);
+const char *emb_bf16_kernels_name(emb_bf16_kernels k);
+/* Whether the default has vector kernels (the C loop is several times slower than float32). */
 int emb_bf16_fast(void);
-/* Which: "avx512_bf16", "avx2 (...)" or "c (...)", for embed_debug(). */
+/* The default's name: "avx512_bf16", "avx512 (...)", "avx2 (...)" or "c (...)", for embed_debug(). */
 const char *emb_bf16_path_name(void);
 
 /* x rounded to bfloat16 (nearest even; a denormal to a signed zero; NaN stays NaN). */
@@ -56,11 +71,11 @@ void emb_bf16_act_free(emb_bf16_act *a);
 /* A (M rows of K floats, row stride lda) into a. -1 when out of memory. */
 int emb_bf16_convert(const float *A, int lda, int M, int K, emb_bf16_act *a);
 
-/* C (row stride ldc) = beta * C + a * w^T + bias (bias NULL: none; beta 0 or 1), with the
- * vector kernels (fast != 0: emb_bf16_fast must say yes) or the C loop, on one thread.
- * -1 (C untouched) when a's K is not w's K. */
-int emb_bf16_gemm_path(int fast, const emb_bf16_act *a, const emb_bf16w *w, const float *bias, float beta,
-                       float *C, int ldc);
+/* C (row stride ldc) = beta * C + a * w^T + bias (bias NULL: none; beta 0 or 1), with kernels k
+ * (emb_bf16_kernels_supported must say yes), on one thread. -1 (C untouched) when a's K is not
+ * w's K. */
+int emb_bf16_gemm_path(emb_bf16_kernels k, const emb_bf16_act *a, const emb_bf16w *w, const float *bias,
+                       float beta, float *C, int ldc);
 /* The product with the CPU's kernels, split over the workers (may be NULL) above
  * EMB_BF16_PAR_MIN_MACS. -1 (C untouched) when the Ks differ. */
 int emb_bf16_gemm_q(const emb_bf16_act *a, const emb_bf16w *w, const float *bias, float beta, float *C, int ldc,

@@ -56,8 +56,12 @@ static const shape shapes[] = {{1, 1, 1},     {1, 17, 5},     {2, 16, 4},    {7,
 
 static void products(void) {
     char err[EMB_ERR_LEN];
-    int fast = emb_bf16_fast();
-    printf("bf16 kernels: %s%s\n", emb_bf16_path_name(), fast ? ", compared with the C loop" : "");
+    emb_bf16_kernels best = emb_bf16_kernels_default();
+    printf("bf16 kernels: %s; compared with the C loop:", emb_bf16_path_name());
+    for (int k = 1; k < EMB_BF16_NKERNELS; k++)
+        if (emb_bf16_kernels_supported((emb_bf16_kernels)k))
+            printf(" %s", emb_bf16_kernels_name((emb_bf16_kernels)k));
+    printf("\n");
     for (size_t s = 0; s < NSHAPES; s++) {
         int M = shapes[s].M, N = shapes[s].N, K = shapes[s].K, lda = K + 3, ldc = N + 5;
         float *A = malloc(sizeof(float) * (size_t)M * lda), *W = malloc(sizeof(float) * (size_t)N * K);
@@ -77,7 +81,7 @@ static void products(void) {
                 packed_ok &= emb_bf16w_value(w, n, k) == emb_bf16_to_float(emb_bf16_round(W[(size_t)n * K + k]));
         CHECK(packed_ok, "shape %zu: every packed weight is its input rounded", s);
         /* C = C + A W^T + bias on the C loop, against sums in double of the rounded values */
-        emb_bf16_gemm_path(0, &a, w, bias, 1.0f, C1, ldc);
+        emb_bf16_gemm_path(EMB_BF16_C, &a, w, bias, 1.0f, C1, ldc);
         double worst = 0;
         for (int m = 0; m < M; m++)
             for (int n = 0; n < N; n++) {
@@ -94,13 +98,16 @@ static void products(void) {
             }
         CHECK(worst < 1e-6 * (1 + K / 64), "shape %zu (%d x %d x %d): float32 sums of bf16 products (%.2g)", s, M,
               N, K, worst);
-        if (fast) {
-            emb_bf16_gemm_path(1, &a, w, bias, 1.0f, C2, ldc);
+        /* every vector kernel this CPU runs under EMBED_SIMD's cap (AVX2 and AVX-512F widen bf16) */
+        for (int k = 1; k < EMB_BF16_NKERNELS; k++) {
+            if (!emb_bf16_kernels_supported((emb_bf16_kernels)k)) continue;
+            memcpy(C2, C0, sizeof(float) * (size_t)M * ldc);
+            emb_bf16_gemm_path((emb_bf16_kernels)k, &a, w, bias, 1.0f, C2, ldc);
             CHECK(memcmp(C1, C2, sizeof(float) * (size_t)M * ldc) == 0, "shape %zu: %s = the C loop, bit for bit",
-                  s, emb_bf16_path_name());
+                  s, emb_bf16_kernels_name((emb_bf16_kernels)k));
         }
         /* beta 0, no bias: the product alone; then the same split over two threads */
-        emb_bf16_gemm_path(fast, &a, w, NULL, 0.0f, C1, ldc);
+        emb_bf16_gemm_path(best, &a, w, NULL, 0.0f, C1, ldc);
         emb_workers *two = emb_workers_new(1);
         int rc = emb_bf16_gemm(A, lda, M, w, NULL, 0.0f, C2, ldc, &a, two);
         emb_workers_free(two);
@@ -129,24 +136,29 @@ static void split_and_tiny(void) {
              emb_bf16_gemm(A, K, M, w, NULL, 0.0f, C2, N, &b, two);
     CHECK(rc == 0 && memcmp(C1, C2, sizeof(float) * M * N) == 0, "1 and 2 threads: the same bits");
     if (emb_bf16_fast()) {
-        emb_bf16_gemm_path(0, &a, w, NULL, 0.0f, C2, N);
+        emb_bf16_gemm_path(EMB_BF16_C, &a, w, NULL, 0.0f, C2, N);
         CHECK(memcmp(C1, C2, sizeof(float) * M * N) == 0, "split %s = the C loop", emb_bf16_path_name());
     }
     float ta[2] = {1e-20f, -3e-20f}, tw[2 * 16], tc[16], td[16];
     for (int i = 0; i < 32; i++) tw[i] = 1e-20f * (float)(i + 1);
     emb_bf16w *tiny = emb_bf16w_pack(tw, 16, 2, 2, err);
-    rc = emb_bf16_convert(ta, 2, 1, 2, &a) | emb_bf16_gemm_path(0, &a, tiny, NULL, 0.0f, tc, 16);
-    rc |= emb_bf16_gemm_path(emb_bf16_fast(), &a, tiny, NULL, 0.0f, td, 16);
-    int zeros = 1;
-    for (int i = 0; i < 16; i++) zeros &= tc[i] == 0 && td[i] == 0;
-    CHECK(rc == 0 && zeros, "sums of products near 1e-40 are 0 on both paths");
+    rc = emb_bf16_convert(ta, 2, 1, 2, &a) | emb_bf16_gemm_path(EMB_BF16_C, &a, tiny, NULL, 0.0f, tc, 16);
+    for (int i = 0; i < 16; i++) CHECK(rc == 0 && tc[i] == 0, "C loop: a sum of products near 1e-40 is 0");
+    for (int k = 1; k < EMB_BF16_NKERNELS; k++) {
+        if (!emb_bf16_kernels_supported((emb_bf16_kernels)k)) continue;
+        rc = emb_bf16_gemm_path((emb_bf16_kernels)k, &a, tiny, NULL, 0.0f, td, 16);
+        int zeros = 1;
+        for (int i = 0; i < 16; i++) zeros &= td[i] == 0;
+        CHECK(rc == 0 && zeros, "%s: sums of products near 1e-40 are 0",
+              emb_bf16_kernels_name((emb_bf16_kernels)k));
+    }
     emb_bf16w_free(tiny);
     /* refusals */
     W[5] = (float)NAN;
     CHECK(!emb_bf16w_pack(W, N, K, K, err) && strstr(err, "row 0, column 5 is not a finite number"), "NaN: %s",
           err);
     emb_bf16w *narrow = emb_bf16w_pack(W + 6, 1, 7, 7, err);
-    CHECK(narrow && emb_bf16_gemm_path(0, &a, narrow, NULL, 0.0f, C1, N) == -1, "Ks differ");
+    CHECK(narrow && emb_bf16_gemm_path(EMB_BF16_C, &a, narrow, NULL, 0.0f, C1, N) == -1, "Ks differ");
     CHECK(!emb_bf16w_new(0, 4, err) && emb_bf16_convert(A, 3, 1, 4, &a) == -1, "bad sizes");
     emb_bf16w_free(narrow);
     emb_workers_free(two);
