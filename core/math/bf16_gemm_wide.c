@@ -8,6 +8,9 @@
  * in order, s = s + a[k+1] w[k+1] then s = s + a[k] w[k], each a fused multiply-add (the product
  * of two bf16 values is exact in float32) rounded to nearest, a result below float32's normal
  * range flushed to a signed zero by MXCSR's FTZ. */
+/* The register tiles are rows of macro calls, which clang-format lays out differently at each
+ * pass: this file keeps its own layout. */
+// clang-format off
 #include "math/bf16_gemm_kernels.h"
 #include <stdlib.h>
 #include <string.h>
@@ -198,3 +201,4 @@ int emb_bf16_wide_run(int avx512, const emb_bf16_args *g, int m0, int m1, int p0
     return 0;
 }
 #endif
+// clang-format on
