@@ -56,8 +56,10 @@ $(BUILD)/libembedcore.a: $(CORE_OBJ)
 
 # SONAME embed.so: with the libembed.so link that `make install` adds, ldconfig lists
 # embed.so in the loader's cache, so `.load embed` finds an installed copy from any folder.
+# -z nodelete: a connection that closes unloads the extension (sqlite3_close dlcloses it), but the
+# models it loaded, their helper threads and OpenBLAS's stay in the process for other connections.
 $(EXT_SO): $(EXT_OBJ) $(BUILD)/libembedcore.a ext/embed.map
-	$(CC) $(ALL_CFLAGS) -shared -Wl,-soname,embed.so -Wl,--version-script=ext/embed.map -o $@ $(EXT_OBJ) \
+	$(CC) $(ALL_CFLAGS) -shared -Wl,-soname,embed.so -Wl,-z,nodelete -Wl,--version-script=ext/embed.map -o $@ $(EXT_OBJ) \
 	  $(BUILD)/libembedcore.a $(LIBS)
 
 $(PRELOAD_SO): ext/preload/embed_preload.c
