@@ -23,13 +23,13 @@ void sql_embed_debug(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
     (void)argc;
     (void)argv;
     const char *bad = emb_simd_unknown_request();
-    char *s =
-        sqlite3_mprintf("version=%s\nsqlite=%s\nblas=%s\nblas_core=%s\n"
-                        "blas_threads=%d\nsimd=%s%s%s%s\nsimd_cpu=%s\nint8=%s\nbf16=%s\ncompiler=%s",
-                        EMBED_VERSION, sqlite3_libversion(), openblas_get_config(), openblas_get_corename(),
-                        openblas_get_num_threads(), emb_simd_name(emb_simd()), *bad ? " (EMBED_SIMD='" : "", bad,
-                        *bad ? "' names no set: avx512, avx2 or generic)" : "", emb_simd_name(emb_simd_cpu()),
-                        emb_int8_gemm_path_name(emb_int8_gemm_path_default()), emb_bf16_path_name(), __VERSION__);
+    char *s = sqlite3_mprintf("version=%s\nsqlite=%s\nblas=%s\nblas_core=%s\n"
+                              "blas_threads=%d\nsimd=%s%s%s%s\nsimd_cpu=%s\nint8=%s\nbf16=%s\ncompiler=%s",
+                              EMBED_VERSION, sqlite3_libversion(), openblas_get_config(), openblas_get_corename(),
+                              openblas_get_num_threads(), emb_simd_name(emb_simd()), *bad ? " (EMBED_SIMD='" : "",
+                              bad, *bad ? "' names no set: avx512, avx2 or generic)" : "",
+                              emb_simd_name(emb_simd_cpu()), emb_int8_gemm_path_name(emb_int8_gemm_path_default()),
+                              emb_bf16_kernels_name(emb_bf16_kernels_default()), __VERSION__);
     if (!s) sqlite3_result_error_nomem(ctx);
     else sqlite3_result_text(ctx, s, -1, sqlite3_free);
 }

@@ -64,8 +64,6 @@ emb_bf16_kernels emb_bf16_kernels_default(void) {
 
 int emb_bf16_fast(void) { return emb_bf16_kernels_default() > EMB_BF16_C; }
 
-const char *emb_bf16_path_name(void) { return emb_bf16_kernels_name(emb_bf16_kernels_default()); }
-
 /* ---------- rounding ---------- */
 
 uint16_t emb_bf16_round(float x) {
@@ -181,7 +179,6 @@ int emb_bf16_convert(const float *A, int lda, int M, int K, emb_bf16_act *a) {
 /* ---------- products ---------- */
 
 typedef emb_bf16_args args;
-#define epilogue emb_bf16_epilogue
 
 /* A result below float32's normal range becomes a signed zero, as vdpbf16ps leaves it. */
 static inline float ftz(float x) { return fabsf(x) < FLT_MIN ? copysignf(0.0f, x) : x; }
@@ -199,7 +196,7 @@ static void tile_c(const args *g, int m, int p, int mr, int np) {
                     s[c] = ftz(s[c] + alo * emb_bf16_to_float((uint16_t)w));
                 }
             }
-            epilogue(g, m + r, 16 * (p + v), s);
+            emb_bf16_epilogue(g, m + r, 16 * (p + v), s);
         }
 }
 
@@ -233,7 +230,7 @@ T_BF16 static inline __attribute__((always_inline)) void tile_bf16(const args *g
     __attribute__((aligned(64))) float sums[6 * 4 * 16];
     FOR_TILE(ACC_STORE)
     for (int r = 0; r < MR; r++)
-        for (int v = 0; v < NP; v++) epilogue(g, m + r, 16 * (p + v), sums + 16 * (4 * r + v));
+        for (int v = 0; v < NP; v++) emb_bf16_epilogue(g, m + r, 16 * (p + v), sums + 16 * (4 * r + v));
 }
 
 /* One function per tile shape, so that the 24 accumulators stay in registers. */

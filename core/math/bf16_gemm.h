@@ -40,8 +40,6 @@ emb_bf16_kernels emb_bf16_kernels_default(void);
 const char *emb_bf16_kernels_name(emb_bf16_kernels k);
 /* Whether the default has vector kernels (the C loop is several times slower than float32). */
 int emb_bf16_fast(void);
-/* The default's name: "avx512_bf16", "avx512 (...)", "avx2 (...)" or "c (...)", for embed_debug(). */
-const char *emb_bf16_path_name(void);
 
 /* x rounded to bfloat16 (nearest even; a denormal to a signed zero; NaN stays NaN). */
 uint16_t emb_bf16_round(float x);

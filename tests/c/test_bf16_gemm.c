@@ -57,7 +57,7 @@ static const shape shapes[] = {{1, 1, 1},     {1, 17, 5},     {2, 16, 4},    {7,
 static void products(void) {
     char err[EMB_ERR_LEN];
     emb_bf16_kernels best = emb_bf16_kernels_default();
-    printf("bf16 kernels: %s; compared with the C loop:", emb_bf16_path_name());
+    printf("bf16 kernels: %s; compared with the C loop:", emb_bf16_kernels_name(emb_bf16_kernels_default()));
     for (int k = 1; k < EMB_BF16_NKERNELS; k++)
         if (emb_bf16_kernels_supported((emb_bf16_kernels)k))
             printf(" %s", emb_bf16_kernels_name((emb_bf16_kernels)k));
@@ -137,7 +137,8 @@ static void split_and_tiny(void) {
     CHECK(rc == 0 && memcmp(C1, C2, sizeof(float) * M * N) == 0, "1 and 2 threads: the same bits");
     if (emb_bf16_fast()) {
         emb_bf16_gemm_path(EMB_BF16_C, &a, w, NULL, 0.0f, C2, N);
-        CHECK(memcmp(C1, C2, sizeof(float) * M * N) == 0, "split %s = the C loop", emb_bf16_path_name());
+        CHECK(memcmp(C1, C2, sizeof(float) * M * N) == 0, "split %s = the C loop",
+              emb_bf16_kernels_name(emb_bf16_kernels_default()));
     }
     float ta[2] = {1e-20f, -3e-20f}, tw[2 * 16], tc[16], td[16];
     for (int i = 0; i < 32; i++) tw[i] = 1e-20f * (float)(i + 1);
