@@ -19,6 +19,7 @@ static emb_model *model_new(const char *name, const char *path) {
     emb_model *m = calloc(1, sizeof *m);
     if (!m) return NULL;
     atomic_init(&m->refs, 1);
+    m->prompts.default_index = -1;
     pthread_mutex_init(&m->lock, NULL);
     m->name = strdup(name);
     m->path = path ? strdup(path) : NULL;
@@ -55,6 +56,7 @@ int emb_model_define(const char *name, const char *json, size_t len, emb_model *
     info->weight_type = "F32";
     info->bytes = (int64_t)(d->vocab_size + d->max_positions) * d->hidden * (int64_t)sizeof(float);
     info->has_vectors = 1;
+    info->dimensions = d->hidden;
     set_fingerprint(info, emb_defined_fingerprint(sm));
     *out = m;
     return 0;
@@ -79,79 +81,146 @@ static int token_limit(const emb_model *m) {
     return limit > INT_MAX ? INT_MAX : (int)limit;
 }
 
-static int load_folder(emb_model *m, const char *dir, const emb_load_options *opt, char err[EMB_ERR_LEN]) {
-    if (emb_path_kind_of(dir) != EMB_PATH_DIR) return emb_fail(err, "%s: not a folder", dir);
-    if (emb_sbert_config_load(dir, &m->sbert, err)) return -1;
-    char sub[PATH_MAX];
-    if (m->sbert.present && m->sbert.transformer_path[0]) { /* the Transformer module in a subfolder */
-        if (emb_path_join(sub, sizeof sub, dir, m->sbert.transformer_path, err)) return -1;
-        dir = sub;
-    }
-    if (!exists(dir, "tokenizer.json") && !exists(dir, "vocab.txt"))
-        return emb_fail(err, "%s: neither tokenizer.json nor vocab.txt", dir);
-    if (emb_tokenizer_load(dir, &m->tok, err)) return -1;
+/* The encoder (and a cross-encoder's head) of dir, or a static table. */
+static int load_weights(emb_model *m, const char *dir, const emb_load_options *opt, char err[EMB_ERR_LEN]) {
     int has_weights = exists(dir, "model.safetensors") || exists(dir, "model.safetensors.index.json");
+    if (m->sbert.input_static || emb_static_is_model2vec(dir)) {
+        if (opt->weights != EMB_WEIGHTS_F32)
+            return emb_fail(err, "%s: %s weights are for encoders; a static model's table is used as stored", dir,
+                            emb_weights_name(opt->weights));
+        m->statics = calloc(1, sizeof *m->statics);
+        if (!m->statics) return emb_fail(err, "out of memory");
+        if (emb_static_load(dir, m->tok, opt->mmap, m->statics, err)) {
+            free(m->statics);
+            m->statics = NULL;
+            return -1;
+        }
+        return 0;
+    }
     if (exists(dir, "config.json") && has_weights) {
         /* the head's tensors are read from the weight files before those not needed are closed */
         if (emb_encoder_load_open(dir, opt->mmap, &m->enc, err)) return -1;
         int rc = emb_classifier_load(dir, m->enc, &m->cls, err);
         emb_encoder_close_unused(m->enc);
-        if (rc || emb_encoder_set_weights(m->enc, opt->weights, err)) return -1;
-    } else if (has_weights) {
-        return emb_fail(err, "%s: model weights but no config.json", dir);
-    } else if (exists(dir, "pytorch_model.bin")) {
-        return emb_fail(err, "%s: only pytorch_model.bin (convert it to model.safetensors)", dir);
+        return rc || emb_encoder_set_weights(m->enc, opt->weights, err) ? -1 : 0;
     }
-
-    if (!m->enc && opt->weights != EMB_WEIGHTS_F32)
+    if (has_weights) return emb_fail(err, "%s: model weights but no config.json", dir);
+    if (exists(dir, "pytorch_model.bin"))
+        return emb_fail(err, "%s: only pytorch_model.bin (convert it to model.safetensors)", dir);
+    if (opt->weights != EMB_WEIGHTS_F32)
         return emb_fail(err, "%s: %s weights, but the folder has no model weights (a tokenizer only)", dir,
                         emb_weights_name(opt->weights));
-    emb_model_info *info = &m->info;
-    int32_t tok_vocab = emb_tokenizer_vocab_size(m->tok);
-    info->max_tokens = token_limit(m);
-    info->pooling = m->enc ? emb_pool_mode_name(m->sbert.pool) : NULL;
-    info->normalize = m->sbert.normalize;
-    if (!m->enc) {
-        info->architecture = "tokenizer";
-        m->vocab_only.vocab_size = tok_vocab;
-        info->dims = &m->vocab_only;
-    } else {
-        const emb_encoder_config *c = emb_encoder_get_config(m->enc);
-        const emb_encoder_info *e = emb_encoder_get_info(m->enc);
-        if (tok_vocab > c->dims.vocab_size)
-            return emb_fail(err, "the tokenizer has %d tokens but the model's embedding table only %d rows",
-                            tok_vocab, c->dims.vocab_size);
-        /* a single text must always work (a pair's type ids are checked when a pair comes) */
-        int max_type = emb_tokenizer_max_type_id(m->tok, 0);
-        if (c->dims.type_vocab > 0 && max_type >= c->dims.type_vocab)
-            return emb_fail(err,
-                            "tokenizer.json: the post_processor gives type id %d but the model has only %d token "
-                            "types (config.json type_vocab_size)",
-                            max_type, c->dims.type_vocab);
-        if (m->sbert.pooling_dim > 0 && m->sbert.pooling_dim != c->dims.hidden)
-            return emb_fail(err, "1_Pooling/config.json: word_embedding_dimension %d differs from hidden size %d",
-                            m->sbert.pooling_dim, c->dims.hidden);
-        info->architecture = c->arch_name;
-        info->dims = &c->dims;
-        info->position_kind = emb_pos_kind_name(c->pos_kind);
-        info->weight_type = e->weight_type;
-        info->weights = emb_weights_name(emb_encoder_weights(m->enc));
-        info->bytes = (int64_t)e->used_bytes;
-        info->mapped = e->mapped_bytes > 0;
-        info->has_vectors = 1;
-        if (m->cls) {
-            info->classifier = emb_classifier_architecture(m->cls);
-            info->num_labels = emb_classifier_labels(m->cls);
+    return 0;
+}
+
+/* The Dense modules after the pooling, each taking the width before it; the vectors' width. */
+static int load_dense(emb_model *m, const char *root, int width, char err[EMB_ERR_LEN]) {
+    for (int i = 0; i < m->sbert.n_dense; i++) {
+        if (emb_dense_load(root, m->sbert.dense_path[i], width, &m->dense[i], err)) {
+            m->sbert.n_dense = i; /* the ones loaded are freed with the model */
+            return -1;
         }
+        width = m->dense[i].out;
     }
+    m->info.dimensions = width;
+    return 0;
+}
+
+/* An encoder's sizes against its tokenizer and pooling, into info. */
+static int describe_encoder(emb_model *m, char err[EMB_ERR_LEN]) {
+    emb_model_info *info = &m->info;
+    const emb_encoder_config *c = emb_encoder_get_config(m->enc);
+    const emb_encoder_info *e = emb_encoder_get_info(m->enc);
+    if (emb_tokenizer_vocab_size(m->tok) > c->dims.vocab_size)
+        return emb_fail(err, "the tokenizer has %d tokens but the model's embedding table only %d rows",
+                        emb_tokenizer_vocab_size(m->tok), c->dims.vocab_size);
+    /* a single text must always work (a pair's type ids are checked when a pair comes) */
+    int max_type = emb_tokenizer_max_type_id(m->tok, 0);
+    if (c->dims.type_vocab > 0 && max_type >= c->dims.type_vocab)
+        return emb_fail(err,
+                        "tokenizer.json: the post_processor gives type id %d but the model has only %d token "
+                        "types (config.json type_vocab_size)",
+                        max_type, c->dims.type_vocab);
+    if (m->sbert.pooling_dim > 0 && m->sbert.pooling_dim != c->dims.hidden)
+        return emb_fail(err, "1_Pooling/config.json: embedding dimension %d differs from hidden size %d",
+                        m->sbert.pooling_dim, c->dims.hidden);
+    info->architecture = c->arch_name;
+    info->dims = &c->dims;
+    info->position_kind = emb_pos_kind_name(c->pos_kind);
+    info->weight_type = e->weight_type;
+    info->weights = emb_weights_name(emb_encoder_weights(m->enc));
+    info->bytes = (int64_t)e->used_bytes;
+    info->mapped = e->mapped_bytes > 0;
+    info->has_vectors = 1;
+    if (m->cls) {
+        info->classifier = emb_classifier_architecture(m->cls);
+        info->num_labels = emb_classifier_labels(m->cls);
+    }
+    return 0;
+}
+
+/* A static table's sizes: its rows and width; no layers, no positions. */
+static void describe_static(emb_model *m) {
+    emb_model_info *info = &m->info;
+    const emb_static_table *s = m->statics;
+    m->vocab_only.vocab_size = s->rows;
+    m->vocab_only.hidden = s->dims;
+    info->architecture = s->model2vec ? "model2vec" : "static";
+    info->dims = &m->vocab_only;
+    info->weight_type = s->weight_type;
+    info->weights = "f32";
+    info->bytes = (int64_t)s->rows * s->dims * (int64_t)sizeof(float);
+    info->mapped = s->file && s->file->mapped;
+    info->has_vectors = 1;
+    info->is_static = 1;
+    if (s->model2vec && s->normalize) m->sbert.normalize = 1;
+}
+
+/* The fingerprint: the parts every model always had, then (only where present, so that older
+ * models keep theirs) a cross-encoder's head, a static table, Dense modules and prompts. */
+static void fingerprint(emb_model *m) {
     uint64_t parts[6] = {m->enc ? emb_encoder_fingerprint(m->enc) : 0,
                          emb_tokenizer_fingerprint(m->tok),
                          (uint64_t)m->sbert.pool,
                          (uint64_t)m->sbert.normalize,
-                         (uint64_t)info->max_tokens,
+                         (uint64_t)m->info.max_tokens,
                          m->cls ? emb_classifier_fingerprint(m->cls) : 0};
-    /* a model without a head keeps the fingerprint it had before heads were read */
-    set_fingerprint(info, XXH3_64bits(parts, sizeof parts - (m->cls ? 0 : sizeof parts[5])));
+    uint64_t h = XXH3_64bits(parts, sizeof parts - (m->cls ? 0 : sizeof parts[5]));
+    uint64_t more[4] = {h, m->statics ? m->statics->fingerprint : 0, 0, (uint64_t)m->sbert.include_prompt};
+    for (int i = 0; i < m->sbert.n_dense; i++)
+        more[2] = XXH3_64bits_withSeed(&more[2], 8, emb_dense_fingerprint(&m->dense[i]) ^ (uint64_t)i);
+    if (m->prompts.json) more[2] ^= XXH3_64bits(m->prompts.json, strlen(m->prompts.json));
+    if (m->statics || m->sbert.n_dense || m->prompts.json || !m->sbert.include_prompt)
+        h = XXH3_64bits(more, sizeof more);
+    set_fingerprint(&m->info, h);
+}
+
+static int load_folder(emb_model *m, const char *dir, const emb_load_options *opt, char err[EMB_ERR_LEN]) {
+    if (emb_path_kind_of(dir) != EMB_PATH_DIR) return emb_fail(err, "%s: not a folder", dir);
+    const char *root = dir;
+    if (emb_sbert_config_load(dir, &m->sbert, err) || emb_prompts_load(root, &m->prompts, err)) return -1;
+    char sub[PATH_MAX];
+    if (m->sbert.present && m->sbert.transformer_path[0]) { /* the input module in a subfolder */
+        if (emb_path_join(sub, sizeof sub, dir, m->sbert.transformer_path, err)) return -1;
+        dir = sub;
+    }
+    if (!exists(dir, "tokenizer.json") && !exists(dir, "vocab.txt"))
+        return emb_fail(err, "%s: neither tokenizer.json nor vocab.txt", dir);
+    if (emb_tokenizer_load(dir, &m->tok, err) || load_weights(m, dir, opt, err)) return -1;
+    emb_model_info *info = &m->info;
+    info->max_tokens = token_limit(m);
+    info->pooling = m->enc ? emb_pool_mode_name(m->sbert.pool) : m->statics ? "mean" : NULL;
+    info->prompts = m->prompts.json;
+    if (m->enc && describe_encoder(m, err)) return -1;
+    if (m->statics) describe_static(m);
+    if (!m->enc && !m->statics) {
+        info->architecture = "tokenizer";
+        m->vocab_only.vocab_size = emb_tokenizer_vocab_size(m->tok);
+        info->dims = &m->vocab_only;
+    }
+    info->normalize = m->sbert.normalize;
+    if (info->has_vectors && load_dense(m, root, info->dims->hidden, err)) return -1;
+    fingerprint(m);
     return 0;
 }
 
@@ -187,6 +256,10 @@ void emb_model_release(emb_model *m) {
     pthread_mutex_destroy(&m->lock);
     emb_defined_model_free(m->defined);
     emb_tokenizer_free(m->tok);
+    if (m->statics) emb_static_free(m->statics);
+    free(m->statics);
+    for (int i = 0; i < m->sbert.n_dense; i++) emb_dense_free(&m->dense[i]);
+    emb_prompts_free(&m->prompts);
     emb_classifier_free(m->cls);
     emb_encoder_free(m->enc);
     free(m->name);
@@ -211,6 +284,7 @@ const char *emb_model_token_text(const emb_model *m, int32_t id, size_t *len) {
 
 const float *emb_model_token_row(const emb_model *m, int32_t id) {
     if (m->defined) return emb_defined_token_row(m->defined, id);
+    if (m->statics) return id >= 0 && id < m->statics->rows ? m->statics->table + (size_t)id * m->statics->dims : NULL;
     return m->enc ? emb_encoder_word_row(m->enc, id) : NULL;
 }
 
@@ -235,6 +309,13 @@ int emb_model_hidden_states(emb_model *m, const emb_encoding *enc, int n_layers,
         for (size_t i = 0; i < enc->n; i++)
             emb_vec_add(out + i * H, emb_model_token_row(m, enc->tok[i].id), emb_model_position_row(m, (int32_t)i),
                         H);
+        return 0;
+    }
+    if (m->statics) { /* the lookup is all there is */
+        if (n_layers != 0)
+            return emb_fail(err, "model '%s' is a static embedding model: it has no layers (layer %d asked)",
+                            m->name, n_layers);
+        for (size_t i = 0; i < enc->n; i++) memcpy(out + i * H, emb_model_token_row(m, enc->tok[i].id), H * sizeof(float));
         return 0;
     }
     if (emb_model_require_vectors(&m->info, "vectors", err)) return -1;
@@ -293,68 +374,3 @@ int emb_model_attention_bias(const emb_model *m, int layer, int64_t i, int64_t j
     return emb_encoder_attention_bias(m->enc, layer, i, j, out, err);
 }
 
-/* Pools one sequence's hidden states, keeps the first dims components (into out, from the
- * pooled row in tmp, H floats) and normalises them as asked. */
-static void finish_vector(const float *hidden, int T, int H, int len, emb_pool_mode mode, int normalize, int dims,
-                          float *tmp, float *out) {
-    emb_pool(hidden, T, H, len, mode, tmp);
-    if (normalize) emb_vec_normalize(out, tmp, (size_t)dims);
-    else memcpy(out, tmp, (size_t)dims * sizeof(float));
-}
-
-int emb_model_embed_dims(const emb_model *m, const emb_embed_options *opt) {
-    return opt && opt->dims > 0 ? opt->dims : m->info.dims->hidden;
-}
-
-static int embed_defined(emb_model *m, const char *const *texts, const size_t *lens, size_t n, emb_pool_mode mode,
-                         int normalize, int dims, float *out, char err[EMB_ERR_LEN]) {
-    int H = m->info.dims->hidden;
-    emb_encoding enc;
-    emb_encoding_init(&enc);
-    float *hidden = malloc(((size_t)m->info.dims->max_positions + 1) * (size_t)H * sizeof(float));
-    int rc = hidden ? 0 : emb_fail(err, "out of memory");
-    float *tmp = hidden ? hidden + (size_t)m->info.dims->max_positions * (size_t)H : NULL;
-    for (size_t t = 0; rc == 0 && t < n; t++) {
-        rc = emb_model_tokenize(m, texts[t], lens[t], NULL, 0, &enc, err);
-        if (rc == 0 && enc.n == 0) rc = emb_fail(err, "the text has no words");
-        if (rc == 0) rc = emb_model_hidden_states(m, &enc, 0, hidden, err);
-        if (rc == 0)
-            finish_vector(hidden, (int)enc.n, H, (int)enc.n, mode, normalize, dims, tmp, out + t * (size_t)dims);
-    }
-    free(hidden);
-    emb_encoding_free(&enc);
-    return rc;
-}
-
-int emb_model_embed(emb_model *m, const char *const *texts, const size_t *lens, size_t n,
-                    const emb_embed_options *opt, float *out, char err[EMB_ERR_LEN]) {
-    emb_pool_mode mode = opt && opt->pool >= 0 ? (emb_pool_mode)opt->pool : m->sbert.pool;
-    int normalize = opt && opt->normalize >= 0 ? opt->normalize : m->sbert.normalize;
-    int dims = emb_model_embed_dims(m, opt);
-    if (emb_model_require_vectors(&m->info, "vectors", err)) return -1;
-    if (dims < 1 || dims > m->info.dims->hidden)
-        return emb_fail(err, "dims %d is out of range: model '%s' makes vectors of %d dimensions", dims, m->name,
-                        m->info.dims->hidden);
-    if (m->defined) return embed_defined(m, texts, lens, n, mode, normalize, dims, out, err);
-    if (n == 0) return 0;
-
-    emb_model_runner *r = emb_model_runner_take(m);
-    emb_model_tokens tk = {0};
-    size_t H = (size_t)m->info.dims->hidden;
-    float *tmp = malloc(H * sizeof(float));
-    int rc =
-        r && tmp ? emb_model_tokens_make(m, r, NULL, 0, texts, lens, n, &tk, err) : emb_fail(err, "out of memory");
-    for (size_t at = 0; rc == 0 && at < n; at += EMB_MODEL_BATCH) {
-        int B = (int)(n - at < EMB_MODEL_BATCH ? n - at : EMB_MODEL_BATCH), T;
-        const size_t *seq = tk.order + at;
-        rc =
-            emb_model_run_batch(m, r, tk.ids, tk.types, tk.starts, tk.lens, seq, B, m->info.dims->layers, &T, err);
-        for (int b = 0; rc == 0 && b < B; b++)
-            finish_vector(r->hidden + (size_t)b * (size_t)T * H, T, (int)H, tk.lens[seq[b]], mode, normalize, dims,
-                          tmp, out + seq[b] * (size_t)dims);
-    }
-    free(tmp);
-    emb_model_tokens_free(&tk);
-    emb_model_runner_give(m, r);
-    return rc;
-}

@@ -9,6 +9,9 @@
 #include "nn/classifier.h"
 #include "model/sbert_config.h"
 #include "model/defined_model.h"
+#include "model/dense.h"
+#include "model/prompts.h"
+#include "model/static_model.h"
 #include "text/tokenizer.h"
 #include <pthread.h>
 #include <stdatomic.h>
@@ -37,11 +40,20 @@ struct emb_model {
     emb_encoder *enc; /* NULL for tokenizer-only folders */
     emb_classifier *cls; /* a cross-encoder's head, else NULL */
     emb_sbert_config sbert; /* sentence-transformers settings (pooling, normalize, limit) */
+    emb_static_table *statics; /* a static embedding model's table, else NULL */
+    emb_dense dense[EMB_SBERT_MAX_DENSE]; /* sbert.n_dense Dense modules after the pooling */
+    emb_prompts prompts; /* config_sentence_transformers.json's */
     emb_model_dims vocab_only; /* a tokenizer-only model's sizes: its vocabulary's */
     pthread_mutex_t lock; /* guards idle */
     emb_model_runner *idle;
     int n_idle;
 };
+
+/* The vector of one text from its pooled row (hidden floats in pooled, changed): the Dense
+ * modules, then the first dims components, normalised when normalize. scratch holds
+ * emb_model_scratch_floats(m) floats. */
+void emb_model_finish(const emb_model *m, float *pooled, int normalize, int dims, float *scratch, float *out);
+size_t emb_model_scratch_floats(const emb_model *m);
 
 /* A runner from the pool (or a new one; NULL when out of memory), and back. */
 emb_model_runner *emb_model_runner_take(emb_model *m);

@@ -35,6 +35,9 @@ typedef struct {
      * "XLMRobertaForSequenceClassification", ... and its labels; NULL and 0 for other models. */
     const char *classifier;
     int num_labels;
+    int dimensions; /* the width of emb_model_embed's vectors: hidden, or the last Dense module's */
+    const char *prompts; /* config_sentence_transformers.json's prompts as a JSON object, or NULL */
+    int is_static; /* a static embedding model: a token table and a mean, no layers */
 } emb_model_info;
 
 int emb_model_define(const char *name, const char *json, size_t len, emb_model **out, char err[EMB_ERR_LEN]);
@@ -100,15 +103,25 @@ int emb_model_attention_bias(const emb_model *m, int layer, int64_t i, int64_t j
 typedef struct {
     int pool; /* -1: the model's own pooling, else an emb_pool_mode (pooling.h) */
     int normalize; /* -1: the model's own */
-    int dims; /* 0: every dimension; else the first dims of the pooled vector (Matryoshka),
-               * normalised after the cut when normalize is in force; 1 .. hidden */
+    int dims; /* 0: every dimension; else the first dims of the vector (Matryoshka),
+               * normalised after the cut when normalize is in force; 1 .. dimensions */
+    /* Text put before each input, as sentence-transformers' prompts (see emb_model_prompt);
+     * NULL: the folder's default_prompt_name's, if any; "": none. */
+    const char *prompt;
 } emb_embed_options;
 
-/* The width of emb_model_embed's vectors under opt (NULL: the model's hidden size). */
+typedef enum { EMB_PROMPT_DEFAULT, EMB_PROMPT_QUERY, EMB_PROMPT_DOCUMENT } emb_prompt_role;
+/* The folder's prompt called name (config_sentence_transformers.json), or NULL. */
+const char *emb_model_prompt(const emb_model *m, const char *name);
+/* The prompt of a role, as sentence-transformers' encode, encode_query and encode_document pick
+ * it: default_prompt_name's; "query"; the first of "document", "passage", "corpus". NULL: none. */
+const char *emb_model_role_prompt(const emb_model *m, emb_prompt_role role);
+
+/* The width of emb_model_embed's vectors under opt (NULL: the model's dimensions). */
 int emb_model_embed_dims(const emb_model *m, const emb_embed_options *opt);
 
 /* Sentence vectors for n texts (out: n x emb_model_embed_dims), batched by length internally.
- * dims outside 1 .. hidden is an error. */
+ * dims outside 1 .. dimensions is an error. */
 int emb_model_embed(emb_model *m, const char *const *texts, const size_t *lens, size_t n,
                     const emb_embed_options *opt, float *out, char err[EMB_ERR_LEN]);
 

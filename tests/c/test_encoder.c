@@ -836,14 +836,29 @@ static void sbert_config_tests(void) {
           "max pooling, lower case: %s", rc ? err : "");
     write_text(d, "1_Pooling/config.json", "{\"pooling_mode_mean_sqrt_len_tokens\":true}");
     rc = emb_sbert_config_load(d, &c, err);
-    CHECK(rc != 0 && strstr(err, "1_Pooling/config.json") && strstr(err, "pooling_mode_mean_sqrt_len_tokens"),
-          "mean_sqrt_len: %s", err);
+    CHECK(rc == 0 && c.pool == EMB_POOL_MEAN_SQRT_LEN && c.include_prompt, "mean_sqrt_len: %s", rc ? err : "");
+    /* sentence-transformers 6's spelling: one "pooling_mode" name, include_prompt, embedding_dimension */
+    write_text(d, "1_Pooling/config.json",
+               "{\"embedding_dimension\":8,\"pooling_mode\":\"lasttoken\",\"include_prompt\":false}");
+    rc = emb_sbert_config_load(d, &c, err);
+    CHECK(rc == 0 && c.pool == EMB_POOL_LAST_TOKEN && !c.include_prompt && c.pooling_dim == 8,
+          "ST 6 pooling config: %s", rc ? err : "");
+    write_text(d, "1_Pooling/config.json", "{\"pooling_mode\":[\"weightedmean\"],\"pooling_mode_cls_token\":true}");
+    rc = emb_sbert_config_load(d, &c, err);
+    CHECK(rc == 0 && c.pool == EMB_POOL_WEIGHTED_MEAN, "pooling_mode wins over the old booleans: %s", rc ? err : "");
+    write_text(d, "1_Pooling/config.json", "{\"pooling_mode\":[\"mean\",\"max\"]}");
+    rc = emb_sbert_config_load(d, &c, err);
+    CHECK(rc != 0 && strstr(err, "several pooling modes"), "two ST 6 modes: %s", err);
+    write_text(d, "1_Pooling/config.json", "{\"pooling_mode\":\"sum\"}");
+    rc = emb_sbert_config_load(d, &c, err);
+    CHECK(rc != 0 && strstr(err, "1_Pooling/config.json") && strstr(err, "pooling_mode"), "unknown mode: %s", err);
     write_text(d, "1_Pooling/config.json", "{\"pooling_mode_mean_tokens\":true,\"pooling_mode_max_tokens\":true}");
     rc = emb_sbert_config_load(d, &c, err);
     CHECK(rc != 0 && strstr(err, "several pooling modes"), "two modes: %s", err);
-    write_text(d, "1_Pooling/config.json", "{\"pooling_mode_mean_tokens\":false}");
+    write_text(d, "1_Pooling/config.json", "{\"pooling_mode_max_tokens\":false}");
     rc = emb_sbert_config_load(d, &c, err);
-    CHECK(rc != 0 && strstr(err, "no pooling mode"), "no mode: %s", err);
+    CHECK(rc == 0 && c.pool == EMB_POOL_MEAN, "no mode set is mean, as sentence-transformers 6 reads it: %s",
+          rc ? err : "");
     write_text(d, "1_Pooling/config.json", "{\"pooling_mode_mean_tokens\":true}");
     write_text(d, "sentence_bert_config.json", "{\"max_seq_length\":\"long\"}");
     rc = emb_sbert_config_load(d, &c, err);
@@ -855,7 +870,14 @@ static void sbert_config_tests(void) {
                "{\"path\":\"1_Pooling\",\"type\":\"sentence_transformers.models.Pooling\"},"
                "{\"path\":\"2_Dense\",\"type\":\"sentence_transformers.models.Dense\"}]");
     rc = emb_sbert_config_load(d, &c, err);
-    CHECK(rc != 0 && strstr(err, "modules.json") && strstr(err, "Dense"), "Dense module: %s", err);
+    CHECK(rc == 0 && c.n_dense == 1 && strcmp(c.dense_path[0], "2_Dense") == 0, "Dense module listed: %s",
+          rc ? err : "");
+    write_text(d, "modules.json",
+               "[{\"path\":\"\",\"type\":\"sentence_transformers.base.modules.transformer.Transformer\"},"
+               "{\"path\":\"1_Pooling\",\"type\":\"sentence_transformers.models.Pooling\"},"
+               "{\"path\":\"2_LSTM\",\"type\":\"sentence_transformers.models.LSTM\"}]");
+    rc = emb_sbert_config_load(d, &c, err);
+    CHECK(rc != 0 && strstr(err, "modules.json") && strstr(err, "LSTM"), "unknown module: %s", err);
     write_text(d, "modules.json",
                "[{\"path\":\"\",\"type\":\"sentence_transformers.models.Transformer\"},"
                "{\"path\":\"3_Pool\",\"type\":\"sentence_transformers.models.Pooling\"}]");
