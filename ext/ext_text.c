@@ -157,7 +157,7 @@ void sql_embed(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
     int len, blen, truncate = 1;
     emb_embed_options opt;
     if (argc == 3 && parse_options(ctx, argv[2], &opt, &truncate)) return;
-    if (argc < 3) opt = (emb_embed_options){-1, -1, 0};
+    if (argc < 3) opt = (emb_embed_options){-1, -1, 0, NULL};
     emb_model *m = model_and_text(ctx, argv, 0, fn, &text, &len, &b, &blen);
     if (!m) return;
     const emb_model_info *info = emb_model_get_info(m);

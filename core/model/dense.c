@@ -26,14 +26,16 @@ static int read_activation(const cJSON *a, const char *label, emb_dense_act *out
             *out = ACTS[i].act;
             return 0;
         }
-    return emb_fail(err, "%.100s: activation_function '%.80s' is not supported (Identity, Tanh, ReLU, Sigmoid, GELU)",
+    return emb_fail(err,
+                    "%.100s: activation_function '%.80s' is not supported (Identity, Tanh, ReLU, Sigmoid, GELU)",
                     label, a->valuestring);
 }
 
 /* An optional key that must equal "sentence_embedding" (a Dense over token vectors is not built). */
 static int check_io_name(const cJSON *cfg, const char *key, const char *label, char err[EMB_ERR_LEN]) {
     const cJSON *j = cJSON_GetObjectItemCaseSensitive(cfg, key);
-    if (!j || cJSON_IsNull(j) || (cJSON_IsString(j) && strcmp(j->valuestring, "sentence_embedding") == 0)) return 0;
+    if (!j || cJSON_IsNull(j) || (cJSON_IsString(j) && strcmp(j->valuestring, "sentence_embedding") == 0))
+        return 0;
     return emb_fail(err, "%.100s: %s other than \"sentence_embedding\" is not supported", label, key);
 }
 
@@ -68,7 +70,8 @@ static int read_weights(const char *sub, const char *path, emb_dense *d, int bia
     emb_safetensors *sf;
     if (emb_safetensors_open(file, 0, &sf, err)) return -1;
     int rc = emb_tensor_copy_f32(sf, "linear.weight", d->out, d->in, 1 << 20, 0, &d->w, NULL, NULL, err);
-    if (rc == 0 && bias) rc = emb_tensor_copy_f32(sf, "linear.bias", d->out, -1, 1 << 20, 0, &d->b, NULL, NULL, err);
+    if (rc == 0 && bias)
+        rc = emb_tensor_copy_f32(sf, "linear.bias", d->out, -1, 1 << 20, 0, &d->b, NULL, NULL, err);
     if (rc == 0 && d->use_residual && d->in != d->out)
         rc = emb_tensor_copy_f32(sf, "residual.weight", d->out, d->in, 1 << 20, 0, &d->residual, NULL, NULL, err);
     emb_safetensors_close(sf);
@@ -79,7 +82,8 @@ int emb_dense_load(const char *dir, const char *path, int in, emb_dense *d, char
     memset(d, 0, sizeof *d);
     char sub[4096], file[4096], label[160];
     snprintf(label, sizeof label, "%.100s/config.json", path);
-    if (emb_path_join(sub, sizeof sub, dir, path, err) || emb_path_join(file, sizeof file, sub, "config.json", err))
+    if (emb_path_join(sub, sizeof sub, dir, path, err) ||
+        emb_path_join(file, sizeof file, sub, "config.json", err))
         return -1;
     cJSON *cfg;
     if (!emb_path_exists(file))

@@ -5,7 +5,13 @@
 #include <stdint.h>
 #include "base/emb_common.h"
 
-typedef enum { EMB_DENSE_IDENTITY, EMB_DENSE_TANH, EMB_DENSE_RELU, EMB_DENSE_SIGMOID, EMB_DENSE_GELU } emb_dense_act;
+typedef enum {
+    EMB_DENSE_IDENTITY,
+    EMB_DENSE_TANH,
+    EMB_DENSE_RELU,
+    EMB_DENSE_SIGMOID,
+    EMB_DENSE_GELU
+} emb_dense_act;
 
 typedef struct {
     int in, out;

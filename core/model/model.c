@@ -284,7 +284,8 @@ const char *emb_model_token_text(const emb_model *m, int32_t id, size_t *len) {
 
 const float *emb_model_token_row(const emb_model *m, int32_t id) {
     if (m->defined) return emb_defined_token_row(m->defined, id);
-    if (m->statics) return id >= 0 && id < m->statics->rows ? m->statics->table + (size_t)id * m->statics->dims : NULL;
+    if (m->statics)
+        return id >= 0 && id < m->statics->rows ? m->statics->table + (size_t)id * m->statics->dims : NULL;
     return m->enc ? emb_encoder_word_row(m->enc, id) : NULL;
 }
 
@@ -315,7 +316,8 @@ int emb_model_hidden_states(emb_model *m, const emb_encoding *enc, int n_layers,
         if (n_layers != 0)
             return emb_fail(err, "model '%s' is a static embedding model: it has no layers (layer %d asked)",
                             m->name, n_layers);
-        for (size_t i = 0; i < enc->n; i++) memcpy(out + i * H, emb_model_token_row(m, enc->tok[i].id), H * sizeof(float));
+        for (size_t i = 0; i < enc->n; i++)
+            memcpy(out + i * H, emb_model_token_row(m, enc->tok[i].id), H * sizeof(float));
         return 0;
     }
     if (emb_model_require_vectors(&m->info, "vectors", err)) return -1;
@@ -373,4 +375,3 @@ int emb_model_attention_bias(const emb_model *m, int layer, int64_t i, int64_t j
     if (require_attention(m, err)) return -1;
     return emb_encoder_attention_bias(m->enc, layer, i, j, out, err);
 }
-

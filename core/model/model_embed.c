@@ -157,7 +157,8 @@ static int embed_encoder(emb_model *m, const char *const *texts, const size_t *l
 int emb_model_embed(emb_model *m, const char *const *texts, const size_t *lens, size_t n,
                     const emb_embed_options *opt, float *out, char err[EMB_ERR_LEN]) {
     embed_plan p = {opt && opt->pool >= 0 ? (emb_pool_mode)opt->pool : m->sbert.pool,
-                    opt && opt->normalize >= 0 ? opt->normalize : m->sbert.normalize, emb_model_embed_dims(m, opt), 0};
+                    opt && opt->normalize >= 0 ? opt->normalize : m->sbert.normalize, emb_model_embed_dims(m, opt),
+                    0};
     if (emb_model_require_vectors(&m->info, "vectors", err)) return -1;
     if (p.dims < 1 || p.dims > m->info.dimensions)
         return emb_fail(err, "dims %d is out of range: model '%s' makes vectors of %d dimensions", p.dims, m->name,

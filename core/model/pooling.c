@@ -47,9 +47,7 @@ void emb_pool(const float *hidden, int T, int H, int len, emb_pool_mode mode, fl
     emb_pool_from(hidden, T, H, 0, len, mode, out);
 }
 
-const char *emb_pool_mode_name(emb_pool_mode m) {
-    return (unsigned)m < EMB_POOL_MODES ? NAMES[m] : "mean";
-}
+const char *emb_pool_mode_name(emb_pool_mode m) { return (unsigned)m < EMB_POOL_MODES ? NAMES[m] : "mean"; }
 
 int emb_pool_mode_parse(const char *s, emb_pool_mode *out) {
     if (!s) return -1;

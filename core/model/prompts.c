@@ -37,8 +37,7 @@ static int read_prompts(const cJSON *obj, emb_prompts *p, char err[EMB_ERR_LEN])
     if (!cJSON_IsObject(obj)) return emb_fail(err, "%s: key 'prompts' is not an object", FILE_NAME);
     for (const cJSON *it = obj->child; it; it = it->next) {
         if (p->n == EMB_PROMPTS_MAX) return emb_fail(err, "%s: more than %d prompts", FILE_NAME, EMB_PROMPTS_MAX);
-        if (!cJSON_IsString(it))
-            return emb_fail(err, "%s: prompt '%.60s' is not a string", FILE_NAME, it->string);
+        if (!cJSON_IsString(it)) return emb_fail(err, "%s: prompt '%.60s' is not a string", FILE_NAME, it->string);
         size_t len = strlen(it->valuestring);
         if (len > EMB_PROMPT_MAX_BYTES || !emb_utf8_valid(it->valuestring, len, NULL))
             return emb_fail(err, "%s: prompt '%.60s' is not UTF-8 text of at most %d bytes", FILE_NAME, it->string,
@@ -57,7 +56,8 @@ static int read_default(const cJSON *d, emb_prompts *p, char err[EMB_ERR_LEN]) {
     for (int i = 0; i < p->n; i++)
         if (strcmp(p->name[i], d->valuestring) == 0) p->default_index = i;
     if (p->default_index < 0)
-        return emb_fail(err, "%s: default_prompt_name '%.60s' is not one of its prompts", FILE_NAME, d->valuestring);
+        return emb_fail(err, "%s: default_prompt_name '%.60s' is not one of its prompts", FILE_NAME,
+                        d->valuestring);
     return 0;
 }
 

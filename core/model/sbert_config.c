@@ -19,10 +19,19 @@ static int safe_rel_path(const char *p) {
 /* The module kinds of modules.json; a type is known by its last component, so that every
  * spelling from sentence_transformers.models.X (2.x-5.x) to sentence-transformers 6's
  * sentence_transformers.base.modules.x.X is read. */
-typedef enum { MOD_TRANSFORMER, MOD_STATIC, MOD_POOLING, MOD_DENSE, MOD_NORMALIZE, MOD_DROPOUT, MOD_OTHER } mod_kind;
+typedef enum {
+    MOD_TRANSFORMER,
+    MOD_STATIC,
+    MOD_POOLING,
+    MOD_DENSE,
+    MOD_NORMALIZE,
+    MOD_DROPOUT,
+    MOD_OTHER
+} mod_kind;
 
 static mod_kind module_kind(const char *type) {
-    static const char *const NAMES[] = {"Transformer", "StaticEmbedding", "Pooling", "Dense", "Normalize", "Dropout"};
+    static const char *const NAMES[] = {"Transformer", "StaticEmbedding", "Pooling",
+                                        "Dense",       "Normalize",       "Dropout"};
     const char *dot = strrchr(type, '.');
     const char *last = dot ? dot + 1 : type;
     for (int i = 0; i < MOD_OTHER; i++)
@@ -42,8 +51,7 @@ static int add_module(mod_kind k, const char *type, const char *p, emb_sbert_con
     switch (k) {
     case MOD_TRANSFORMER:
     case MOD_STATIC:
-        if (!first)
-            return emb_fail(err, "modules.json: module '%.80s' must come first (the input module)", type);
+        if (!first) return emb_fail(err, "modules.json: module '%.80s' must come first (the input module)", type);
         snprintf(c->transformer_path, sizeof c->transformer_path, "%s", p);
         c->input_static = k == MOD_STATIC;
         s->have_input = 1;
@@ -66,10 +74,11 @@ static int add_module(mod_kind k, const char *type, const char *p, emb_sbert_con
     case MOD_NORMALIZE: s->pending_norm = 1; return 0;
     case MOD_DROPOUT: return 0; /* the identity when embedding */
     default:
-        return emb_fail(err,
-                        "modules.json: module type '%.80s' is not supported (Transformer, StaticEmbedding, Pooling, "
-                        "Dense, Normalize, Dropout)",
-                        type);
+        return emb_fail(
+            err,
+            "modules.json: module type '%.80s' is not supported (Transformer, StaticEmbedding, Pooling, "
+            "Dense, Normalize, Dropout)",
+            type);
     }
 }
 

@@ -40,8 +40,8 @@ static int fold_model2vec(emb_static_table *s, const emb_safetensors *sf, const 
     const emb_safetensors_tensor *map = emb_safetensors_find(sf, "mapping");
     float *weights = NULL;
     int64_t rows = map ? (map->ndim == 1 ? map->shape[0] : -1) : emb_rows;
-    if (map && (map->ndim != 1 || (map->dtype != EMB_DT_I64 && map->dtype != EMB_DT_I32) || rows < 1 ||
-                rows > MAX_ROWS))
+    if (map &&
+        (map->ndim != 1 || (map->dtype != EMB_DT_I64 && map->dtype != EMB_DT_I32) || rows < 1 || rows > MAX_ROWS))
         return emb_fail(err, "%s: tensor 'mapping' must be one int32 or int64 row id per token", sf->label);
     if (emb_tensor_copy_f32(sf, "weights", rows, -1, MAX_ROWS, 1, &weights, NULL, NULL, err)) return -1;
     float *t = malloc((size_t)rows * (size_t)s->dims * sizeof(float) + 1);
@@ -88,7 +88,8 @@ static int read_table(emb_static_table *s, emb_safetensors *sf, char err[EMB_ERR
     if (emb_tensor_copy_f32(sf, name, 0, 0, MAX_ROWS, 0, &emb, &r, &d, err)) return -1;
     if (d > MAX_DIMS) {
         free(emb);
-        return emb_fail(err, "%s: tensor '%s' has %lld columns (at most %d)", sf->label, name, (long long)d, MAX_DIMS);
+        return emb_fail(err, "%s: tensor '%s' has %lld columns (at most %d)", sf->label, name, (long long)d,
+                        MAX_DIMS);
     }
     s->dims = (int32_t)d;
     t = emb_safetensors_find(sf, name);
@@ -124,16 +125,16 @@ int emb_static_load(const char *dir, const emb_tokenizer *tok, int use_mmap, emb
         emb_path_join(path, sizeof path, dir, "model.safetensors", err))
         return -1;
     if (!emb_path_exists(path))
-        return emb_fail(err, "%s: a static embedding model without model.safetensors (pytorch_model.bin is not read)",
-                        dir);
+        return emb_fail(
+            err, "%s: a static embedding model without model.safetensors (pytorch_model.bin is not read)", dir);
     emb_safetensors *sf;
     if (emb_safetensors_open(path, use_mmap, &sf, err)) return -1;
     int rc = read_table(s, sf, err);
     if (!s->file) emb_safetensors_close(sf);
     if (rc == 0 && s->owned) s->table = s->owned;
     if (rc == 0 && emb_tokenizer_vocab_size(tok) > s->rows)
-        rc = emb_fail(err, "the tokenizer has %d tokens but the static table only %d rows", emb_tokenizer_vocab_size(tok),
-                      s->rows);
+        rc = emb_fail(err, "the tokenizer has %d tokens but the static table only %d rows",
+                      emb_tokenizer_vocab_size(tok), s->rows);
     if (rc) {
         emb_static_free(s);
         return -1;

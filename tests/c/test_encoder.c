@@ -843,9 +843,11 @@ static void sbert_config_tests(void) {
     rc = emb_sbert_config_load(d, &c, err);
     CHECK(rc == 0 && c.pool == EMB_POOL_LAST_TOKEN && !c.include_prompt && c.pooling_dim == 8,
           "ST 6 pooling config: %s", rc ? err : "");
-    write_text(d, "1_Pooling/config.json", "{\"pooling_mode\":[\"weightedmean\"],\"pooling_mode_cls_token\":true}");
+    write_text(d, "1_Pooling/config.json",
+               "{\"pooling_mode\":[\"weightedmean\"],\"pooling_mode_cls_token\":true}");
     rc = emb_sbert_config_load(d, &c, err);
-    CHECK(rc == 0 && c.pool == EMB_POOL_WEIGHTED_MEAN, "pooling_mode wins over the old booleans: %s", rc ? err : "");
+    CHECK(rc == 0 && c.pool == EMB_POOL_WEIGHTED_MEAN, "pooling_mode wins over the old booleans: %s",
+          rc ? err : "");
     write_text(d, "1_Pooling/config.json", "{\"pooling_mode\":[\"mean\",\"max\"]}");
     rc = emb_sbert_config_load(d, &c, err);
     CHECK(rc != 0 && strstr(err, "several pooling modes"), "two ST 6 modes: %s", err);
