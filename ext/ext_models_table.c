@@ -20,7 +20,9 @@ enum {
     COL_BYTES,
     COL_FINGERPRINT,
     COL_MAPPED,
-    COL_WEIGHTS
+    COL_WEIGHTS,
+    COL_DIMENSIONS,
+    COL_PROMPTS
 };
 
 typedef struct {
@@ -39,7 +41,7 @@ static int models_connect(sqlite3 *db, void *aux, int argc, const char *const *a
         "CREATE TABLE x(name TEXT, path TEXT, architecture TEXT, hidden_size INTEGER, layers INTEGER,"
         " heads INTEGER, vocab_size INTEGER, max_positions INTEGER, max_tokens INTEGER,"
         " position_kind TEXT, pooling TEXT, normalize INTEGER, weight_type TEXT, bytes INTEGER,"
-        " fingerprint TEXT, mapped INTEGER, weights TEXT)",
+        " fingerprint TEXT, mapped INTEGER, weights TEXT, dimensions INTEGER, prompts TEXT)",
         SQLITE_VTAB_DIRECTONLY, out);
 }
 
@@ -125,6 +127,13 @@ static int models_column(sqlite3_vtab_cursor *cur, sqlite3_context *ctx, int col
         if (m->has_vectors) sqlite3_result_int(ctx, m->mapped);
         break;
     case COL_WEIGHTS: result_text_or_null(ctx, m->weights); break;
+    case COL_DIMENSIONS: result_positive_or_null(ctx, m->dimensions); break;
+    case COL_PROMPTS:
+        if (m->prompts) {
+            sqlite3_result_text(ctx, m->prompts, -1, SQLITE_TRANSIENT);
+            sqlite3_result_subtype(ctx, 'J');
+        }
+        break;
     }
     return SQLITE_OK;
 }

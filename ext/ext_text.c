@@ -64,6 +64,11 @@ void sql_contextual_embedding(sqlite3_context *ctx, int argc, sqlite3_value **ar
     float *hidden = NULL;
     if (emb_model_require_vectors(info, "vectors", err)) {
         ext_error(ctx, fn, "%s", err);
+    } else if (info->is_static) {
+        ext_error(ctx, fn,
+                  "model '%s' is a static embedding model: a token's vector is its table row whatever the "
+                  "context (embed_tokens shows the rows)",
+                  info->name);
     } else if (layer > info->dims->layers) {
         ext_error(ctx, fn, "layer %lld is out of range: model '%s' has %d layers (0 is the input embedding)",
                   layer, info->name, info->dims->layers);
@@ -83,53 +88,52 @@ void sql_contextual_embedding(sqlite3_context *ctx, int argc, sqlite3_value **ar
     emb_model_release(m);
 }
 
-/* options: {"pooling": "mean" | "cls" | "max", "normalize": true | false, "dims": n,
- * "truncate": true | false} */
-static int parse_options(sqlite3_context *ctx, sqlite3_value *val, emb_embed_options *opt, int *truncate) {
+/* options: {"pooling": a mode, "normalize": true | false, "dims": n, "truncate": true | false,
+ * "prompt_name": a prompt of the model's folder, "prompt": a literal text}; *prompt_name keeps
+ * the name (in root, which the caller frees) until the model is known. */
+static int parse_options(sqlite3_context *ctx, sqlite3_value *val, emb_embed_options *opt, int *truncate,
+                         const char **prompt_name, cJSON **root) {
     const char *fn = "embed";
     *truncate = 1;
-    opt->pool = -1;
-    opt->normalize = -1;
-    opt->dims = 0;
-    cJSON *root;
-    ext_rc r = ext_get_options(ctx, val, fn, "{\"pooling\": \"cls\", \"normalize\": false}", &root);
+    *opt = (emb_embed_options){-1, -1, 0, NULL};
+    *prompt_name = NULL;
+    ext_rc r = ext_get_options(ctx, val, fn, "{\"pooling\": \"cls\", \"normalize\": false}", root);
     if (r != EXT_OK) return r == EXT_ERROR ? -1 : 0;
-    int rc = 0;
-    for (const cJSON *item = root->child; item && rc == 0; item = item->next) {
-        if (strcmp(item->string, "pooling") == 0) {
+    for (const cJSON *item = (*root)->child; item; item = item->next) {
+        const char *k = item->string;
+        if (strcmp(k, "pooling") == 0) {
             emb_pool_mode mode;
-            if (cJSON_IsString(item) && emb_pool_mode_parse(item->valuestring, &mode) == 0) {
-                opt->pool = (int)mode;
-            } else {
-                ext_error(ctx, fn, "option \"pooling\" must be \"mean\", \"cls\" or \"max\"");
-                rc = -1;
-            }
-        } else if (strcmp(item->string, "normalize") == 0) {
-            if (!cJSON_IsBool(item)) {
-                ext_error(ctx, fn, "option \"normalize\" must be true or false");
-                rc = -1;
-            }
-            opt->normalize = cJSON_IsTrue(item);
-        } else if (strcmp(item->string, "dims") == 0) {
+            if (!cJSON_IsString(item) || emb_pool_mode_parse(item->valuestring, &mode) != 0)
+                return ext_error(
+                           ctx, fn,
+                           "option \"pooling\" must be \"mean\", \"cls\", \"max\", \"mean_sqrt_len_tokens\", "
+                           "\"weightedmean\" or \"lasttoken\""),
+                       -1;
+            opt->pool = (int)mode;
+        } else if (strcmp(k, "normalize") == 0 || strcmp(k, "truncate") == 0) {
+            if (!cJSON_IsBool(item)) return ext_error(ctx, fn, "option \"%s\" must be true or false", k), -1;
+            if (k[0] == 'n') opt->normalize = cJSON_IsTrue(item);
+            else *truncate = cJSON_IsTrue(item);
+        } else if (strcmp(k, "dims") == 0) {
             double d = cJSON_IsNumber(item) ? item->valuedouble : 0;
-            if (!(d >= 1 && d <= 1 << 30 && d == (double)(int)d)) {
-                ext_error(ctx, fn, "option \"dims\" must be a whole number of dimensions from 1");
-                rc = -1;
-            }
-            opt->dims = rc ? 0 : (int)d;
-        } else if (strcmp(item->string, "truncate") == 0) {
-            if (!cJSON_IsBool(item)) {
-                ext_error(ctx, fn, "option \"truncate\" must be true or false");
-                rc = -1;
-            }
-            *truncate = cJSON_IsTrue(item);
+            if (!(d >= 1 && d <= 1 << 30 && d == (double)(int)d))
+                return ext_error(ctx, fn, "option \"dims\" must be a whole number of dimensions from 1"), -1;
+            opt->dims = (int)d;
+        } else if (strcmp(k, "prompt") == 0 || strcmp(k, "prompt_name") == 0) {
+            if (!cJSON_IsString(item)) return ext_error(ctx, fn, "option \"%s\" must be a string", k), -1;
+            if (k[6]) *prompt_name = item->valuestring;
+            else opt->prompt = item->valuestring;
         } else {
-            ext_error(ctx, fn, "unknown option \"%s\" (known: pooling, normalize, dims, truncate)", item->string);
-            rc = -1;
+            return ext_error(
+                       ctx, fn,
+                       "unknown option \"%s\" (known: pooling, normalize, dims, truncate, prompt, prompt_name)",
+                       k),
+                   -1;
         }
     }
-    cJSON_Delete(root);
-    return rc;
+    if (opt->prompt && *prompt_name)
+        return ext_error(ctx, fn, "options \"prompt\" and \"prompt_name\" are two prompts: give one"), -1;
+    return 0;
 }
 
 /* With "truncate": false, a text over the model's limit is an error giving its token count (as
@@ -152,25 +156,43 @@ static int over_limit(sqlite3_context *ctx, const emb_model *m, const char *text
     return rc;
 }
 
+/* The prompt a name stands for in model m's folder; NULL and the error set if it has none. */
+static const char *named_prompt(sqlite3_context *ctx, const emb_model *m, const char *name) {
+    const char *p = emb_model_prompt(m, name);
+    const emb_model_info *info = emb_model_get_info(m);
+    if (!p)
+        ext_error(ctx, "embed", "model '%s' has no prompt named \"%s\" (its prompts: %s)", info->name, name,
+                  info->prompts ? info->prompts : "none");
+    return p;
+}
+
 void sql_embed(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
-    const char *fn = "embed", *text, *b;
+    const char *fn = "embed", *text, *b, *prompt_name = NULL;
     int len, blen, truncate = 1;
-    emb_embed_options opt;
-    if (argc == 3 && parse_options(ctx, argv[2], &opt, &truncate)) return;
-    if (argc < 3) opt = (emb_embed_options){-1, -1, 0, NULL};
+    emb_embed_options opt = {-1, -1, 0, NULL};
+    cJSON *root = NULL;
+    if (argc == 3 && parse_options(ctx, argv[2], &opt, &truncate, &prompt_name, &root)) {
+        cJSON_Delete(root);
+        return;
+    }
     emb_model *m = model_and_text(ctx, argv, 0, fn, &text, &len, &b, &blen);
-    if (!m) return;
+    if (!m) {
+        cJSON_Delete(root);
+        return;
+    }
     const emb_model_info *info = emb_model_get_info(m);
     float *out = NULL;
     char err[EMB_ERR_LEN];
     size_t slen = (size_t)len;
     size_t width = info->has_vectors ? (size_t)emb_model_embed_dims(m, &opt) : 0;
     if (emb_model_require_vectors(info, "vectors", err)) ext_error(ctx, fn, "%s", err);
-    else if (!truncate && over_limit(ctx, m, text, len)) {
+    else if (prompt_name && !(opt.prompt = named_prompt(ctx, m, prompt_name))) {
         /* the error is set */
-    } else if (width > (size_t)info->dims->hidden)
+    } else if (!truncate && over_limit(ctx, m, text, len)) {
+        /* the error is set */
+    } else if (width > (size_t)info->dimensions)
         ext_error(ctx, fn, "option \"dims\" is %lld, but model '%s' makes vectors of %d dimensions",
-                  (long long)width, info->name, info->dims->hidden);
+                  (long long)width, info->name, info->dimensions);
     else if (!(out = sqlite3_malloc64(width * sizeof(float)))) sqlite3_result_error_nomem(ctx);
     else if (emb_model_embed(m, &text, &slen, 1, &opt, out, err)) {
         ext_error(ctx, fn, "%s", err);
@@ -178,5 +200,6 @@ void sql_embed(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
     } else {
         ext_result_vector_owned(ctx, out, width);
     }
+    cJSON_Delete(root);
     emb_model_release(m);
 }

@@ -230,6 +230,7 @@ static int tokens_column(sqlite3_vtab_cursor *cur, sqlite3_context *ctx, int col
         if (hidden_level(c, ctx, &c->input, 0) == 0) ext_result_vector(ctx, c->input + c->at * h, h);
         break;
     case COL_CONTEXTUAL_EMB:
+        if (info->is_static) break; /* a static model has no context: NULL */
         if (hidden_level(c, ctx, &c->contextual, info->dims->layers) == 0)
             ext_result_vector(ctx, c->contextual + c->at * h, h);
         break;

@@ -254,6 +254,7 @@ typedef struct {
     emb_storage storage;
     int has_storage, rescore, has_rescore, ivf, has_index;
     int chunk_tokens, chunk_overlap, has_overlap;
+    char *prompt_names[2]; /* document_prompt, query_prompt (ix_role order); NULL: the model's */
     ix_meta *meta;
     int n_meta, partition;
 } ix_options;
@@ -366,7 +367,13 @@ emb_model *ix_model(ix_vtab *v, int *rc);
 int ix_hold_model(ix_vtab *v);
 void ix_release_model(ix_vtab *v);
 /* Embeds n texts with the index's model into out (n x dims). */
-int ix_embed_texts(ix_vtab *v, const char *const *texts, const size_t *lens, size_t n, float *out);
+/* A text is embedded as a row (a document) or as a search's query: each with its own prompt. */
+typedef enum { IX_ROLE_DOCUMENT, IX_ROLE_QUERY } ix_role;
+int ix_embed_texts(ix_vtab *v, ix_role role, const char *const *texts, const size_t *lens, size_t n, float *out);
+/* CREATE's query_prompt / document_prompt (names[1], names[0]; NULL: not given) against model m,
+ * and into NAME_config once the index exists. */
+int ix_check_prompt_names(const char *const names[2], emb_model *m, char **err);
+int ix_store_prompt_names(sqlite3 *db, const char *schema, const char *index, const char *const names[2]);
 /* INSERT INTO t(t, text) VALUES ('model', 'name'): use another loaded model of the same
  * fingerprint. */
 int ix_use_model(ix_vtab *v, const char *name);

@@ -8,12 +8,11 @@
 static int model_fits(ix_vtab *v, const char *name, emb_model *m) {
     const emb_model_info *info = emb_model_get_info(m);
     /* an index of fewer dims than the model's keeps the first dims of each vector (Matryoshka) */
-    if (info->has_vectors && info->dims->hidden >= v->dims && !strcmp(info->fingerprint, v->fingerprint)) return 1;
+    if (info->has_vectors && info->dimensions >= v->dims && !strcmp(info->fingerprint, v->fingerprint)) return 1;
     ix_error(v,
              "model '%s' (fingerprint %s, %d dimensions) is not the model \"%s\" was made with "
              "(fingerprint %s, %d dimensions)",
-             name, info->fingerprint, info->has_vectors ? info->dims->hidden : 0, v->name, v->fingerprint,
-             v->dims);
+             name, info->fingerprint, info->has_vectors ? info->dimensions : 0, v->name, v->fingerprint, v->dims);
     return 0;
 }
 
@@ -73,15 +72,59 @@ void ix_release_model(ix_vtab *v) {
     v->held = NULL;
 }
 
-int ix_embed_texts(ix_vtab *v, const char *const *texts, const size_t *lens, size_t n, float *out) {
+static const char *const PROMPT_KEYS[2] = {"document_prompt", "query_prompt"};
+
+/* The prompt of a role: NAME_config's query_prompt / document_prompt (a prompt name of the model,
+ * or "none"), else the model's own choice as sentence-transformers' encode_query and
+ * encode_document make it (NULL: its default prompt). */
+static int role_prompt(ix_vtab *v, emb_model *m, ix_role role, const char **out) {
+    char *name = NULL;
+    int rc = ix_get_config_text(v, PROMPT_KEYS[role], &name);
+    *out = NULL;
+    if (rc != SQLITE_OK) return rc;
+    if (!name) *out = emb_model_role_prompt(m, role == IX_ROLE_QUERY ? EMB_PROMPT_QUERY : EMB_PROMPT_DOCUMENT);
+    else if (!strcmp(name, "none")) *out = "";
+    else if (!(*out = emb_model_prompt(m, name)))
+        rc = ix_error(v, "%s '%s' of \"%s\" is not a prompt of model '%s' (its prompts: %s)", PROMPT_KEYS[role],
+                      name, v->name, emb_model_get_info(m)->name,
+                      emb_model_get_info(m)->prompts ? emb_model_get_info(m)->prompts : "none");
+    sqlite3_free(name);
+    return rc;
+}
+
+int ix_embed_texts(ix_vtab *v, ix_role role, const char *const *texts, const size_t *lens, size_t n, float *out) {
     int rc;
     emb_model *m = ix_model(v, &rc);
     if (!m) return rc;
     char err[EMB_ERR_LEN];
-    emb_embed_options opt = {.pool = -1, .normalize = -1, .dims = 0};
-    if (emb_model_get_info(m)->dims->hidden > v->dims) opt.dims = v->dims;
-    if (emb_model_embed(m, texts, lens, n, &opt, out, err)) rc = ix_error(v, "%s", err);
+    emb_embed_options opt = {.pool = -1, .normalize = -1, .dims = 0, .prompt = NULL};
+    if (emb_model_get_info(m)->dimensions > v->dims) opt.dims = v->dims;
+    rc = role_prompt(v, m, role, &opt.prompt);
+    if (rc == SQLITE_OK && emb_model_embed(m, texts, lens, n, &opt, out, err)) rc = ix_error(v, "%s", err);
     emb_model_release(m);
+    return rc;
+}
+
+int ix_check_prompt_names(const char *const names[2], emb_model *m, char **err) {
+    for (int r = 0; r < 2; r++) {
+        if (!names[r] || !strcmp(names[r], "none") || emb_model_prompt(m, names[r])) continue;
+        const emb_model_info *info = emb_model_get_info(m);
+        *err = sqlite3_mprintf(IX_FN ": %s = '%s' is not a prompt of model '%s' (its prompts: %s; or none)",
+                               PROMPT_KEYS[r], names[r], info->name, info->prompts ? info->prompts : "none");
+        return *err ? SQLITE_ERROR : SQLITE_NOMEM;
+    }
+    return SQLITE_OK;
+}
+
+int ix_store_prompt_names(sqlite3 *db, const char *schema, const char *index, const char *const names[2]) {
+    int rc = SQLITE_OK;
+    for (int r = 0; r < 2 && rc == SQLITE_OK; r++) {
+        if (!names[r]) continue;
+        char *sql = sqlite3_mprintf("INSERT INTO \"%w\".\"%w_config\"(key, value) VALUES (%Q, %Q)", schema, index,
+                                    PROMPT_KEYS[r], names[r]);
+        rc = sql ? sqlite3_exec(db, sql, NULL, NULL, NULL) : SQLITE_NOMEM;
+        sqlite3_free(sql);
+    }
     return rc;
 }
 

@@ -10,6 +10,8 @@
 
 void ix_options_free(ix_options *o) {
     sqlite3_free(o->model);
+    sqlite3_free(o->prompt_names[0]);
+    sqlite3_free(o->prompt_names[1]);
     for (int j = 0; j < o->n_meta; j++) sqlite3_free(o->meta[j].name);
     sqlite3_free(o->meta);
 }
@@ -66,13 +68,23 @@ static char *vec0_hint(const char *arg) {
                            arg, dims, *m ? ", metric = '" : "", m, *m ? "'" : "");
 }
 
-#define KNOWN_OPTIONS "model, dims, metric, storage, rescore, index, chunk_size, chunk_tokens, chunk_overlap"
+#define KNOWN_OPTIONS                                                                                             \
+    "model, dims, metric, storage, rescore, index, chunk_size, chunk_tokens, chunk_overlap, query_prompt, "       \
+    "document_prompt"
 /* Names a metadata column cannot have: the table's own columns, the rowid, the options. */
-static const char *const reserved_names[] = {
-    "vector",     "text",        "distance",  "k",      "oversample",   "probes",
-    "chunk",      "chunk_start", "chunk_end", "rerank", "rerank_depth", "rerank_score",
-    "rowid",      "oid",         "_rowid_",   "model",  "dims",         "metric",
-    "chunk_size", "storage",     "rescore",   "index",  "chunk_tokens", "chunk_overlap"};
+static const char *const reserved_names[] = {"vector",       "text",
+                                             "distance",     "k",
+                                             "oversample",   "probes",
+                                             "chunk",        "chunk_start",
+                                             "chunk_end",    "rerank",
+                                             "rerank_depth", "rerank_score",
+                                             "rowid",        "oid",
+                                             "_rowid_",      "model",
+                                             "dims",         "metric",
+                                             "chunk_size",   "storage",
+                                             "rescore",      "index",
+                                             "chunk_tokens", "chunk_overlap",
+                                             "query_prompt", "document_prompt"};
 #define N_COLUMN_NAMES 15
 static const char *const meta_types[] = {"integer", "real", "text", "blob"};
 
@@ -163,6 +175,9 @@ static int parse_option(const char *a, ix_options *o, char **err) {
     if (rc != SQLITE_OK) {
     } else if (!sqlite3_stricmp(key, "model") && !o->model) {
         o->model = val, val = NULL;
+    } else if ((!sqlite3_stricmp(key, "query_prompt") && !o->prompt_names[IX_ROLE_QUERY]) ||
+               (!sqlite3_stricmp(key, "document_prompt") && !o->prompt_names[IX_ROLE_DOCUMENT])) {
+        o->prompt_names[(key[0] | 32) == 'q' ? IX_ROLE_QUERY : IX_ROLE_DOCUMENT] = val, val = NULL;
     } else if (!sqlite3_stricmp(key, "metric") && !o->has_metric) {
         o->has_metric = 1;
         if (emb_metric_parse(val, &o->metric)) {
@@ -265,18 +280,25 @@ int ix_check_options(ix_options *o, emb_model **mod, char **err) {
         } else if (emb_model_require_vectors(info = emb_model_get_info(*mod), "vectors", msg)) {
             *err = sqlite3_mprintf(IX_FN ": %s", msg);
             rc = SQLITE_ERROR;
-        } else if (o->dims > info->dims->hidden) {
+        } else if (o->dims > info->dimensions) {
             *err = sqlite3_mprintf(IX_FN ": dims = %d, but model '%s' makes vectors of %d dimensions (dims "
                                          "may keep fewer: the first dims of each vector)",
-                                   o->dims, o->model, info->dims->hidden);
+                                   o->dims, o->model, info->dimensions);
             rc = SQLITE_ERROR;
-        } else if (o->chunk_tokens > info->max_tokens) {
+        } else if ((rc = ix_check_prompt_names((const char *const *)o->prompt_names, *mod, err)) != SQLITE_OK) {
+            /* the error is set */
+        } else if (info->max_tokens > 0 && o->chunk_tokens > info->max_tokens) {
             *err = sqlite3_mprintf(IX_FN ": chunk_tokens = %d, but model '%s' reads at most %d tokens",
                                    o->chunk_tokens, o->model, info->max_tokens);
             rc = SQLITE_ERROR;
         } else if (!o->dims) {
-            o->dims = info->dims->hidden;
+            o->dims = info->dimensions;
         }
+    }
+    if (rc == SQLITE_OK && !o->model && (o->prompt_names[0] || o->prompt_names[1])) {
+        *err = sqlite3_mprintf(IX_FN ": query_prompt and document_prompt need a model: an index of dims = N "
+                                     "embeds no text");
+        rc = SQLITE_ERROR;
     }
     if (rc == SQLITE_OK && !o->model && (o->chunk_tokens || o->has_overlap)) {
         *err = sqlite3_mprintf(IX_FN ": chunk_tokens needs a model: a chunked index embeds its rows' texts "

@@ -124,7 +124,7 @@ int ix_place_texts(ix_vtab *v, const int64_t *rows, char *const *texts, const si
         size_t k = p.n - at < IX_EMBED_STEP ? p.n - at : IX_EMBED_STEP;
         ix_progress(v->key, "insert: embedding chunks, %zu of %zu pending", at, p.n);
         rc = ix_interrupted(v, "insert");
-        if (rc == SQLITE_OK) rc = ix_embed_texts(v, ptr + at, len + at, k, vecs + at * d);
+        if (rc == SQLITE_OK) rc = ix_embed_texts(v, IX_ROLE_DOCUMENT, ptr + at, len + at, k, vecs + at * d);
     }
     ix_progress(v->key, NULL);
     if (rc == SQLITE_OK) rc = record_parts(v, rows, &p, first);

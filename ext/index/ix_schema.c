@@ -516,7 +516,8 @@ int ix_create(sqlite3 *db, void *aux, int argc, const char *const *argv, sqlite3
                                   sqlite3_mprintf(create_parts_sql, schema, name, schema, name, schema, name,
                                                   o.chunk_tokens, o.chunk_overlap));
         if (!sql) rc = SQLITE_NOMEM;
-        else if ((rc = sqlite3_exec(db, sql, NULL, NULL, NULL)) != SQLITE_OK)
+        else if ((rc = sqlite3_exec(db, sql, NULL, NULL, NULL)) != SQLITE_OK ||
+                 (rc = ix_store_prompt_names(db, schema, name, (const char *const *)o.prompt_names)) != SQLITE_OK)
             /* v->name: out of memory while re-reading the schema, SQLite frees argv's table */
             *err = sqlite3_mprintf(IX_FN ": cannot create the shadow tables of \"%s\": %s", v->name,
                                    sqlite3_errmsg(db));

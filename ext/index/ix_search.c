@@ -104,7 +104,7 @@ static int query_vector(ix_vtab *v, sqlite3_value *val, ext_vec *q, int *is_text
     if (!emb_utf8_valid(s, len, NULL)) return ix_error(v, "the query text is not valid UTF-8");
     float *f = sqlite3_malloc64((size_t)v->dims * sizeof *f);
     if (!f) return SQLITE_NOMEM;
-    int rc = ix_embed_texts(v, &s, &len, 1, f);
+    int rc = ix_embed_texts(v, IX_ROLE_QUERY, &s, &len, 1, f);
     if (rc == SQLITE_OK && v->metric == EMB_METRIC_COSINE && emb_vec_norm2(f, (size_t)v->dims) == 0.0)
         rc = ix_error(v,
                       "the query text \"%.40s\" embeds to a zero vector, which has no direction "

@@ -91,7 +91,8 @@ static int batch_embed(ix_vtab *v, pending_batch *b) {
         size_t n = b->nt - at < IX_EMBED_STEP ? b->nt - at : IX_EMBED_STEP;
         ix_progress(v->key, "insert: embedding texts, %zu of %zu pending", at, b->nt);
         rc = ix_interrupted(v, "insert");
-        if (rc == SQLITE_OK) rc = ix_embed_texts(v, (const char *const *)b->texts + at, b->lens + at, n, out);
+        if (rc == SQLITE_OK)
+            rc = ix_embed_texts(v, IX_ROLE_DOCUMENT, (const char *const *)b->texts + at, b->lens + at, n, out);
         for (size_t i = 0; rc == SQLITE_OK && i < n; i++)
             memcpy(b->vecs + b->text_row[at + i] * d, out + i * d, d * sizeof(float));
     }
