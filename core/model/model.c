@@ -189,7 +189,9 @@ static void fingerprint(emb_model *m) {
     uint64_t more[4] = {h, m->statics ? m->statics->fingerprint : 0, 0, (uint64_t)m->sbert.include_prompt};
     for (int i = 0; i < m->sbert.n_dense; i++)
         more[2] = XXH3_64bits_withSeed(&more[2], 8, emb_dense_fingerprint(&m->dense[i]) ^ (uint64_t)i);
-    if (m->prompts.json) more[2] ^= XXH3_64bits(m->prompts.json, strlen(m->prompts.json));
+    if (m->prompts.json)
+        more[2] ^= XXH3_64bits_withSeed(m->prompts.json, strlen(m->prompts.json),
+                                        (uint64_t)(m->prompts.default_index + 1));
     if (m->statics || m->sbert.n_dense || m->prompts.json || !m->sbert.include_prompt)
         h = XXH3_64bits(more, sizeof more);
     set_fingerprint(&m->info, h);
