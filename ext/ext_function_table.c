@@ -70,6 +70,7 @@ static const ext_function functions[] = {
     {"embed", 2, REGISTRY | OUT, SCALAR(sql_embed), "embed(model, text)"},
     {"embed", 3, REGISTRY | OUT, SCALAR(sql_embed), "embed(model, text, options)"},
     {"embed_rerank", 3, REGISTRY, SCALAR(sql_embed_rerank), "embed_rerank(model, query, text)"},
+    {"embed_rerank", 4, REGISTRY, SCALAR(sql_embed_rerank), "embed_rerank(model, query, text, options)"},
     /* These change the process-wide registry: a database's views and triggers must not. */
     {"embed_define", 2, DIRECT, SCALAR(sql_embed_define), "embed_define(name, json)"},
     {"embed_load", 2, DIRECT, SCALAR(sql_embed_load), "embed_load(name, folder)"},

@@ -56,4 +56,8 @@ EXT_SQL_FUNCTION(sql_embed);
 /* ext_rerank.c */
 EXT_SQL_FUNCTION(sql_embed_rerank);
 
+/* embed_rerank's options argument ({"activation": "none" | "sigmoid"}; NULL: the defaults) into
+ * *kind; -1 with *err (sqlite3_malloc'd; NULL when out of memory) when it is not one. */
+#include "sqlite-embed/rerank.h"
+int ext_rerank_options(sqlite3_value *val, emb_rerank_score *kind, char **err);
 #endif

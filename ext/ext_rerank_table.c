@@ -13,8 +13,8 @@
 #include <stdarg.h>
 #include <string.h>
 
-enum { COL_I, COL_TEXT, COL_SCORE, COL_MODEL, COL_QUERY, COL_TEXTS };
-enum { NEED_ARGS = EXT_PLAN_NEED_ARGS(3) };
+enum { COL_I, COL_TEXT, COL_SCORE, COL_MODEL, COL_QUERY, COL_TEXTS, COL_OPTIONS };
+enum { NEED_ARGS = EXT_PLAN_NEED_ARGS(4) };
 #define FN "embed_rerank_batch"
 
 typedef struct {
@@ -23,20 +23,22 @@ typedef struct {
     const cJSON *row; /* its element at */
     int n, at;
     float *scores; /* n (a null element's is not read) */
-    sqlite3_value *args[3];
+    sqlite3_value *args[4]; /* model, query, texts, options (NULL when not given) */
+    emb_rerank_score kind;
 } rerank_cursor;
 
 static int rb_connect(sqlite3 *db, void *aux, int argc, const char *const *argv, sqlite3_vtab **out, char **err) {
     (void)aux, (void)argc, (void)argv, (void)err;
-    return ext_vtab_connect(
-        db, "CREATE TABLE x(i INTEGER, text TEXT, score REAL, model HIDDEN, query HIDDEN, texts HIDDEN)",
-        SQLITE_VTAB_INNOCUOUS, out);
+    return ext_vtab_connect(db,
+                            "CREATE TABLE x(i INTEGER, text TEXT, score REAL, model HIDDEN, query HIDDEN, texts "
+                            "HIDDEN, options HIDDEN)",
+                            SQLITE_VTAB_INNOCUOUS, out);
 }
 
-/* All three arguments are required equalities. */
+/* Model, query and texts are required equalities; options may follow. */
 static int rb_best_index(sqlite3_vtab *vtab, sqlite3_index_info *info) {
     (void)vtab;
-    return ext_plan_hidden(info, COL_MODEL, 3, 3, 1000, 50);
+    return ext_plan_hidden(info, COL_MODEL, 4, 3, 1000, 50);
 }
 
 static int rb_open(sqlite3_vtab *vtab, sqlite3_vtab_cursor **out) {
@@ -49,10 +51,11 @@ static int rb_open(sqlite3_vtab *vtab, sqlite3_vtab_cursor **out) {
 }
 
 static void reset(rerank_cursor *c) {
-    for (int k = 0; k < 3; k++) {
+    for (int k = 0; k < 4; k++) {
         sqlite3_value_free(c->args[k]);
         c->args[k] = NULL;
     }
+    c->kind = EMB_RERANK_ACTIVATION;
     cJSON_Delete(c->texts);
     c->texts = NULL;
     sqlite3_free(c->scores);
@@ -146,7 +149,7 @@ static int score_all(rerank_cursor *c, emb_model *m, const char *query, size_t q
     float *scores = rc == SQLITE_OK ? sqlite3_malloc64(k * sizeof *scores + 1) : NULL;
     char err[EMB_ERR_LEN];
     if (rc == SQLITE_OK && !scores) rc = SQLITE_NOMEM;
-    else if (rc == SQLITE_OK && emb_model_rerank(m, query, qlen, texts, lens, k, scores, err))
+    else if (rc == SQLITE_OK && emb_model_rerank_with(m, query, qlen, texts, lens, k, c->kind, scores, err))
         rc = cursor_error(c, "%s", err);
     for (i = 0; rc == SQLITE_OK && i < c->n; i++) c->scores[i] = slot[i] < 0 ? -1.0f : scores[slot[i]];
     sqlite3_free(scores);
@@ -160,16 +163,22 @@ static int rb_filter(sqlite3_vtab_cursor *cur, int mask, const char *idx_str, in
     (void)idx_str, (void)argc;
     rerank_cursor *c = (rerank_cursor *)cur;
     reset(c);
-    if (mask & NEED_ARGS) return cursor_error(c, "needs a model, a query and texts: " FN "(model, query, texts)");
-    for (int k = 0; k < 3; k++)
-        if (!(c->args[k] = sqlite3_value_dup(argv[k]))) return SQLITE_NOMEM;
+    if (mask & NEED_ARGS)
+        return cursor_error(c, "needs a model, a query and texts: " FN "(model, query, texts [, options])");
+    for (int k = 0, a = 0; k < 4; k++)
+        if ((mask & (1 << k)) && !(c->args[k] = sqlite3_value_dup(argv[a++]))) return SQLITE_NOMEM;
+    char *err = NULL;
+    if (c->args[3] && ext_rerank_options(c->args[3], &c->kind, &err)) {
+        int orc = err ? cursor_error(c, "%s", err) : SQLITE_NOMEM;
+        sqlite3_free(err);
+        return orc;
+    }
     for (int k = 0; k < 3; k++)
         if (sqlite3_value_type(c->args[k]) == SQLITE_NULL) return SQLITE_OK; /* NULL in: no rows */
     int rc = parse_texts(c, c->args[2]);
     if (rc != SQLITE_OK) return rc;
     const char *query;
     int qlen;
-    char *err = NULL;
     if (ext_value_input_text(c->args[1], "the query", &query, &qlen, &err) == EXT_ERROR) {
         rc = err ? cursor_error(c, "%s", err) : SQLITE_NOMEM;
         sqlite3_free(err);
@@ -213,7 +222,8 @@ static int rb_column(sqlite3_vtab_cursor *cur, sqlite3_context *ctx, int col) {
     case COL_SCORE:
         if (cJSON_IsString(e)) sqlite3_result_double(ctx, (double)c->scores[c->at]);
         break;
-    default: sqlite3_result_value(ctx, c->args[col - COL_MODEL]);
+    default:
+        if (c->args[col - COL_MODEL]) sqlite3_result_value(ctx, c->args[col - COL_MODEL]);
     }
     return SQLITE_OK;
 }

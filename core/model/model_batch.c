@@ -79,8 +79,11 @@ int emb_model_tokens_make(const emb_model *m, emb_model_runner *r, const char *f
     tk->order = malloc(n * sizeof(size_t) + 1);
     if (!tk->lens || !tk->starts || !tk->order) return emb_fail(err, "out of memory");
     for (size_t t = 0; t < n; t++) {
-        int rc = first ? emb_model_tokenize(m, first, first_len, texts[t], lens[t], &r->enc, err)
-                       : emb_model_tokenize(m, texts[t], lens[t], NULL, 0, &r->enc, err);
+        /* a pair whose text is empty is the query alone, as transformers' tokenizer(query, "")
+         * makes it (an empty text_pair is no pair there) */
+        int rc = first && lens[t] ? emb_model_tokenize(m, first, first_len, texts[t], lens[t], &r->enc, err)
+                 : first          ? emb_model_tokenize(m, first, first_len, NULL, 0, &r->enc, err)
+                                  : emb_model_tokenize(m, texts[t], lens[t], NULL, 0, &r->enc, err);
         if (rc) return -1;
         if (emb_grow((void **)&tk->ids, &ids_cap, used + r->enc.n, sizeof(int32_t)) ||
             emb_grow((void **)&tk->types, &types_cap, used + r->enc.n, sizeof(int32_t)))

@@ -1,8 +1,10 @@
 /* Cross-encoder scores (rerank.h): the (query, text) pairs tokenized as a pair, run through the
  * encoder in length-sorted batches as emb_model_embed runs texts, then the classifier's head on
- * each sequence's hidden states and the activation the folder names. */
+ * each sequence's hidden states and the activation (the folder's, else sentence-transformers'
+ * default: Sigmoid for one label). */
 #include "sqlite-embed/rerank.h"
 #include "model/model_internal.h"
+#include <math.h>
 #include <stdlib.h>
 
 int emb_model_has_classifier(const emb_model *m) { return m->cls != NULL; }
@@ -24,6 +26,12 @@ static int require_one_label(const emb_model *m, char err[EMB_ERR_LEN]) {
 
 int emb_model_rerank(emb_model *m, const char *query, size_t qlen, const char *const *texts, const size_t *lens,
                      size_t n, float *scores, char err[EMB_ERR_LEN]) {
+    return emb_model_rerank_with(m, query, qlen, texts, lens, n, EMB_RERANK_ACTIVATION, scores, err);
+}
+
+int emb_model_rerank_with(emb_model *m, const char *query, size_t qlen, const char *const *texts,
+                          const size_t *lens, size_t n, emb_rerank_score kind, float *scores,
+                          char err[EMB_ERR_LEN]) {
     if (require_one_label(m, err)) return -1;
     if (n == 0) return 0;
     emb_model_runner *r = emb_model_runner_take(m);
@@ -41,7 +49,9 @@ int emb_model_rerank(emb_model *m, const char *query, size_t qlen, const char *c
             float logit;
             emb_classifier_logits(m->cls, m->enc, r->hidden + (size_t)b * (size_t)T * H, tk.lens[seq[b]], scratch,
                                   &logit);
-            scores[seq[b]] = emb_classifier_activate(m->cls, logit);
+            scores[seq[b]] = kind == EMB_RERANK_LOGIT     ? logit
+                             : kind == EMB_RERANK_SIGMOID ? (float)(1.0 / (1.0 + exp(-(double)logit)))
+                                                          : emb_classifier_activate(m->cls, logit);
         }
     }
     free(scratch);

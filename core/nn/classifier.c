@@ -100,7 +100,7 @@ static int read_activation(const cJSON *root, score_act *out, char err[EMB_ERR_L
     if (!fn || cJSON_IsNull(fn))
         fn = cJSON_GetObjectItemCaseSensitive(root, "sbert_ce_default_activation_function");
     *out = ACT_NONE;
-    if (!fn || cJSON_IsNull(fn)) return 0;
+    if (!fn || cJSON_IsNull(fn)) return 0; /* the caller picks sentence-transformers' default */
     if (!cJSON_IsString(fn))
         return emb_fail(err,
                         "config.json: the cross-encoder's activation_fn must be a string such as "
@@ -267,9 +267,16 @@ int emb_classifier_labels(const emb_classifier *c) { return c->labels; }
 const char *emb_classifier_architecture(const emb_classifier *c) { return c->arch; }
 uint64_t emb_classifier_fingerprint(const emb_classifier *c) { return c->fingerprint; }
 
+/* The activation in force: the folder's, else sentence-transformers' CrossEncoder default
+ * (Sigmoid for one label, the logits for several). */
+static score_act activation_of(const emb_classifier *c) {
+    if (c->score != ACT_NONE) return c->score;
+    return c->labels == 1 ? ACT_SIGMOID : ACT_IDENTITY;
+}
+
 const char *emb_classifier_activation(const emb_classifier *c) {
     static const char *const names[] = {NULL, "Identity", "Sigmoid", "Tanh"};
-    return names[c->score];
+    return names[activation_of(c)];
 }
 
 /* out[n] = W x + b (W [n, k] row-major; b NULL: none), accumulated in double. */
@@ -332,7 +339,7 @@ void emb_classifier_logits(const emb_classifier *c, const emb_encoder *e, const 
 }
 
 float emb_classifier_activate(const emb_classifier *c, float logit) {
-    switch (c->score) {
+    switch (activation_of(c)) {
     case ACT_SIGMOID: return (float)(1.0 / (1.0 + exp(-(double)logit)));
     case ACT_TANH: return tanhf(logit);
     default: return logit;

@@ -28,7 +28,8 @@ void emb_classifier_free(emb_classifier *);
 
 int emb_classifier_labels(const emb_classifier *); /* num_labels: the logits per sequence */
 const char *emb_classifier_architecture(const emb_classifier *); /* "BertForSequenceClassification", ... */
-/* The activation's name ("Sigmoid", "Identity", "Tanh"), or NULL for none named. */
+/* The activation's name ("Sigmoid", "Identity", "Tanh"): the folder's, else sentence-transformers'
+ * default (Sigmoid for one label, Identity for more). */
 const char *emb_classifier_activation(const emb_classifier *);
 /* XXH3_64 over the head's settings and float32 weights. */
 uint64_t emb_classifier_fingerprint(const emb_classifier *);

@@ -3,7 +3,8 @@
  * XLMRobertaForSequenceClassification or ModernBertForSequenceClassification scores a
  * (query, text) pair as transformers' model(**inputs).logits does: the classifier over the
  * pair's [CLS] / <s> (through the pooler or classification head the architecture has), then
- * the activation the folder's sentence-transformers settings name, if any. */
+ * the activation sentence-transformers' CrossEncoder applies: the one the folder's settings name,
+ * else Sigmoid (a single label). */
 #ifndef EMBED_RERANK_H
 #define EMBED_RERANK_H
 #include <stddef.h>
@@ -19,5 +20,12 @@ int emb_model_has_classifier(const emb_model *m);
  * when it has no classifier. 0, or -1 with err. */
 int emb_model_rerank(emb_model *m, const char *query, size_t qlen, const char *const *texts, const size_t *lens,
                      size_t n, float *scores, char err[EMB_ERR_LEN]);
+
+/* What a score is: the activation as above (emb_model_rerank's), the classifier's raw logit (as
+ * transformers' model(**inputs).logits), or the logit's sigmoid whatever the folder says. */
+typedef enum { EMB_RERANK_ACTIVATION, EMB_RERANK_LOGIT, EMB_RERANK_SIGMOID } emb_rerank_score;
+int emb_model_rerank_with(emb_model *m, const char *query, size_t qlen, const char *const *texts,
+                          const size_t *lens, size_t n, emb_rerank_score kind, float *scores,
+                          char err[EMB_ERR_LEN]);
 
 #endif

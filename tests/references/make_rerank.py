@@ -179,6 +179,10 @@ def pair_ids(q, t, roberta, limit):
     A and B truncated longest first on the early-exit counts (as tokenizers 0.23 does); also
     whether the classic rule on the full lengths keeps other lengths."""
     (qi, qw, cls, sep), (ti, tw) = q, t[:2]
+    if not ti:  # transformers' tokenizer(query, ""): an empty text_pair is no pair, the query alone
+        n1 = min(capped(qw, limit), limit - 2)
+        ids = [cls] + qi[:n1] + [sep]
+        return ids, [0] * len(ids), False
     room = limit - (4 if roberta else 3)
     n1, n2 = longest_first(capped(qw, limit), capped(tw, limit), room)
     classic = longest_first(len(qi), len(ti), room)
@@ -266,10 +270,14 @@ def main():
         for q, t in PAIRS:
             sq, st = single(con, src, q), single(con, src, t)
             ids, types, early_exit_differs = pair_ids(sq, st, roberta, spec["limit"])
-            ours = json.loads(con.execute("SELECT embed_token_ids(?, ?, ?)", (name, q, t)).fetchone()[0])
+            pair = (name, q, t) if t else (name, q)
+            ours = json.loads(con.execute("SELECT embed_token_ids(%s)" % ", ".join("?" * len(pair)),
+                                          pair).fetchone()[0])
             assert ours == ids, (name, q[:20], t[:20], ours, ids)
             lg = logits_of(spec, cfg, enc, head, ids, types).tolist()
-            score = 1.0 / (1.0 + np.exp(-lg[0])) if act and act.endswith("Sigmoid") else lg[0]
+            # sentence-transformers' CrossEncoder: the folder's activation, else Sigmoid for one label
+            sigmoid = act.endswith("Sigmoid") if act else spec.get("labels", 1) == 1
+            score = 1.0 / (1.0 + np.exp(-lg[0])) if sigmoid else lg[0]
             out["cases"].append({"model": name, "query": q, "text": t, "tokens": len(ids),
                                  "truncated": len(sq[0]) + len(st[0]) + (4 if roberta else 3) > spec["limit"],
                                  "early_exit_differs": early_exit_differs,

@@ -1,11 +1,12 @@
 """Cross-encoders: embed_rerank(model, query, text) and embed_rerank_batch(model, query, texts)
 against tests/references/rerank/expected.json, the logits that tests/references/make_rerank.py
-computed with PyTorch modules written from transformers' modeling code (BERT's classifier over
+computed (and the scores sentence-transformers makes of them: Sigmoid for a single label unless the
+folder names another activation) with PyTorch modules written from transformers' modeling code (BERT's classifier over
 its pooler, RoBERTa's classification head, ModernBERT's prediction head with mean and cls
 pooling), on tiny cross-encoders built from the golden tiny models plus seeded heads: short
 pairs, pairs truncated longest first (only the text long, only the query, both, and a case where
 tokenizers' early exit keeps other lengths than the classic rule), several scripts, an empty
-text. Also: the sentence-transformers activations (v4's "sentence_transformers.activation_fn"
+text (the query alone, as transformers tokenizes it). Also: the sentence-transformers activations (v4's "sentence_transformers.activation_fn"
 and the older key), a 2-label head's error, an embedding model's error, NULLs, bad arguments,
 int8 weights, and that a cross-encoder folder still makes embeddings."""
 import json
@@ -77,11 +78,55 @@ def sigmoid_activation_from_sentence_transformers_settings():
         check_one_at_a_time(model)
         for c in cases(model):
             assert abs(c["score"] - 1 / (1 + math.exp(-c["logits"][0]))) < 1e-6
-    raw = {(c["query"], c["text"]): c["score"] for c in cases("bert")}
+    raw = {(c["query"], c["text"]): c["logits"][0] for c in cases("bert")}
     con = loaded(["bert", "bert-sigmoid"])
     for c in cases("bert-sigmoid"):  # the same head: the sigmoid of the raw logit
         s = one(con, "SELECT embed_rerank('bert-sigmoid', ?, ?)", c["query"], c["text"])
         assert abs(s - 1 / (1 + math.exp(-raw[(c["query"], c["text"])]))) <= TOL
+
+
+@test
+def a_single_label_folder_naming_no_activation_gets_sentence_transformers_sigmoid():
+    con = loaded(["bert", "xlmr", "modernbert", "bert-2labels"])
+    for model in ("bert", "xlmr", "modernbert"):
+        assert EXPECTED["models"][model]["activation"] is None
+        for c in cases(model):
+            logit = c["logits"][0]
+            assert abs(c["score"] - 1 / (1 + math.exp(-logit))) < 1e-6
+            s = one(con, "SELECT embed_rerank(?, ?, ?)", model, c["query"], c["text"])
+            assert abs(s - c["score"]) <= TOL
+            # the logit on request, as transformers' model(**inputs).logits
+            raw = one(con, "SELECT embed_rerank(?, ?, ?, '{\"activation\": \"none\"}')", model, c["query"], c["text"])
+            assert abs(raw - logit) <= TOL
+            sig = one(con, "SELECT embed_rerank(?, ?, ?, '{\"activation\": \"sigmoid\"}')", model, c["query"],
+                      c["text"])
+            assert abs(sig - c["score"]) <= TOL
+        texts = [c["text"] for c in cases(model)]
+        q = cases(model)[0]["query"]
+        rows = con.execute("SELECT score FROM embed_rerank_batch(?, ?, ?, '{\"activation\": \"none\"}')",
+                           (model, q, json.dumps(texts))).fetchall()
+        want = [one(con, "SELECT embed_rerank(?, ?, ?, '{\"activation\": \"none\"}')", model, q, t) for t in texts]
+        assert max(abs(r[0] - w) for r, w in zip(rows, want)) <= TOL
+    assert_error(con, "SELECT embed_rerank('bert', 'q', 't', '{\"activation\": \"relu\"}')", "embed_rerank:",
+                 "activation", "none")
+    assert_error(con, "SELECT embed_rerank('bert', 'q', 't', '{\"scale\": 1}')", "embed_rerank:", "unknown option")
+    assert_error(con, "SELECT * FROM embed_rerank_batch('bert', 'q', '[\"t\"]', '{\"activation\": 1}')",
+                 "embed_rerank_batch:", "activation")
+
+
+@test
+def an_empty_text_is_scored_as_the_query_alone():
+    # transformers' tokenizer(query, "") encodes the query alone ([CLS] panda [SEP]): the
+    # references build the pair that way
+    con = loaded(["bert", "xlmr", "modernbert"])
+    for model in ("bert", "xlmr", "modernbert"):
+        c = [c for c in cases(model) if c["text"] == ""][0]
+        single = json.loads(one(con, "SELECT embed_token_ids(?, ?)", model, c["query"]))
+        assert c["tokens"] == len(single)
+        s = one(con, "SELECT embed_rerank(?, ?, '')", model, c["query"])
+        assert abs(s - c["score"]) <= TOL, (model, s, c["score"])
+        b = con.execute("SELECT score FROM embed_rerank_batch(?, ?, '[\"\", \"x\"]')", (model, c["query"])).fetchone()
+        assert abs(b[0] - c["score"]) <= TOL
 
 
 @test

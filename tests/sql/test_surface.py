@@ -23,6 +23,7 @@ EXPECTED = {
     ("embed_json", 1): DETERMINISTIC | INNOCUOUS, ("embed_load", 2): DIRECTONLY, ("embed_load", 3): DIRECTONLY,
     ("embed_mean", 1): DETERMINISTIC | INNOCUOUS, ("embed_normalize", 1): DETERMINISTIC | INNOCUOUS,
     ("embed_rerank", 3): INNOCUOUS,
+    ("embed_rerank", 4): INNOCUOUS,
     ("embed_rotate", 2): DETERMINISTIC | INNOCUOUS, ("embed_rotate", 3): DETERMINISTIC | INNOCUOUS,
     ("embed_scale", 2): DETERMINISTIC | INNOCUOUS, ("embed_sub", 2): DETERMINISTIC | INNOCUOUS,
     ("embed_sum", 1): DETERMINISTIC | INNOCUOUS, ("embed_truncate", 2): DETERMINISTIC | INNOCUOUS,
