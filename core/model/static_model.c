@@ -150,14 +150,28 @@ void emb_static_free(emb_static_table *s) {
     memset(s, 0, sizeof *s);
 }
 
+/* out += row, D floats (the two never overlap: out is the caller's vector, row the table's). */
+static void add_row(float *restrict out, const float *restrict row, size_t D) {
+#pragma omp simd
+    for (size_t j = 0; j < D; j++) out[j] += row[j];
+}
+
+/* Whether token t is one the mean takes. */
+static int counted(const emb_static_table *s, const emb_token *t) {
+    return t->seq >= 0 && !(s->model2vec && t->id == s->unk_id);
+}
+
 void emb_static_mean(const emb_static_table *s, const emb_encoding *enc, float *out) {
     size_t D = (size_t)s->dims, n = 0, limit = s->model2vec ? EMB_MODEL2VEC_MAX_TOKENS : (size_t)-1;
     memset(out, 0, D * sizeof *out);
+    for (size_t i = 0; i < 2 && i < enc->n; i++)
+        for (size_t j = 0; j < D; j += 16) __builtin_prefetch(s->table + (size_t)enc->tok[i].id * D + j);
     for (size_t i = 0; i < enc->n && n < limit; i++) {
         const emb_token *t = &enc->tok[i];
-        if (t->seq < 0 || (s->model2vec && t->id == s->unk_id)) continue;
-        const float *row = s->table + (size_t)t->id * D;
-        for (size_t j = 0; j < D; j++) out[j] += row[j];
+        if (!counted(s, t)) continue;
+        if (i + 2 < enc->n) /* a row two tokens ahead, while this one is added: rows are far apart */
+            for (size_t j = 0; j < D; j += 16) __builtin_prefetch(s->table + (size_t)enc->tok[i + 2].id * D + j);
+        add_row(out, s->table + (size_t)t->id * D, D);
         n++;
     }
     if (n > 1)
