@@ -77,9 +77,9 @@ def normalized(v):
 
 @test
 def static_models_equal_sentence_transformers():
-    for name in ("static-tiny", "static-tiny-norm"):
-        r = ref(name)
-        load(name, os.path.join(M3, name))
+    for folder in ("static-tiny", "static-tiny-norm"):
+        r = ref(folder)
+        name = load("st6-" + folder, os.path.join(M3, folder))
         for cid in r["case_ids"]:
             c = r["cases"][cid]
             got = floats(one(con, "SELECT embed(?, ?)", name, c["text"]))
@@ -94,22 +94,22 @@ def static_models_equal_sentence_transformers():
 def a_static_model_shows_its_table_and_has_no_context():
     table = read_tensor(os.path.join(M3, "static-tiny", "model.safetensors"), "embedding.weight")
     rows = con.execute("SELECT token_id, token_embedding, input_embedding, contextual_embedding "
-                       "FROM embed_tokens('static-tiny', 'the left side')").fetchall()
+                       "FROM embed_tokens('st6-static-tiny', 'the left side')").fetchall()
     for tid, tok, inp, ctx in rows:
         assert_close(floats(tok), list(table[tid]), 0, "table row %d" % tid)
         assert inp == tok and ctx is None
-    assert_error(con, "SELECT contextual_embedding('static-tiny', 'left', 1)", "contextual_embedding",
+    assert_error(con, "SELECT contextual_embedding('st6-static-tiny', 'left', 1)", "contextual_embedding",
                  "static embedding model")
     arch, dims, pooling, layers = con.execute(
-        "SELECT architecture, dimensions, pooling, layers FROM embed_models WHERE name = 'static-tiny'").fetchone()
+        "SELECT architecture, dimensions, pooling, layers FROM embed_models WHERE name = 'st6-static-tiny'").fetchone()
     assert (arch, dims, pooling, layers) == ("static", 32, "mean", 0)
-    assert_error(con, "SELECT embed_load('st-int8', ?, '{\"weights\": \"int8\"}')", "static",
+    assert_error(con, "SELECT embed_load('st6-int8', ?, '{\"weights\": \"int8\"}')", "static",
                  args=(os.path.join(M3, "static-tiny"),))
 
 
 @test
 def an_empty_text_is_a_zero_vector():
-    assert floats(one(con, "SELECT embed('static-tiny', '')")) == [0.0] * 32
+    assert floats(one(con, "SELECT embed('st6-static-tiny', '')")) == [0.0] * 32
 
 
 # ---------- model2vec's own layout ----------
@@ -133,8 +133,8 @@ def model2vec_folder(name, embeddings, normalize, extra=None, modules=False):
 def model2vec_expected(table, text, normalize):
     """model2vec: the ids without specials (from the ST reference's tokenizer), UNK dropped, mean."""
     ids = [row[0] for row in con.execute(
-        "SELECT token_id FROM embed_tokens('static-tiny', ?) WHERE start IS NOT NULL", (text,))]
-    unk = one(con, "SELECT token_id FROM embed_tokens('static-tiny', '[UNK]') WHERE start IS NOT NULL")
+        "SELECT token_id FROM embed_tokens('st6-static-tiny', ?) WHERE start IS NOT NULL", (text,))]
+    unk = one(con, "SELECT token_id FROM embed_tokens('st6-static-tiny', '[UNK]') WHERE start IS NOT NULL")
     ids = [i for i in ids if i != unk][:512]
     v = [0.0] * table.shape[1] if not ids else list(np.mean(table[ids], axis=0))
     return normalized(v) if normalize else v, len(ids)
@@ -150,7 +150,7 @@ def model2vec_folders_drop_unknown_tokens():
     saw_unk = False
     for dtype, tol in (("float32", 1e-6), ("float16", 2e-3)):
         for normalize, modules in ((True, False), (False, False), (True, True)):
-            name = "m2v-%s-%d-%d" % (dtype, normalize, modules)
+            name = "st6-m2v-%s-%d-%d" % (dtype, normalize, modules)
             load(name, model2vec_folder(name, table.astype(dtype), normalize, modules=modules))
             stored = table.astype(dtype).astype(np.float64)
             for text in TEXTS:
@@ -159,8 +159,8 @@ def model2vec_folders_drop_unknown_tokens():
                 assert_close(got, want, tol, "%s %r" % (name, text))
             arch = one(con, "SELECT architecture FROM embed_models WHERE name = ?", name)
             assert arch == "model2vec"
-    ids = [r[0] for r in con.execute("SELECT token_id FROM embed_tokens('static-tiny', ?)", (TEXTS[1],))]
-    saw_unk = one(con, "SELECT token_id FROM embed_tokens('static-tiny', '[UNK]')") in ids
+    ids = [r[0] for r in con.execute("SELECT token_id FROM embed_tokens('st6-static-tiny', ?)", (TEXTS[1],))]
+    saw_unk = one(con, "SELECT token_id FROM embed_tokens('st6-static-tiny', '[UNK]')") in ids
     assert saw_unk, "a case must hold an unknown token"
 
 
@@ -172,13 +172,13 @@ def model2vec_int8_mapping_and_weights():
     codes = rng.integers(-127, 128, size=(64, 32)).astype(np.int8)  # 64 shared rows
     mapping = rng.integers(0, 64, size=vocab).astype(np.int64)
     weights = rng.uniform(0.1, 2.0, size=vocab).astype(np.float32)
-    load("m2v-q", model2vec_folder("m2v-q", codes, True, {"mapping": mapping, "weights": weights}))
+    load("st6-m2v-q", model2vec_folder("m2v-q", codes, True, {"mapping": mapping, "weights": weights}))
     folded = codes.astype(np.float64)[mapping] * weights.astype(np.float64)[:, None]
     for text in TEXTS:
         want, _ = model2vec_expected(folded, text, True)
-        assert_close(floats(one(con, "SELECT embed('m2v-q', ?)", text)), want, 1e-5, text)
+        assert_close(floats(one(con, "SELECT embed('st6-m2v-q', ?)", text)), want, 1e-5, text)
     bad = model2vec_folder("m2v-bad", codes, True, {"mapping": np.full(vocab, 64, dtype=np.int64)})
-    assert_error(con, "SELECT embed_load('m2v-bad', ?)", "mapping", args=(bad,))
+    assert_error(con, "SELECT embed_load('st6-m2v-bad', ?)", "mapping", args=(bad,))
 
 
 # ---------- the older golden models in sentence-transformers 6's layout ----------
@@ -216,21 +216,21 @@ def older_golden_models_resaved_by_sentence_transformers_6_give_the_same_vectors
               os.path.join(FIXTURES, "models2", "refs", "xlmr-tiny-st.json"))]
     for src, ref_path in pairs:
         base = os.path.basename(src)
-        load("old-" + base, src)
-        load("new-" + base, resave_st6(src, "st6-" + base))
+        load("st6-old-" + base, src)
+        load("st6-new-" + base, resave_st6(src, "st6-" + base))
         with open(ref_path) as f:
             r = json.load(f)
         cases = [r["cases"][c] for c in r["case_ids"] if r["cases"][c]["kind"] == "single"][:8]
         assert cases
         for c in cases:
-            new = floats(one(con, "SELECT embed(?, ?)", "new-" + base, c["text"]))
-            old = floats(one(con, "SELECT embed(?, ?)", "old-" + base, c["text"]))
+            new = floats(one(con, "SELECT embed(?, ?)", "st6-new-" + base, c["text"]))
+            old = floats(one(con, "SELECT embed(?, ?)", "st6-old-" + base, c["text"]))
             assert new == old, base
             want = c.get("pooled_mean_normalized") or c.get("st_embedding") or c.get("sentence_embedding")
             if want:
                 assert_close(new, want, 1e-5, base)
         fp = con.execute("SELECT count(DISTINCT fingerprint) FROM embed_models WHERE name IN (?, ?)",
-                         ("old-" + base, "new-" + base)).fetchone()[0]
+                         ("st6-old-" + base, "st6-new-" + base)).fetchone()[0]
         assert fp == 1, "the layout alone does not change the fingerprint"
 
 
@@ -292,15 +292,15 @@ def pooling_folder(name, mode, include_prompt=True, prompts=None, dense=None):
 
 @test
 def every_pooling_mode_equals_its_formula():
-    load("ctx", MINILM)
+    load("st6-ctx", MINILM)
     for mode in ("mean", "cls", "max", "mean_sqrt_len_tokens", "weightedmean", "lasttoken"):
-        name = load("pool-" + mode, pooling_folder("pool-" + mode, mode))
+        name = load("st6-pool-" + mode, pooling_folder("pool-" + mode, mode))
         assert one(con, "SELECT pooling FROM embed_models WHERE name = ?", name) == mode
         for text in TEXTS[:2] + TEXTS[3:]:
-            want = normalized(pool_expected(token_rows("ctx", text), mode))
+            want = normalized(pool_expected(token_rows("st6-ctx", text), mode))
             assert_close(floats(one(con, "SELECT embed(?, ?)", name, text)), want, 2e-6, "%s %r" % (mode, text))
             # the same mode asked of embed() on the plain folder
-            got = floats(one(con, "SELECT embed('ctx', ?, json_object('pooling', ?))", text, mode))
+            got = floats(one(con, "SELECT embed('st6-ctx', ?, json_object('pooling', ?))", text, mode))
             assert_close(got, want, 2e-6, mode)
 
 
@@ -311,29 +311,29 @@ def dense_modules_follow_the_pooling():
     w2 = rng.normal(0, 0.2, (24, 64))
     d = pooling_folder("dense", "mean", dense=[(w1, b1, "torch.nn.modules.activation.Tanh"),
                                                (w2, None, "torch.nn.modules.linear.Identity")])
-    load("dense", d)
-    assert one(con, "SELECT dimensions FROM embed_models WHERE name = 'dense'") == 24
+    load("st6-dense", d)
+    assert one(con, "SELECT dimensions FROM embed_models WHERE name = 'st6-dense'") == 24
     for text in TEXTS[:2] + TEXTS[3:]:
-        pooled = np.array(pool_expected(token_rows("ctx", text), "mean"))
+        pooled = np.array(pool_expected(token_rows("st6-ctx", text), "mean"))
         w1f, b1f, w2f = (x.astype(np.float32).astype(np.float64) for x in (w1, b1, w2))
         want = normalized(list(w2f @ np.tanh(w1f @ pooled + b1f)))
-        got = floats(one(con, "SELECT embed('dense', ?)", text))
+        got = floats(one(con, "SELECT embed('st6-dense', ?)", text))
         assert_close(got, want, 2e-6, text)
-        assert len(floats(one(con, "SELECT embed('dense', ?, '{\"dims\": 8}')", text))) == 8
-    assert_error(con, "SELECT embed('dense', 'x', '{\"dims\": 25}')", "dims", "24")
+        assert len(floats(one(con, "SELECT embed('st6-dense', ?, '{\"dims\": 8}')", text))) == 8
+    assert_error(con, "SELECT embed('st6-dense', 'x', '{\"dims\": 25}')", "dims", "24")
     # a Dense module whose in_features does not match is refused by name
     with open(os.path.join(d, "2_Dense", "config.json")) as f:
         cfg = json.load(f)
     cfg["in_features"] = 47
     write_json(d, "2_Dense/config.json", cfg)
-    assert_error(con, "SELECT embed_load('dense-bad', ?)", "2_Dense/config.json", "in_features", args=(d,))
+    assert_error(con, "SELECT embed_load('st6-dense-bad', ?)", "2_Dense/config.json", "in_features", args=(d,))
     cfg["in_features"], cfg["activation_function"] = 48, "my.own.Activation"
     write_json(d, "2_Dense/config.json", cfg)
-    assert_error(con, "SELECT embed_load('dense-bad', ?)", "activation_function", args=(d,))
+    assert_error(con, "SELECT embed_load('st6-dense-bad', ?)", "activation_function", args=(d,))
     os.remove(os.path.join(d, "2_Dense", "model.safetensors"))
     cfg["activation_function"] = "torch.nn.modules.activation.Tanh"
     write_json(d, "2_Dense/config.json", cfg)
-    assert_error(con, "SELECT embed_load('dense-bad', ?)", "2_Dense", "model.safetensors", args=(d,))
+    assert_error(con, "SELECT embed_load('st6-dense-bad', ?)", "2_Dense", "model.safetensors", args=(d,))
 
 
 @test
@@ -343,5 +343,5 @@ def unknown_modules_are_named():
         mods = json.load(f)
     mods.insert(2, {"idx": 9, "name": "9", "path": "9_LSTM", "type": "sentence_transformers.models.LSTM"})
     write_json(d, "modules.json", mods)
-    assert_error(con, "SELECT embed_load('lstm', ?)", "modules.json", "sentence_transformers.models.LSTM",
+    assert_error(con, "SELECT embed_load('st6-lstm', ?)", "modules.json", "sentence_transformers.models.LSTM",
                  args=(d,))

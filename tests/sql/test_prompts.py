@@ -27,16 +27,16 @@ def folder(name, prompts, default=None, include_prompt=True):
     return d
 
 
-con.execute("SELECT embed_load('plain', ?)", (MINILM,))
-con.execute("SELECT embed_load('p', ?)", (folder("p", PROMPTS),))
-con.execute("SELECT embed_load('pd', ?)", (folder("pd", PROMPTS, default="other"),))
+con.execute("SELECT embed_load('pr-plain', ?)", (MINILM,))
+con.execute("SELECT embed_load('pr-p', ?)", (folder("p", PROMPTS),))
+con.execute("SELECT embed_load('pr-pd', ?)", (folder("pd", PROMPTS, default="other"),))
 
 TEXTS = ["The bus is late again.", "I left my phone on the left side of the table.",
          "Fruit flies like a banana.", "A quiet street at night", "Milk and bread from the shop"]
 
 
 def plain(text):
-    return floats(one(con, "SELECT embed('plain', ?)", text))
+    return floats(one(con, "SELECT embed('pr-plain', ?)", text))
 
 
 def cos_distance(a, b):
@@ -47,57 +47,57 @@ def cos_distance(a, b):
 @test
 def a_prompt_by_name_or_literal_is_put_before_the_text():
     for t in TEXTS:
-        assert floats(one(con, "SELECT embed('p', ?, '{\"prompt_name\": \"query\"}')", t)) == plain("query: " + t)
-        assert floats(one(con, "SELECT embed('p', ?, '{\"prompt\": \"zz \"}')", t)) == plain("zz " + t)
+        assert floats(one(con, "SELECT embed('pr-p', ?, '{\"prompt_name\": \"query\"}')", t)) == plain("query: " + t)
+        assert floats(one(con, "SELECT embed('pr-p', ?, '{\"prompt\": \"zz \"}')", t)) == plain("zz " + t)
         # no default prompt: the text as given
-        assert floats(one(con, "SELECT embed('p', ?)", t)) == plain(t)
+        assert floats(one(con, "SELECT embed('pr-p', ?)", t)) == plain(t)
 
 
 @test
 def the_default_prompt_applies_unless_another_or_none_is_asked():
     for t in TEXTS:
-        assert floats(one(con, "SELECT embed('pd', ?)", t)) == plain("represent this: " + t)
-        assert floats(one(con, "SELECT embed('pd', ?, '{\"prompt\": \"\"}')", t)) == plain(t)
-        assert floats(one(con, "SELECT embed('pd', ?, '{\"prompt_name\": \"query\"}')", t)) == plain("query: " + t)
+        assert floats(one(con, "SELECT embed('pr-pd', ?)", t)) == plain("represent this: " + t)
+        assert floats(one(con, "SELECT embed('pr-pd', ?, '{\"prompt\": \"\"}')", t)) == plain(t)
+        assert floats(one(con, "SELECT embed('pr-pd', ?, '{\"prompt_name\": \"query\"}')", t)) == plain("query: " + t)
 
 
 @test
 def prompts_are_shown_and_bad_names_are_errors():
-    shown = json.loads(one(con, "SELECT prompts FROM embed_models WHERE name = 'p'"))
+    shown = json.loads(one(con, "SELECT prompts FROM embed_models WHERE name = 'pr-p'"))
     assert shown == PROMPTS
-    assert one(con, "SELECT prompts FROM embed_models WHERE name = 'plain'") is None
-    assert_error(con, "SELECT embed('p', 'x', '{\"prompt_name\": \"nope\"}')", "embed:", "no prompt named",
+    assert one(con, "SELECT prompts FROM embed_models WHERE name = 'pr-plain'") is None
+    assert_error(con, "SELECT embed('pr-p', 'x', '{\"prompt_name\": \"nope\"}')", "embed:", "no prompt named",
                  "nope", "query")
-    assert_error(con, "SELECT embed('p', 'x', '{\"prompt_name\": \"query\", \"prompt\": \"a\"}')", "embed:",
+    assert_error(con, "SELECT embed('pr-p', 'x', '{\"prompt_name\": \"query\", \"prompt\": \"a\"}')", "embed:",
                  "give one")
-    assert_error(con, "SELECT embed('p', 'x', '{\"prompt\": 3}')", "embed:", "\"prompt\" must be a string")
+    assert_error(con, "SELECT embed('pr-p', 'x', '{\"prompt\": 3}')", "embed:", "\"prompt\" must be a string")
     d = folder("bad-default", PROMPTS, default="missing")
-    assert_error(con, "SELECT embed_load('bad', ?)", "config_sentence_transformers.json", "missing", args=(d,))
+    assert_error(con, "SELECT embed_load('pr-bad', ?)", "config_sentence_transformers.json", "missing", args=(d,))
 
 
 @test
 def the_prompt_changes_the_fingerprint():
-    fps = {r[0] for r in con.execute("SELECT fingerprint FROM embed_models WHERE name IN ('plain', 'p', 'pd')")}
+    fps = {r[0] for r in con.execute("SELECT fingerprint FROM embed_models WHERE name IN ('pr-plain', 'pr-p', 'pr-pd')")}
     assert len(fps) == 3
 
 
 @test
 def include_prompt_false_leaves_the_prompt_tokens_out_of_the_mean():
-    con.execute("SELECT embed_load('pi', ?)", (folder("pi", PROMPTS, include_prompt=False),))
+    con.execute("SELECT embed_load('pr-pi', ?)", (folder("pi", PROMPTS, include_prompt=False),))
     prompt = "query: "
-    skip = one(con, "SELECT count(*) FROM embed_tokens('plain', ?)", prompt) - 1  # as sentence-transformers
+    skip = one(con, "SELECT count(*) FROM embed_tokens('pr-plain', ?)", prompt) - 1  # as sentence-transformers
     for t in TEXTS:
         rows = [floats(r[0]) for r in con.execute(
-            "SELECT contextual_embedding FROM embed_tokens('plain', ?) ORDER BY position", (prompt + t,))]
+            "SELECT contextual_embedding FROM embed_tokens('pr-plain', ?) ORDER BY position", (prompt + t,))]
         kept = rows[skip:]
         mean = [sum(col) / len(kept) for col in zip(*kept)]
         norm = math.sqrt(sum(x * x for x in mean))
-        got = floats(one(con, "SELECT embed('pi', ?, '{\"prompt_name\": \"query\"}')", t))
+        got = floats(one(con, "SELECT embed('pr-pi', ?, '{\"prompt_name\": \"query\"}')", t))
         assert_close(got, [x / norm for x in mean], 2e-6, t)
 
 
 def make_index(name, options=""):
-    con.execute("CREATE VIRTUAL TABLE %s USING embed_index(model = 'p'%s)" % (name, options))
+    con.execute("CREATE VIRTUAL TABLE %s USING embed_index(model = 'pr-p'%s)" % (name, options))
     for i, t in enumerate(TEXTS, 1):
         con.execute("INSERT INTO %s(rowid, text) VALUES (?, ?)" % name, (i, t))
 
@@ -128,7 +128,7 @@ def an_index_can_name_other_prompts_or_none():
     assert [r for r, _ in got] == [i for _, i in want]
     for (_, d), (w, _) in zip(got, want):
         assert abs(d - w) < 1e-5
-    assert_error(con, "CREATE VIRTUAL TABLE idx3 USING embed_index(model = 'p', query_prompt = 'nope')",
+    assert_error(con, "CREATE VIRTUAL TABLE idx3 USING embed_index(model = 'pr-p', query_prompt = 'nope')",
                  "embed_index", "query_prompt", "nope", "not a prompt")
     assert_error(con, "CREATE VIRTUAL TABLE idx4 USING embed_index(dims = 4, document_prompt = 'query')",
                  "embed_index", "need a model")
@@ -150,11 +150,11 @@ def hybrid_search_uses_the_query_prompt():
 
 @test
 def a_chunked_index_embeds_each_chunk_with_the_document_prompt():
-    con.execute("CREATE VIRTUAL TABLE cidx USING embed_index(model = 'p', chunk_tokens = 6, chunk_overlap = 1)")
+    con.execute("CREATE VIRTUAL TABLE cidx USING embed_index(model = 'pr-p', chunk_tokens = 6, chunk_overlap = 1)")
     long_text = " ".join(TEXTS)
     con.execute("INSERT INTO cidx(rowid, text) VALUES (1, ?)", (long_text,))
     q = plain("query: where is my phone")
-    chunks = con.execute("SELECT start, \"end\" FROM embed_chunks('p', ?, '{\"max_tokens\": 6, \"overlap\": 1}')",
+    chunks = con.execute("SELECT start, \"end\" FROM embed_chunks('pr-p', ?, '{\"max_tokens\": 6, \"overlap\": 1}')",
                          (long_text,)).fetchall()
     raw = long_text.encode()
     best = min(cos_distance(q, plain("passage: " + raw[s:e].decode())) for s, e in chunks)
