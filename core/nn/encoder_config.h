@@ -18,6 +18,7 @@ typedef enum {
     EMB_ARCH_JINA_BERT, /* model_type bert with position_embedding_type alibi (JinaBERT v2) */
     EMB_ARCH_MODERNBERT /* model_type modernbert */
 } emb_arch;
+#define EMB_ENCODER_MAX_LAYERS 1024 /* what config.json may ask for */
 typedef enum { EMB_ACT_GELU /* exact erf */, EMB_ACT_SILU, EMB_ACT_RELU } emb_activation;
 typedef enum {
     EMB_POS_LEARNED, /* a table added to the input (RoBERTa: rows from pos_offset) */
@@ -43,7 +44,9 @@ typedef struct {
     double rope_theta; /* rotary base (global layers) */
     double rope_theta_local; /* rotary base of sliding-window layers */
     int half_window; /* sliding-window layers: a query sees keys with |i - j| <= half_window */
-    int global_every; /* layer l attends globally iff l % global_every == 0 (0: all global) */
+    int global_every; /* layer l attends globally iff l % global_every == 0 (0: all global; -1: layer_types
+                       * follows no such period) */
+    unsigned char local_layers[EMB_ENCODER_MAX_LAYERS / 8]; /* bit l: layer l has the sliding window */
     int qkv_bias, out_bias; /* attention projections have biases */
     int ffn_in_bias, ffn_out_bias; /* feed-forward projections have biases */
     int norm_bias; /* LayerNorms have biases */
