@@ -12,7 +12,6 @@ static int refuse_known(const char *type, const char *file, char err[EMB_ERR_LEN
     static const char *const KNOWN[][2] = {
         {"deberta", "DeBERTa (disentangled attention over relative positions)"},
         {"deberta-v2", "DeBERTa-v2/v3 (disentangled attention over relative positions)"},
-        {"mpnet", "MPNet (relative position buckets in attention)"},
         {"t5", "T5 (relative position buckets, encoder-decoder)"},
         {"mt5", "mT5 (relative position buckets, encoder-decoder)"},
         {"umt5", "UMT5 (relative position buckets, encoder-decoder)"},

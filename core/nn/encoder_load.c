@@ -126,6 +126,7 @@ static void hash_config(emb_encoder *e) {
     }
     /* only where a setting the older ones cannot say is used: the others' fingerprints stay */
     if (c->global_every < 0) XXH3_64bits_update(e->hash, c->local_layers, (size_t)(c->dims.layers + 7) / 8);
+    if (c->rel_buckets) emb_arch_hash_u64(e->hash, (uint64_t)c->rel_buckets);
 }
 
 /* The zeros that stand for absent biases, and ALiBi's slopes. */

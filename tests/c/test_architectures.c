@@ -1,5 +1,5 @@
-/* Architectures beyond BERT (parity with the golden references is in test_encoder.c):
- * config.json of architectures not built (DeBERTa, MPNet, T5) and of settings not built refused
+/* Architectures beyond BERT (parity with the golden references is in test_encoder.c and
+ * test_mpnet.c): config.json of architectures not built (DeBERTa, T5) and of settings not built refused
  * with messages naming them; ALiBi slopes and rotary tables against independent formulas;
  * RoBERTa's position ids around a padding token; masked-LM saves with their prefixes and head
  * tensors; sliding-window padding far past a text. Run from the repo root. */
@@ -64,17 +64,13 @@ static void refusals(void) {
                    "\"num_attention_heads\":12,\"intermediate_size\":3072,\"max_position_embeddings\":512,"
                    "\"vocab_size\":50265,\"relative_attention\":true}",
                    "'deberta'", "DeBERTa");
-    refused_folder("mpnet",
-                   "{\"model_type\":\"mpnet\",\"architectures\":[\"MPNetForMaskedLM\"],\"hidden_size\":768,"
-                   "\"num_hidden_layers\":12,\"num_attention_heads\":12,\"intermediate_size\":3072,"
-                   "\"max_position_embeddings\":514,\"vocab_size\":30527,\"relative_attention_num_buckets\":32}",
-                   "mpnet", "MPNet");
     refused_folder("t5",
                    "{\"model_type\":\"t5\",\"architectures\":[\"T5EncoderModel\"],\"d_model\":512,"
                    "\"num_layers\":6,\"num_heads\":8,\"d_ff\":2048,\"vocab_size\":32128,"
                    "\"relative_attention_num_buckets\":32}",
                    "'t5'", "T5");
     refused_folder("other", "{\"model_type\":\"electra\"}", "electra", "supported: bert, distilbert, roberta");
+    refused_folder("other-listed", "{\"model_type\":\"electra\"}", "electra", "modernbert, mpnet, JinaBERT v2)");
 }
 
 /* Settings within a supported architecture that are not built: refused, never run wrongly. */
@@ -326,11 +322,12 @@ static int write_prefixed(const char *src, const char *dst, const char *prefix, 
 }
 
 /* A masked-LM save (prefix and head tensors) gives the reference's last_hidden_state. */
-static void prefixed_save(const char *model, const char *prefix, const char *const *heads, int nheads) {
+static void prefixed_save(const char *set, const char *model, const char *refname, const char *prefix,
+                          const char *const *heads, int nheads) {
     char src[400], dst[300], refp[300], err[EMB_ERR_LEN];
-    snprintf(src, sizeof src, FIXTURES "/models2/%s", model);
+    snprintf(src, sizeof src, FIXTURES "/%s/%s", set, model);
     snprintf(dst, sizeof dst, "%s/%s-prefixed", tmpdir, model);
-    snprintf(refp, sizeof refp, FIXTURES "/models2/refs/%s.json", model);
+    snprintf(refp, sizeof refp, FIXTURES "/%s/refs/%s.json", set, refname);
     if (write_prefixed(src, dst, prefix, heads, nheads)) {
         CHECK(0, "%s: cannot write the prefixed copy", model);
         return;
@@ -342,7 +339,7 @@ static void prefixed_save(const char *model, const char *prefix, const char *con
     if (rc) return;
     cJSON *ref = load_json(refp);
     const cJSON *cs = cJSON_GetObjectItem(cJSON_GetObjectItem(ref, "cases"), "left_phone");
-    int T = cJSON_GetObjectItem(cs, "seq_len")->valueint, H = emb_encoder_get_config(e)->dims.hidden;
+    int T = cJSON_GetArraySize(cJSON_GetObjectItem(cs, "input_ids")), H = emb_encoder_get_config(e)->dims.hidden;
     int32_t ids[64], len = T;
     int i = 0;
     for (const cJSON *v = cJSON_GetObjectItem(cs, "input_ids")->child; v && i < 64; v = v->next)
@@ -519,11 +516,13 @@ int main(void) {
     reference_slopes();
     roberta_pad_inside();
     static const char *const MLM_HEADS[] = {"head.dense.weight", "head.norm.weight", "decoder.bias"};
-    prefixed_save("modernbert-tiny", "model.", MLM_HEADS, 3);
+    prefixed_save("models2", "modernbert-tiny", "modernbert-tiny", "model.", MLM_HEADS, 3);
     static const char *const BERT_HEADS[] = {"cls.predictions.bias", "cls.predictions.transform.dense.bias"};
-    prefixed_save("jina-bert-v2-tiny", "bert.", BERT_HEADS, 2);
+    prefixed_save("models2", "jina-bert-v2-tiny", "jina-bert-v2-tiny", "bert.", BERT_HEADS, 2);
     static const char *const ROBERTA_HEADS[] = {"lm_head.bias", "lm_head.dense.bias"};
-    prefixed_save("xlmr-tiny-st", "roberta.", ROBERTA_HEADS, 2);
+    prefixed_save("models2", "xlmr-tiny-st", "xlmr-tiny-st", "roberta.", ROBERTA_HEADS, 2);
+    static const char *const MPNET_HEADS[] = {"lm_head.bias", "lm_head.dense.weight"}; /* MPNetForMaskedLM's */
+    prefixed_save("models3", "mpnet-tiny-st", "mpnet-tiny", "mpnet.", MPNET_HEADS, 2);
     window_past_padding();
     modernbert_v5_spelling();
     rmdir(tmpdir);

@@ -24,8 +24,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (c.arch == EMB_ARCH_DISTILBERT && (c.dims.type_vocab != 0 || strcmp(c.arch_name, "distilbert") != 0))
         __builtin_trap();
     /* issue 12's architectures: the names and position schemes the header promises */
-    static const char *names[] = {"bert", "distilbert", "roberta", "nomic_bert", "jina_bert", "modernbert"};
-    if ((unsigned)c.arch > EMB_ARCH_MODERNBERT) __builtin_trap();
+    static const char *names[] = {"bert",      "distilbert", "roberta", "nomic_bert",
+                                  "jina_bert", "modernbert", "mpnet"};
+    if ((unsigned)c.arch > EMB_ARCH_MPNET) __builtin_trap();
+    if (c.arch == EMB_ARCH_MPNET && (c.pos_offset != 2 || c.rel_buckets < 32 || c.dims.type_vocab != 0))
+        __builtin_trap();
     if (c.arch == EMB_ARCH_ROBERTA ? strcmp(c.arch_name, "roberta") != 0 && strcmp(c.arch_name, "xlm-roberta") != 0
                                    : strcmp(c.arch_name, names[c.arch]) != 0)
         __builtin_trap();
