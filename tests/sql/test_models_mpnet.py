@@ -28,8 +28,8 @@ for _name in ("config.json", "model.safetensors", "tokenizer.json", "tokenizer_c
     os.symlink(os.path.join(SRC, _name), os.path.join(PLAIN, _name))
 
 con = connect()
-con.execute("SELECT embed_load('mpnet', ?)", (PLAIN,))
-con.execute("SELECT embed_load('mpnet8', ?, '{\"weights\": \"int8\"}')", (PLAIN,))
+con.execute("SELECT embed_load('mpnet-ref', ?)", (PLAIN,))
+con.execute("SELECT embed_load('mpnet-ref8', ?, '{\"weights\": \"int8\"}')", (PLAIN,))
 MEAN = '{"pooling": "mean", "normalize": true}'
 
 
@@ -64,9 +64,9 @@ def ids_tokens_offsets_and_states():
     worst = 0.0
     for cid, case in short_cases():
         text = case["text"]
-        assert json.loads(one(con, "SELECT embed_token_ids('mpnet', ?)", text)) == case["input_ids"], cid
+        assert json.loads(one(con, "SELECT embed_token_ids('mpnet-ref', ?)", text)) == case["input_ids"], cid
         rows = con.execute("SELECT position, token_id, token, start, \"end\", input_embedding, contextual_embedding"
-                           " FROM embed_tokens('mpnet', ?) ORDER BY position", (text,)).fetchall()
+                           " FROM embed_tokens('mpnet-ref', ?) ORDER BY position", (text,)).fetchall()
         assert len(rows) == len(case["input_ids"]), cid
         for i, r in enumerate(rows):
             what = "%s token %d" % (cid, i)
@@ -83,18 +83,18 @@ def every_layer_through_contextual_embedding():
     for cid, case in short_cases():
         for layer, states in enumerate(case["hidden_states"]):
             for i in (0, len(states) - 1):
-                got = floats(one(con, "SELECT contextual_embedding('mpnet', ?, ?, ?)", case["text"], i, layer))
+                got = floats(one(con, "SELECT contextual_embedding('mpnet-ref', ?, ?, ?)", case["text"], i, layer))
                 assert_close(got, states[i], TOL, "%s layer %d token %d" % (cid, layer, i))
 
 
 @test
 def mean_normalized_vectors_equal_sentence_transformers():
-    assert one(con, "SELECT max_tokens FROM embed_models WHERE name = 'mpnet'") == 384
+    assert one(con, "SELECT max_tokens FROM embed_models WHERE name = 'mpnet-ref'") == 384
     for cid, case in REF["cases"].items():
         if not case["text"]:
             continue  # an empty text has no vector in SQL
         assert case["st_document_input"] == case["text"]  # no prompt
-        got = floats(one(con, "SELECT embed('mpnet', ?, ?)", case["text"], MEAN))
+        got = floats(one(con, "SELECT embed('mpnet-ref', ?, ?)", case["text"], MEAN))
         assert_close(got, case["st_document"], TOL, cid)
 
 
@@ -105,7 +105,7 @@ def the_bias_is_the_bucket_row_of_every_layer():
     for i, j in ((0, 0), (0, 7), (7, 0), (3, 11), (11, 3), (0, 16), (40, 0), (0, 127), (300, 2), (0, 383)):
         want = [table[1][bucket(j - i) * 4 + h] for h in range(4)]
         for layer in ((), (1,), (2,)):
-            got = floats(one(con, "SELECT embed_attention_bias('mpnet', ?, ?%s)" % (", ?" * len(layer)), i, j, *layer))
+            got = floats(one(con, "SELECT embed_attention_bias('mpnet-ref', ?, ?%s)" % (", ?" * len(layer)), i, j, *layer))
             assert got == [struct.unpack("<f", struct.pack("<f", w))[0] for w in want], (i, j, layer, got, want)
 
 
@@ -122,7 +122,7 @@ def attention_weights_equal_the_recomputation():
         return [[sum(x[c] * w[r * k + c] for c in range(k)) + b[r] for r in range(o)] for x in X]
     Q, K, bias = proj("q"), proj("k"), t["encoder.relative_attention_bias.weight"][1]
     got = {}
-    for h, i, j, w in con.execute("SELECT head, query, key, weight FROM embed_attention('mpnet', ?, 1)",
+    for h, i, j, w in con.execute("SELECT head, query, key, weight FROM embed_attention('mpnet-ref', ?, 1)",
                                   (case["text"],)):
         got[(h, i, j)] = w
     worst = 0.0
@@ -138,11 +138,11 @@ def attention_weights_equal_the_recomputation():
 
 @test
 def int8_weights_stay_near_float32():
-    assert one(con, "SELECT weights FROM embed_models WHERE name = 'mpnet8'") == "int8"
+    assert one(con, "SELECT weights FROM embed_models WHERE name = 'mpnet-ref8'") == "int8"
     low = 1.0
     for cid, case in short_cases():
         if case["text"]:
-            low = min(low, one(con, "SELECT 1 - embed_distance(embed('mpnet8', ?, ?), ?, 'cosine')",
+            low = min(low, one(con, "SELECT 1 - embed_distance(embed('mpnet-ref8', ?, ?), ?, 'cosine')",
                                case["text"], MEAN, struct.pack("<32f", *case["st_document"])))
     assert low > 0.995, low
 
@@ -150,7 +150,7 @@ def int8_weights_stay_near_float32():
 @test
 def model_table_describes_it():
     got = con.execute("SELECT architecture, hidden_size, layers, heads, vocab_size, position_kind"
-                      " FROM embed_models WHERE name = 'mpnet'").fetchone()
+                      " FROM embed_models WHERE name = 'mpnet-ref'").fetchone()
     c = REF["config"]
     assert got == ("mpnet", c["hidden_size"], c["num_hidden_layers"], c["num_attention_heads"], c["vocab_size"],
                    "learned"), got
