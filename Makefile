@@ -22,7 +22,7 @@ CFLAGS  ?=
 ALL_CFLAGS = $(CFLAGS_COMMON) $(CFLAGS)
 LIBS    = $(OPENBLAS_LIBS) -lutf8proc -lcjson -lxxhash -lpthread -lm
 
-CORE_SRC = $(wildcard core/*/*.c)
+CORE_SRC = $(wildcard core/*/*.c core/*/*/*.c)
 CORE_OBJ = $(CORE_SRC:%.c=$(BUILD)/%.o)
 EXT_SRC  = $(wildcard ext/*.c ext/index/*.c)
 EXT_OBJ  = $(EXT_SRC:%.c=$(BUILD)/%.o)
@@ -41,7 +41,7 @@ all: $(EXT_SO) $(PRELOAD_SO) $(BUILD)/libembedcore.a $(CTEST_BIN)
 deps:
 	@bash scripts/deps.sh
 
-$(BUILD)/%.o: %.c $(wildcard include/sqlite-embed/*.h core/*/*.h ext/*.h ext/index/*.h)
+$(BUILD)/%.o: %.c $(wildcard include/sqlite-embed/*.h core/*/*.h core/*/*/*.h ext/*.h ext/index/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -c $< -o $@
 

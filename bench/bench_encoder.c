@@ -1,8 +1,9 @@
-/* Encoder benchmark: random-weight checkpoints (bench/random_model.c) at four sizes,
+/* Encoder benchmark: random-weight checkpoints (bench/random_model.c) at five sizes,
  *   minilm      BERT, all-MiniLM-L6-v2 size (384 hidden, 6 layers, 12 heads, 1536 intermediate)
  *   base        BERT, bert-base size (768, 12, 12, 3072)
  *   nomic       NomicBERT, nomic-embed-text-v1.5 size (768, 12, 12, 3072 SwiGLU, rotary)
  *   modernbert  ModernBERT-base size (768, 22, 12, 1152 GeGLU, rotary, local windows of 128)
+ *   mpnet       MPNet, all-mpnet-base-v2 size (768, 12, 12, 3072, relative-position bias)
  * loaded with emb_encoder_load and run on the workloads 1x16, 1x128, 32x128 and N sentences of
  * 8-128 tokens in length-sorted batches of 32 (N = 1,000 for minilm, 128 for the 768-wide models,
  * whose 1,000 would take minutes a pass on one core), on 1 and 2 OpenBLAS threads.
@@ -68,6 +69,7 @@ static const msize MODELS[] = {
     {"nomic", "NomicBERT (768/12/12/3072 SwiGLU, rotary)", BENCH_ARCH_NOMIC, 768, 12, 12, 3072, 128, 1},
     {"modernbert", "ModernBERT-base (768/22/12/1152 GeGLU, rotary, window 128)", BENCH_ARCH_MODERNBERT, 768, 22,
      12, 1152, 128, 0},
+    {"mpnet", "MPNet (768/12/12/3072, relative-position bias)", BENCH_ARCH_MPNET, 768, 12, 12, 3072, 128, 0},
 };
 #define N_MODELS ((int)(sizeof MODELS / sizeof MODELS[0]))
 #define N_WORK 4
@@ -229,6 +231,9 @@ static int check_model(const emb_encoder *enc, const msize *m, emb_workspace *ws
                           c->gated && c->act == EMB_ACT_GELU && c->pre_norm && !c->qkv_bias && !c->norm_bias,
                       m->key, "not read as ModernBERT-base's architecture");
     if (m->arch == BENCH_ARCH_BERT) bad += expect(c->arch == EMB_ARCH_BERT, m->key, "not read as BERT");
+    if (m->arch == BENCH_ARCH_MPNET)
+        bad += expect(c->arch == EMB_ARCH_MPNET && c->rel_buckets == 32 && c->pos_offset == 2, m->key,
+                      "not read as MPNet");
     char err[EMB_ERR_LEN];
     int32_t ids[32], lens[2] = {10, 16}, one_len;
     rs = 12345;
@@ -688,7 +693,7 @@ static int parse_weights(const char *s) {
 
 int main(int argc, char **argv) {
     bench_openblas_sleeps(argv);
-    int want[N_MODELS] = {1, 1, 1, 1}, threads[8] = {1, 2}, nthreads = 2;
+    int want[N_MODELS] = {1, 1, 1, 1, 1}, threads[8] = {1, 2}, nthreads = 2;
     const char *dir_given = NULL, *write_dir = NULL;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--quick") == 0) quick = 1;
@@ -722,7 +727,7 @@ int main(int argc, char **argv) {
         } else if (strcmp(argv[i], "--results") == 0 && i + 1 < argc) results_path = argv[++i];
         else {
             fprintf(stderr, "usage: bench_encoder [--quick] [--no-sgemm] [--workload KEY] [--model "
-                            "minilm,base,nomic,modernbert|all] [--threads 1,2] [--weights f32,int8] "
+                            "minilm,base,nomic,modernbert,mpnet|all] [--threads 1,2] [--weights f32,int8] "
                             "[--sentences N] [--dir DIR | --write DIR] [--results FILE]\n");
             return 2;
         }

@@ -142,6 +142,24 @@ static void modernbert_tensors(tensor_list *tl, int H, int L, int FF, int V) {
     add(tl, "final_norm.weight", H, 0);
 }
 
+/* transformers' MPNetModel: BERT's layer layout, the bias table at encoder level. */
+static void mpnet_tensors(tensor_list *tl, int H, int L, int NH, int FF, int V) {
+    add(tl, "embeddings.word_embeddings.weight", V, H);
+    add(tl, "embeddings.position_embeddings.weight", 514, H);
+    add_w(tl, "embeddings.LayerNorm", 0, H, 0, 1);
+    for (int l = 0; l < L; l++) {
+        add_w(tl, "encoder.layer.%d.attention.attn.q", l, H, H, 1);
+        add_w(tl, "encoder.layer.%d.attention.attn.k", l, H, H, 1);
+        add_w(tl, "encoder.layer.%d.attention.attn.v", l, H, H, 1);
+        add_w(tl, "encoder.layer.%d.attention.attn.o", l, H, H, 1);
+        add_w(tl, "encoder.layer.%d.attention.LayerNorm", l, H, 0, 1);
+        add_w(tl, "encoder.layer.%d.intermediate.dense", l, FF, H, 1);
+        add_w(tl, "encoder.layer.%d.output.dense", l, H, FF, 1);
+        add_w(tl, "encoder.layer.%d.output.LayerNorm", l, H, 0, 1);
+    }
+    add(tl, "encoder.relative_attention_bias.weight", 32, NH);
+}
+
 static int write_config(const char *dir, bench_arch arch, int H, int L, int NH, int FF) {
     char cfg[2048];
     if (arch == BENCH_ARCH_BERT)
@@ -160,6 +178,14 @@ static int write_config(const char *dir, bench_arch arch, int H, int L, int NH, 
                  "\"rotary_emb_interleaved\":false,\"rotary_emb_scale_base\":null,\"rotary_scaling_factor\":null,"
                  "\"qkv_proj_bias\":false,\"mlp_fc1_bias\":false,\"mlp_fc2_bias\":false,\"prenorm\":false,"
                  "\"parallel_block\":false,\"use_rms_norm\":false,\"causal\":false,\"pad_token_id\":0}",
+                 H, L, NH, FF);
+    else if (arch == BENCH_ARCH_MPNET) /* all-mpnet-base-v2's */
+        snprintf(cfg, sizeof cfg,
+                 "{\"architectures\":[\"MPNetModel\"],\"model_type\":\"mpnet\",\"hidden_size\":%d,"
+                 "\"num_hidden_layers\":%d,\"num_attention_heads\":%d,\"intermediate_size\":%d,"
+                 "\"max_position_embeddings\":514,\"vocab_size\":30527,\"layer_norm_eps\":1e-05,"
+                 "\"hidden_act\":\"gelu\",\"relative_attention_num_buckets\":32,\"pad_token_id\":1,"
+                 "\"bos_token_id\":0,\"eos_token_id\":2}",
                  H, L, NH, FF);
     else /* ModernBERT-base's */
         snprintf(cfg, sizeof cfg,
@@ -236,6 +262,7 @@ int bench_random_model_write_flags(const char *dir, bench_arch arch, int H, int 
     if (tl.t && tl.names) {
         if (arch == BENCH_ARCH_BERT) bert_tensors(&tl, H, L, FF, 30522, 512);
         else if (arch == BENCH_ARCH_NOMIC) nomic_tensors(&tl, H, L, FF, 30528);
+        else if (arch == BENCH_ARCH_MPNET) mpnet_tensors(&tl, H, L, NH, FF, 30527);
         else modernbert_tensors(&tl, H, L, FF, 50368);
         rc = fill_and_write(dir, &tl, flags);
     } else {

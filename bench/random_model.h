@@ -6,11 +6,14 @@
  *     base 1000 fraction 1.0, SwiGLU fc11 / fc12 / fc2, no linear biases, vocabulary 30528).
  *   ModernBERT: ModernBERT-base's config.json with the sizes given (fused Wqkv, GeGLU Wi / Wo,
  *     no biases, global attention every 3rd layer, local window 128, rope thetas 160000 and
- *     10000, final_norm, no attn_norm in layer 0, vocabulary 50368). */
+ *     10000, final_norm, no attn_norm in layer 0, vocabulary 50368).
+ *   MPNet: all-mpnet-base-v2's config.json with the sizes given (BERT's layers under
+ *     attention.attn.q / k / v / o, 514 positions from padding_idx + 1, no token types, one
+ *     relative-position table of 32 buckets, vocabulary 30527). */
 #ifndef BENCH_RANDOM_MODEL_H
 #define BENCH_RANDOM_MODEL_H
 
-typedef enum { BENCH_ARCH_BERT, BENCH_ARCH_NOMIC, BENCH_ARCH_MODERNBERT } bench_arch;
+typedef enum { BENCH_ARCH_BERT, BENCH_ARCH_NOMIC, BENCH_ARCH_MODERNBERT, BENCH_ARCH_MPNET } bench_arch;
 
 /* Writes the model into dir (created if missing). with_tokenizer (BERT only): also the
  * tokenizer and sentence-transformers files of tests/fixtures/models/minilm-tiny-st (mean

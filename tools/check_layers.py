@@ -85,7 +85,10 @@ def include_graph(dirs):
 
 
 def folder_rank(path):
+    """A file's rank by its folder; a folder inside one of core's (core/nn/arch) has its rank."""
     d = os.path.dirname(path)
+    while d not in FOLDER_ORDER and d.count("/") > 1:
+        d = os.path.dirname(d)
     return FOLDER_ORDER.index(d) if d in FOLDER_ORDER else None
 
 

@@ -1,7 +1,8 @@
 /* Transformer encoder: loads a Hugging Face checkpoint folder (config.json plus
  * model.safetensors or a sharded model.safetensors.index.json) and runs the forward pass
- * exactly as transformers' BertModel, DistilBertModel, RobertaModel / XLMRobertaModel and
- * ModernBertModel, nomic-ai's NomicBertModel and jinaai's JinaBertModel (v2) do, on cblas_sgemm.
+ * exactly as transformers' BertModel, DistilBertModel, RobertaModel / XLMRobertaModel,
+ * ModernBertModel and MPNetModel, nomic-ai's NomicBertModel and jinaai's JinaBertModel (v2) do,
+ * on cblas_sgemm.
  *
  * An emb_encoder is immutable after load and may be shared by threads; each thread
  * brings its own emb_workspace (scratch buffers that grow as needed and are reused). */
@@ -124,8 +125,8 @@ typedef struct {
 } emb_attention_span;
 
 /* The attention weights of one sequence of T tokens (ids and type_ids as emb_encoder_forward
- * takes them, for B = 1), taken from the forward pass itself after rotary positions, ALiBi's
- * bias, the sliding window and the softmax: probs[((l - first_layer) * nh + (h - first_head))
+ * takes them, for B = 1), taken from the forward pass itself after rotary positions, ALiBi's or
+ * MPNet's bias, the sliding window and the softmax: probs[((l - first_layer) * nh + (h - first_head))
  * * T * T + i * T + j] is the weight of key j in the context of query i (nh = the span's
  * heads); every row sums to 1, and keys outside a query's window have weight 0. Runs the
  * layers up to last_layer. Returns 0, or nonzero with a message in err. */
@@ -134,6 +135,7 @@ int emb_encoder_attention(const emb_encoder *, emb_workspace *, int T, const int
 
 /* The additive bias that layer `layer` (1 to layers) adds to the score of query i and key j,
  * one float per head, exactly as the forward pass applies it: ALiBi's -slope_h * |i - j|;
+ * MPNet's relative-position bias (its table's row for the bucket of j - i, every layer's);
  * -INFINITY in a sliding-window layer where |i - j| exceeds the half window (the key is hidden,
  * its weight 0); 0 otherwise. layer 0: the bias every layer shares, an error for a model whose
  * layers differ (ModernBERT's global and sliding-window layers). Positions i, j from 0 to

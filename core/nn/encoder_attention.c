@@ -152,7 +152,7 @@ static void mean_context(float *out, const float *vb, int T, int H, int dh) {
     for (int d = 0; d < dh; d++) out[d] /= (float)T;
 }
 
-/* Scores of rows [r0, r0+m) against keys [k0, k0+nk) (row stride nk): ALiBi's bias, then the
+/* Scores of rows [r0, r0+m) against keys [k0, k0+nk) (row stride nk): ALiBi's or MPNet's bias, then the
  * softmax over each row's keys (its window's only, the rest 0), normalised (inv NULL) or left
  * for the context product to scale by inv[i] (0 for an empty window). Returns how many rows
  * have an empty window. */
@@ -162,6 +162,15 @@ static int scores_softmax(const emb_attention_job *c, int h, float *Sr, int r0, 
         float slope = c->slopes[h];
         for (int i = 0; i < m; i++)
             for (int j = 0; j < nk; j++) Sr[(size_t)i * nk + j] -= alibi_penalty(slope, r0 + i - (k0 + j));
+    }
+    if (c->rel_bias) { /* a row of the head's table per query: its keys' distances are consecutive */
+        const float *tab = c->rel_bias + (size_t)h * (2 * (size_t)c->rel_span - 1) + (c->rel_span - 1);
+        for (int i = 0; i < m; i++) {
+            const float *row = tab + (k0 - (r0 + i));
+            float *s = Sr + (size_t)i * nk;
+#pragma omp simd
+            for (int j = 0; j < nk; j++) s[j] += row[j];
+        }
     }
     if (c->half_window < 0) {
         if (inv)

@@ -25,6 +25,8 @@ typedef struct {
     int rot;
     int half_window; /* this layer's window (-1: full attention) */
     const float *slopes; /* ALiBi: one per head, or NULL */
+    const float *rel_bias; /* MPNet: per head, 2 rel_span - 1 biases of key - query, or NULL */
+    int rel_span;
     /* The weights of sequence 0's heads capture_h0.. capture_h0 + capture_nh - 1 are copied
      * here (capture_nh * T * T, row i the weights of query i; keys it does not see get 0), or
      * NULL: the normal pass, which pays one test per block of rows. */

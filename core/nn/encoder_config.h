@@ -1,5 +1,5 @@
 /* The encoder's configuration: config.json of a Hugging Face checkpoint (BERT, DistilBERT,
- * RoBERTa / XLM-RoBERTa, NomicBERT, JinaBERT v2, ModernBERT), read into the one description the
+ * RoBERTa / XLM-RoBERTa, NomicBERT, JinaBERT v2, ModernBERT, MPNet), read into the one description the
  * encoder is built from: sizes, and the parts of the forward pass that vary between these
  * architectures (position scheme, attention pattern, feed-forward kind, biases, norm placement).
  * Named for its user, the encoder: the model folder holds other JSON settings, read by the
@@ -16,8 +16,10 @@ typedef enum {
     EMB_ARCH_ROBERTA, /* model_type roberta and xlm-roberta */
     EMB_ARCH_NOMIC_BERT, /* model_type nomic_bert */
     EMB_ARCH_JINA_BERT, /* model_type bert with position_embedding_type alibi (JinaBERT v2) */
-    EMB_ARCH_MODERNBERT /* model_type modernbert */
+    EMB_ARCH_MODERNBERT, /* model_type modernbert */
+    EMB_ARCH_MPNET /* model_type mpnet */
 } emb_arch;
+#define EMB_ENCODER_MAX_LAYERS 1024 /* what config.json may ask for */
 typedef enum { EMB_ACT_GELU /* exact erf */, EMB_ACT_SILU, EMB_ACT_RELU } emb_activation;
 typedef enum {
     EMB_POS_LEARNED, /* a table added to the input (RoBERTa: rows from pos_offset) */
@@ -29,7 +31,7 @@ typedef enum {
 typedef struct {
     emb_arch arch;
     const char *
-        arch_name; /* "bert" | "distilbert" | "roberta" | "xlm-roberta" | "nomic_bert" | "jina_bert" | "modernbert" */
+        arch_name; /* "bert" | "distilbert" | "roberta" | "xlm-roberta" | "nomic_bert" | "jina_bert" | "modernbert" | "mpnet" */
     emb_model_dims dims; /* type_vocab 0 for distilbert and modernbert */
     int sinusoidal; /* distilbert sinusoidal_pos_embds */
     float ln_eps;
@@ -43,10 +45,13 @@ typedef struct {
     double rope_theta; /* rotary base (global layers) */
     double rope_theta_local; /* rotary base of sliding-window layers */
     int half_window; /* sliding-window layers: a query sees keys with |i - j| <= half_window */
-    int global_every; /* layer l attends globally iff l % global_every == 0 (0: all global) */
+    int global_every; /* layer l attends globally iff l % global_every == 0 (0: all global; -1: layer_types
+                       * follows no such period) */
+    unsigned char local_layers[EMB_ENCODER_MAX_LAYERS / 8]; /* bit l: layer l has the sliding window */
     int qkv_bias, out_bias; /* attention projections have biases */
     int ffn_in_bias, ffn_out_bias; /* feed-forward projections have biases */
     int norm_bias; /* LayerNorms have biases */
+    int rel_buckets; /* MPNet: rows of the relative-position bias table added to the scores (0: none) */
 } emb_encoder_config;
 
 /* Parse config.json text; file names the file in messages. */

@@ -56,6 +56,8 @@ struct emb_encoder {
     const float *final_g, *final_b; /* pre-norm models: the norm after the last layer */
     const float *zeros; /* max(3H, 2I) zeros: the biases an architecture does not have */
     float *alibi_slopes; /* ALiBi: one per head */
+    const float *rel_bias; /* MPNet: per head, the bias of each distance key - query from -(rel_span - 1) */
+    int rel_span; /* to rel_span - 1, rel_span the most tokens (2 rel_span - 1 floats a head) */
     emb_layer_weights *L;
     emb_weights weights;
     emb_layer_i8 *L8; /* int8 weights: one per layer; NULL otherwise */

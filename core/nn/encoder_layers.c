@@ -370,6 +370,8 @@ int emb_encoder_forward_batch(const emb_encoder *e, emb_workspace *ws, int B, in
                                  .half_window = -1,
                                  .rot = c->rope_dims,
                                  .slopes = e->alibi_slopes,
+                                 .rel_bias = e->rel_bias,
+                                 .rel_span = e->rel_span,
                                  .capture_h0 = span ? span->first_head : 0,
                                  .capture_nh = span ? span->last_head - span->first_head + 1 : 0};
     fc.span = span;

@@ -100,4 +100,25 @@ static inline uint32_t tok_get_utf8(const unsigned char *p, int *n) {
     *n = 4;
     return ((b & 0x07u) << 18) | ((p[1] & 0x3Fu) << 12) | ((p[2] & 0x3Fu) << 6) | (p[3] & 0x3Fu);
 }
+
+/* Added tokens' lstrip / rstrip (HF 0.23): the start of the whitespace run of s that ends at i
+ * (not before lo), and the end of the one that starts at i (not past len). */
+static inline size_t tok_ws_left(const char *s, size_t lo, size_t i) {
+    while (i > lo) {
+        size_t q = i - 1;
+        while (q > lo && ((unsigned char)s[q] & 0xC0) == 0x80) q--;
+        int k;
+        if (!tok_is_ws(tok_get_utf8((const unsigned char *)s + q, &k))) break;
+        i = q;
+    }
+    return i;
+}
+static inline size_t tok_ws_right(const char *s, size_t len, size_t i) {
+    while (i < len) {
+        int k;
+        if (!tok_is_ws(tok_get_utf8((const unsigned char *)s + i, &k))) break;
+        i += (size_t)k;
+    }
+    return i;
+}
 #endif

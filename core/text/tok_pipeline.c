@@ -148,26 +148,6 @@ static int segment(const emb_tokenizer *t, pipe_scratch *sc, const char *text, s
     return 0;
 }
 
-static size_t ws_left(const char *s, size_t lo, size_t i) { /* start of the whitespace run ending at i */
-    while (i > lo) {
-        size_t q = i - 1;
-        while (q > lo && ((unsigned char)s[q] & 0xC0) == 0x80) q--;
-        int k;
-        if (!tok_is_ws(tok_get_utf8((const unsigned char *)s + q, &k))) break;
-        i = q;
-    }
-    return i;
-}
-
-static size_t ws_right(const char *s, size_t len, size_t i) {
-    while (i < len) {
-        int k;
-        if (!tok_is_ws(tok_get_utf8((const unsigned char *)s + i, &k))) break;
-        i += (size_t)k;
-    }
-    return i;
-}
-
 /* leading / trailing characters of a token string that are 'Ġ' or whitespace (byte_level.rs
  * process_offsets); counts of characters, which HF adds to byte offsets */
 static void space_counts(const char *s, size_t len, size_t *lead, size_t *trail) {
@@ -252,8 +232,8 @@ int emb_tok_pipeline_seq(const emb_tokenizer *t, void **scratch, const char *tex
         size_t ms = i, me = i + m;
         if (m) {
             const added_tok *a = &t->added[k];
-            if (a->lstrip) ms = ws_left(text, pos, ms);
-            if (a->rstrip) me = ws_right(text, len, me);
+            if (a->lstrip) ms = tok_ws_left(text, pos, ms);
+            if (a->rstrip) me = tok_ws_right(text, len, me);
         }
         if (ms > pos && segment(t, sc, text, pos, ms, seq, &rs, out)) return -1;
         if (!m || rs.stop) break;

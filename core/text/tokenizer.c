@@ -320,20 +320,24 @@ static void tokenize_seq(const emb_tokenizer *t, scratch *sc, const char *text, 
     sc->stop = 0;
     sc->npend = sc->nsrc = 0;
     const unsigned char *u = (const unsigned char *)text;
-    size_t i = 0;
+    size_t i = 0, added_end = 0;
     while (i < len && !sc->stop && !sc->oom) {
         unsigned b = u[i];
         if (t->added_first[b]) {
             size_t k;
             size_t m = emb_tok_pipeline_match_added(t, text + i, len - i, &k);
             if (m) {
-                int32_t id = t->added[k].id;
+                const added_tok *a = &t->added[k];
                 if (sc->npend) flush_marks(t, sc, l, seq); /* HF normalizes each side apart */
                 flush_word(t, sc, l, seq);
                 if (sc->stop) break;
-                push_tok(sc, l, id, (int32_t)i, (int32_t)(i + m), sc->word++, seq);
+                /* lstrip / rstrip: the token's span takes the white space beside it (a separator
+                 * here anyway), back to the previous added token's end */
+                size_t ms = a->lstrip ? tok_ws_left(text, added_end, i) : i;
+                size_t me = a->rstrip ? tok_ws_right(text, len, i + m) : i + m;
+                push_tok(sc, l, a->id, (int32_t)ms, (int32_t)me, sc->word++, seq);
                 if (cap && l->n >= cap) sc->stop = 1;
-                i += m;
+                i = added_end = me;
                 continue;
             }
         }

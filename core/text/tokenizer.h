@@ -1,6 +1,6 @@
 /* Tokenizers equal to Hugging Face tokenizers (0.23), read from tokenizer.json (or vocab.txt):
  *   WordPiece: BertNormalizer + BertPreTokenizer + WordPiece (tokenizer.c). Added (special) tokens
- *     matched literally in the raw text; clean_text; CJK padding; strip accents (NFD, drop Mn) then
+ *     matched literally in the raw text (lstrip / rstrip take the white space beside them); clean_text; CJK padding; strip accents (NFD, drop Mn) then
  *     lowercase; split on whitespace and punctuation; greedy longest-match WordPiece with the
  *     continuation prefix; [UNK] for unsplittable words or words over max_input_chars_per_word.
  *   Unigram (SentencePiece, XLM-R layout) and byte-level BPE (RoBERTa / GPT-2): a pipeline driven

@@ -14,7 +14,7 @@ typedef struct {
     char *s;
     size_t len;
     int32_t id;
-    uint8_t lstrip, rstrip; /* absorb the whitespace before / after a match (Unigram and BPE only) */
+    uint8_t lstrip, rstrip; /* absorb the whitespace before / after a match */
 } added_tok;
 
 enum { TOK_WORDPIECE = 0, TOK_UNIGRAM = 1, TOK_BPE = 2 };

@@ -105,14 +105,12 @@ static int json_bool(const cJSON *o, const char *key, int dflt) {
     return dflt;
 }
 
-/* WordPiece: no flags; Unigram / BPE (t->pipe): lstrip and rstrip, and normalized=true when
- * there is no normalizer (the raw text is then the normalized text). */
+/* lstrip and rstrip (not single_word); Unigram / BPE (t->pipe): normalized=true when there is no
+ * normalizer (the raw text is then the normalized text). */
 static int check_added_flags(const emb_tokenizer *t, const cJSON *a, const char *what, const char *content,
                              char err[EMB_ERR_LEN]) {
-    static const char *keys[] = {"lstrip", "rstrip", "single_word"};
-    for (int i = t->pipe ? 2 : 0; i < 3; i++)
-        if (json_bool(a, keys[i], 0))
-            return emb_fail(err, "%s: added token '%.40s' with %s=true is not supported", what, content, keys[i]);
+    if (json_bool(a, "single_word", 0))
+        return emb_fail(err, "%s: added token '%.40s' with single_word=true is not supported", what, content);
     if (json_bool(a, "normalized", 0) && !(t->pipe && !emb_tok_pipeline_has_normalizer(t->pipe)))
         return emb_fail(err, "%s: added token '%.40s' with normalized=true is not supported%s", what, content,
                         t->pipe ? " with a normalizer" : "");

@@ -1,5 +1,5 @@
-/* Architectures beyond BERT (parity with the golden references is in test_encoder.c):
- * config.json of architectures not built (DeBERTa, MPNet, T5) and of settings not built refused
+/* Architectures beyond BERT (parity with the golden references is in test_encoder.c and
+ * test_mpnet.c): config.json of architectures not built (DeBERTa, T5) and of settings not built refused
  * with messages naming them; ALiBi slopes and rotary tables against independent formulas;
  * RoBERTa's position ids around a padding token; masked-LM saves with their prefixes and head
  * tensors; sliding-window padding far past a text. Run from the repo root. */
@@ -64,17 +64,13 @@ static void refusals(void) {
                    "\"num_attention_heads\":12,\"intermediate_size\":3072,\"max_position_embeddings\":512,"
                    "\"vocab_size\":50265,\"relative_attention\":true}",
                    "'deberta'", "DeBERTa");
-    refused_folder("mpnet",
-                   "{\"model_type\":\"mpnet\",\"architectures\":[\"MPNetForMaskedLM\"],\"hidden_size\":768,"
-                   "\"num_hidden_layers\":12,\"num_attention_heads\":12,\"intermediate_size\":3072,"
-                   "\"max_position_embeddings\":514,\"vocab_size\":30527,\"relative_attention_num_buckets\":32}",
-                   "mpnet", "MPNet");
     refused_folder("t5",
                    "{\"model_type\":\"t5\",\"architectures\":[\"T5EncoderModel\"],\"d_model\":512,"
                    "\"num_layers\":6,\"num_heads\":8,\"d_ff\":2048,\"vocab_size\":32128,"
                    "\"relative_attention_num_buckets\":32}",
                    "'t5'", "T5");
     refused_folder("other", "{\"model_type\":\"electra\"}", "electra", "supported: bert, distilbert, roberta");
+    refused_folder("other-listed", "{\"model_type\":\"electra\"}", "electra", "modernbert, mpnet, JinaBERT v2)");
 }
 
 /* Settings within a supported architecture that are not built: refused, never run wrongly. */
@@ -99,7 +95,16 @@ static void refused_settings(void) {
          "activation_function 'gelu'"},
         {NOMIC, NULL, "", "absolute positions"},
         {NOMIC, NULL, ",\"rotary_emb_fraction\":0.1", "rotary dimensions"}, /* 0 of a head of 8 */
-        {MODERN, NULL, ",\"layer_types\":[\"full_attention\",\"sliding_attention\"]", "layer_types"},
+        {MODERN, NULL, ",\"layer_types\":[\"full_attention\"]", "layer_types has 1 entries for 2 layers"},
+        {MODERN, NULL, ",\"layer_types\":[\"full_attention\",\"chunked\"]", "layer_types[1]"},
+        {MODERN, NULL, ",\"layer_types\":\"full_attention\"", "'layer_types' is not a list"},
+        {MODERN, NULL, ",\"rope_parameters\":{\"full_attention\":{\"rope_type\":\"yarn\",\"factor\":4}}",
+         "rope_parameters.full_attention: rope_type 'yarn' is not supported"},
+        {MODERN, NULL, ",\"rope_parameters\":{\"rope_type\":\"linear\",\"rope_theta\":1e4}",
+         "rope_parameters: rope_type 'linear'"},
+        {MODERN, NULL, ",\"rope_parameters\":{\"sliding_attention\":{\"rope_theta\":\"1e4\"}}",
+         "sliding_attention: key 'rope_theta'"},
+        {MODERN, NULL, ",\"rope_parameters\":[1]", "'rope_parameters' is not an object"},
         {MODERN, NULL, ",\"hidden_activation\":\"silu\"", "activation 'silu'"},
         {MODERN, NULL, ",\"local_attention\":127.5", "must be integers"},
         {BERTLIKE, "bert", ",\"position_embedding_type\":\"alibi\",\"feed_forward_type\":\"glu\"",
@@ -317,11 +322,12 @@ static int write_prefixed(const char *src, const char *dst, const char *prefix, 
 }
 
 /* A masked-LM save (prefix and head tensors) gives the reference's last_hidden_state. */
-static void prefixed_save(const char *model, const char *prefix, const char *const *heads, int nheads) {
+static void prefixed_save(const char *set, const char *model, const char *refname, const char *prefix,
+                          const char *const *heads, int nheads) {
     char src[400], dst[300], refp[300], err[EMB_ERR_LEN];
-    snprintf(src, sizeof src, FIXTURES "/models2/%s", model);
+    snprintf(src, sizeof src, FIXTURES "/%s/%s", set, model);
     snprintf(dst, sizeof dst, "%s/%s-prefixed", tmpdir, model);
-    snprintf(refp, sizeof refp, FIXTURES "/models2/refs/%s.json", model);
+    snprintf(refp, sizeof refp, FIXTURES "/%s/refs/%s.json", set, refname);
     if (write_prefixed(src, dst, prefix, heads, nheads)) {
         CHECK(0, "%s: cannot write the prefixed copy", model);
         return;
@@ -333,7 +339,7 @@ static void prefixed_save(const char *model, const char *prefix, const char *con
     if (rc) return;
     cJSON *ref = load_json(refp);
     const cJSON *cs = cJSON_GetObjectItem(cJSON_GetObjectItem(ref, "cases"), "left_phone");
-    int T = cJSON_GetObjectItem(cs, "seq_len")->valueint, H = emb_encoder_get_config(e)->dims.hidden;
+    int T = cJSON_GetArraySize(cJSON_GetObjectItem(cs, "input_ids")), H = emb_encoder_get_config(e)->dims.hidden;
     int32_t ids[64], len = T;
     int i = 0;
     for (const cJSON *v = cJSON_GetObjectItem(cs, "input_ids")->child; v && i < 64; v = v->next)
@@ -358,6 +364,113 @@ static void prefixed_save(const char *model, const char *prefix, const char *con
     snprintf(src, sizeof src, "%s/config.json", dst);
     unlink(src);
     rmdir(dst);
+}
+
+/* modernbert-tiny's config.json in transformers 5's spelling (rope_parameters per layer type,
+ * layer_types) written into dir from the fixture's own values, with every layer's kind from
+ * pattern when given ('f' full, 's' sliding), else from global_attn_every_n_layers. */
+static int write_v5_config(const char *dir, const char *pattern) {
+    cJSON *c = load_json(FIXTURES "/models2/modernbert-tiny/config.json");
+    if (!c) return -1;
+    double g = cJSON_GetObjectItem(c, "global_rope_theta")->valuedouble,
+           l = cJSON_GetObjectItem(c, "local_rope_theta")->valuedouble;
+    int every = cJSON_GetObjectItem(c, "global_attn_every_n_layers")->valueint,
+        n = cJSON_GetObjectItem(c, "num_hidden_layers")->valueint;
+    cJSON_DeleteItemFromObject(c, "global_rope_theta");
+    cJSON_DeleteItemFromObject(c, "local_rope_theta");
+    cJSON_DeleteItemFromObject(c, "global_attn_every_n_layers");
+    cJSON *rp = cJSON_AddObjectToObject(c, "rope_parameters");
+    cJSON *full = cJSON_AddObjectToObject(rp, "full_attention"),
+          *sl = cJSON_AddObjectToObject(rp, "sliding_attention");
+    cJSON_AddNumberToObject(full, "rope_theta", g);
+    cJSON_AddStringToObject(full, "rope_type", "default");
+    cJSON_AddNumberToObject(sl, "rope_theta", l);
+    cJSON_AddStringToObject(sl, "rope_type", "default");
+    cJSON *lt = cJSON_AddArrayToObject(c, "layer_types");
+    for (int i = 0; i < n; i++) {
+        int global = pattern ? pattern[i] == 'f' : i % every == 0;
+        cJSON_AddItemToArray(lt, cJSON_CreateString(global ? "full_attention" : "sliding_attention"));
+    }
+    char path[600], *text = cJSON_Print(c);
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    write_text(path, text);
+    free(text);
+    cJSON_Delete(c);
+    return 0;
+}
+
+/* Every reference case's last_hidden_state from encoder e: the worst error. */
+static double modernbert_cases(const emb_encoder *e, const cJSON *ref) {
+    emb_workspace *ws = emb_workspace_new();
+    double worst = 0;
+    int H = emb_encoder_get_config(e)->dims.hidden, L = emb_encoder_get_config(e)->dims.layers;
+    for (const cJSON *cs = cJSON_GetObjectItem(ref, "cases")->child; cs; cs = cs->next) {
+        int T = cJSON_GetObjectItem(cs, "seq_len")->valueint, i = 0, t = 0;
+        int32_t *ids = malloc(sizeof(int32_t) * (size_t)T), len = T;
+        float *hs = malloc(sizeof(float) * (size_t)T * H);
+        for (const cJSON *v = cJSON_GetObjectItem(cs, "input_ids")->child; v && i < T; v = v->next)
+            ids[i++] = v->valueint;
+        char err[EMB_ERR_LEN];
+        if (emb_encoder_forward(e, ws, 1, T, ids, NULL, &len, L, hs, err)) worst = INFINITY;
+        for (const cJSON *r = cJSON_GetObjectItem(cs, "last_hidden_state")->child; r && t < T; r = r->next, t++) {
+            int d = 0;
+            for (const cJSON *v = r->child; v && d < H; v = v->next, d++)
+                worst = worse(worst, fabs(v->valuedouble - hs[(size_t)t * H + d]));
+        }
+        free(ids);
+        free(hs);
+    }
+    emb_workspace_free(ws);
+    return worst;
+}
+
+/* transformers 5 writes ModernBERT's config with rope_parameters and layer_types: the same model
+ * (the reference's hidden states, the older spelling's fingerprint); layer_types that follow no
+ * period are read layer by layer and fingerprinted apart. */
+static void modernbert_v5_spelling(void) {
+    char dir[300], link[400], err[EMB_ERR_LEN];
+    snprintf(dir, sizeof dir, "%s/modernbert-v5", tmpdir);
+    snprintf(link, sizeof link, "%s/model.safetensors", dir);
+    char *weights = realpath(FIXTURES "/models2/modernbert-tiny/model.safetensors", NULL);
+    mkdir(dir, 0755);
+    emb_encoder *old = NULL, *v5 = NULL, *odd = NULL;
+    int rc = !weights || symlink(weights, link) || write_v5_config(dir, NULL) ||
+             emb_encoder_load(FIXTURES "/models2/modernbert-tiny", &old, err) || emb_encoder_load(dir, &v5, err);
+    CHECK(rc == 0, "modernbert in transformers 5's spelling loads: %s", rc ? err : "");
+    if (rc == 0) {
+        const emb_encoder_config *a = emb_encoder_get_config(old), *b = emb_encoder_get_config(v5);
+        int same = a->rope_theta == b->rope_theta && a->rope_theta_local == b->rope_theta_local;
+        for (int l = 0; l < a->dims.layers; l++)
+            same &= emb_encoder_config_layer_is_local(a, l) == emb_encoder_config_layer_is_local(b, l);
+        CHECK(same && emb_encoder_fingerprint(old) == emb_encoder_fingerprint(v5),
+              "modernbert v5 spelling: the same bases, layer kinds and fingerprint as the older one");
+        cJSON *ref = load_json(FIXTURES "/models2/refs/modernbert-tiny.json");
+        double worst = ref ? modernbert_cases(v5, ref) : INFINITY;
+        CHECK(worst <= 1e-5, "modernbert v5 spelling: every case's last_hidden_state within 1e-5 (%.3g)", worst);
+        cJSON_Delete(ref);
+    }
+    rc = rc || write_v5_config(dir, "sffs") || emb_encoder_load(dir, &odd, err);
+    CHECK(rc == 0 && emb_encoder_get_config(odd)->global_every == -1 &&
+              emb_encoder_config_layer_is_local(emb_encoder_get_config(odd), 0) &&
+              !emb_encoder_config_layer_is_local(emb_encoder_get_config(odd), 2) &&
+              emb_encoder_config_layer_is_local(emb_encoder_get_config(odd), 3) &&
+              emb_encoder_fingerprint(odd) != emb_encoder_fingerprint(old),
+          "modernbert layer_types sliding, full, full, sliding: read layer by layer: %s", rc ? err : "");
+    const char *flat = "{\"model_type\":\"modernbert\",\"hidden_size\":32,\"num_hidden_layers\":2,"
+                       "\"num_attention_heads\":4,\"intermediate_size\":48,\"max_position_embeddings\":128,"
+                       "\"vocab_size\":100,\"rope_parameters\":{\"rope_theta\":5e4,\"rope_type\":\"default\"}}";
+    emb_encoder_config c;
+    rc = emb_encoder_config_parse(flat, strlen(flat), "config.json", &c, err);
+    CHECK(rc == 0 && c.rope_theta == 5e4 && c.rope_theta_local == 5e4 && c.global_every == 3,
+          "modernbert flat rope_parameters: one base for both layer kinds: %s", rc ? err : "");
+    emb_encoder_free(old);
+    emb_encoder_free(v5);
+    emb_encoder_free(odd);
+    unlink(link);
+    snprintf(link, sizeof link, "%s/config.json", dir);
+    unlink(link);
+    rmdir(dir);
+    free(weights);
 }
 
 /* In sliding-window layers, padding further than the window past a text's end has no real key
@@ -403,12 +516,15 @@ int main(void) {
     reference_slopes();
     roberta_pad_inside();
     static const char *const MLM_HEADS[] = {"head.dense.weight", "head.norm.weight", "decoder.bias"};
-    prefixed_save("modernbert-tiny", "model.", MLM_HEADS, 3);
+    prefixed_save("models2", "modernbert-tiny", "modernbert-tiny", "model.", MLM_HEADS, 3);
     static const char *const BERT_HEADS[] = {"cls.predictions.bias", "cls.predictions.transform.dense.bias"};
-    prefixed_save("jina-bert-v2-tiny", "bert.", BERT_HEADS, 2);
+    prefixed_save("models2", "jina-bert-v2-tiny", "jina-bert-v2-tiny", "bert.", BERT_HEADS, 2);
     static const char *const ROBERTA_HEADS[] = {"lm_head.bias", "lm_head.dense.bias"};
-    prefixed_save("xlmr-tiny-st", "roberta.", ROBERTA_HEADS, 2);
+    prefixed_save("models2", "xlmr-tiny-st", "xlmr-tiny-st", "roberta.", ROBERTA_HEADS, 2);
+    static const char *const MPNET_HEADS[] = {"lm_head.bias", "lm_head.dense.weight"}; /* MPNetForMaskedLM's */
+    prefixed_save("models3", "mpnet-tiny-st", "mpnet-tiny", "mpnet.", MPNET_HEADS, 2);
     window_past_padding();
+    modernbert_v5_spelling();
     rmdir(tmpdir);
     return check_report();
 }

@@ -24,8 +24,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (c.arch == EMB_ARCH_DISTILBERT && (c.dims.type_vocab != 0 || strcmp(c.arch_name, "distilbert") != 0))
         __builtin_trap();
     /* issue 12's architectures: the names and position schemes the header promises */
-    static const char *names[] = {"bert", "distilbert", "roberta", "nomic_bert", "jina_bert", "modernbert"};
-    if ((unsigned)c.arch > EMB_ARCH_MODERNBERT) __builtin_trap();
+    static const char *names[] = {"bert",      "distilbert", "roberta", "nomic_bert",
+                                  "jina_bert", "modernbert", "mpnet"};
+    if ((unsigned)c.arch > EMB_ARCH_MPNET) __builtin_trap();
+    if (c.arch == EMB_ARCH_MPNET && (c.pos_offset != 2 || c.rel_buckets < 32 || c.dims.type_vocab != 0))
+        __builtin_trap();
     if (c.arch == EMB_ARCH_ROBERTA ? strcmp(c.arch_name, "roberta") != 0 && strcmp(c.arch_name, "xlm-roberta") != 0
                                    : strcmp(c.arch_name, names[c.arch]) != 0)
         __builtin_trap();
@@ -39,10 +42,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             !(c.rope_theta_local >= 1 && c.rope_theta_local <= 1e12))
             __builtin_trap();
     }
-    if (c.half_window < 0 || c.global_every < 0 || (c.global_every > 0 && c.arch != EMB_ARCH_MODERNBERT))
+    /* -1: transformers 5's layer_types following no period */
+    if (c.half_window < 0 || c.global_every < -1 || (c.global_every != 0 && c.arch != EMB_ARCH_MODERNBERT))
         __builtin_trap();
     for (int l = 0; l < c.dims.layers; l++) /* a local layer only where a window is set */
-        if (emb_encoder_config_layer_is_local(&c, l) && c.global_every <= 0) __builtin_trap();
+        if (emb_encoder_config_layer_is_local(&c, l) && c.global_every == 0) __builtin_trap();
     /* the table sizes the loader computes fit in 64 bits */
     volatile uint64_t bytes = (uint64_t)c.dims.vocab_size * (uint64_t)c.dims.hidden * 4u +
                               (uint64_t)c.dims.max_positions * (uint64_t)c.dims.hidden * 4u;

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds every tests/fuzz/fuzz_*.c with clang's libFuzzer + ASan + UBSan into build-fuzz/ (or
-# $FUZZ_OUT) and runs each for SECONDS (default 60; `make test` passes a few). core/*/*.c is compiled
+# $FUZZ_OUT) and runs each for SECONDS (default 60; `make test` passes a few). core/*/*.c and core/*/*/*.c are compiled
 # once (and again only when a source or header changes) and linked into every harness. Seed
 # corpora: tests/fuzz/corpus/<harness>/ when present; fuzz_tokenizer also gets the golden texts.
 # Prints "N passed, N failed" (one per harness); exit status 1 if any failed.
@@ -17,10 +17,10 @@ LIBS="$(pkg-config --libs openblas) -lutf8proc -lcjson -lxxhash -lpthread -lm"
 pass=0
 fail=0
 
-# core/*/*.c once, for every harness
+# core/*/*.c and core/*/*/*.c once, for every harness
 objs=()
-newest_header=$(ls -t core/*/*.h include/sqlite-embed/*.h | head -n 1)
-for src in core/*/*.c; do
+newest_header=$(ls -t core/*/*.h core/*/*/*.h include/sqlite-embed/*.h | head -n 1)
+for src in core/*/*.c core/*/*/*.c; do
     obj="$OUT/core/$(basename "$src" .c).o"
     objs+=("$obj")
     if [ ! -e "$obj" ] || [ "$src" -nt "$obj" ] || [ "$newest_header" -nt "$obj" ]; then
