@@ -1,5 +1,5 @@
 """MPNet through SQL (tests/fixtures/models3/mpnet-tiny-st, loaded as a plain transformers folder:
-its config, weights and tokenizer; the sentence-transformers 6 module files are another suite's),
+its config, weights and tokenizer; and as the sentence-transformers 6 folder it is),
 against Hugging Face's references (refs/mpnet-tiny.json, schema golden-ref/3): ids, tokens,
 offsets, the embedding output and every layer, mean-pooled normalised vectors against
 sentence-transformers' (the long text cut at 384 ids), the relative-position bias and the
@@ -30,6 +30,7 @@ for _name in ("config.json", "model.safetensors", "tokenizer.json", "tokenizer_c
 con = connect()
 con.execute("SELECT embed_load('mpnet-ref', ?)", (PLAIN,))
 con.execute("SELECT embed_load('mpnet-ref8', ?, '{\"weights\": \"int8\"}')", (PLAIN,))
+con.execute("SELECT embed_load('mpnet-st6', ?)", (SRC,))
 MEAN = '{"pooling": "mean", "normalize": true}'
 
 
@@ -154,3 +155,21 @@ def model_table_describes_it():
     c = REF["config"]
     assert got == ("mpnet", c["hidden_size"], c["num_hidden_layers"], c["num_attention_heads"], c["vocab_size"],
                    "learned"), got
+
+
+@test
+def the_sentence_transformers_6_folder_gives_its_vectors():
+    # modules.json and 1_Pooling/config.json as sentence-transformers 6.0.1 wrote them: mean pooling,
+    # Normalize, max_seq_length 384, empty query and document prompts
+    assert one(con, "SELECT max_tokens FROM embed_models WHERE name = 'mpnet-st6'") == 384
+    for cid, case in REF["cases"].items():
+        for which in ("st_document", "st_query"):
+            got = floats(one(con, "SELECT embed('mpnet-st6', ?)", case["text"]))
+            assert_close(got, case[which], TOL, "%s %s" % (cid, which))
+    b = REF["batches"]["batch4"]
+    con.execute("CREATE VIRTUAL TABLE mp_idx USING embed_index(model = 'mpnet-st6')")
+    for i, t in enumerate(b["texts"]):
+        con.execute("INSERT INTO mp_idx(rowid, text) VALUES (?, ?)", (i, t))
+    for i, t in enumerate(b["texts"]):
+        stored = floats(one(con, "SELECT vector FROM mp_idx WHERE rowid = ?", i))
+        assert_close(stored, b["st_query"][i], TOL, t)  # empty prompts: documents equal queries
