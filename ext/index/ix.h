@@ -369,11 +369,12 @@ void ix_release_model(ix_vtab *v);
 /* Embeds n texts with the index's model into out (n x dims). */
 /* A text is embedded as a row (a document) or as a search's query: each with its own prompt. */
 typedef enum { IX_ROLE_DOCUMENT, IX_ROLE_QUERY } ix_role;
+/* NAME_config's key of a role's prompt name (absent or NULL: the model's choice) */
+#define IX_PROMPT_KEY(role) ((role) == IX_ROLE_QUERY ? "query_prompt" : "document_prompt")
 int ix_embed_texts(ix_vtab *v, ix_role role, const char *const *texts, const size_t *lens, size_t n, float *out);
-/* CREATE's query_prompt / document_prompt (names[1], names[0]; NULL: not given) against model m,
- * and into NAME_config once the index exists. */
+/* CREATE's query_prompt / document_prompt (names[1], names[0]; NULL: not given) against model m
+ * (ix_options.c; ix_create writes them into NAME_config). */
 int ix_check_prompt_names(const char *const names[2], emb_model *m, char **err);
-int ix_store_prompt_names(sqlite3 *db, const char *schema, const char *index, const char *const names[2]);
 /* INSERT INTO t(t, text) VALUES ('model', 'name'): use another loaded model of the same
  * fingerprint. */
 int ix_use_model(ix_vtab *v, const char *name);

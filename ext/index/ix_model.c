@@ -72,20 +72,18 @@ void ix_release_model(ix_vtab *v) {
     v->held = NULL;
 }
 
-static const char *const PROMPT_KEYS[2] = {"document_prompt", "query_prompt"};
-
 /* The prompt of a role: NAME_config's query_prompt / document_prompt (a prompt name of the model,
  * or "none"), else the model's own choice as sentence-transformers' encode_query and
  * encode_document make it (NULL: its default prompt). */
 static int role_prompt(ix_vtab *v, emb_model *m, ix_role role, const char **out) {
     char *name = NULL;
-    int rc = ix_get_config_text(v, PROMPT_KEYS[role], &name);
+    int rc = ix_get_config_text(v, IX_PROMPT_KEY(role), &name);
     *out = NULL;
     if (rc != SQLITE_OK) return rc;
     if (!name) *out = emb_model_role_prompt(m, role == IX_ROLE_QUERY ? EMB_PROMPT_QUERY : EMB_PROMPT_DOCUMENT);
     else if (!strcmp(name, "none")) *out = "";
     else if (!(*out = emb_model_prompt(m, name)))
-        rc = ix_error(v, "%s '%s' of \"%s\" is not a prompt of model '%s' (its prompts: %s)", PROMPT_KEYS[role],
+        rc = ix_error(v, "%s '%s' of \"%s\" is not a prompt of model '%s' (its prompts: %s)", IX_PROMPT_KEY(role),
                       name, v->name, emb_model_get_info(m)->name,
                       emb_model_get_info(m)->prompts ? emb_model_get_info(m)->prompts : "none");
     sqlite3_free(name);
@@ -102,29 +100,6 @@ int ix_embed_texts(ix_vtab *v, ix_role role, const char *const *texts, const siz
     rc = role_prompt(v, m, role, &opt.prompt);
     if (rc == SQLITE_OK && emb_model_embed(m, texts, lens, n, &opt, out, err)) rc = ix_error(v, "%s", err);
     emb_model_release(m);
-    return rc;
-}
-
-int ix_check_prompt_names(const char *const names[2], emb_model *m, char **err) {
-    for (int r = 0; r < 2; r++) {
-        if (!names[r] || !strcmp(names[r], "none") || emb_model_prompt(m, names[r])) continue;
-        const emb_model_info *info = emb_model_get_info(m);
-        *err = sqlite3_mprintf(IX_FN ": %s = '%s' is not a prompt of model '%s' (its prompts: %s; or none)",
-                               PROMPT_KEYS[r], names[r], info->name, info->prompts ? info->prompts : "none");
-        return *err ? SQLITE_ERROR : SQLITE_NOMEM;
-    }
-    return SQLITE_OK;
-}
-
-int ix_store_prompt_names(sqlite3 *db, const char *schema, const char *index, const char *const names[2]) {
-    int rc = SQLITE_OK;
-    for (int r = 0; r < 2 && rc == SQLITE_OK; r++) {
-        if (!names[r]) continue;
-        char *sql = sqlite3_mprintf("INSERT INTO \"%w\".\"%w_config\"(key, value) VALUES (%Q, %Q)", schema, index,
-                                    PROMPT_KEYS[r], names[r]);
-        rc = sql ? sqlite3_exec(db, sql, NULL, NULL, NULL) : SQLITE_NOMEM;
-        sqlite3_free(sql);
-    }
     return rc;
 }
 

@@ -265,6 +265,17 @@ int ix_parse_options(int argc, const char *const *argv, ix_options *o, char **er
 }
 
 /* xCreate's checks: the model named (retained into *mod) exists and fits, dims is known. */
+int ix_check_prompt_names(const char *const names[2], emb_model *m, char **err) {
+    for (int r = 0; r < 2; r++) {
+        if (!names[r] || !strcmp(names[r], "none") || emb_model_prompt(m, names[r])) continue;
+        const emb_model_info *info = emb_model_get_info(m);
+        *err = sqlite3_mprintf(IX_FN ": %s = '%s' is not a prompt of model '%s' (its prompts: %s; or none)",
+                               IX_PROMPT_KEY(r), names[r], info->name, info->prompts ? info->prompts : "none");
+        return *err ? SQLITE_ERROR : SQLITE_NOMEM;
+    }
+    return SQLITE_OK;
+}
+
 int ix_check_options(ix_options *o, emb_model **mod, char **err) {
     int rc = SQLITE_OK;
     *mod = NULL;

@@ -134,7 +134,9 @@ static const char create_sql[] =
     "INSERT INTO \"%w\".\"%w_config\"(key, value) VALUES ('format', 2), ('dims', %d),"
     " ('metric', %Q), ('model', %Q), ('fingerprint', %Q), ('model_path', %Q),"
     " ('chunk_size', %d), ('count', 0), ('version', 0), ('storage', %Q), ('rescore', %d),"
-    " ('index', %Q), ('uid', %lld), ('ivf_lists', 0), ('ivf_serial', 0);";
+    " ('index', %Q), ('uid', %lld), ('ivf_lists', 0), ('ivf_serial', 0);"
+    "INSERT INTO \"%w\".\"%w_config\"(key, value) SELECT k, v FROM (SELECT 'query_prompt' AS k, %Q AS v"
+    " UNION ALL SELECT 'document_prompt', %Q) WHERE v IS NOT NULL;";
 /* A chunked index's parts, and its settings: schema, name (three times), chunk_tokens, overlap. */
 static const char create_parts_sql[] =
     "CREATE TABLE \"%w\".\"%w_parts\"(id INTEGER PRIMARY KEY, row INTEGER, chunk INTEGER, start INTEGER,"
@@ -510,14 +512,14 @@ int ix_create(sqlite3 *db, void *aux, int argc, const char *const *argv, sqlite3
                                     schema, name, schema, name, schema, name, o.dims, emb_metric_name(o.metric),
                                     o.model, info ? info->fingerprint : NULL, info ? info->path : NULL, o.chunk,
                                     emb_storage_name(o.storage), o.storage != EMB_STORAGE_F32 && o.rescore,
-                                    o.ivf ? "ivf" : "flat", uid);
+                                    o.ivf ? "ivf" : "flat", uid, schema, name, o.prompt_names[IX_ROLE_QUERY],
+                                    o.prompt_names[IX_ROLE_DOCUMENT]);
         if (sql && o.chunk_tokens)
             sql = sqlite3_mprintf("%z%z", sql,
                                   sqlite3_mprintf(create_parts_sql, schema, name, schema, name, schema, name,
                                                   o.chunk_tokens, o.chunk_overlap));
         if (!sql) rc = SQLITE_NOMEM;
-        else if ((rc = sqlite3_exec(db, sql, NULL, NULL, NULL)) != SQLITE_OK ||
-                 (rc = ix_store_prompt_names(db, schema, name, (const char *const *)o.prompt_names)) != SQLITE_OK)
+        else if ((rc = sqlite3_exec(db, sql, NULL, NULL, NULL)) != SQLITE_OK)
             /* v->name: out of memory while re-reading the schema, SQLite frees argv's table */
             *err = sqlite3_mprintf(IX_FN ": cannot create the shadow tables of \"%s\": %s", v->name,
                                    sqlite3_errmsg(db));
