@@ -69,9 +69,10 @@ static int exists(const char *dir, const char *file) {
 
 /* The token limit in force: sentence-transformers' max_seq_length when the folder has one
  * (as sentence-transformers applies it), else the tokenizer's model_max_length, and never
- * more than the position table. */
+ * more than the position table; none for a static model (its max_seq_length is infinite). */
 static int token_limit(const emb_model *m) {
     int64_t limit = 0;
+    if (m->statics) return 0; /* a static model reads every token (model2vec cuts its own at 512) */
     if (m->sbert.present && m->sbert.max_seq_length > 0) limit = m->sbert.max_seq_length;
     else if (emb_tokenizer_model_max_length(m->tok) > 0) limit = emb_tokenizer_model_max_length(m->tok);
     if (m->enc) {

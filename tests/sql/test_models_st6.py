@@ -345,3 +345,16 @@ def unknown_modules_are_named():
     write_json(d, "modules.json", mods)
     assert_error(con, "SELECT embed_load('st6-lstm', ?)", "modules.json", "sentence_transformers.models.LSTM",
                  args=(d,))
+
+
+@test
+def a_static_model_reads_every_token():
+    # sentence-transformers' StaticEmbedding has no max_seq_length: a tokenizer_config.json limit
+    # does not cut its texts
+    d = copy_folder(os.path.join(M3, "static-tiny"), "static-limited")
+    write_json(d, "tokenizer_config.json", {"model_max_length": 8})
+    load("st6-limited", d)
+    text = " ".join(TEXTS)
+    assert floats(one(con, "SELECT embed('st6-limited', ?)", text)) == \
+        floats(one(con, "SELECT embed('st6-static-tiny', ?)", text))
+    assert one(con, "SELECT max_tokens FROM embed_models WHERE name = 'st6-limited'") is None
