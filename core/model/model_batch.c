@@ -132,3 +132,18 @@ int emb_model_run_batch(emb_model *m, emb_model_runner *r, const int32_t *ids, c
     *T_out = T;
     return emb_encoder_forward_grouped(m->enc, r->ws, B, T, r->ids, r->types, r->lens, n_layers, r->hidden, err);
 }
+
+int emb_model_run_all(emb_model *m, emb_model_runner *r, const emb_model_tokens *tk, size_t n,
+                      emb_model_each_fn each, void *ctx, char err[EMB_ERR_LEN]) {
+    size_t H = (size_t)m->info.dims->hidden;
+    int rc = 0;
+    for (size_t at = 0; rc == 0 && at < n; at += EMB_MODEL_BATCH) {
+        int B = (int)(n - at < EMB_MODEL_BATCH ? n - at : EMB_MODEL_BATCH), T;
+        const size_t *seq = tk->order + at;
+        rc = emb_model_run_batch(m, r, tk->ids, tk->types, tk->starts, tk->lens, seq, B, m->info.dims->layers, &T,
+                                 err);
+        for (int b = 0; rc == 0 && b < B; b++)
+            each(ctx, seq[b], r->hidden + (size_t)b * (size_t)T * H, T, tk->lens[seq[b]]);
+    }
+    return rc;
+}

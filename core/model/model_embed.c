@@ -129,26 +129,28 @@ static int embed_static(emb_model *m, const char *const *texts, const size_t *le
     return rc;
 }
 
+typedef struct {
+    const emb_model *m;
+    const embed_plan *p;
+    float *pooled, *out;
+} pool_ctx;
+
+static void pool_one(void *ctx, size_t i, const float *hidden, int T, int len) {
+    const pool_ctx *c = ctx;
+    int H = c->m->info.dims->hidden;
+    emb_pool_from(hidden, T, H, c->p->skip, len, c->p->mode, c->pooled);
+    emb_model_finish(c->m, c->pooled, c->p->normalize, c->p->dims, c->pooled + H, c->out + i * (size_t)c->p->dims);
+}
+
 static int embed_encoder(emb_model *m, const char *const *texts, const size_t *lens, size_t n, const embed_plan *p,
                          float *out, char err[EMB_ERR_LEN]) {
     emb_model_runner *r = emb_model_runner_take(m);
     emb_model_tokens tk = {0};
-    size_t H = (size_t)m->info.dims->hidden;
-    float *pooled = malloc((H + emb_model_scratch_floats(m)) * sizeof(float));
-    int rc = r && pooled ? emb_model_tokens_make(m, r, NULL, 0, texts, lens, n, &tk, err)
-                         : emb_fail(err, "out of memory");
-    for (size_t at = 0; rc == 0 && at < n; at += EMB_MODEL_BATCH) {
-        int B = (int)(n - at < EMB_MODEL_BATCH ? n - at : EMB_MODEL_BATCH), T;
-        const size_t *seq = tk.order + at;
-        rc =
-            emb_model_run_batch(m, r, tk.ids, tk.types, tk.starts, tk.lens, seq, B, m->info.dims->layers, &T, err);
-        for (int b = 0; rc == 0 && b < B; b++) {
-            emb_pool_from(r->hidden + (size_t)b * (size_t)T * H, T, (int)H, p->skip, tk.lens[seq[b]], p->mode,
-                          pooled);
-            emb_model_finish(m, pooled, p->normalize, p->dims, pooled + H, out + seq[b] * (size_t)p->dims);
-        }
-    }
-    free(pooled);
+    pool_ctx c = {m, p, malloc(((size_t)m->info.dims->hidden + emb_model_scratch_floats(m)) * sizeof(float)), out};
+    int rc = r && c.pooled ? emb_model_tokens_make(m, r, NULL, 0, texts, lens, n, &tk, err)
+                           : emb_fail(err, "out of memory");
+    if (rc == 0) rc = emb_model_run_all(m, r, &tk, n, pool_one, &c, err);
+    free(c.pooled);
     emb_model_tokens_free(&tk);
     emb_model_runner_give(m, r);
     return rc;

@@ -82,4 +82,9 @@ void emb_model_tokens_free(emb_model_tokens *tk);
 int emb_model_run_batch(emb_model *m, emb_model_runner *r, const int32_t *ids, const int32_t *types,
                         const size_t *starts, const int32_t *lens, const size_t *seq, int B, int n_layers,
                         int *T_out, char err[EMB_ERR_LEN]);
+/* Every sequence of tk (n of them) through all the layers, in its length-sorted batches; each(ctx, i,
+ * hidden, T, len) sees sequence i's rows (len real ones of a batch padded to T). */
+typedef void (*emb_model_each_fn)(void *ctx, size_t i, const float *hidden, int T, int len);
+int emb_model_run_all(emb_model *m, emb_model_runner *r, const emb_model_tokens *tk, size_t n,
+                      emb_model_each_fn each, void *ctx, char err[EMB_ERR_LEN]);
 #endif

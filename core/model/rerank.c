@@ -29,6 +29,22 @@ int emb_model_rerank(emb_model *m, const char *query, size_t qlen, const char *c
     return emb_model_rerank_with(m, query, qlen, texts, lens, n, EMB_RERANK_ACTIVATION, scores, err);
 }
 
+typedef struct {
+    const emb_model *m;
+    emb_rerank_score kind;
+    float *scratch, *scores;
+} score_ctx;
+
+static void score_one(void *ctx, size_t i, const float *hidden, int T, int len) {
+    (void)T;
+    const score_ctx *c = ctx;
+    float logit;
+    emb_classifier_logits(c->m->cls, c->m->enc, hidden, len, c->scratch, &logit);
+    c->scores[i] = c->kind == EMB_RERANK_LOGIT     ? logit
+                   : c->kind == EMB_RERANK_SIGMOID ? (float)(1.0 / (1.0 + exp(-(double)logit)))
+                                                   : emb_classifier_activate(c->m->cls, logit);
+}
+
 int emb_model_rerank_with(emb_model *m, const char *query, size_t qlen, const char *const *texts,
                           const size_t *lens, size_t n, emb_rerank_score kind, float *scores,
                           char err[EMB_ERR_LEN]) {
@@ -36,25 +52,11 @@ int emb_model_rerank_with(emb_model *m, const char *query, size_t qlen, const ch
     if (n == 0) return 0;
     emb_model_runner *r = emb_model_runner_take(m);
     emb_model_tokens tk = {0};
-    size_t H = (size_t)m->info.dims->hidden;
-    float *scratch = malloc(2 * H * sizeof(float));
-    int rc = r && scratch ? emb_model_tokens_make(m, r, query, qlen, texts, lens, n, &tk, err)
-                          : emb_fail(err, "out of memory");
-    for (size_t at = 0; rc == 0 && at < n; at += EMB_MODEL_BATCH) {
-        int B = (int)(n - at < EMB_MODEL_BATCH ? n - at : EMB_MODEL_BATCH), T;
-        const size_t *seq = tk.order + at;
-        rc =
-            emb_model_run_batch(m, r, tk.ids, tk.types, tk.starts, tk.lens, seq, B, m->info.dims->layers, &T, err);
-        for (int b = 0; rc == 0 && b < B; b++) {
-            float logit;
-            emb_classifier_logits(m->cls, m->enc, r->hidden + (size_t)b * (size_t)T * H, tk.lens[seq[b]], scratch,
-                                  &logit);
-            scores[seq[b]] = kind == EMB_RERANK_LOGIT     ? logit
-                             : kind == EMB_RERANK_SIGMOID ? (float)(1.0 / (1.0 + exp(-(double)logit)))
-                                                          : emb_classifier_activate(m->cls, logit);
-        }
-    }
-    free(scratch);
+    score_ctx c = {m, kind, malloc(2 * (size_t)m->info.dims->hidden * sizeof(float)), scores};
+    int rc = r && c.scratch ? emb_model_tokens_make(m, r, query, qlen, texts, lens, n, &tk, err)
+                            : emb_fail(err, "out of memory");
+    if (rc == 0) rc = emb_model_run_all(m, r, &tk, n, score_one, &c, err);
+    free(c.scratch);
     emb_model_tokens_free(&tk);
     emb_model_runner_give(m, r);
     return rc;
