@@ -192,10 +192,53 @@ class ModernBert(nn.Module):
         return self.final(x)
 
 
+def mpnet_bucket(rel, buckets=32, max_distance=128):
+    """transformers' MPNetEncoder.relative_position_bucket of rel = key - query (its float32 log)."""
+    n = -rel
+    buckets //= 2
+    ret = (n < 0).to(torch.long) * buckets
+    n = torch.abs(n)
+    exact = buckets // 2
+    large = exact + (torch.log(n.float() / exact) / math.log(max_distance / exact) * (buckets - exact)).to(torch.long)
+    return ret + torch.where(n < exact, n, torch.clamp(large, max=buckets - 1))
+
+
+class MPNet(Bert):
+    """transformers' MPNetModel: BERT's layers under other names, positions from padding_idx + 1,
+    no token types, one relative-position bias (buckets of key - query) added in every layer."""
+
+    RENAME = (("attention.attn.q.", "attention.self.query."), ("attention.attn.k.", "attention.self.key."),
+              ("attention.attn.v.", "attention.self.value."), ("attention.attn.o.", "attention.output.dense."),
+              ("attention.LayerNorm.", "attention.output.LayerNorm."))
+
+    def __init__(self, cfg, w):
+        w = dict(w)
+        for k in [k for k in w if ".attention." in k]:
+            new = k
+            for a, b in self.RENAME:
+                new = new.replace(a, b)
+            w[new] = w.pop(k)
+        w["embeddings.token_type_embeddings.weight"] = torch.zeros(1, cfg["hidden_size"])
+        super().__init__(cfg, w)
+        self.register_buffer("rel", w["encoder.relative_attention_bias.weight"])  # [buckets, heads]
+        self.offset = cfg.get("pad_token_id", 1) + 1
+
+    def forward(self, ids, mask):
+        T = ids.shape[1]
+        x = self.ln(self.word(ids) + self.pos[self.offset:self.offset + T])
+        pos = torch.arange(T)
+        rel = self.rel[mpnet_bucket(pos[None, :] - pos[:, None])].permute(2, 0, 1)[None]  # [1, heads, T, T]
+        bias = ((1.0 - mask.to(x.dtype)) * NEG)[:, None, None, :] + rel
+        for m in self.layers:
+            x = m.ln1(x + m.o(attention(m.q(x), m.k(x), m.v(x), bias, self.nh)))
+            x = m.ln2(x + m.fc2(F.gelu(m.fc1(x))))
+        return x
+
+
 def build(d):
     cfg = json.load(open(f"{d}/config.json"))
     w = load_safetensors(f"{d}/model.safetensors")
-    kind = {"bert": Bert, "nomic_bert": NomicBert, "modernbert": ModernBert}[cfg["model_type"]]
+    kind = {"bert": Bert, "nomic_bert": NomicBert, "modernbert": ModernBert, "mpnet": MPNet}[cfg["model_type"]]
     return kind(cfg, w).eval(), cfg
 
 
