@@ -7,11 +7,10 @@ rows."""
 import json
 import math
 import os
+import random
 import shutil
 import struct
 import tempfile
-
-import numpy as np
 
 from harness import test, connect, one, floats, assert_close, assert_error, FIXTURES, safetensors_header
 
@@ -26,14 +25,28 @@ def ref(name):
         return json.load(f)
 
 
+PACK = {"F32": "f", "F16": "e", "I8": "b", "I64": "q", "I32": "i"}
+
+
+class Tensor:
+    """A tensor to write: its safetensors dtype, shape and flat values (plain Python: no numpy)."""
+
+    def __init__(self, dtype, shape, values):
+        self.dtype, self.shape, self.values = dtype, list(shape), list(values)
+
+    def data(self):
+        return struct.pack("<%d%s" % (len(self.values), PACK[self.dtype]), *self.values)
+
+    def stored(self):
+        """The values as the file holds them (float16 rounding included), as floats."""
+        return [float(x) for x in struct.unpack("<%d%s" % (len(self.values), PACK[self.dtype]), self.data())]
+
+
 def write_safetensors(path, tensors):
-    """tensors: name -> numpy array (float32, float16, int8, int64)."""
-    codes = {np.dtype("float32"): "F32", np.dtype("float16"): "F16", np.dtype("int8"): "I8",
-             np.dtype("int64"): "I64", np.dtype("int32"): "I32"}
     header, blobs, at = {}, [], 0
-    for name, a in tensors.items():
-        b = np.ascontiguousarray(a).tobytes()
-        header[name] = {"dtype": codes[a.dtype], "shape": list(a.shape), "data_offsets": [at, at + len(b)]}
+    for name, t in tensors.items():
+        b = t.data()
+        header[name] = {"dtype": t.dtype, "shape": t.shape, "data_offsets": [at, at + len(b)]}
         blobs.append(b)
         at += len(b)
     h = json.dumps(header).encode()
@@ -43,12 +56,19 @@ def write_safetensors(path, tensors):
 
 
 def read_tensor(path, name):
+    """A 2-D F32 tensor of a safetensors file as a list of rows."""
     with open(path, "rb") as f:
         data = f.read()
     head, start = safetensors_header(data)
     t = head[name]
     a, b = t["data_offsets"]
-    return np.frombuffer(data[start + a:start + b], dtype=np.float32).reshape(t["shape"]).astype(np.float64)
+    flat = struct.unpack("<%df" % ((b - a) // 4), data[start + a:start + b])
+    cols = t["shape"][1]
+    return [list(flat[i:i + cols]) for i in range(0, len(flat), cols)]
+
+
+def matvec(w, x):
+    return [sum(wi * xi for wi, xi in zip(row, x)) for row in w]
 
 
 def copy_folder(src, name):
@@ -136,7 +156,8 @@ def model2vec_expected(table, text, normalize):
         "SELECT token_id FROM embed_tokens('st6-static-tiny', ?) WHERE start IS NOT NULL", (text,))]
     unk = one(con, "SELECT token_id FROM embed_tokens('st6-static-tiny', '[UNK]') WHERE start IS NOT NULL")
     ids = [i for i in ids if i != unk][:512]
-    v = [0.0] * table.shape[1] if not ids else list(np.mean(table[ids], axis=0))
+    dims = len(table[0])
+    v = [0.0] * dims if not ids else [sum(table[i][j] for i in ids) / len(ids) for j in range(dims)]
     return normalized(v) if normalize else v, len(ids)
 
 
@@ -147,12 +168,14 @@ TEXTS = ["I left my phone on the left side of the table.", "Ω≈ç√ ∫˜µ �
 @test
 def model2vec_folders_drop_unknown_tokens():
     table = read_tensor(os.path.join(M3, "static-tiny", "model.safetensors"), "embedding.weight")
-    saw_unk = False
-    for dtype, tol in (("float32", 1e-6), ("float16", 2e-3)):
+    flat = [x for row in table for x in row]
+    for dtype, tol in (("F32", 1e-6), ("F16", 2e-3)):
+        t = Tensor(dtype, (len(table), 32), flat)
+        stored = t.stored()
+        stored = [stored[i:i + 32] for i in range(0, len(stored), 32)]
         for normalize, modules in ((True, False), (False, False), (True, True)):
             name = "st6-m2v-%s-%d-%d" % (dtype, normalize, modules)
-            load(name, model2vec_folder(name, table.astype(dtype), normalize, modules=modules))
-            stored = table.astype(dtype).astype(np.float64)
+            load(name, model2vec_folder(name, t, normalize, modules=modules))
             for text in TEXTS:
                 want, n = model2vec_expected(stored, text, normalize)
                 got = floats(one(con, "SELECT embed(?, ?)", name, text))
@@ -166,18 +189,20 @@ def model2vec_folders_drop_unknown_tokens():
 
 @test
 def model2vec_int8_mapping_and_weights():
-    rng = np.random.default_rng(7)
-    table = read_tensor(os.path.join(M3, "static-tiny", "model.safetensors"), "embedding.weight")
-    vocab = table.shape[0]
-    codes = rng.integers(-127, 128, size=(64, 32)).astype(np.int8)  # 64 shared rows
-    mapping = rng.integers(0, 64, size=vocab).astype(np.int64)
-    weights = rng.uniform(0.1, 2.0, size=vocab).astype(np.float32)
-    load("st6-m2v-q", model2vec_folder("m2v-q", codes, True, {"mapping": mapping, "weights": weights}))
-    folded = codes.astype(np.float64)[mapping] * weights.astype(np.float64)[:, None]
+    rng = random.Random(7)
+    vocab = len(read_tensor(os.path.join(M3, "static-tiny", "model.safetensors"), "embedding.weight"))
+    codes = [rng.randint(-127, 127) for _ in range(64 * 32)]  # 64 shared rows
+    mapping = [rng.randrange(64) for _ in range(vocab)]
+    weights = Tensor("F32", (vocab,), [rng.uniform(0.1, 2.0) for _ in range(vocab)])
+    extra = {"mapping": Tensor("I64", (vocab,), mapping), "weights": weights}
+    load("st6-m2v-q", model2vec_folder("m2v-q", Tensor("I8", (64, 32), codes), True, extra))
+    w = weights.stored()
+    folded = [[codes[mapping[t] * 32 + j] * w[t] for j in range(32)] for t in range(vocab)]
     for text in TEXTS:
         want, _ = model2vec_expected(folded, text, True)
         assert_close(floats(one(con, "SELECT embed('st6-m2v-q', ?)", text)), want, 1e-5, text)
-    bad = model2vec_folder("m2v-bad", codes, True, {"mapping": np.full(vocab, 64, dtype=np.int64)})
+    bad = model2vec_folder("m2v-bad", Tensor("I8", (64, 32), codes), True,
+                           {"mapping": Tensor("I64", (vocab,), [64] * vocab)})
     assert_error(con, "SELECT embed_load('st6-m2v-bad', ?)", "mapping", args=(bad,))
 
 
@@ -242,25 +267,21 @@ def token_rows(model, text):
 
 
 def pool_expected(rows, mode, first=0):
-    rows = [np.array(r, dtype=np.float64) for r in rows]
-    n = len(rows)
+    n, dims = len(rows), len(rows[0])
     kept = rows[first:]
     if not kept:
-        return [0.0] * len(rows[0])
+        return [0.0] * dims
+    col = lambda j: [r[j] for r in kept]  # noqa: E731
     if mode == "mean":
-        v = sum(kept) / len(kept)
-    elif mode == "mean_sqrt_len_tokens":
-        v = sum(kept) / math.sqrt(len(kept))
-    elif mode == "weightedmean":
+        return [sum(col(j)) / len(kept) for j in range(dims)]
+    if mode == "mean_sqrt_len_tokens":
+        return [sum(col(j)) / math.sqrt(len(kept)) for j in range(dims)]
+    if mode == "weightedmean":
         w = list(range(first + 1, n + 1))
-        v = sum(wi * r for wi, r in zip(w, kept)) / sum(w)
-    elif mode == "max":
-        v = np.max(np.array(kept), axis=0)
-    elif mode == "cls":
-        v = kept[0]
-    else:
-        v = rows[-1]
-    return list(v)
+        return [sum(wi * x for wi, x in zip(w, col(j))) / sum(w) for j in range(dims)]
+    if mode == "max":
+        return [max(col(j)) for j in range(dims)]
+    return list(kept[0]) if mode == "cls" else list(rows[-1])
 
 
 def pooling_folder(name, mode, include_prompt=True, prompts=None, dense=None):
@@ -275,12 +296,12 @@ def pooling_folder(name, mode, include_prompt=True, prompts=None, dense=None):
         mods = [m for m in mods if not m["type"].endswith("Normalize")]
         for i, (w, b, act) in enumerate(dense):
             path = "%d_Dense" % (2 + i)
-            cfg = {"in_features": w.shape[1], "out_features": w.shape[0], "bias": b is not None,
+            cfg = {"in_features": len(w[0]), "out_features": len(w), "bias": b is not None,
                    "activation_function": act}
             write_json(d, os.path.join(path, "config.json"), cfg)
-            t = {"linear.weight": w.astype(np.float32)}
+            t = {"linear.weight": Tensor("F32", (len(w), len(w[0])), [x for row in w for x in row])}
             if b is not None:
-                t["linear.bias"] = b.astype(np.float32)
+                t["linear.bias"] = Tensor("F32", (len(b),), b)
             write_safetensors(os.path.join(d, path, "model.safetensors"), t)
             mods.append({"idx": len(mods), "name": str(len(mods)), "path": path,
                          "type": "sentence_transformers.base.modules.dense.Dense"})
@@ -306,17 +327,19 @@ def every_pooling_mode_equals_its_formula():
 
 @test
 def dense_modules_follow_the_pooling():
-    rng = np.random.default_rng(3)
-    w1, b1 = rng.normal(0, 0.2, (64, 48)), rng.normal(0, 0.1, 64)
-    w2 = rng.normal(0, 0.2, (24, 64))
+    rng = random.Random(3)
+    f32 = lambda x: struct.unpack("<f", struct.pack("<f", x))[0]  # noqa: E731  (as the file stores it)
+    w1 = [[f32(rng.gauss(0, 0.2)) for _ in range(48)] for _ in range(64)]
+    b1 = [f32(rng.gauss(0, 0.1)) for _ in range(64)]
+    w2 = [[f32(rng.gauss(0, 0.2)) for _ in range(64)] for _ in range(24)]
     d = pooling_folder("dense", "mean", dense=[(w1, b1, "torch.nn.modules.activation.Tanh"),
                                                (w2, None, "torch.nn.modules.linear.Identity")])
     load("st6-dense", d)
     assert one(con, "SELECT dimensions FROM embed_models WHERE name = 'st6-dense'") == 24
     for text in TEXTS[:2] + TEXTS[3:]:
-        pooled = np.array(pool_expected(token_rows("st6-ctx", text), "mean"))
-        w1f, b1f, w2f = (x.astype(np.float32).astype(np.float64) for x in (w1, b1, w2))
-        want = normalized(list(w2f @ np.tanh(w1f @ pooled + b1f)))
+        pooled = pool_expected(token_rows("st6-ctx", text), "mean")
+        hidden = [math.tanh(v + b) for v, b in zip(matvec(w1, pooled), b1)]
+        want = normalized(matvec(w2, hidden))
         got = floats(one(con, "SELECT embed('st6-dense', ?)", text))
         assert_close(got, want, 2e-6, text)
         assert len(floats(one(con, "SELECT embed('st6-dense', ?, '{\"dims\": 8}')", text))) == 8
