@@ -88,5 +88,13 @@ static inline float emb_gelu_quick_of(float x) {
     float h = z < 10.0f ? 0.5f * (r * r) : 0.0f; /* Phi(-|x|) = (1 - erf(z)) / 2 */
     return x * (x >= 0 ? 1.0f - h : h);
 }
+
+/* GELU's tanh approximation (PyTorch's gelu(approximate="tanh"), Gemma's gelu_pytorch_tanh):
+ * x (1 + tanh(u)) / 2 = x / (1 + exp(-2u)), u = sqrt(2 / pi) (x + 0.044715 x^3), which has no
+ * cancellation near 0 and saturates cleanly (emb_expf clamps). */
+static inline float emb_gelu_tanh_of(float x) {
+    float u = 0.7978845608028654f * (x + 0.044715f * x * x * x);
+    return x / (1.0f + emb_expf(-2.0f * u));
+}
 EMB_KERNELS_END
 #endif

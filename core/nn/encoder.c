@@ -40,7 +40,7 @@ int emb_encoder_pooler(const emb_encoder *e, const float *cls, float *out) {
 
 double emb_encoder_flops(const emb_encoder *e, int B, int T, const int32_t *lens, int n_layers) {
     const emb_encoder_config *c = &e->cfg;
-    double H = c->dims.hidden, BT = (double)B * T;
+    double QW = emb_encoder_config_q_width(c), BT = (double)B * T;
     double proj = 2.0 * BT * (double)emb_encoder_config_linear_weights(c), total = 0;
     for (int l = 0; l < n_layers; l++) {
         double att = 0;
@@ -48,7 +48,7 @@ double emb_encoder_flops(const emb_encoder *e, int B, int T, const int32_t *lens
             double keys = lens ? lens[b] : T;
             if (emb_encoder_config_layer_is_local(c, l) && keys > 2.0 * c->half_window + 1)
                 keys = 2.0 * c->half_window + 1;
-            att += 2.0 * 2.0 * T * keys * H;
+            att += 2.0 * 2.0 * T * keys * QW;
         }
         total += proj + att;
     }

@@ -21,6 +21,10 @@ float emb_attention_bias_of(float slope, int half_window, int64_t i, int64_t j) 
     return 0.0f - alibi_penalty(slope, i - j); /* 0 - p: +0 at distance 0, not -0 */
 }
 
+float emb_attention_bias_causal(float slope, int half_window, int causal, int64_t i, int64_t j) {
+    return causal && j > i ? -INFINITY : emb_attention_bias_of(slope, half_window, i, j);
+}
+
 EMB_KERNELS_BEGIN
 EMB_SIMD_DEFINE_STATIC(void, softmax_rows, (float *S, int rows, int n), (S, rows, n)) {
     for (int r = 0; r < rows; r++) {
@@ -158,6 +162,10 @@ static void mean_context(float *out, const float *vb, int T, int H, int dh) {
  * have an empty window. */
 static int scores_softmax(const emb_attention_job *c, int h, float *Sr, int r0, int m, int k0, int nk,
                           float *inv) {
+    if (c->softcap > 0) { /* Gemma's soft cap, on the scaled scores before any bias or mask */
+        float cap = c->softcap;
+        for (size_t i = 0; i < (size_t)m * nk; i++) Sr[i] = cap * tanhf(Sr[i] / cap);
+    }
     if (c->slopes) {
         float slope = c->slopes[h];
         for (int i = 0; i < m; i++)
@@ -172,16 +180,18 @@ static int scores_softmax(const emb_attention_job *c, int h, float *Sr, int r0, 
             for (int j = 0; j < nk; j++) s[j] += row[j];
         }
     }
-    if (c->half_window < 0) {
+    if (c->half_window < 0 && !c->causal) {
         if (inv)
             for (int i = 0; i < m; i++) inv[i] = exp_row(Sr + (size_t)i * nk, nk);
         else softmax_rows(Sr, m, nk);
         return 0;
     }
+    /* each row's band of keys: its window, and with a causal mask none after the query */
     int empty = 0, w = c->half_window;
     for (int i = 0; i < m; i++) {
         float *row = Sr + (size_t)i * nk;
-        int q = r0 + i, lo = q - w - k0, hi = q + w + 1 - k0;
+        int q = r0 + i, lo = w >= 0 ? q - w - k0 : 0, hi = w >= 0 ? q + w + 1 - k0 : nk;
+        if (c->causal && hi > q + 1 - k0) hi = q + 1 - k0;
         if (lo < 0) lo = 0;
         if (hi > nk) hi = nk;
         if (lo >= hi) {
@@ -219,9 +229,9 @@ static void capture_uniform(const emb_attention_job *c, int h, int q) {
  * keys (those of the query's window in a sliding-window layer), context into the query slice. */
 void emb_attention_task(void *cv, int t, int worker) {
     const emb_attention_job *c = cv;
-    int b = t / c->NH, h = t % c->NH, T = c->T, H = c->H, dh = c->dh, len = c->lens[b];
-    size_t off = (size_t)b * T * H + (size_t)h * dh;
-    float *qb = c->q + off, *kb = c->k + off, *vb = c->v + off, *cb = (c->ctx ? c->ctx : c->q) + off;
+    int b = t / c->NH, h = t % c->NH, T = c->T, H = c->H, KL = c->kv_ld, dh = c->dh, len = c->lens[b];
+    size_t off = (size_t)b * T * H + (size_t)h * dh, koff = (size_t)b * T * KL + (size_t)(h / c->kv_group) * dh;
+    float *qb = c->q + off, *kb = c->k + koff, *vb = c->v + koff, *cb = (c->ctx ? c->ctx : c->q) + off;
     float *S = c->scores + (size_t)worker * EMB_ATTENTION_SCRATCH(T, dh), *kt = S + (size_t)T * T;
     float *inv = kt + (size_t)dh * T; /* own kernels: each row's 1 / sum of its weights */
     int capture = c->capture && b == 0 && h >= c->capture_h0 && h < c->capture_h0 + c->capture_nh;
@@ -229,7 +239,7 @@ void emb_attention_task(void *cv, int t, int worker) {
         for (int i = 0; i < T; i++)
             emb_relpos_rope_rotate(qb + (size_t)i * H, c->rope + (size_t)i * c->rot, c->rot);
         for (int i = 0; i < len; i++)
-            emb_relpos_rope_rotate(kb + (size_t)i * H, c->rope + (size_t)i * c->rot, c->rot);
+            emb_relpos_rope_rotate(kb + (size_t)i * KL, c->rope + (size_t)i * c->rot, c->rot);
     }
     /* With several OpenBLAS threads, products are issued in row blocks of at most
      * ATT_BLOCK_MNK multiply-adds, which OpenBLAS keeps on the calling thread: splitting
@@ -241,43 +251,46 @@ void emb_attention_task(void *cv, int t, int worker) {
         if (rb < 8) rb = 8;
     }
     if (w >= 0 && rb > (w < 16 ? 16 : w)) rb = w < 16 ? 16 : w; /* a window's block sees a band of keys */
+    if (c->causal && rb > 64) rb = 64; /* a block sees the keys up to its last row: half the scores */
+    int band = w >= 0 || c->causal; /* each block its own keys, transposed again */
     for (int r0 = 0; r0 < T; r0 += rb) {
         int m = T - r0 < rb ? T - r0 : rb;
         int k0 = 0, k1 = len;
         if (w >= 0) {
             k0 = r0 - w > 0 ? r0 - w : 0;
             k1 = r0 + m + w < len ? r0 + m + w : len;
-            if (k1 < k0) k1 = k0;
         }
+        if (c->causal && k1 > r0 + m) k1 = r0 + m;
+        if (k1 < k0) k1 = k0;
         int nk = k1 - k0, empty = m;
         float *qr = qb + (size_t)r0 * H, *cr = cb + (size_t)r0 * H;
         if (nk > 0 && c->own_kernels) {
             if (c->qk_panels) { /* the keys, dh x nk, and the queries from the panels */
                 int row0 = b * T; /* the panels' row of this sequence's token 0 */
-                if (r0 == 0 || w >= 0) emb_panel_columns_t(nk, dh, c->k, H, row0 + k0, h * dh, kt);
+                if (r0 == 0 || band) emb_panel_columns_t(nk, dh, c->k, H, row0 + k0, h * dh, kt);
                 emb_nn_gemm_panel_a(m, nk, dh, c->scale, c->q, H, row0 + r0, h * dh, kt, nk, S, nk);
             } else {
-                if (r0 == 0 || w >= 0) emb_transpose(nk, dh, kb + (size_t)k0 * H, H, kt);
+                if (r0 == 0 || band) emb_transpose(nk, dh, kb + (size_t)k0 * KL, KL, kt);
                 emb_nn_gemm(m, nk, dh, c->scale, qr, H, kt, nk, S, nk);
             }
             empty = scores_softmax(c, h, S, r0, m, k0, nk, inv);
             if (capture) capture_rows(c, h, S, inv, r0, m, k0, nk);
-            emb_nn_gemm_scaled(m, dh, nk, inv, S, nk, vb + (size_t)k0 * H, H, cr, H);
+            emb_nn_gemm_scaled(m, dh, nk, inv, S, nk, vb + (size_t)k0 * KL, KL, cr, H);
         } else if (nk > 0) {
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, nk, dh, c->scale, qr, H, kb + (size_t)k0 * H,
-                        H, 0.0f, S, nk);
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, nk, dh, c->scale, qr, H, kb + (size_t)k0 * KL,
+                        KL, 0.0f, S, nk);
             empty = scores_softmax(c, h, S, r0, m, k0, nk, NULL);
             if (capture) capture_rows(c, h, S, NULL, r0, m, k0, nk);
             /* the context (without ctx, over these query rows of this head: no longer needed) */
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, dh, nk, 1.0f, S, nk, vb + (size_t)k0 * H, H,
-                        0.0f, cr, H);
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, dh, nk, 1.0f, S, nk, vb + (size_t)k0 * KL,
+                        KL, 0.0f, cr, H);
         } else if (capture) {
             capture_rows(c, h, S, NULL, r0, m, k0, 0);
         }
         for (int i = 0; empty > 0 && i < m; i++) {
             int q = r0 + i;
             if (nk == 0 || q - w >= len) {
-                mean_context(cr + (size_t)i * H, vb, T, H, dh);
+                mean_context(cr + (size_t)i * H, vb, T, KL, dh);
                 if (capture) capture_uniform(c, h, q);
                 empty--;
             }

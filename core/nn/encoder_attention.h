@@ -11,7 +11,8 @@
 #define EMB_ATTENTION_SCRATCH(T, dh) ((size_t)(T) * (size_t)(T) + ((size_t)(dh) + 1) * (size_t)(T))
 
 typedef struct {
-    int NH, T, H, dh; /* heads, padded length, hidden size, head size */
+    int NH, T, H, dh; /* heads, padded length, row stride of q (and ctx), head size */
+    int kv_ld, kv_group; /* row stride of k and v; query heads per key head (grouped-query attention) */
     const int32_t *lens; /* real tokens of each sequence (the keys past them are padding) */
     float *q, *k, *v; /* B*T*H each, heads side by side in a row; q receives the context */
     int qk_panels; /* own kernels, no rotary: q and k are 32-row panels of H columns
@@ -24,6 +25,8 @@ typedef struct {
     const float *rope; /* this layer's rotary table (T rows of rot), or NULL */
     int rot;
     int half_window; /* this layer's window (-1: full attention) */
+    int causal; /* a query sees no key after its own position */
+    float softcap; /* scores cap * tanh(s / cap) before the softmax (0: none) */
     const float *slopes; /* ALiBi: one per head, or NULL */
     const float *rel_bias; /* MPNet: per head, 2 rel_span - 1 biases of key - query, or NULL */
     int rel_span;
@@ -41,4 +44,6 @@ void emb_attention_task(void *job, int t, int worker);
  * (slope 0: none), -INFINITY where a window of half_window (>= 0) hides the key, else 0. The
  * forward pass adds the same float. */
 float emb_attention_bias_of(float slope, int half_window, int64_t i, int64_t j);
+/* The same with a causal mask: -INFINITY for a key after the query. */
+float emb_attention_bias_causal(float slope, int half_window, int causal, int64_t i, int64_t j);
 #endif

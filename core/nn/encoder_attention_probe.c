@@ -55,8 +55,8 @@ int emb_encoder_attention_bias(const emb_encoder *e, int layer, int64_t i, int64
         local = emb_encoder_config_layer_is_local(c, layer - 1);
     }
     for (int h = 0; h < c->dims.heads; h++) {
-        out[h] =
-            emb_attention_bias_of(e->alibi_slopes ? e->alibi_slopes[h] : 0.0f, local ? c->half_window : -1, i, j);
+        out[h] = emb_attention_bias_causal(e->alibi_slopes ? e->alibi_slopes[h] : 0.0f,
+                                           local ? c->half_window : -1, c->causal, i, j);
         if (e->rel_bias) /* MPNet's table, the same floats the pass adds */
             out[h] += e->rel_bias[(size_t)h * (2 * (size_t)e->rel_span - 1) + (size_t)(j - i + e->rel_span - 1)];
     }

@@ -4,6 +4,7 @@
 #include "base/emb_json.h"
 #include "base/file.h"
 #include "nn/arch/arch.h"
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -42,9 +43,14 @@ static int read_config(const cJSON *root, const char *file, emb_encoder_config *
     const emb_arch_desc *d = emb_arch_for_type(type, root);
     if (!d) return refuse_known(type, file, err);
     if (d->read_config(root, file, type, c, err)) return -1;
-    if (c->dims.hidden % c->dims.heads != 0)
+    if (c->head_dim == 0 && c->dims.hidden % c->dims.heads != 0)
         return emb_fail(err, "%s: hidden size %d is not a multiple of the number of attention heads %d", file,
                         c->dims.hidden, c->dims.heads);
+    /* the encoders' attention shape: every head its own keys, hidden / heads wide */
+    if (c->head_dim == 0) c->head_dim = c->dims.hidden / c->dims.heads;
+    if (c->kv_heads == 0) c->kv_heads = c->dims.heads;
+    if (c->attn_scale == 0) c->attn_scale = (float)(1.0 / sqrt((double)c->head_dim));
+    if (c->embed_scale == 0) c->embed_scale = 1.0f;
     return 0;
 }
 
@@ -83,5 +89,6 @@ int emb_encoder_config_layer_is_local(const emb_encoder_config *c, int l) {
 
 size_t emb_encoder_config_linear_weights(const emb_encoder_config *c) {
     size_t H = (size_t)c->dims.hidden, FF = (size_t)c->dims.intermediate;
-    return 4 * H * H + (size_t)(c->gated ? 3 : 2) * H * FF;
+    size_t QW = (size_t)emb_encoder_config_q_width(c), KW = (size_t)emb_encoder_config_kv_width(c);
+    return 2 * H * QW + 2 * H * KW + (size_t)(c->gated ? 3 : 2) * H * FF;
 }

@@ -17,10 +17,12 @@ typedef enum {
     EMB_ARCH_NOMIC_BERT, /* model_type nomic_bert */
     EMB_ARCH_JINA_BERT, /* model_type bert with position_embedding_type alibi (JinaBERT v2) */
     EMB_ARCH_MODERNBERT, /* model_type modernbert */
-    EMB_ARCH_MPNET /* model_type mpnet */
+    EMB_ARCH_MPNET, /* model_type mpnet */
+    EMB_ARCH_QWEN3, /* model_type qwen3 (Qwen3Model, Qwen3ForCausalLM) */
+    EMB_ARCH_GEMMA3_TEXT /* model_type gemma3_text (Gemma3TextModel, EmbeddingGemma) */
 } emb_arch;
 #define EMB_ENCODER_MAX_LAYERS 1024 /* what config.json may ask for */
-typedef enum { EMB_ACT_GELU /* exact erf */, EMB_ACT_SILU, EMB_ACT_RELU } emb_activation;
+typedef enum { EMB_ACT_GELU /* exact erf */, EMB_ACT_SILU, EMB_ACT_RELU, EMB_ACT_GELU_TANH } emb_activation;
 typedef enum {
     EMB_POS_LEARNED, /* a table added to the input (RoBERTa: rows from pos_offset) */
     EMB_POS_SINUSOIDAL, /* DistilBERT's fixed table */
@@ -31,7 +33,8 @@ typedef enum {
 typedef struct {
     emb_arch arch;
     const char *
-        arch_name; /* "bert" | "distilbert" | "roberta" | "xlm-roberta" | "nomic_bert" | "jina_bert" | "modernbert" | "mpnet" */
+        arch_name; /* "bert" | "distilbert" | "roberta" | "xlm-roberta" | "nomic_bert" | "jina_bert" | "modernbert" | "mpnet"
+                    * | "qwen3" | "gemma3_text" */
     emb_model_dims dims; /* type_vocab 0 for distilbert and modernbert */
     int sinusoidal; /* distilbert sinusoidal_pos_embds */
     float ln_eps;
@@ -52,6 +55,18 @@ typedef struct {
     int ffn_in_bias, ffn_out_bias; /* feed-forward projections have biases */
     int norm_bias; /* LayerNorms have biases */
     int rel_buckets; /* MPNet: rows of the relative-position bias table added to the scores (0: none) */
+    /* Attention's shape: head_dim need not be hidden / heads (Qwen3, Gemma3), and kv_heads key and
+     * value heads serve heads / kv_heads query heads each (grouped-query attention). Set for
+     * every architecture once read (head_dim hidden / heads, kv_heads heads where not given). */
+    int head_dim, kv_heads;
+    int causal; /* a query sees only the keys up to its own position (Qwen3) */
+    float attn_scale; /* the scores' scale: 1 / sqrt(head_dim) unless the config says otherwise */
+    float attn_softcap; /* Gemma's attn_logit_softcapping: scores cap * tanh(s / cap) (0: none) */
+    /* Decoder stacks (Qwen3, Gemma3): token rows times embed_scale (1: none), no norm; RMSNorm
+     * before attention and MLP, q_norm / k_norm per head; sandwich: Gemma's norms of each
+     * block's output before the residual; a final norm. */
+    int decoder, sandwich;
+    float embed_scale;
 } emb_encoder_config;
 
 /* Parse config.json text; file names the file in messages. */
@@ -63,6 +78,9 @@ int emb_encoder_config_load(const char *dir, emb_encoder_config *out, char err[E
 const char *emb_pos_kind_name(emb_pos_kind k);
 /* Layer l (0-based) of a sliding-window model attends only within its window. */
 int emb_encoder_config_layer_is_local(const emb_encoder_config *c, int l);
+/* Widths of a layer's queries (heads x head_dim) and of its keys and values (kv_heads x head_dim). */
+static inline int emb_encoder_config_q_width(const emb_encoder_config *c) { return c->dims.heads * c->head_dim; }
+static inline int emb_encoder_config_kv_width(const emb_encoder_config *c) { return c->kv_heads * c->head_dim; }
 /* Weights of one layer's linear products (Q, K, V, the output projection and the feed-forward,
  * gated or not), biases left out. */
 size_t emb_encoder_config_linear_weights(const emb_encoder_config *c);

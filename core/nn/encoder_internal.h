@@ -21,10 +21,15 @@
 typedef struct {
     const float *wq, *bq, *wk, *bk, *wv, *bv, *wo, *bo, *ln1_g, *ln1_b;
     const float *w1, *w1b, *b1, *w2, *b2, *ln2_g, *ln2_b;
+    /* Decoder stacks (RMSNorm weights, no biases; Gemma's 1 + w already added): q_norm and
+     * k_norm over each head (head_dim), and Gemma's sandwich norms of the attention's and the
+     * MLP's outputs (NULL: none). wq is [heads x head_dim, H], wk and wv [kv_heads x head_dim,
+     * H], wo [H, heads x head_dim]. */
+    const float *q_norm, *k_norm, *post1_g, *post2_g;
 } emb_layer_weights;
 
 /* One layer's linear weights packed for int8 products (emb_encoder_set_weights): q, k, v and o
- * [H, H]; ffn_in the feed-forward's first product ([I, H], or [2I, H] when gated: the activated
+ * as emb_layer_weights shapes them ([H, H] in the encoders); ffn_in the feed-forward's first product ([I, H], or [2I, H] when gated: the activated
  * half's rows first, as the float32 pass lays out its output); ffn_out [H, I]. */
 typedef struct {
     emb_int8_gemm_weights *q, *k, *v, *o, *ffn_in, *ffn_out;
@@ -105,7 +110,7 @@ struct emb_workspace {
     size_t xn_n;
     float *rope; /* rotary tables of rope_T positions: global base, then local base */
     size_t rope_n;
-    int rope_T, rope_rot;
+    int rope_T, rope_rot, rope_f32; /* rope_f32: the tables of emb_relpos_rope_table_f32 */
     double rope_theta[2];
     int32_t *pos_ids; /* RoBERTa: each token's row of the position table */
     size_t pos_n;
@@ -137,6 +142,11 @@ void emb_encoder_bias_ln(float *X, const float *bias, const float *g, const floa
 void emb_encoder_glu_rows(float *Y, size_t rows, int n, emb_activation act, int quick);
 void emb_encoder_bias_norm_to(float *X, float *dst, const float *bias, const float *g, const float *b, size_t rows,
                               int H, float eps);
+/* Decoder stacks: dst = w[id] * scale; dst = RMSNorm(x) * g (in place when dst == x); each of
+ * n heads of dh floats RMS-normed by g (NULL: not) and rotated by a rotary row (rot dims). */
+void emb_encoder_scale_row(float *dst, const float *w, float scale, int H);
+void emb_encoder_rms_to(const float *x, float *dst, const float *g, int H, float eps);
+void emb_encoder_heads_norm_rope(float *x, int n, int dh, const float *g, const float *rope, int rot, float eps);
 
 /* One pass over a batch: what the layer schedules (encoder_layers.c) and the row steps
  * (encoder_steps.c) share. */
@@ -167,6 +177,7 @@ typedef struct {
                                            * products run as tiles on the calling thread */
     const emb_layer_weights *next; /* layer whose Q/K/V biases the row tasks preload, or NULL */
     int B, T, H, NH, dh, FF;
+    int QW, KW; /* widths of the queries' and of the keys' (values') rows */
     size_t BT;
     const int32_t *ids, *type_ids, *lens, *pos_ids;
     float *X, *q, *k, *v, *inter, *xn;
@@ -179,7 +190,54 @@ typedef struct {
     const float *res_bias; /* pre-norm: the bias the residual stream still lacks, or NULL */
     const float *norm_g, *norm_b; /* pre-norm: the norm the row task applies into xn (NULL: none);
                                            * stream panels: the norm emb_encoder_step_panel_ln applies */
+    const float *post_g; /* decoder sandwich: the norm of the block's output (in xn) added to X */
+    const float *rope_rows; /* decoder: this layer's rotary table, applied by emb_encoder_step_qk */
+    float *norm_dst; /* decoder: where emb_encoder_step_dec_norm writes the norm (xn, or X at the end) */
 } emb_fwd_ctx;
+
+/* Where the row tasks and the attention tasks run (helper threads or the caller alone), in how
+ * many tasks. */
+typedef struct {
+    emb_workers *rows, *att;
+    int row_tasks, ffn_tasks;
+} emb_fwd_plan;
+
+/* encoder_products.c: the products and attention the schedules share. A product of at most
+ * EMB_ENCODER_TILE_MAX_ROWS rows on OpenBLAS with several threads runs as tiles (tile_products). */
+#define EMB_ENCODER_TILE_MAX_ROWS 32
+/* Which of a layer's linear weights a product uses (EMB_LIN_NONE: the float32 one given). */
+typedef enum {
+    EMB_LIN_NONE,
+    EMB_LIN_Q,
+    EMB_LIN_K,
+    EMB_LIN_V,
+    EMB_LIN_O,
+    EMB_LIN_FFN_IN,
+    EMB_LIN_FFN_OUT
+} emb_lin_slot;
+/* float32 on emb_sgemm_bcast: the weight as the products read it (packed: *ldw 0). */
+const float *emb_encoder_f32_weight(const emb_fwd_ctx *fc, emb_lin_slot s, const float *W, int K, int *ldw);
+/* C[M,N] += A[M,K] W[N,K]^T, or with a bias C = bias + A W^T on our kernels (OpenBLAS: the bias
+ * preloaded into C by the row tasks). */
+void emb_encoder_linear(emb_fwd_ctx *fc, const float *A, int lda, const float *W, emb_lin_slot slot,
+                        const float *bias, float *C, int ldc, int M, int N, int K);
+/* C = bias + A W^T on every path (bias not NULL). */
+void emb_encoder_linear_to(emb_fwd_ctx *fc, const float *A, int lda, const float *W, emb_lin_slot slot,
+                           const float *bias, float *C, int ldc, int M, int N, int K);
+void emb_encoder_ffn_in(emb_fwd_ctx *fc, const emb_layer_weights *w, const float *A); /* into inter */
+void emb_encoder_qkv_panels(emb_fwd_ctx *fc, const emb_layer_weights *w, const float *P);
+void emb_encoder_qkv_in(emb_fwd_ctx *fc, const emb_layer_weights *w, const float *A); /* into q, k, v */
+/* Layer l's window and rotary table into att; its attention over Q, K, V (the span captured). */
+void emb_encoder_layer_attention(emb_fwd_ctx *fc, const emb_workspace *ws, int l);
+void emb_encoder_attend(emb_fwd_ctx *fc, const emb_workspace *ws, const emb_fwd_plan *pl, int l);
+/* Q, K, V from A, attention, and the output projection added onto X. */
+void emb_encoder_attention_block(emb_fwd_ctx *fc, const emb_workspace *ws, const emb_fwd_plan *pl, int l,
+                                 const float *A);
+/* Layer l's float32 weights into fc (and its packed int8 / bf16 ones). */
+const emb_layer_weights *emb_encoder_use_layer(emb_fwd_ctx *fc, int l);
+
+/* encoder_decoder_layers.c: the decoder stacks' layers (Qwen3, Gemma3), then their final norm. */
+void emb_encoder_layers_decoder(emb_fwd_ctx *fc, const emb_workspace *ws, const emb_fwd_plan *pl, int n_layers);
 
 /* encoder_steps.c: the row steps, tasks for emb_workers_run on an emb_fwd_ctx (task t: a block of
  * rows_per_task rows, ffn_rows for the activation, one 32-row panel for panel_ln). Before a step,
@@ -192,6 +250,10 @@ void emb_encoder_step_pn_attn_in(void *cv, int t, int worker); /* pre-norm: befo
 void emb_encoder_step_pn_mlp_in(void *cv, int t, int worker); /* pre-norm: before the MLP */
 void emb_encoder_step_ln2(void *cv, int t, int worker); /* post-norm: after the feed-forward */
 void emb_encoder_step_panel_ln(void *cv, int t, int worker); /* post-norm on the stream's panels */
+/* Decoder stacks: X += the sandwich norm of xn's rows (post_g) or res_bias; then xn = RMSNorm(X)
+ * with norm_g (NULL: none); q and k normed per head and rotated (rope_rows). */
+void emb_encoder_step_dec_norm(void *cv, int t, int worker);
+void emb_encoder_step_qk(void *cv, int t, int worker);
 
 /* encoder_layers.c: the pass proper on a batch already checked, its steps split over nthr
  * threads (the caller and the workspace's helpers). */

@@ -127,13 +127,20 @@ static void hash_config(emb_encoder *e) {
     /* only where a setting the older ones cannot say is used: the others' fingerprints stay */
     if (c->global_every < 0) XXH3_64bits_update(e->hash, c->local_layers, (size_t)(c->dims.layers + 7) / 8);
     if (c->rel_buckets) emb_arch_hash_u64(e->hash, (uint64_t)c->rel_buckets);
+    if (!c->decoder) return;
+    int64_t dec[] = {c->head_dim, c->kv_heads, c->causal, c->sandwich, c->qkv_bias, c->out_bias};
+    for (size_t i = 0; i < sizeof dec / sizeof dec[0]; i++) emb_arch_hash_u64(e->hash, (uint64_t)dec[i]);
+    float f[3] = {c->attn_scale, c->attn_softcap, c->embed_scale};
+    XXH3_64bits_update(e->hash, f, sizeof f);
 }
 
 /* The zeros that stand for absent biases, and ALiBi's slopes. */
 static int make_constants(emb_encoder *e, char err[EMB_ERR_LEN]) {
     const emb_encoder_config *c = &e->cfg;
-    size_t n = 3 * (size_t)c->dims.hidden;
+    size_t n = 3 * (size_t)c->dims.hidden,
+           qkv = (size_t)emb_encoder_config_q_width(c) + 2 * (size_t)emb_encoder_config_kv_width(c);
     if (2 * (size_t)c->dims.intermediate > n) n = 2 * (size_t)c->dims.intermediate;
+    if (qkv > n) n = qkv; /* the biases of q, k and v of any width */
     float *z = calloc(n, sizeof(float));
     if (!z || emb_arch_own(e, z)) {
         free(z);

@@ -2,6 +2,7 @@
  * embeddings' sum and LayerNorm, bias fills, bias + LayerNorm, the gated activations. */
 #include "nn/encoder_internal.h"
 #include "math/encoder_kernels.h"
+#include "nn/relpos.h"
 #include <math.h>
 #include <string.h>
 
@@ -84,6 +85,9 @@ EMB_SIMD_DEFINE(void, emb_encoder_glu_rows, (float *Y, size_t rows, int n, emb_a
         } else if (act == EMB_ACT_GELU) {
 #pragma omp simd
             for (int i = 0; i < n; i++) y[i] = emb_gelu_of(y[i]) * y[n + i];
+        } else if (act == EMB_ACT_GELU_TANH) {
+#pragma omp simd
+            for (int i = 0; i < n; i++) y[i] = emb_gelu_tanh_of(y[i]) * y[n + i];
         } else if (act == EMB_ACT_SILU) {
 #pragma omp simd
             for (int i = 0; i < n; i++) y[i] = y[i] / (1.0f + emb_expf(-y[i])) * y[n + i];
@@ -109,6 +113,44 @@ EMB_SIMD_DEFINE(void, emb_encoder_bias_norm_to,
         float *d = dst + r * H;
         if (d != x) memcpy(d, x, (size_t)H * sizeof(float));
         ln_inplace(d, g, b, H, eps);
+    }
+}
+
+/* dst = RMSNorm(x) * g, the mean square in double (the references' float64 forward); in place
+ * when dst == x. */
+static inline void rms_norm(const float *x, float *dst, const float *g, int n, float eps) {
+    double s = 0;
+#pragma omp simd reduction(+ : s)
+    for (int i = 0; i < n; i++) s += (double)x[i] * x[i];
+    double rstd = 1.0 / sqrt(s / n + (double)eps);
+#pragma omp simd
+    for (int i = 0; i < n; i++) dst[i] = (float)(x[i] * rstd) * g[i];
+}
+
+/* A decoder's token row times its scale (Gemma's sqrt(hidden); 1: a copy). */
+EMB_SIMD_DEFINE(void, emb_encoder_scale_row, (float *dst, const float *w, float scale, int H),
+                (dst, w, scale, H)) {
+    if (scale == 1.0f) {
+        memcpy(dst, w, (size_t)H * sizeof(float));
+        return;
+    }
+#pragma omp simd
+    for (int i = 0; i < H; i++) dst[i] = w[i] * scale;
+}
+
+EMB_SIMD_DEFINE(void, emb_encoder_rms_to, (const float *x, float *dst, const float *g, int H, float eps),
+                (x, dst, g, H, eps)) {
+    rms_norm(x, dst, g, H, eps);
+}
+
+/* q_norm / k_norm over each of n heads, then the rotation of the head by its position's row. */
+EMB_SIMD_DEFINE(void, emb_encoder_heads_norm_rope,
+                (float *x, int n, int dh, const float *g, const float *rope, int rot, float eps),
+                (x, n, dh, g, rope, rot, eps)) {
+    for (int h = 0; h < n; h++) {
+        float *xh = x + (size_t)h * dh;
+        if (g) rms_norm(xh, xh, g, dh, eps);
+        if (rope) emb_relpos_rope_rotate(xh, rope, rot);
     }
 }
 

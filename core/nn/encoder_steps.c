@@ -5,14 +5,14 @@
 #include "math/gelu.h"
 #include "math/int8_gemm.h"
 #include "math/panel_norm.h"
+#include <string.h>
 
 /* Q, K, V rows [r0, r0+n) start as the next layer's biases */
 static void preload_qkv(const emb_fwd_ctx *c, size_t r0, size_t n) {
     if (!c->next || c->bias_in_gemm) return;
-    size_t o = r0 * c->H;
-    emb_encoder_fill_bias(c->q + o, c->next->bq, n, c->H);
-    emb_encoder_fill_bias(c->k + o, c->next->bk, n, c->H);
-    emb_encoder_fill_bias(c->v + o, c->next->bv, n, c->H);
+    emb_encoder_fill_bias(c->q + r0 * c->QW, c->next->bq, n, c->QW);
+    emb_encoder_fill_bias(c->k + r0 * c->KW, c->next->bk, n, c->KW);
+    emb_encoder_fill_bias(c->v + r0 * c->KW, c->next->bv, n, c->KW);
 }
 
 /* int8: the next row tasks quantize their rows of src (K of each row of ld floats) for the
@@ -43,7 +43,8 @@ void emb_encoder_step_embed(void *cv, int t, int worker) {
         const float *wr = e->word + (size_t)c->ids[r] * c->H;
         const float *p = e->pos ? e->pos + (size_t)pos * c->H : NULL;
         const float *ty = e->type ? e->type + (size_t)(c->type_ids ? c->type_ids[r] : 0) * c->H : NULL;
-        emb_encoder_embed_ln_row(c->X + r * c->H, wr, p, ty, e->ln_g, e->ln_b, c->H, e->cfg.ln_eps);
+        if (!e->ln_g) emb_encoder_scale_row(c->X + r * c->H, wr, e->cfg.embed_scale, c->H); /* decoders */
+        else emb_encoder_embed_ln_row(c->X + r * c->H, wr, p, ty, e->ln_g, e->ln_b, c->H, e->cfg.ln_eps);
     }
     preload_qkv(c, r0, r1 - r0);
     quantize_rows(c, r0, r1 - r0);
@@ -115,4 +116,45 @@ void emb_encoder_step_panel_ln(void *cv, int t, int worker) {
     (void)worker;
     emb_fwd_ctx *c = cv;
     emb_panel_layernorm(c->stream_panels + (size_t)t * 32 * c->H, c->norm_g, c->norm_b, c->H, c->eps);
+}
+
+/* Decoder stacks, between the products: the block's output joins the residual stream (Gemma:
+ * its sandwich norm first), then the next norm into xn; before attention Q, K, V start as their
+ * biases and before the MLP the inner rows as theirs (OpenBLAS only). */
+void emb_encoder_step_dec_norm(void *cv, int t, int worker) {
+    (void)worker;
+    emb_fwd_ctx *c = cv;
+    size_t r0, n;
+    row_range(c, t, c->rows_per_task, &r0, &n);
+    int H = c->H;
+    for (size_t r = r0; r < r0 + n; r++) {
+        float *x = c->X + r * H, *y = c->xn + r * H;
+        if (c->post_g) {
+            emb_encoder_rms_to(y, y, c->post_g, H, c->eps);
+            for (int i = 0; i < H; i++) x[i] += y[i];
+        } else if (c->res_bias) {
+            for (int i = 0; i < H; i++) x[i] += c->res_bias[i];
+        }
+        if (c->norm_g) emb_encoder_rms_to(x, c->norm_dst + r * H, c->norm_g, H, c->eps);
+    }
+    if (c->next) preload_qkv(c, r0, n);
+    else if (!c->bias_in_gemm && c->norm_dst != c->X)
+        emb_encoder_fill_bias(c->inter + r0 * c->FFin, c->w->b1, n, c->FFin);
+    quantize_rows(c, r0, n);
+}
+
+/* Decoder stacks, before attention: each head of q and of k through its norm, then rotated by
+ * its position (the key heads once, however many query heads share them). */
+void emb_encoder_step_qk(void *cv, int t, int worker) {
+    (void)worker;
+    emb_fwd_ctx *c = cv;
+    size_t r0, n;
+    row_range(c, t, c->rows_per_task, &r0, &n);
+    const emb_encoder_config *cf = &c->e->cfg;
+    for (size_t r = r0; r < r0 + n; r++) {
+        const float *rope = c->rope_rows ? c->rope_rows + (r % (size_t)c->T) * cf->rope_dims : NULL;
+        emb_encoder_heads_norm_rope(c->q + r * c->QW, c->NH, c->dh, c->w->q_norm, rope, cf->rope_dims, c->eps);
+        emb_encoder_heads_norm_rope(c->k + r * c->KW, cf->kv_heads, c->dh, c->w->k_norm, rope, cf->rope_dims,
+                                    c->eps);
+    }
 }

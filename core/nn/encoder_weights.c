@@ -64,11 +64,12 @@ static void *pack(emb_weights kind, const float *W, const float *W2, int N, int 
 
 static int pack_layer(const emb_encoder *e, emb_weights kind, int l, packed_layer *out, char err[EMB_ERR_LEN]) {
     const emb_layer_weights *w = &e->L[l];
-    const int H = e->cfg.dims.hidden, I = e->cfg.dims.intermediate;
+    const int H = e->cfg.dims.hidden, I = e->cfg.dims.intermediate, QW = emb_encoder_config_q_width(&e->cfg),
+              KW = emb_encoder_config_kv_width(&e->cfg);
     /* the feed-forward's first weight: [I, H], or a gated layer's halves (apart, or one fused
      * [2I, H] tensor) stacked as [2I, H] */
     const float *W[N_LINEAR] = {w->wq, w->wk, w->wv, w->wo, w->w1, w->w2};
-    const int N[N_LINEAR] = {H, H, H, H, I, H}, K[N_LINEAR] = {H, H, H, H, H, I};
+    const int N[N_LINEAR] = {QW, KW, KW, H, I, H}, K[N_LINEAR] = {H, H, H, QW, H, I};
     char why[EMB_ERR_LEN];
     memset(out, 0, sizeof *out);
     for (int i = 0; i < N_LINEAR; i++)
@@ -100,15 +101,17 @@ static float *pack_f32(const float *W, const float *W2, int N, int K) {
 }
 
 int emb_encoder_pack_f32(emb_encoder *e) {
-    const int L = e->cfg.dims.layers, H = e->cfg.dims.hidden, I = e->cfg.dims.intermediate;
+    const int L = e->cfg.dims.layers, H = e->cfg.dims.hidden, I = e->cfg.dims.intermediate,
+              QW = emb_encoder_config_q_width(&e->cfg), KW = emb_encoder_config_kv_width(&e->cfg);
     if (!emb_sgemm_bcast_supported() || (e->cfg.gated && I % 12) || L < 1) return 0;
     e->LF = calloc((size_t)L, sizeof *e->LF);
     int ok = e->LF != NULL;
     for (int l = 0; ok && l < L; l++) {
         const emb_layer_weights *w = &e->L[l];
         emb_layer_f32p *p = &e->LF[l];
-        p->q = pack_f32(w->wq, NULL, H, H), p->k = pack_f32(w->wk, NULL, H, H), p->v = pack_f32(w->wv, NULL, H, H);
-        p->o = pack_f32(w->wo, NULL, H, H), p->ffn_out = pack_f32(w->w2, NULL, H, I);
+        p->q = pack_f32(w->wq, NULL, QW, H), p->k = pack_f32(w->wk, NULL, KW, H),
+        p->v = pack_f32(w->wv, NULL, KW, H);
+        p->o = pack_f32(w->wo, NULL, H, QW), p->ffn_out = pack_f32(w->w2, NULL, H, I);
         p->ffn_in = pack_f32(w->w1, e->cfg.gated ? w->w1b : NULL, I, H);
         ok = p->q && p->k && p->v && p->o && p->ffn_in && p->ffn_out;
     }

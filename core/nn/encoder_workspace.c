@@ -45,11 +45,14 @@ int emb_workspace_grow(float **p, size_t *cap, size_t n) {
 int emb_workspace_rope_tables(const emb_encoder_config *c, emb_workspace *ws, int T) {
     int rot = c->rope_dims;
     if (ws->rope && ws->rope_T >= T && ws->rope_rot == rot && ws->rope_theta[0] == c->rope_theta &&
-        ws->rope_theta[1] == c->rope_theta_local)
+        ws->rope_theta[1] == c->rope_theta_local && ws->rope_f32 == c->decoder)
         return 0;
     if (emb_workspace_grow(&ws->rope, &ws->rope_n, 2 * (size_t)T * rot)) return -1;
-    emb_relpos_rope_table(c->rope_theta, rot, T, ws->rope);
-    emb_relpos_rope_table(c->rope_theta_local, rot, T, ws->rope + (size_t)T * rot);
+    /* the decoders' tables as transformers computes them (relpos.h), the encoders' in double */
+    void (*table)(double, int, int, float *) = c->decoder ? emb_relpos_rope_table_f32 : emb_relpos_rope_table;
+    table(c->rope_theta, rot, T, ws->rope);
+    table(c->rope_theta_local, rot, T, ws->rope + (size_t)T * rot);
+    ws->rope_f32 = c->decoder;
     ws->rope_T = T;
     ws->rope_rot = rot;
     ws->rope_theta[0] = c->rope_theta;

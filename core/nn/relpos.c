@@ -24,6 +24,18 @@ void emb_relpos_rope_table(double theta, int rot, int n_pos, float *out) {
     for (int p = 0; p < n_pos; p++) emb_relpos_rope_angles(theta, rot, p, out + (long)p * rot);
 }
 
+void emb_relpos_rope_table_f32(double theta, int rot, int n_pos, float *out) {
+    int half = rot / 2;
+    for (int i = 0; i < half; i++) {
+        float inv = 1.0f / powf((float)theta, (float)(2 * i) / (float)rot);
+        for (int p = 0; p < n_pos; p++) {
+            float a = inv * (float)p;
+            out[(long)p * rot + i] = cosf(a);
+            out[(long)p * rot + half + i] = sinf(a);
+        }
+    }
+}
+
 void emb_relpos_rope_rotate(float *x, const float *row, int rot) {
     int half = rot / 2;
     const float *c = row, *s = row + half;

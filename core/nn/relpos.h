@@ -22,6 +22,13 @@ void emb_relpos_rope_angles(double theta, int rot, double pos, float *out);
  * double. out: n_pos * rot floats. */
 void emb_relpos_rope_table(double theta, int rot, int n_pos, float *out);
 
+/* The same table as transformers computes it, whatever the model's dtype: inverse frequencies
+ * 1 / theta^(2i/rot) in float32, each angle their float32 product with the position, then its
+ * float32 cosine and sine. At position 1,400 an angle is then up to 1e-4 off the exact one, which
+ * the decoders' references (Qwen3, Gemma3) carry: their long cases need this table to agree
+ * within 1e-5. */
+void emb_relpos_rope_table_f32(double theta, int rot, int n_pos, float *out);
+
 /* Rotates x[0..rot) by one row of that table, pairing dimension i with i + rot/2 ("rotate
  * half", as GPT-NeoX, NomicBERT and ModernBERT do); dimensions from rot on are left alone. */
 void emb_relpos_rope_rotate(float *x, const float *row, int rot);

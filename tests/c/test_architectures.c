@@ -70,7 +70,8 @@ static void refusals(void) {
                    "\"relative_attention_num_buckets\":32}",
                    "'t5'", "T5");
     refused_folder("other", "{\"model_type\":\"electra\"}", "electra", "supported: bert, distilbert, roberta");
-    refused_folder("other-listed", "{\"model_type\":\"electra\"}", "electra", "modernbert, mpnet, JinaBERT v2)");
+    refused_folder("other-listed", "{\"model_type\":\"electra\"}", "electra",
+                   "mpnet, qwen3, gemma3_text, JinaBERT v2)");
 }
 
 /* Settings within a supported architecture that are not built: refused, never run wrongly. */

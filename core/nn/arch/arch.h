@@ -67,6 +67,12 @@ int emb_arch_refuse_if(int bad, const char *file, const char *what, char err[EMB
 void emb_arch_all_biases(emb_encoder_config *c);
 /* Rotary positions on fraction of each head's dimensions: an even number of at least 2. */
 int emb_arch_rope_dims(const char *file, emb_encoder_config *c, double fraction, char err[EMB_ERR_LEN]);
+/* An integer in [lo, hi] at key (absent or null: dflt). */
+int emb_arch_read_int(const cJSON *root, const char *key, int dflt, int lo, int hi, const char *file, int *out,
+                      char err[EMB_ERR_LEN]);
+/* One entry of rope_parameters (where: its name in messages): rope_type "default" only, its
+ * rope_theta into *theta (absent: as it was), partial_rotary_factor 1. */
+int emb_arch_read_rope_entry(const cJSON *o, const char *where, double *theta, char err[EMB_ERR_LEN]);
 /* RoBERTa's and MPNet's position rows: from padding_idx + 1 (c->pad_token_id). */
 int emb_arch_position_offset(const char *file, emb_encoder_config *c, char err[EMB_ERR_LEN]);
 
@@ -107,6 +113,27 @@ int emb_arch_bert_pooler(emb_encoder *e, char err[EMB_ERR_LEN]);
 /* A head of nothing (DistilBERT, NomicBERT). */
 int emb_arch_no_head(emb_encoder *e, char err[EMB_ERR_LEN]);
 
+/* ------------------------------------------------------------------ decoder stacks (arch_decoder.c) */
+/* What Qwen3 and Gemma3 share: RMSNorm pre-norm stacks with q_norm / k_norm, grouped-query
+ * attention of head_dim (not hidden / heads), rotary positions on the whole head, gated MLP. */
+/* num_key_value_heads (absent: the heads) and head_dim (absent: dflt_head_dim, or hidden / heads
+ * when 0) into c, each checked and named when bad; the recipe's flags (pre-norm decoder, rotary). */
+int emb_arch_decoder_shape(const cJSON *root, const char *file, int dflt_head_dim, emb_encoder_config *c,
+                           char err[EMB_ERR_LEN]);
+/* rope_scaling (transformers 4): absent, null or of rope_type / type "default". */
+int emb_arch_decoder_no_scaling(const cJSON *root, const char *file, char err[EMB_ERR_LEN]);
+/* A layer's tensor names where the two differ; unit_offset: RMSNorm weights hold w - 1 (Gemma's
+ * x * (1 + w)), turned into 1 + w at load. */
+typedef struct {
+    const char *mlp_norm; /* the norm before the MLP */
+    const char *post_attn, *post_mlp; /* the sandwich norms of the blocks' outputs, or NULL */
+    int unit_offset;
+} emb_arch_decoder_layout;
+int emb_arch_decoder_layer(emb_encoder *e, int l, const emb_arch_decoder_layout *d, char err[EMB_ERR_LEN]);
+/* The token rows (embed_tokens, no norm); the final norm. */
+int emb_arch_decoder_embeddings(emb_encoder *e, char err[EMB_ERR_LEN]);
+int emb_arch_decoder_final_norm(emb_encoder *e, int unit_offset, char err[EMB_ERR_LEN]);
+
 extern const emb_arch_desc emb_arch_bert, emb_arch_roberta, emb_arch_distilbert, emb_arch_nomic_bert,
-    emb_arch_jina_bert, emb_arch_modernbert, emb_arch_mpnet;
+    emb_arch_jina_bert, emb_arch_modernbert, emb_arch_mpnet, emb_arch_qwen3, emb_arch_gemma3_text;
 #endif

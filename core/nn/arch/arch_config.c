@@ -128,3 +128,31 @@ int emb_arch_position_offset(const char *file, emb_encoder_config *c, char err[E
                         c->pad_token_id, c->dims.max_positions);
     return 0;
 }
+
+/* One entry of rope_parameters (where: its name in messages): rope_type "default" only, and its
+ * rope_theta (absent: *theta as it was). */
+int emb_arch_read_rope_entry(const cJSON *o, const char *where, double *theta, char err[EMB_ERR_LEN]) {
+    if (!o || cJSON_IsNull(o)) return 0;
+    if (!cJSON_IsObject(o)) return emb_fail(err, "%s: not an object", where);
+    const char *type;
+    double partial;
+    if (emb_arch_read_string(o, "rope_type", "default", where, &type, err) ||
+        emb_arch_read_number(o, "rope_theta", *theta, 1, 1e12, where, theta, err) ||
+        emb_arch_read_number(o, "partial_rotary_factor", 1, 0, 1, where, &partial, err))
+        return -1;
+    if (strcmp(type, "default") != 0)
+        return emb_fail(err, "%s: rope_type '%.40s' is not supported (only \"default\")", where, type);
+    return emb_arch_refuse_if(partial != 1, where, "partial_rotary_factor other than 1", err);
+}
+
+int emb_arch_read_int(const cJSON *root, const char *key, int dflt, int lo, int hi, const char *file, int *out,
+                      char err[EMB_ERR_LEN]) {
+    const cJSON *j = cJSON_GetObjectItemCaseSensitive(root, key);
+    int64_t v;
+    *out = dflt;
+    if (!j || cJSON_IsNull(j)) return 0;
+    if (emb_json_int(j, lo, hi, &v))
+        return emb_fail(err, "%s: key '%s': not an integer from %d to %d", file, key, lo, hi);
+    *out = (int)v;
+    return 0;
+}

@@ -6,10 +6,10 @@
 /* Asked in this order: JinaBERT v2 before BERT, whose model_type it shares. */
 static const emb_arch_desc *const ALL[] = {&emb_arch_jina_bert,  &emb_arch_bert,       &emb_arch_roberta,
                                            &emb_arch_distilbert, &emb_arch_nomic_bert, &emb_arch_modernbert,
-                                           &emb_arch_mpnet};
+                                           &emb_arch_mpnet,      &emb_arch_qwen3,      &emb_arch_gemma3_text};
 
 const char emb_arch_supported[] =
-    "bert, distilbert, roberta, xlm-roberta, nomic_bert, modernbert, mpnet, JinaBERT v2";
+    "bert, distilbert, roberta, xlm-roberta, nomic_bert, modernbert, mpnet, qwen3, gemma3_text, JinaBERT v2";
 
 const emb_arch_desc *emb_arch_for_type(const char *type, const cJSON *root) {
     for (size_t i = 0; i < sizeof ALL / sizeof *ALL; i++)

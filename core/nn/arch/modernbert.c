@@ -17,22 +17,6 @@ static const char *const SIZES[EMB_ARCH_N_KEYS] = {"hidden_size",
                                                    NULL,
                                                    "pad_token_id"};
 
-/* One entry of rope_parameters (where: its name in messages): rope_type "default" only, and its
- * rope_theta (absent: *theta as it was). */
-static int read_rope_entry(const cJSON *o, const char *where, double *theta, char err[EMB_ERR_LEN]) {
-    if (!o || cJSON_IsNull(o)) return 0;
-    if (!cJSON_IsObject(o)) return emb_fail(err, "%s: not an object", where);
-    const char *type;
-    double partial;
-    if (emb_arch_read_string(o, "rope_type", "default", where, &type, err) ||
-        emb_arch_read_number(o, "rope_theta", *theta, 1, 1e12, where, theta, err) ||
-        emb_arch_read_number(o, "partial_rotary_factor", 1, 0, 1, where, &partial, err))
-        return -1;
-    if (strcmp(type, "default") != 0)
-        return emb_fail(err, "%s: rope_type '%.40s' is not supported (only \"default\")", where, type);
-    return emb_arch_refuse_if(partial != 1, where, "partial_rotary_factor other than 1", err);
-}
-
 /* The two rotary bases: rope_parameters (transformers 5) per layer type, or one entry for both
  * (its standardize_rope_params copies a flat one to each type), the older keys as defaults
  * (transformers 5's: 160000 and 10000); else global_rope_theta and local_rope_theta. */
@@ -52,12 +36,12 @@ static int read_thetas(const cJSON *root, const char *file, emb_encoder_config *
     snprintf(where[1], sizeof where[1], "%s: rope_parameters.sliding_attention", file);
     if (!full && !sliding) {
         snprintf(where[0], sizeof where[0], "%s: rope_parameters", file);
-        if (read_rope_entry(rp, where[0], &c->rope_theta, err)) return -1;
+        if (emb_arch_read_rope_entry(rp, where[0], &c->rope_theta, err)) return -1;
         c->rope_theta_local = c->rope_theta;
         return 0;
     }
-    return read_rope_entry(full, where[0], &c->rope_theta, err) ||
-           read_rope_entry(sliding, where[1], &c->rope_theta_local, err);
+    return emb_arch_read_rope_entry(full, where[0], &c->rope_theta, err) ||
+           emb_arch_read_rope_entry(sliding, where[1], &c->rope_theta_local, err);
 }
 
 static void set_local(emb_encoder_config *c, int l, int local) {
