@@ -224,7 +224,13 @@ static int tokens_column(sqlite3_vtab_cursor *cur, sqlite3_context *ctx, int col
     case COL_WORD:
         if (t->word >= 0) sqlite3_result_int(ctx, t->word);
         break;
-    case COL_TOKEN_EMB: result_row(ctx, info, emb_model_token_row(c->model, t->id)); break;
+    case COL_TOKEN_EMB: {
+        float *buf = sqlite3_malloc64(h * sizeof(float) + 1); /* an F16 / BF16 table's row is widened here */
+        if (!buf) return SQLITE_NOMEM;
+        result_row(ctx, info, emb_model_token_row(c->model, t->id, buf));
+        sqlite3_free(buf);
+        break;
+    }
     case COL_POSITION_EMB: result_row(ctx, info, emb_model_position_row(c->model, (int32_t)c->at)); break;
     case COL_INPUT_EMB:
         if (hidden_level(c, ctx, &c->input, 0) == 0) ext_result_vector(ctx, c->input + c->at * h, h);

@@ -285,11 +285,11 @@ const char *emb_model_token_text(const emb_model *m, int32_t id, size_t *len) {
     return emb_tokenizer_token(m->tok, id, len);
 }
 
-const float *emb_model_token_row(const emb_model *m, int32_t id) {
+const float *emb_model_token_row(const emb_model *m, int32_t id, float *buf) {
     if (m->defined) return emb_defined_token_row(m->defined, id);
     if (m->statics)
         return id >= 0 && id < m->statics->rows ? m->statics->table + (size_t)id * m->statics->dims : NULL;
-    return m->enc ? emb_encoder_word_row(m->enc, id) : NULL;
+    return m->enc ? emb_encoder_word_row(m->enc, id, buf) : NULL;
 }
 
 const float *emb_model_position_row(const emb_model *m, int32_t pos) {
@@ -311,8 +311,8 @@ int emb_model_hidden_states(emb_model *m, const emb_encoding *enc, int n_layers,
     if (m->defined) {
         if (n_layers != 0) return emb_fail(err, "model '%s' has no layers (layer %d asked)", m->name, n_layers);
         for (size_t i = 0; i < enc->n; i++)
-            emb_vec_add(out + i * H, emb_model_token_row(m, enc->tok[i].id), emb_model_position_row(m, (int32_t)i),
-                        H);
+            emb_vec_add(out + i * H, emb_model_token_row(m, enc->tok[i].id, NULL),
+                        emb_model_position_row(m, (int32_t)i), H);
         return 0;
     }
     if (m->statics) { /* the lookup is all there is */
@@ -320,7 +320,7 @@ int emb_model_hidden_states(emb_model *m, const emb_encoding *enc, int n_layers,
             return emb_fail(err, "model '%s' is a static embedding model: it has no layers (layer %d asked)",
                             m->name, n_layers);
         for (size_t i = 0; i < enc->n; i++)
-            memcpy(out + i * H, emb_model_token_row(m, enc->tok[i].id), H * sizeof(float));
+            memcpy(out + i * H, emb_model_token_row(m, enc->tok[i].id, NULL), H * sizeof(float));
         return 0;
     }
     if (emb_model_require_vectors(&m->info, "vectors", err)) return -1;

@@ -61,7 +61,9 @@ emb_weights emb_encoder_weights(const emb_encoder *);
 /* config.json as read: architecture, sizes (dims), settings. */
 const emb_encoder_config *emb_encoder_get_config(const emb_encoder *);
 
-const float *emb_encoder_word_row(const emb_encoder *, int32_t id); /* NULL if out of range */
+/* Token id's row: a pointer into the table, or (an F16 / BF16 table) the row widened into buf, hidden
+ * floats; NULL if out of range. */
+const float *emb_encoder_word_row(const emb_encoder *, int32_t id, float *buf);
 /* The row of the model's own position table that the token at position pos receives (RoBERTa:
  * row pad_token_id + 1 + pos); NULL out of range and for rotary and ALiBi models, which add no
  * position vector to the input. */

@@ -58,6 +58,10 @@ struct emb_encoder {
     void **owned;
     int nowned, capowned;
     const float *word, *pos, *type, *ln_g, *ln_b, *pool_w, *pool_b;
+    /* an F16 / BF16 token table kept as the file holds it (word NULL): rows are widened as they are
+     * read, so a 151,669-row table costs no float32 copy */
+    const void *word_half;
+    int word_half_bf16;
     const float *final_g, *final_b; /* pre-norm models: the norm after the last layer */
     const float *zeros; /* max(3H, 2I) zeros: the biases an architecture does not have */
     float *alibi_slopes; /* ALiBi: one per head */

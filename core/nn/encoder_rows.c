@@ -131,7 +131,7 @@ static inline void rms_norm(const float *x, float *dst, const float *g, int n, f
 EMB_SIMD_DEFINE(void, emb_encoder_scale_row, (float *dst, const float *w, float scale, int H),
                 (dst, w, scale, H)) {
     if (scale == 1.0f) {
-        memcpy(dst, w, (size_t)H * sizeof(float));
+        if (dst != w) memcpy(dst, w, (size_t)H * sizeof(float)); /* w may be dst: a widened F16 row */
         return;
     }
 #pragma omp simd

@@ -40,7 +40,7 @@ void emb_encoder_step_embed(void *cv, int t, int worker) {
     if (r1 > c->BT) r1 = c->BT;
     for (size_t r = r0; r < r1; r++) {
         int pos = c->pos_ids ? c->pos_ids[r] : (int)(r % (size_t)c->T);
-        const float *wr = e->word + (size_t)c->ids[r] * c->H;
+        const float *wr = emb_encoder_word_row(e, c->ids[r], c->X + r * c->H); /* may be the row itself */
         const float *p = e->pos ? e->pos + (size_t)pos * c->H : NULL;
         const float *ty = e->type ? e->type + (size_t)(c->type_ids ? c->type_ids[r] : 0) * c->H : NULL;
         if (!e->ln_g) emb_encoder_scale_row(c->X + r * c->H, wr, e->cfg.embed_scale, c->H); /* decoders */

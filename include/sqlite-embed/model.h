@@ -74,8 +74,9 @@ int emb_model_tokenize_limit(const emb_model *m, const char *text, size_t len, c
                              int max_tokens, emb_encoding *enc, char err[EMB_ERR_LEN]);
 const char *emb_model_token_text(const emb_model *m, int32_t id, size_t *len);
 
-/* Rows of the model's tables; NULL when out of range or the model has no vectors. */
-const float *emb_model_token_row(const emb_model *m, int32_t id);
+/* Rows of the model's tables; NULL when out of range or the model has no vectors. A token row
+ * of a table kept as F16 / BF16 is widened into buf (hidden floats), which is then returned. */
+const float *emb_model_token_row(const emb_model *m, int32_t id, float *buf);
 const float *emb_model_position_row(const emb_model *m, int32_t pos);
 /* A rotary model's rotation: 0 with the dimensions rotated per head and the base of its global
  * layers (ModernBERT's sliding-window layers use another); -1 for any other model. */

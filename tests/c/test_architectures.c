@@ -258,7 +258,8 @@ static void roberta_pad_inside(void) {
     int rc = emb_encoder_forward(e, ws, 1, T, ids, NULL, &len, 0, out, err);
     double worst = 0;
     for (int t = 0; t < T && rc == 0; t++) {
-        const float *w = emb_encoder_word_row(e, ids[t]);
+        float wbuf[H];
+        const float *w = emb_encoder_word_row(e, ids[t], wbuf);
         double x[H], m = 0, v = 0;
         for (int i = 0; i < H; i++) x[i] = (double)w[i] + typ[i] + pos[(size_t)rows[t] * H + i], m += x[i] / H;
         for (int i = 0; i < H; i++) v += (x[i] - m) * (x[i] - m) / H;

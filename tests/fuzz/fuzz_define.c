@@ -43,7 +43,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     emb_model_encoding_init(&enc);
     if (emb_model_tokenize(m, text, len, NULL, 0, &enc, err) != 0 || enc.n != (size_t)n) __builtin_trap();
     for (size_t i = 0; i < enc.n; i++)
-        if (enc.tok[i].id != (int32_t)i || !emb_model_token_row(m, enc.tok[i].id) ||
+        if (enc.tok[i].id != (int32_t)i || !emb_model_token_row(m, enc.tok[i].id, NULL) ||
             !emb_model_position_row(m, (int32_t)i))
             __builtin_trap();
     float *v = malloc((size_t)in->dims->hidden * sizeof(float));

@@ -87,6 +87,9 @@ void emb_arch_hash_u64(XXH3_state_t *h, uint64_t v);
 int emb_arch_get_tensor(emb_encoder *e, const char *suffix, int64_t d0, int64_t d1, int optional,
                         const float **out, char err[EMB_ERR_LEN]);
 /* The bias of n values where present (the architecture has it), else the encoder's zeros. */
+/* The token table prefix+suffix, [rows, cols]: as emb_arch_get_tensor into e->word, except that an
+ * F16 / BF16 table stays as the file holds it (e->word_half), widened row by row when read. */
+int emb_arch_get_word_table(emb_encoder *e, const char *suffix, int64_t rows, int64_t cols, char err[EMB_ERR_LEN]);
 int emb_arch_get_bias(emb_encoder *e, const char *suffix, int64_t n, int present, const float **out,
                       char err[EMB_ERR_LEN]);
 /* The same with layer l put into the name's format. */

@@ -108,7 +108,7 @@ int emb_arch_decoder_layer(emb_encoder *e, int l, const emb_arch_decoder_layout 
 
 int emb_arch_decoder_embeddings(emb_encoder *e, char err[EMB_ERR_LEN]) {
     const emb_encoder_config *c = &e->cfg;
-    return emb_arch_get_tensor(e, "embed_tokens.weight", c->dims.vocab_size, c->dims.hidden, 0, &e->word, err);
+    return emb_arch_get_word_table(e, "embed_tokens.weight", c->dims.vocab_size, c->dims.hidden, err);
 }
 
 int emb_arch_decoder_final_norm(emb_encoder *e, int unit_offset, char err[EMB_ERR_LEN]) {

@@ -102,6 +102,48 @@ int emb_arch_get_tensor(emb_encoder *e, const char *suffix, int64_t d0, int64_t 
     return 0;
 }
 
+/* rows x cols F16 / BF16 values widened into the fingerprint a block of rows at a time: the hash
+ * a float32 copy would give, without the copy. */
+static int hash_half(emb_encoder *e, const unsigned char *data, int bf16, size_t rows, size_t cols) {
+    size_t block = (65536 + cols - 1) / cols;
+    float *tmp = malloc(block * cols * sizeof(float));
+    if (!tmp) return -1;
+    for (size_t r = 0; r < rows; r += block) {
+        size_t n = (rows - r < block ? rows - r : block) * cols;
+        if (bf16) emb_bf16_to_f32_n(data + r * cols * 2, tmp, n);
+        else emb_f16_to_f32_n(data + r * cols * 2, tmp, n);
+        XXH3_64bits_update(e->hash, tmp, n * sizeof(float));
+    }
+    free(tmp);
+    return 0;
+}
+
+int emb_arch_get_word_table(emb_encoder *e, const char *suffix, int64_t rows, int64_t cols,
+                            char err[EMB_ERR_LEN]) {
+    char name[256];
+    snprintf(name, sizeof name, "%s%s", e->prefix, suffix);
+    int fi = 0;
+    const emb_safetensors_tensor *t = emb_arch_find(e, name, &fi);
+    if (!t || t->ndim != 2 || t->shape[0] != rows || t->shape[1] != cols ||
+        (t->dtype != EMB_DT_F16 && t->dtype != EMB_DT_BF16))
+        return emb_arch_get_tensor(e, suffix, rows, cols, 0, &e->word, err); /* F32, or its error */
+    size_t n = (size_t)rows * (size_t)cols;
+    if (e->first_dtype < 0) e->first_dtype = (int)t->dtype;
+    else if (e->first_dtype != (int)t->dtype) e->mixed = 1;
+    e->in_place[fi] = 1;
+    if (e->files[fi]->mapped) e->info.mapped_bytes += n * 2;
+    e->info.weight_bytes += n * 2;
+    XXH3_64bits_update(e->hash, suffix, strlen(suffix) + 1);
+    emb_arch_hash_u64(e->hash, (uint64_t)rows);
+    emb_arch_hash_u64(e->hash, (uint64_t)cols);
+    if (hash_half(e, t->data, t->dtype == EMB_DT_BF16, (size_t)rows, (size_t)cols))
+        return emb_fail(err, "out of memory loading '%.150s'", name);
+    e->word = NULL;
+    e->word_half = t->data;
+    e->word_half_bf16 = t->dtype == EMB_DT_BF16;
+    return 0;
+}
+
 int emb_arch_get_bias(emb_encoder *e, const char *suffix, int64_t n, int present, const float **out,
                       char err[EMB_ERR_LEN]) {
     if (!present) {
@@ -155,7 +197,7 @@ int emb_arch_load_norm(emb_encoder *e, const char *ln, const float **g, const fl
 int emb_arch_load_embeddings(emb_encoder *e, const char *word, const char *ln, char err[EMB_ERR_LEN]) {
     const emb_encoder_config *c = &e->cfg;
     int H = c->dims.hidden;
-    if (emb_arch_get_tensor(e, word, c->dims.vocab_size, H, 0, &e->word, err)) return -1;
+    if (emb_arch_get_word_table(e, word, c->dims.vocab_size, H, err)) return -1;
     if (c->pos_kind == EMB_POS_LEARNED &&
         emb_arch_get_tensor(e, "embeddings.position_embeddings.weight", c->dims.max_positions, H, 0, &e->pos, err))
         return -1;

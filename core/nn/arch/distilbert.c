@@ -67,7 +67,7 @@ static int build_sinusoidal(emb_encoder *e, char err[EMB_ERR_LEN]) {
 static int load_embeddings(emb_encoder *e, char err[EMB_ERR_LEN]) {
     const emb_encoder_config *c = &e->cfg;
     int H = c->dims.hidden;
-    if (emb_arch_get_tensor(e, "embeddings.word_embeddings.weight", c->dims.vocab_size, H, 0, &e->word, err) ||
+    if (emb_arch_get_word_table(e, "embeddings.word_embeddings.weight", c->dims.vocab_size, H, err) ||
         emb_arch_get_tensor(e, "embeddings.position_embeddings.weight", c->dims.max_positions, H,
                             c->pos_kind == EMB_POS_SINUSOIDAL, &e->pos, err))
         return -1;
