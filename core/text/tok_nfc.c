@@ -34,14 +34,14 @@ static void decompose(const nstr *src, tlist *dec) {
         int n = emb_hf_nfd(c, d);
         for (int j = 0; j < n; j++) {
             if (d[j].ccc == 0) {
-                sort_run(dec->t + run, dec->n - run);
+                if (dec->n > run + 1) sort_run(dec->t + run, dec->n - run);
                 run = dec->n + 1;
             }
             emb_tok_nstr_tlist_push(dec, d[j].cp | (uint32_t)d[j].ccc << CCC_SHIFT, j ? 1 : 0);
             if (dec->oom) return;
         }
     }
-    if (run < dec->n) sort_run(dec->t + run, dec->n - run);
+    if (dec->n > run + 1) sort_run(dec->t + run, dec->n - run);
 }
 
 /* The primary composite of a + b in Unicode 9.0, or 0: utf8proc's (Unicode 15.0) unless HF's
