@@ -171,11 +171,13 @@ int main(int argc, char **argv) {
     wr |= write_jsonl(&mixed, path);
     if (wr) fprintf(stderr, "warning: could not write the corpora to %s\n", outdir);
 
-    /* WordPiece (tokenizers/vocab), then Unigram and byte-level BPE (tokenizers2/vocab) */
+    /* WordPiece (tokenizers/vocab), Unigram and byte-level BPE (tokenizers2/vocab), Qwen2- and
+     * Gemma-style BPE (tokenizers3/vocab) */
     static const char *vocabs[] = {"bert-base-uncased", "bert-base-cased", "bert-base-multilingual-cased",
-                                   "bert-base-chinese", "xlmr-style-ml8k", "roberta-base"};
-    static const char *vocab_dirs[] = {"tokenizers", "tokenizers",  "tokenizers",
-                                       "tokenizers", "tokenizers2", "tokenizers2"};
+                                   "bert-base-chinese", "xlmr-style-ml8k", "roberta-base",
+                                   "qwen-style",        "gemma-style"};
+    static const char *vocab_dirs[] = {"tokenizers",  "tokenizers",  "tokenizers",  "tokenizers",
+                                       "tokenizers2", "tokenizers2", "tokenizers3", "tokenizers3"};
     const corpus *corpora[2] = {&english, &mixed};
     static const char *cnames[2] = {"english", "mixed"};
     printf("sqlite-embed tokenizer, one thread: english %.2f MB in %zu docs, mixed %.2f MB in %zu docs\n",

@@ -19,8 +19,9 @@ try {
 const fx = process.argv[2] || 'tests/fixtures';
 const outdir = process.argv[3] || 'bench/out';
 const vocabs = ['bert-base-uncased', 'bert-base-cased', 'bert-base-multilingual-cased', 'bert-base-chinese',
-  'xlmr-style-ml8k', 'roberta-base'];
-const vocabDir = (v) => (v.startsWith('xlmr') || v.startsWith('roberta') ? 'tokenizers2' : 'tokenizers'); // Unigram, BPE
+  'xlmr-style-ml8k', 'roberta-base', 'qwen-style', 'gemma-style'];
+const vocabDir = (v) => (v.endsWith('-style') && !v.startsWith('xlmr') ? 'tokenizers3' // Qwen2, Gemma
+  : v.startsWith('xlmr') || v.startsWith('roberta') ? 'tokenizers2' : 'tokenizers'); // Unigram, BPE
 const corpora = ['english', 'mixed'];
 
 function load(name) {

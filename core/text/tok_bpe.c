@@ -1,10 +1,10 @@
-/* Byte-level BPE (see tok_bpe.h). */
+/* BPE: the merge table and the symbols a pre-token starts from (see tok_bpe.h). */
 #include "text/tok_bpe.h"
 
 #include <cjson/cJSON.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <utf8proc.h>
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
@@ -19,25 +19,6 @@ uint32_t emb_tok_bpe_byte_char(unsigned b) {
     return 0x100 + k;
 }
 
-static inline size_t slot_of(uint64_t key, size_t mask) { /* Fibonacci hashing: the high bits mix best */
-    return (size_t)((key * 0x9E3779B97F4A7C15ull) >> 20) & mask;
-}
-
-static const bpe_merge *find_merge(const tok_bpe *m, int32_t a, int32_t b) {
-    uint64_t key = (uint64_t)(uint32_t)a << 32 | (uint32_t)b;
-    for (size_t i = slot_of(key, m->mask);; i = (i + 1) & m->mask) {
-        if (m->m[i].rank < 0) return NULL;
-        if (m->m[i].key == key) return &m->m[i];
-    }
-}
-
-static inline int32_t pair_rank(const tok_bpe *m, int32_t a, int32_t b, int32_t *out) {
-    const bpe_merge *g = find_merge(m, a, b);
-    if (!g) return INT32_MAX;
-    *out = g->out;
-    return g->rank;
-}
-
 void emb_tok_bpe_free(tok_bpe *m) {
     free(m->m);
     memset(m, 0, sizeof *m);
@@ -48,6 +29,9 @@ void emb_tok_bpe_scratch_free(bpe_scratch *s) {
     free(s->end);
     free(s->rank);
     free(s->out);
+    free(s->prev);
+    free(s->next);
+    free(s->heap);
     memset(s, 0, sizeof *s);
 }
 
@@ -61,16 +45,26 @@ static int side_id(const emb_vocab *v, const char *s, size_t len, size_t rank, i
     return 0;
 }
 
+/* The token each byte starts as (byte-level: its character's, which must exist) or falls back
+ * to (<0xNN>, -1 when absent), and the token of each ASCII character. */
+static int byte_tokens(tok_bpe *m, const emb_vocab *vocab, char err[EMB_ERR_LEN]) {
+    for (unsigned b = 0; b < 256; b++) {
+        char u[8];
+        int k = m->byte_level ? tok_put_utf8(u, emb_tok_bpe_byte_char(b)) : snprintf(u, sizeof u, "<0x%02X>", b);
+        m->byte_id[b] = emb_vocab_find(vocab, u, (size_t)k);
+        if (m->byte_id[b] < 0 && m->byte_level)
+            return emb_fail(err, "byte-level BPE: the character of byte 0x%02X is not in the vocabulary", b);
+        if (b < 128) {
+            char c = (char)b;
+            m->ascii_id[b] = emb_vocab_find(vocab, &c, 1);
+        }
+    }
+    return 0;
+}
+
 int emb_tok_bpe_build(tok_bpe *m, const emb_vocab *vocab, const void *merges_json, char err[EMB_ERR_LEN]) {
     const cJSON *merges = merges_json;
-    memset(m, 0, sizeof *m);
-    for (unsigned b = 0; b < 256; b++) {
-        char u[4];
-        int k = tok_put_utf8(u, emb_tok_bpe_byte_char(b));
-        m->byte_id[b] = emb_vocab_find(vocab, u, (size_t)k);
-        if (m->byte_id[b] < 0)
-            return emb_fail(err, "byte-level BPE: the character of byte 0x%02X is not in the vocabulary", b);
-    }
+    if (byte_tokens(m, vocab, err)) return -1;
     size_t n = (size_t)cJSON_GetArraySize(merges), cap = 16;
     while (cap < n * 2) cap *= 2;
     m->m = malloc(cap * sizeof *m->m);
@@ -110,7 +104,7 @@ int emb_tok_bpe_build(tok_bpe *m, const emb_vocab *vocab, const void *merges_jso
             return emb_fail(err, "BPE merge %zu: the merged token '%.*s' is not in the vocabulary", rank,
                             (int)((ll + rl) > 40 ? 40 : ll + rl), buf);
         uint64_t key = (uint64_t)(uint32_t)a << 32 | (uint32_t)b;
-        size_t i = slot_of(key, m->mask);
+        size_t i = emb_tok_bpe_slot(key, m->mask);
         while (m->m[i].rank >= 0 && m->m[i].key != key) i = (i + 1) & m->mask;
         if (m->m[i].rank < 0) { /* a repeated pair keeps its first (best) rank */
             m->m[i] = (bpe_merge){key, (int32_t)rank, o};
@@ -121,123 +115,90 @@ int emb_tok_bpe_build(tok_bpe *m, const emb_vocab *vocab, const void *merges_jso
     return 0;
 }
 
+/* HF merge_word over the characters of s: each a token of its own, else its <0xNN> bytes
+ * (byte_fallback), else the unknown token (consecutive ones fused with fuse_unk; a pending one
+ * is written only when a known character or the end comes, after any bytes in between, as HF
+ * does); with no unknown token the character is dropped. Ends are HF's sums of lengths. */
+static size_t init_chars(const tok_bpe *m, const emb_vocab *vocab, bpe_scratch *sc, const char *s, size_t len) {
+    const unsigned char *u = (const unsigned char *)s;
+    size_t n = 0, unk_len = 0;
+    uint32_t pos = 0;
+#define PUSH(tok, l) (sc->id[n] = (tok), pos += (uint32_t)(l), sc->end[n++] = pos)
+    for (size_t i = 0; i < len;) {
+        int k;
+        tok_get_utf8(u + i, &k);
+        int32_t id = k == 1 ? m->ascii_id[u[i]] : emb_vocab_find(vocab, s + i, (size_t)k);
+        if (id >= 0) {
+            if (unk_len) PUSH(m->unk_id, unk_len);
+            unk_len = 0;
+            PUSH(id, k);
+        } else if (m->byte_fallback && m->byte_id[u[i]] >= 0 && (k < 2 || m->byte_id[u[i + 1]] >= 0) &&
+                   (k < 3 || m->byte_id[u[i + 2]] >= 0) && (k < 4 || m->byte_id[u[i + 3]] >= 0)) {
+            for (int b = 0; b < k; b++) PUSH(m->byte_id[u[i + (size_t)b]], 1);
+        } else if (m->unk_id >= 0) {
+            if (unk_len && !m->fuse_unk) {
+                PUSH(m->unk_id, unk_len);
+                unk_len = 0;
+            }
+            unk_len += (size_t)k;
+        }
+        i += (size_t)k;
+    }
+    if (unk_len) PUSH(m->unk_id, unk_len);
+#undef PUSH
+    return n;
+}
+
+static int grow_scratch(bpe_scratch *sc, size_t len) {
+    if (len <= sc->cap) return 0;
+    size_t c[6] = {sc->cap, sc->cap, sc->cap, sc->cap, sc->cap, sc->cap};
+    if (emb_grow((void **)&sc->id, &c[0], len, sizeof *sc->id) ||
+        emb_grow((void **)&sc->end, &c[1], len, sizeof *sc->end) ||
+        emb_grow((void **)&sc->rank, &c[2], len, sizeof *sc->rank) ||
+        emb_grow((void **)&sc->out, &c[3], len, sizeof *sc->out) ||
+        emb_grow((void **)&sc->prev, &c[4], len, sizeof *sc->prev) ||
+        emb_grow((void **)&sc->next, &c[5], len, sizeof *sc->next))
+        return -1;
+    size_t mn = c[0];
+    for (int i = 1; i < 6; i++)
+        if (c[i] < mn) mn = c[i];
+    sc->cap = mn;
+    return 0;
+}
+
+/* ignore_merges: a pre-token that is a token as a whole is that token */
+static int32_t whole_token(const tok_bpe *m, const emb_vocab *vocab, const char *s, size_t len) {
+    if (!m->byte_level) return emb_vocab_find(vocab, s, len);
+    char buf[256];
+    size_t bl = 0;
+    for (size_t i = 0; i < len && bl + 2 <= sizeof buf; i++)
+        bl += (size_t)tok_put_utf8(buf + bl, emb_tok_bpe_byte_char((unsigned char)s[i]));
+    return bl < sizeof buf - 2 ? emb_vocab_find(vocab, buf, bl) : -1;
+}
+
 int emb_tok_bpe_encode(const tok_bpe *m, const emb_vocab *vocab, bpe_scratch *sc, const char *s, size_t len,
                        piece_list *out) {
     if (len == 0) return 0;
-    if (len > sc->cap) {
-        size_t c1 = sc->cap, c2 = sc->cap, c3 = sc->cap, c4 = sc->cap;
-        if (emb_grow((void **)&sc->id, &c1, len, sizeof *sc->id) ||
-            emb_grow((void **)&sc->end, &c2, len, sizeof *sc->end) ||
-            emb_grow((void **)&sc->rank, &c3, len, sizeof *sc->rank) ||
-            emb_grow((void **)&sc->out, &c4, len, sizeof *sc->out))
-            return -1;
-        sc->cap = c1 < c2 ? c1 : c2;
-        if (c3 < sc->cap) sc->cap = c3;
-        if (c4 < sc->cap) sc->cap = c4;
-    }
-    const unsigned char *u = (const unsigned char *)s;
+    if (grow_scratch(sc, len)) return -1;
     if (m->ignore_merges) {
-        char buf[256];
-        size_t bl = 0;
-        for (size_t i = 0; i < len && bl + 2 <= sizeof buf; i++)
-            bl += (size_t)tok_put_utf8(buf + bl, emb_tok_bpe_byte_char(u[i]));
-        int32_t id = bl < sizeof buf - 2 ? emb_vocab_find(vocab, buf, bl) : -1;
+        int32_t id = whole_token(m, vocab, s, len);
         if (id >= 0) return emb_tok_unigram_piece_push(out, 0, (uint32_t)len, id);
     }
     size_t n = len;
-    for (size_t i = 0; i < len; i++) {
-        sc->id[i] = m->byte_id[u[i]];
-        sc->end[i] = (uint32_t)i + 1;
+    if (m->byte_level) {
+        for (size_t i = 0; i < len; i++) {
+            sc->id[i] = m->byte_id[(unsigned char)s[i]];
+            sc->end[i] = (uint32_t)i + 1;
+        }
+    } else {
+        n = init_chars(m, vocab, sc, s, len);
     }
-    /* rank[i]: the rank of the merge of symbols i and i + 1 (INT32_MAX: none) */
-    for (size_t i = 0; i + 1 < n; i++) sc->rank[i] = pair_rank(m, sc->id[i], sc->id[i + 1], &sc->out[i]);
-    while (n > 1) { /* the lowest-ranked adjacent pair, leftmost on ties */
-        int32_t best = INT32_MAX;
-        size_t at = 0;
-        for (size_t i = 0; i + 1 < n; i++)
-            if (sc->rank[i] < best) {
-                best = sc->rank[i];
-                at = i;
-            }
-        if (best == INT32_MAX) break;
-        sc->id[at] = sc->out[at];
-        sc->end[at] = sc->end[at + 1];
-        size_t tail = n - at - 2;
-        memmove(sc->id + at + 1, sc->id + at + 2, tail * sizeof *sc->id);
-        memmove(sc->end + at + 1, sc->end + at + 2, tail * sizeof *sc->end);
-        memmove(sc->rank + at + 1, sc->rank + at + 2, tail * sizeof *sc->rank);
-        memmove(sc->out + at + 1, sc->out + at + 2, tail * sizeof *sc->out);
-        n--;
-        if (at > 0) sc->rank[at - 1] = pair_rank(m, sc->id[at - 1], sc->id[at], &sc->out[at - 1]);
-        if (at + 1 < n) sc->rank[at] = pair_rank(m, sc->id[at], sc->id[at + 1], &sc->out[at]);
-    }
+    long left = emb_tok_bpe_merge(m, sc, n);
+    if (left < 0) return -1;
     uint32_t a = 0;
-    for (size_t i = 0; i < n; i++) {
+    for (long i = 0; i < left; i++) {
         if (emb_tok_unigram_piece_push(out, a, sc->end[i], sc->id[i])) return -1;
         a = sc->end[i];
     }
     return 0;
-}
-
-/* ---- GPT-2 pre-tokenizer: 's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+ */
-
-enum { C_L, C_N, C_WS, C_OTHER };
-
-static int cls_of(uint32_t c) {
-    if (c < 0x80) {
-        if ((c | 32) >= 'a' && (c | 32) <= 'z') return C_L;
-        if (c >= '0' && c <= '9') return C_N;
-        if (tok_is_ws(c)) return C_WS;
-        return C_OTHER;
-    }
-    if (tok_is_ws(c)) return C_WS;
-    switch (utf8proc_category((utf8proc_int32_t)c)) {
-    case UTF8PROC_CATEGORY_LU:
-    case UTF8PROC_CATEGORY_LL:
-    case UTF8PROC_CATEGORY_LT:
-    case UTF8PROC_CATEGORY_LM:
-    case UTF8PROC_CATEGORY_LO: return C_L;
-    case UTF8PROC_CATEGORY_ND:
-    case UTF8PROC_CATEGORY_NL:
-    case UTF8PROC_CATEGORY_NO: return C_N;
-    default: return C_OTHER;
-    }
-}
-
-static inline int cls_at(const char *s, size_t i, int *k) {
-    return cls_of(tok_get_utf8((const unsigned char *)s + i, k));
-}
-
-/* end of the run of class cl starting at i */
-static size_t run_end(const char *s, size_t len, size_t i, int cl) {
-    while (i < len) {
-        int k;
-        if (cls_at(s, i, &k) != cl) break;
-        i += (size_t)k;
-    }
-    return i;
-}
-
-size_t emb_tok_bpe_split_next(const char *s, size_t len, size_t i) {
-    if (s[i] == '\'' && i + 1 < len) {
-        char a = s[i + 1], b = i + 2 < len ? s[i + 2] : 0;
-        if (a == 's' || a == 't' || a == 'm' || a == 'd') return 2;
-        if ((a == 'r' && b == 'e') || (a == 'v' && b == 'e') || (a == 'l' && b == 'l')) return 3;
-    }
-    int k;
-    int cl = cls_at(s, i, &k);
-    size_t j = i;
-    if (s[i] == ' ' && i + 1 < len) { /* " ?" then a run of letters, digits or others */
-        int k2;
-        int c2 = cls_at(s, i + 1, &k2);
-        if (c2 != C_WS) return run_end(s, len, i + 1, c2) - i;
-    }
-    if (cl != C_WS) return run_end(s, len, i, cl) - i;
-    j = run_end(s, len, i, C_WS);
-    if (j < len) { /* \s+(?!\S): give the last whitespace character back to what follows */
-        size_t p = j - 1;
-        while (p > i && ((unsigned char)s[p] & 0xC0) == 0x80) p--;
-        if (p > i) return p - i;
-    }
-    return j - i; /* \s+ */
 }

@@ -1,4 +1,4 @@
-/* Running the Unigram / byte-level BPE pipeline (see tok_pipeline.h), equal to HF tokenizers
+/* Running the Unigram / BPE pipeline (see tok_pipeline.h), equal to HF tokenizers
  * 0.23: added tokens split off the raw text first (lstrip / rstrip absorb whitespace), then each
  * remaining segment is normalized, pre-tokenized and segmented by the model; offsets are read
  * back through the normalized string's spans; RobertaProcessing's trim_offsets applied last. */
@@ -8,11 +8,12 @@
 #include <string.h>
 
 #include "text/tok_cache.h"
+#include "text/tok_nfc.h"
 #include "text/tok_nstr.h"
 
 typedef struct {
     nstr a, b;
-    tlist tl;
+    tlist tl, tl2;
     piece_list pl;
     unigram_scratch us;
     bpe_scratch bs;
@@ -28,6 +29,7 @@ void emb_tok_pipeline_scratch_free(void *s) {
     emb_tok_nstr_free(&sc->a);
     emb_tok_nstr_free(&sc->b);
     emb_tok_nstr_tlist_free(&sc->tl);
+    emb_tok_nstr_tlist_free(&sc->tl2);
     free(sc->pl.t);
     emb_tok_unigram_scratch_free(&sc->us);
     emb_tok_bpe_scratch_free(&sc->bs);
@@ -76,6 +78,8 @@ static void normalize(const tok_pipe *p, pipe_scratch *sc, int at_start) {
         const norm_step *st = &p->norm[i];
         if (st->kind == N_PRECOMPILED) {
             if (emb_sp_charsmap_precompiled(&st->cm, &sc->a, &sc->b, &sc->tl)) swap_n(&sc->a, &sc->b);
+        } else if (st->kind == N_NFC) {
+            if (emb_tok_nfc(&sc->a, &sc->b, &sc->tl2, &sc->tl)) swap_n(&sc->a, &sc->b);
         } else if (st->kind == N_STRIP) {
             emb_tok_nstr_strip(&sc->a, st->left, st->right);
         } else if (emb_tok_nstr_has_run(&sc->a, st->rc, st->min_run)) {
@@ -95,8 +99,8 @@ static void normalize(const tok_pipe *p, pipe_scratch *sc, int at_start) {
 
 /* end of the pre-token that starts at i */
 static size_t next_pre(const tok_pipe *p, const nstr *s, size_t i) {
-    if (p->pre == P_BYTELEVEL) return p->use_regex ? i + emb_tok_bpe_split_next(s->b, s->n, i) : s->n;
-    if (!p->split) return s->n;
+    if (p->pre == P_BYTELEVEL) return p->pat ? i + emb_tok_split_next(p->pat, s->b, s->n, i) : s->n;
+    if (p->pre == P_NONE || !p->split) return s->n;
     size_t e = i;
     if (s->n - e >= p->repl_len && memcmp(s->b + e, p->repl, p->repl_len) == 0) e += p->repl_len;
     while (e < s->n && !(s->n - e >= p->repl_len && memcmp(s->b + e, p->repl, p->repl_len) == 0)) e++;

@@ -1,6 +1,6 @@
-/* The Unigram and byte-level BPE tokenizers as a pipeline read from tokenizer.json: normalizers
- * (Precompiled, Strip, Replace), one pre-tokenizer (Metaspace or ByteLevel), one model (Unigram
- * or BPE); the added tokens and the post-processor's template are the tokenizer's own (shared
+/* The Unigram and BPE tokenizers as a pipeline read from tokenizer.json: normalizers
+ * (Precompiled, Strip, Replace, NFC), one pre-tokenizer (Metaspace, ByteLevel, a known Split
+ * regex then ByteLevel, or none), one model (Unigram or BPE); the added tokens and the post-processor's template are the tokenizer's own (shared
  * with WordPiece). Internal to the tokenizer files. */
 #ifndef EMBED_TOK_PIPELINE_H
 #define EMBED_TOK_PIPELINE_H
@@ -9,6 +9,7 @@
 #include "text/tokenizer_internal.h"
 #include "text/sp_charsmap.h"
 #include "text/tok_bpe.h"
+#include "text/tok_split.h"
 #include "text/tok_unigram.h"
 
 /* tok_pipeline_load.c. Reads model (kind "Unigram" or "BPE"), normalizer and pre_tokenizer of j
@@ -30,8 +31,8 @@ void emb_tok_pipeline_scratch_free(void *scratch);
  * other files use the functions above only). */
 #define MAX_NORM 8
 
-enum { N_PRECOMPILED, N_STRIP, N_REPLACE };
-enum { P_METASPACE, P_BYTELEVEL };
+enum { N_PRECOMPILED, N_STRIP, N_REPLACE, N_NFC };
+enum { P_METASPACE, P_BYTELEVEL, P_NONE };
 enum { PREPEND_ALWAYS, PREPEND_FIRST, PREPEND_NEVER };
 
 typedef struct {
@@ -53,7 +54,8 @@ struct tok_pipe {
     size_t repl_len;
     uint32_t repl_cp;
     int prepend, split; /* Metaspace */
-    int prefix_space, use_regex; /* ByteLevel */
+    int prefix_space; /* ByteLevel */
+    int pat; /* ByteLevel: the SPLIT_* regex that cuts pre-tokens (its own or a Split's), 0 none */
     tok_unigram ug;
     tok_bpe bpe;
     int trim, trim_prefix; /* RobertaProcessing trim_offsets / add_prefix_space */

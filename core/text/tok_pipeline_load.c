@@ -1,4 +1,4 @@
-/* Loading the Unigram / byte-level BPE pipeline (see tok_pipeline.h) from tokenizer.json: its
+/* Loading the Unigram / BPE pipeline (see tok_pipeline.h) from tokenizer.json: its
  * normalizers, its pre-tokenizer and its model, every string and id checked, and its fingerprint. */
 #include "text/tok_pipeline.h"
 
@@ -136,6 +136,8 @@ static int parse_norm(tok_pipe *p, const cJSON *n, char err[EMB_ERR_LEN]) {
         st->kind = N_STRIP;
         st->left = jbool(n, "strip_left", 1);
         st->right = jbool(n, "strip_right", 1);
+    } else if (ty && strcmp(ty, "NFC") == 0) {
+        st->kind = N_NFC;
     } else if (ty && strcmp(ty, "Replace") == 0) {
         st->kind = N_REPLACE;
         if (parse_replace(st, n, err)) {
@@ -145,10 +147,43 @@ static int parse_norm(tok_pipe *p, const cJSON *n, char err[EMB_ERR_LEN]) {
     } else {
         return emb_fail(err,
                         "tokenizer.json: normalizer type '%.40s' is not supported with a Unigram or BPE model "
-                        "(only Precompiled, Strip, Replace and Sequence)",
+                        "(only Precompiled, Strip, Replace, NFC and Sequence)",
                         ty ? ty : "?");
     }
     p->n_norm++;
+    return 0;
+}
+
+/* Sequence[Split(a known regex, Isolated), ByteLevel(use_regex false)] as Qwen2 / Llama 3 files
+ * have it (or ByteLevel alone): the Split regex cuts the pre-tokens, ByteLevel maps their bytes. */
+static int parse_pre_seq(tok_pipe *p, const cJSON *pt, char err[EMB_ERR_LEN]) {
+    const cJSON *arr = cJSON_GetObjectItemCaseSensitive(pt, "pretokenizers");
+    int n = cJSON_GetArraySize(arr);
+    const cJSON *bl = cJSON_GetArrayItem(arr, n - 1), *sp = n == 2 ? cJSON_GetArrayItem(arr, 0) : NULL;
+    if (!cJSON_IsArray(arr) || (n != 1 && n != 2) || !type_str(bl) || strcmp(type_str(bl), "ByteLevel") != 0 ||
+        (sp && (!type_str(sp) || strcmp(type_str(sp), "Split") != 0)))
+        return emb_fail(err,
+                        "tokenizer.json: pre_tokenizer Sequence is not supported (only [ByteLevel] or [Split, "
+                        "ByteLevel])");
+    p->pre = P_BYTELEVEL;
+    p->prefix_space = jbool(bl, "add_prefix_space", 1);
+    p->pat = jbool(bl, "use_regex", 1) ? SPLIT_GPT2 : 0;
+    if (!sp) return 0;
+    const cJSON *re = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(sp, "pattern"), "Regex");
+    const cJSON *beh = cJSON_GetObjectItemCaseSensitive(sp, "behavior");
+    if (!cJSON_IsString(re))
+        return emb_fail(err, "tokenizer.json: pre_tokenizer Split without a Regex pattern is not supported");
+    if (!(p->pat = emb_tok_split_kind(re->valuestring)))
+        return emb_fail(err,
+                        "tokenizer.json: pre_tokenizer Split regex '%.80s' is not supported (only GPT-2's, "
+                        "Qwen2's and Llama 3's patterns, written out by hand)",
+                        re->valuestring);
+    if (!cJSON_IsString(beh) || strcmp(beh->valuestring, "Isolated") != 0 || jbool(sp, "invert", 0))
+        return emb_fail(err, "tokenizer.json: pre_tokenizer Split behavior must be Isolated, not inverted");
+    /* HF would cut each Split piece again and give every piece its prefix space */
+    if (jbool(bl, "use_regex", 1) || p->prefix_space)
+        return emb_fail(err, "tokenizer.json: pre_tokenizer ByteLevel after a Split must have use_regex and "
+                             "add_prefix_space false");
     return 0;
 }
 
@@ -178,12 +213,17 @@ static int parse_pre(tok_pipe *p, const cJSON *pt, int kind, char err[EMB_ERR_LE
     if (ty && strcmp(ty, "ByteLevel") == 0 && kind == TOK_BPE) {
         p->pre = P_BYTELEVEL;
         p->prefix_space = jbool(pt, "add_prefix_space", 1);
-        p->use_regex = jbool(pt, "use_regex", 1);
+        p->pat = jbool(pt, "use_regex", 1) ? SPLIT_GPT2 : 0;
+        return 0;
+    }
+    if (ty && strcmp(ty, "Sequence") == 0 && kind == TOK_BPE) return parse_pre_seq(p, pt, err);
+    if (!ty && (!pt || cJSON_IsNull(pt))) { /* none: each text between added tokens is one word */
+        p->pre = P_NONE;
         return 0;
     }
     return emb_fail(err, "tokenizer.json: pre_tokenizer type '%.40s' is not supported with a %s model (only %s)",
-                    ty ? ty : "null", kind == TOK_UNIGRAM ? "Unigram" : "BPE",
-                    kind == TOK_UNIGRAM ? "Metaspace" : "ByteLevel");
+                    ty ? ty : "?", kind == TOK_UNIGRAM ? "Unigram" : "BPE",
+                    kind == TOK_UNIGRAM ? "Metaspace or none" : "ByteLevel, Sequence[Split, ByteLevel] or none");
 }
 
 /* The score HF sees for a number JSON wrote as the shortest decimal of x: serde_json's default
@@ -299,10 +339,13 @@ static int parse_bpe(emb_tokenizer *t, tok_pipe *p, const cJSON *model, int64_t 
         if (v && !cJSON_IsNull(v) && !(cJSON_IsString(v) && !*v->valuestring))
             return emb_fail(err, "tokenizer.json: BPE %s is not supported", unsupported[i]);
     }
-    if (jbool(model, "byte_fallback", 0))
-        return emb_fail(err, "tokenizer.json: BPE byte_fallback is not supported");
     const cJSON *unk = cJSON_GetObjectItemCaseSensitive(model, "unk_token");
     t->unk_id = cJSON_IsString(unk) ? emb_vocab_find(t->vocab, unk->valuestring, strlen(unk->valuestring)) : -1;
+    /* after ByteLevel every byte is a token; otherwise the model works on characters */
+    p->bpe.byte_level = p->pre == P_BYTELEVEL;
+    p->bpe.byte_fallback = jbool(model, "byte_fallback", 0);
+    p->bpe.fuse_unk = jbool(model, "fuse_unk", 0);
+    p->bpe.unk_id = t->unk_id;
     const cJSON *merges = cJSON_GetObjectItemCaseSensitive(model, "merges");
     if (!cJSON_IsArray(merges)) return emb_fail(err, "tokenizer.json: BPE model without a merges array");
     char e2[EMB_ERR_LEN];
@@ -345,6 +388,9 @@ static void hash_model(XXH3_state_t *st, const tok_pipe *p, const cJSON *model, 
     }
     uint64_t im = (uint64_t)p->bpe.ignore_merges;
     XXH3_64bits_update(st, &im, sizeof im);
+    /* hashed only when set: the fingerprints of files without them stay as they were */
+    uint64_t fb = (uint64_t)(p->bpe.byte_fallback * 2 + p->bpe.fuse_unk);
+    if (fb) XXH3_64bits_update(st, &fb, sizeof fb);
 }
 
 int emb_tok_pipeline_parse(emb_tokenizer *t, const cJSON *j, const char *kind, int64_t bound,

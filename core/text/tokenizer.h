@@ -3,9 +3,10 @@
  *     matched literally in the raw text (lstrip / rstrip take the white space beside them); clean_text; CJK padding; strip accents (NFD, drop Mn) then
  *     lowercase; split on whitespace and punctuation; greedy longest-match WordPiece with the
  *     continuation prefix; [UNK] for unsplittable words or words over max_input_chars_per_word.
- *   Unigram (SentencePiece, XLM-R layout) and byte-level BPE (RoBERTa / GPT-2): a pipeline driven
- *     by the file (tok_pipeline.c): added tokens with lstrip / rstrip, normalizers (Precompiled
- *     charsmap, Strip, Replace), Metaspace or ByteLevel pre-tokenizer, Viterbi or merges by rank,
+ *   Unigram (SentencePiece, XLM-R layout) and BPE (RoBERTa / GPT-2 / Qwen2 byte-level, Gemma over
+ *     characters with byte fallback): a pipeline driven by the file (tok_pipeline.c): added tokens
+ *     with lstrip / rstrip, normalizers (Precompiled charsmap, Strip, Replace, NFC), Metaspace,
+ *     ByteLevel (after a known Split regex) or no pre-tokenizer, Viterbi or merges by rank,
  *     RobertaProcessing's trim_offsets.
  * Then the post-processor's template ([CLS] A [SEP] [B [SEP]], <s> A </s> [</s> B </s>], with type
  * ids) and optional truncation. Offsets are UTF-8 byte spans of the original text, as HF gives them.

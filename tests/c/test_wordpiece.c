@@ -501,10 +501,10 @@ static void test_load_errors(void) {
     } cases[] = {
         {"{\"model\": {\"type\": \"WordLevel\", \"vocab\": {}}}",
          "model type 'WordLevel' is not supported (only WordPiece, Unigram and BPE)"},
-        {"{\"model\": {\"type\": \"Unigram\", \"vocab\": []}}",
-         "pre_tokenizer type 'null' is not supported with a Unigram model"},
-        {"{\"model\": {\"vocab\": {\"a\": 0}, \"merges\": []}}",
-         "pre_tokenizer type 'null' is not supported with a BPE model"},
+        {"{\"pre_tokenizer\": {\"type\": \"Whitespace\"}, \"model\": {\"type\": \"Unigram\", \"vocab\": []}}",
+         "pre_tokenizer type 'Whitespace' is not supported with a Unigram model"},
+        {"{\"pre_tokenizer\": {\"type\": \"Whitespace\"}, \"model\": {\"vocab\": {\"a\": 0}, \"merges\": []}}",
+         "pre_tokenizer type 'Whitespace' is not supported with a BPE model"},
         {"{\"normalizer\": {\"type\": \"NFKC\"}, \"pre_tokenizer\": {\"type\": \"BertPreTokenizer\"}, \"model\": "
          "{\"type\": \"WordPiece\", \"vocab\": {\"[UNK]\": 0}}}",
          "normalizer type 'NFKC' is not supported"},

@@ -1,6 +1,8 @@
 /* libFuzzer harness over the tokenizers: arbitrary bytes (invalid UTF-8 included), as a single
  * text or split into a pair, with and without truncation, through bert-base-uncased and
- * bert-base-cased (WordPiece), xlmr-style-ml8k (Unigram) and roberta-base (byte-level BPE).
+ * bert-base-cased (WordPiece), xlmr-style-ml8k (Unigram), roberta-base (byte-level BPE) and, for
+ * single texts, qwen-style (NFC, Split, byte-level BPE) and gemma-style (BPE over characters, one
+ * word per text: the heap merge).
  * Checks the invariants of every encoding: ids in the vocabulary, offsets on UTF-8 boundaries
  * inside their own text (WordPiece: non-empty and non-decreasing; a bare 'Ġ' of BPE has an empty
  * span), word indices non-decreasing, type ids (WordPiece: the sequence; XLM-R and RoBERTa: 0),
@@ -15,7 +17,7 @@
 #include "text/tokenizer.h"
 #include "base/utf8.h"
 
-#define NTOK 4
+#define NTOK 6
 static emb_tokenizer *tok[NTOK];
 static emb_encoding enc;
 
@@ -25,7 +27,8 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
     const char *fx = getenv("EMB_FIXTURES");
     if (!fx) fx = "tests/fixtures";
     static const char *names[NTOK] = {"tokenizers/vocab/bert-base-uncased", "tokenizers/vocab/bert-base-cased",
-                                      "tokenizers2/vocab/xlmr-style-ml8k", "tokenizers2/vocab/roberta-base"};
+                                      "tokenizers2/vocab/xlmr-style-ml8k",  "tokenizers2/vocab/roberta-base",
+                                      "tokenizers3/vocab/qwen-style",       "tokenizers3/vocab/gemma-style"};
     for (int i = 0; i < NTOK; i++) {
         char path[1024], err[EMB_ERR_LEN];
         snprintf(path, sizeof path, "%s/%s", fx, names[i]);
@@ -93,6 +96,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     static const size_t lens[8] = {0, 0, 2, 3, 5, 16, 17, 64};
     size_t max_len = lens[(mode >> 1) & 7];
     int pair = (mode >> 4) & 1;
+    if (!pair && (mode >> 5) & 1) which = 4 + ((mode >> 6) & 1); /* bits 5-6 only split pairs */
+    t = tok[which];
     size_t split = size ? (size_t)(((mode >> 5) & 3) * size / 3) : 0;
     if (split > size) split = size;
     if (pair) check(t, which < 2, data, split, data + split, size - split, max_len, 1);
