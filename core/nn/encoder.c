@@ -14,15 +14,6 @@
 #include <stdio.h>
 #include <string.h>
 
-const float *emb_encoder_word_row(const emb_encoder *e, int32_t id, float *buf) {
-    if (id < 0 || id >= e->cfg.dims.vocab_size) return NULL;
-    size_t H = (size_t)e->cfg.dims.hidden;
-    if (e->word) return e->word + (size_t)id * H;
-    const unsigned char *row = (const unsigned char *)e->word_half + (size_t)id * H * 2;
-    if (e->word_half_bf16) emb_bf16_to_f32_n(row, buf, H);
-    else emb_f16_to_f32_n(row, buf, H);
-    return buf;
-}
 const float *emb_encoder_position_row(const emb_encoder *e, int32_t pos) {
     if (!e->pos || pos < 0 || pos >= emb_encoder_max_tokens(e)) return NULL;
     return e->pos + (size_t)(pos + e->cfg.pos_offset) * e->cfg.dims.hidden;

@@ -1,6 +1,7 @@
 /* The forward pass's element-wise row kernels, built as target clones (encoder_kernels.h): the
  * embeddings' sum and LayerNorm, bias fills, bias + LayerNorm, the gated activations. */
 #include "nn/encoder_internal.h"
+#include "math/half.h"
 #include "math/encoder_kernels.h"
 #include "nn/relpos.h"
 #include <math.h>
@@ -155,3 +156,14 @@ EMB_SIMD_DEFINE(void, emb_encoder_heads_norm_rope,
 }
 
 EMB_KERNELS_END
+
+/* Here, below the steps that read rows, so that encoder.c and encoder_steps.c both call down. */
+const float *emb_encoder_word_row(const emb_encoder *e, int32_t id, float *buf) {
+    if (id < 0 || id >= e->cfg.dims.vocab_size) return NULL;
+    size_t H = (size_t)e->cfg.dims.hidden;
+    if (e->word) return e->word + (size_t)id * H;
+    const unsigned char *row = (const unsigned char *)e->word_half + (size_t)id * H * 2;
+    if (e->word_half_bf16) emb_bf16_to_f32_n(row, buf, H);
+    else emb_f16_to_f32_n(row, buf, H);
+    return buf;
+}
