@@ -5,6 +5,7 @@
  * same model; int8 and bf16 weights near float32; the masks as emb_encoder_attention_bias shows
  * them; bad settings refused by name. Run from the repo root. */
 #include "check.h"
+#include "ref_compare.h"
 #include "nn/encoder.h"
 #include "base/emb_json.h"
 #include <cjson/cJSON.h>
@@ -18,22 +19,6 @@
 #define TOL 1e-5
 
 static char tmpdir[64];
-
-static double worse(double m, double d) { return isnan(m) || isnan(d) ? NAN : d > m ? d : m; }
-
-/* max |ref - x| over rows [rows][n] of JSON against x (stride n); INFINITY if the shape differs */
-static double diff2(const cJSON *a, const float *x, int rows, int n) {
-    if (!cJSON_IsArray(a) || cJSON_GetArraySize(a) < rows) return INFINITY;
-    double m = 0;
-    const cJSON *r = a->child;
-    for (int i = 0; i < rows; i++, r = r->next) {
-        if (!cJSON_IsArray(r) || cJSON_GetArraySize(r) != n) return INFINITY;
-        int j = 0;
-        for (const cJSON *v = r->child; v; v = v->next, j++)
-            m = worse(m, fabs(v->valuedouble - x[(size_t)i * n + j]));
-    }
-    return m;
-}
 
 /* The case's input_ids (malloc'ed), *T their count. */
 static int32_t *case_ids(const cJSON *cs, int *T) {

@@ -4,6 +4,7 @@
  * case cut at 512 ids, the padded batch; the relative-position bias against the bucket formula
  * written here in double; int8 and bf16 weights near float32. Run from the repo root. */
 #include "check.h"
+#include "ref_compare.h"
 #include "nn/encoder.h"
 #include "base/emb_json.h"
 #include "nn/safetensors.h"
@@ -16,22 +17,6 @@
 
 #define DIR FIXTURES "/models3/mpnet-tiny-st"
 #define TOL 1e-5
-
-static double worse(double m, double d) { return isnan(m) || isnan(d) ? NAN : d > m ? d : m; }
-
-/* max |ref - x| over rows [rows][n] of JSON against x (stride n); INFINITY if the shape differs */
-static double diff2(const cJSON *a, const float *x, int rows, int n) {
-    if (!cJSON_IsArray(a) || cJSON_GetArraySize(a) < rows) return INFINITY;
-    double m = 0;
-    const cJSON *r = a->child;
-    for (int i = 0; i < rows; i++, r = r->next) {
-        if (!cJSON_IsArray(r) || cJSON_GetArraySize(r) != n) return INFINITY;
-        int j = 0;
-        for (const cJSON *v = r->child; v; v = v->next, j++)
-            m = worse(m, fabs(v->valuedouble - x[(size_t)i * n + j]));
-    }
-    return m;
-}
 
 static int get_ints(const cJSON *a, int32_t *out, int n) {
     if (!cJSON_IsArray(a) || cJSON_GetArraySize(a) < n) return -1;
