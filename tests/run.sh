@@ -80,7 +80,8 @@ run_suite sql env "${sanitizer_env[@]}" EMBED_EXT="$ext" /usr/bin/python3 tests/
 # The SQL suites whose numbers come from the kernels, again on each lower set: the models against
 # their references, threads, batches and chunks (same bits), int8 weights, search scans.
 PARITY_SUITES=(test_models_bert test_models_architectures test_models_mpnet test_threads test_rerank test_index_chunks
-               test_int8_weights test_attention test_relpos test_matryoshka test_vectors test_index_quant test_index)
+               test_int8_weights test_attention test_relpos test_matryoshka test_vectors test_index_quant test_index
+               test_models_st6 test_prompts test_decoders_st test_models_decoders)
 for set in "${sets[@]:1}"; do
     run_suite "sql[$set]" env "${sanitizer_env[@]}" EMBED_SIMD="$set" EMBED_EXT="$ext" \
         /usr/bin/python3 tests/sql/run.py "${PARITY_SUITES[@]}"
