@@ -232,7 +232,8 @@ void emb_attention_task(void *cv, int t, int worker) {
     int b = t / c->NH, h = t % c->NH, T = c->T, H = c->H, KL = c->kv_ld, dh = c->dh, len = c->lens[b];
     size_t off = (size_t)b * T * H + (size_t)h * dh, koff = (size_t)b * T * KL + (size_t)(h / c->kv_group) * dh;
     float *qb = c->q + off, *kb = c->k + koff, *vb = c->v + koff, *cb = (c->ctx ? c->ctx : c->q) + off;
-    float *S = c->scores + (size_t)worker * EMB_ATTENTION_SCRATCH(T, dh), *kt = S + (size_t)T * T;
+    float *S = c->scores + (size_t)worker * EMB_ATTENTION_SCRATCH(T, dh);
+    float *kt = S + (size_t)(T < EMB_ATTENTION_ROWS ? T : EMB_ATTENTION_ROWS) * T;
     float *inv = kt + (size_t)dh * T; /* own kernels: each row's 1 / sum of its weights */
     int capture = c->capture && b == 0 && h >= c->capture_h0 && h < c->capture_h0 + c->capture_nh;
     if (c->rope) {
@@ -252,6 +253,7 @@ void emb_attention_task(void *cv, int t, int worker) {
     }
     if (w >= 0 && rb > (w < 16 ? 16 : w)) rb = w < 16 ? 16 : w; /* a window's block sees a band of keys */
     if (c->causal && rb > 64) rb = 64; /* a block sees the keys up to its last row: half the scores */
+    if (rb > EMB_ATTENTION_ROWS) rb = EMB_ATTENTION_ROWS; /* the scratch holds this many rows of scores */
     int band = w >= 0 || c->causal; /* each block its own keys, transposed again */
     for (int r0 = 0; r0 < T; r0 += rb) {
         int m = T - r0 < rb ? T - r0 : rb;

@@ -6,9 +6,15 @@
 #define EMBED_ENCODER_ATTENTION_H
 #include <stdint.h>
 
-/* Floats of scratch per worker: T*T scores, the keys of a head transposed (dh*T), each row's
- * 1 / sum of its weights (T). */
-#define EMB_ATTENTION_SCRATCH(T, dh) ((size_t)(T) * (size_t)(T) + ((size_t)(dh) + 1) * (size_t)(T))
+/* Queries per block of a head's scores at most: the scores of a head then take at most
+ * EMB_ATTENTION_ROWS x T floats, so that memory grows in proportion to the tokens (32 MB at
+ * Qwen3's 32,768 rather than 4 GB). */
+#define EMB_ATTENTION_ROWS 256
+/* Floats of scratch per worker: a block of scores (min(T, EMB_ATTENTION_ROWS) x T), the keys of a
+ * head transposed (dh*T), each row's 1 / sum of its weights (T). */
+#define EMB_ATTENTION_SCRATCH(T, dh)                                                                                  \
+    ((size_t)((T) < EMB_ATTENTION_ROWS ? (T) : EMB_ATTENTION_ROWS) * (size_t)(T) +                                  \
+     ((size_t)(dh) + 1) * (size_t)(T))
 
 typedef struct {
     int NH, T, H, dh; /* heads, padded length, row stride of q (and ctx), head size */

@@ -332,6 +332,67 @@ static void missing_tensor(void) {
     remove_copy(dir);
 }
 
+/* Qwen3's long inputs: the tiny model's config with Qwen3-Embedding's 32,768 positions. The
+ * mask is causal, so the first 64 rows of a 32,768-token pass are a 64-token pass's; the
+ * workspace grows in proportion to the tokens (attention's scores bounded per head), so four
+ * times the tokens take at most about four times the memory; one position more is refused. */
+static void long_input(void) {
+    enum { N = 32768, SHORT = 64, QUARTER = N / 4 };
+    char dir[128], path[512], err[EMB_ERR_LEN] = "";
+    if (!make_copy(M3 "qwen3-tiny-st", "config.json", dir, sizeof dir)) {
+        CHECK(0, "temporary copy");
+        return;
+    }
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    char cfg[4096] = {0};
+    FILE *f = fopen(path, "r+b");
+    size_t n = f ? fread(cfg, 1, sizeof cfg - 1, f) : 0;
+    char *at = strstr(cfg, "\"max_position_embeddings\": 2048");
+    if (at && n + 1 < sizeof cfg) { /* 2048 -> 32768: one byte longer */
+        char *num = at + strlen("\"max_position_embeddings\": ");
+        memmove(num + 5, num + 4, n - (size_t)(num + 4 - cfg) + 1);
+        memcpy(num, "32768", 5);
+        fseek(f, 0, SEEK_SET);
+        fputs(cfg, f);
+    }
+    if (f) fclose(f);
+    emb_encoder *e = NULL;
+    emb_workspace *ws = emb_workspace_new();
+    int32_t *ids = malloc(sizeof(int32_t) * (N + 1));
+    for (int i = 0; i <= N; i++) ids[i] = (int32_t)((i * 7919u + 13u) % 50000u);
+    int rc = at ? emb_encoder_load(dir, &e, err) : -1;
+    CHECK(rc == 0 && emb_encoder_max_tokens(e) == N, "qwen3 with 32768 positions loads %s", err);
+    if (rc == 0) {
+        float *quarter = run(e, ws, ids, QUARTER, 2, err);
+        size_t ws_quarter = emb_workspace_bytes(ws);
+        float *all = run(e, ws, ids, N, 2, err), *head = run(e, ws, ids, SHORT, 2, err);
+        size_t ws_all = emb_workspace_bytes(ws);
+        int H = emb_encoder_get_config(e)->dims.hidden, finite = all != NULL;
+        double d = INFINITY;
+        if (all && head) {
+            d = 0;
+            for (int i = 0; i < SHORT * H; i++) d = worse(d, fabs((double)all[i] - head[i]));
+        }
+        for (size_t i = 0; finite && i < (size_t)N * H; i++) finite = isfinite(all[i]);
+        CHECK(d <= TOL && finite, "32768 tokens: finite, the first %d rows those of a %d-token pass (%.3g) %s", SHORT,
+              SHORT, d, err);
+        CHECK(quarter && ws_all <= ws_quarter * 4.5, "workspace %zu bytes at %d tokens, %zu at %d: linear", ws_quarter,
+              QUARTER, ws_all, N);
+        int32_t len = N + 1;
+        float *out = malloc(sizeof(float) * (size_t)(N + 1) * H);
+        rc = emb_encoder_forward(e, ws, 1, N + 1, ids, NULL, &len, 2, out, err);
+        CHECK(rc != 0 && strstr(err, "32769 tokens exceed the model's maximum of 32768"), "one more refused: %s", err);
+        free(out);
+        free(quarter);
+        free(all);
+        free(head);
+    }
+    free(ids);
+    emb_workspace_free(ws);
+    emb_encoder_free(e);
+    remove_copy(dir);
+}
+
 int main(void) {
     snprintf(tmpdir, sizeof tmpdir, "/tmp/test_decoders_XXXXXX");
     if (!mkdtemp(tmpdir)) {
@@ -343,6 +404,7 @@ int main(void) {
     masks();
     refusals();
     missing_tensor();
+    long_input();
     rmdir(tmpdir);
     return check_report();
 }
