@@ -12,8 +12,8 @@
 #define EMB_ATTENTION_ROWS 256
 /* Floats of scratch per worker: a block of scores (min(T, EMB_ATTENTION_ROWS) x T), the keys of a
  * head transposed (dh*T), each row's 1 / sum of its weights (T). */
-#define EMB_ATTENTION_SCRATCH(T, dh)                                                                                  \
-    ((size_t)((T) < EMB_ATTENTION_ROWS ? (T) : EMB_ATTENTION_ROWS) * (size_t)(T) +                                  \
+#define EMB_ATTENTION_SCRATCH(T, dh)                                                                              \
+    ((size_t)((T) < EMB_ATTENTION_ROWS ? (T) : EMB_ATTENTION_ROWS) * (size_t)(T) +                                \
      ((size_t)(dh) + 1) * (size_t)(T))
 
 typedef struct {

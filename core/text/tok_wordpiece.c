@@ -44,8 +44,8 @@ typedef struct {
     int32_t last_s, last_e;
 } wp_scratch;
 
-
-static inline void push_tok(wp_scratch *sc, toklist *l, int32_t id, int32_t s, int32_t e, int32_t word, int32_t seq) {
+static inline void push_tok(wp_scratch *sc, toklist *l, int32_t id, int32_t s, int32_t e, int32_t word,
+                            int32_t seq) {
     if (l->n == l->cap && emb_grow((void **)&l->tok, &l->cap, l->n + 1, sizeof *l->tok)) {
         sc->oom = 1;
         return;
@@ -320,8 +320,8 @@ static void tokenize_seq(const emb_tokenizer *t, wp_scratch *sc, const char *tex
     flush_word(t, sc, l, seq);
 }
 
-int emb_tok_wordpiece_seq(const emb_tokenizer *t, void **scratch, const char *text, size_t len, int seq, size_t cap,
-                          toklist *out) {
+int emb_tok_wordpiece_seq(const emb_tokenizer *t, void **scratch, const char *text, size_t len, int seq,
+                          size_t cap, toklist *out) {
     wp_scratch *sc = *scratch;
     if (!sc && !(sc = *scratch = calloc(1, sizeof *sc))) return -1;
     sc->oom = 0;

@@ -374,14 +374,15 @@ static void long_input(void) {
             for (int i = 0; i < SHORT * H; i++) d = worse(d, fabs((double)all[i] - head[i]));
         }
         for (size_t i = 0; finite && i < (size_t)N * H; i++) finite = isfinite(all[i]);
-        CHECK(d <= TOL && finite, "32768 tokens: finite, the first %d rows those of a %d-token pass (%.3g) %s", SHORT,
-              SHORT, d, err);
-        CHECK(quarter && ws_all <= ws_quarter * 4.5, "workspace %zu bytes at %d tokens, %zu at %d: linear", ws_quarter,
-              QUARTER, ws_all, N);
+        CHECK(d <= TOL && finite, "32768 tokens: finite, the first %d rows those of a %d-token pass (%.3g) %s",
+              SHORT, SHORT, d, err);
+        CHECK(quarter && ws_all <= ws_quarter * 4.5, "workspace %zu bytes at %d tokens, %zu at %d: linear",
+              ws_quarter, QUARTER, ws_all, N);
         int32_t len = N + 1;
         float *out = malloc(sizeof(float) * (size_t)(N + 1) * H);
         rc = emb_encoder_forward(e, ws, 1, N + 1, ids, NULL, &len, 2, out, err);
-        CHECK(rc != 0 && strstr(err, "32769 tokens exceed the model's maximum of 32768"), "one more refused: %s", err);
+        CHECK(rc != 0 && strstr(err, "32769 tokens exceed the model's maximum of 32768"), "one more refused: %s",
+              err);
         free(out);
         free(quarter);
         free(all);
