@@ -40,7 +40,9 @@ int emb_encoder_load(const char *dir, emb_encoder **out, char err[EMB_ERR_LEN]);
 int emb_encoder_load_with(const char *dir, int use_mmap, emb_encoder **out, char err[EMB_ERR_LEN]);
 /* emb_encoder_load_with that leaves every weight file open until emb_encoder_close_unused, so
  * that what else a checkpoint holds (a task head: nn/classifier.h) can be read from the same
- * files first. */
+ * files first, and that leaves the weight type to the caller: emb_encoder_set_weights before
+ * the first forward pass (float32's packed copy, on AVX-512, is made there, so that a model
+ * loaded for int8 or bf16 never holds it). */
 int emb_encoder_load_open(const char *dir, int use_mmap, emb_encoder **out, char err[EMB_ERR_LEN]);
 void emb_encoder_close_unused(emb_encoder *);
 /* A tensor of the open weight files by its full name (no prefix added), with the name of the

@@ -69,6 +69,7 @@ struct emb_encoder {
     int rel_span; /* to rel_span - 1, rel_span the most tokens (2 rel_span - 1 floats a head) */
     emb_layer_weights *L;
     emb_weights weights;
+    int f32_pending; /* loaded without float32's packing (emb_encoder_load_open): set_weights does it */
     emb_layer_i8 *L8; /* int8 weights: one per layer; NULL otherwise */
     emb_layer_bf16 *LB; /* bf16 weights: one per layer; NULL otherwise */
     emb_layer_f32p *LF; /* float32 weights packed for emb_sgemm_bcast: one per layer; NULL otherwise */

@@ -183,8 +183,8 @@ static int load(emb_encoder *e, const char *dir, int use_mmap, char err[EMB_ERR_
     in->has_pooler = e->pool_w != NULL;
     in->n_files = e->nfiles;
     in->used_bytes = in->weight_bytes;
-    /* out of memory is an error, not the mapped weights: their kernels round otherwise */
-    return emb_encoder_pack_f32(e) ? emb_fail(err, "out of memory") : 0;
+    e->f32_pending = 1; /* packed by emb_encoder_set_weights, once the weight type is known */
+    return 0;
 }
 
 int emb_encoder_load(const char *dir, emb_encoder **out, char err[EMB_ERR_LEN]) {
@@ -206,7 +206,10 @@ int emb_encoder_load_open(const char *dir, int use_mmap, emb_encoder **out, char
 int emb_encoder_load_with(const char *dir, int use_mmap, emb_encoder **out, char err[EMB_ERR_LEN]) {
     if (emb_encoder_load_open(dir, use_mmap, out, err)) return -1;
     emb_encoder_close_unused(*out);
-    return 0;
+    if (emb_encoder_set_weights(*out, EMB_WEIGHTS_F32, err) == 0) return 0;
+    emb_encoder_free(*out);
+    *out = NULL;
+    return -1;
 }
 
 void emb_encoder_close_unused(emb_encoder *e) { drop_unused_files(e); }

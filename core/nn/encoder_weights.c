@@ -1,11 +1,29 @@
 /* The encoder's choice of weights for its linear layers: float32 as loaded, or int8 or bf16
  * packed once here (int8_gemm.h, bf16_gemm.h). Packing reads the float32 tensors; the forward
  * pass then reads only the packed copies of these layers (the float32 ones stay mapped but
- * untouched). */
+ * untouched, and their pages are handed back after each layer is packed). */
 #include "nn/encoder_internal.h"
 #include "math/sgemm_bcast.h"
 #include <stdlib.h>
 #include <string.h>
+
+/* The pages of n floats at p, read by the packing, dropped if they lie in a mapped weight file
+ * (emb_safetensors_release). Qwen3-0.6B with int8 weights: resident 2.7 GB after loading
+ * without this (bench/README.md). */
+static void release_mapped(const emb_encoder *e, const float *p, size_t n) {
+    for (int i = 0; p && i < e->nfiles; i++)
+        if (emb_safetensors_release(e->files[i], p, n * sizeof(float))) return;
+}
+static void release_layer(const emb_encoder *e, int l) {
+    const emb_layer_weights *w = &e->L[l];
+    const size_t H = (size_t)e->cfg.dims.hidden, I = (size_t)e->cfg.dims.intermediate,
+                 QW = (size_t)emb_encoder_config_q_width(&e->cfg),
+                 KW = (size_t)emb_encoder_config_kv_width(&e->cfg);
+    release_mapped(e, w->wq, QW * H), release_mapped(e, w->wk, KW * H), release_mapped(e, w->wv, KW * H);
+    release_mapped(e, w->wo, H * QW), release_mapped(e, w->w2, H * I);
+    release_mapped(e, w->w1, I * H * (e->cfg.gated && w->w1b == w->w1 + I * H ? 2 : 1));
+    if (e->cfg.gated && w->w1b != w->w1 + I * H) release_mapped(e, w->w1b, I * H);
+}
 
 static const char *const weight_names[] = {"f32", "int8", "bf16"};
 
@@ -114,6 +132,7 @@ int emb_encoder_pack_f32(emb_encoder *e) {
         p->o = pack_f32(w->wo, NULL, H, QW), p->ffn_out = pack_f32(w->w2, NULL, H, I);
         p->ffn_in = pack_f32(w->w1, e->cfg.gated ? w->w1b : NULL, I, H);
         ok = p->q && p->k && p->v && p->o && p->ffn_in && p->ffn_out;
+        if (ok) release_layer(e, l);
     }
     if (!ok) free_f32p(e);
     return ok ? 0 : -1;
@@ -143,7 +162,8 @@ static int pack_all(emb_encoder *e, emb_weights kind, char err[EMB_ERR_LEN]) {
     emb_layer_bf16 *LB = kind == EMB_WEIGHTS_BF16 ? calloc((size_t)(L > 0 ? L : 1), sizeof *LB) : NULL;
     int rc = !P || (!L8 && !LB) ? emb_fail(err, "out of memory") : 0;
     int done = 0;
-    for (; rc == 0 && done < L; done++) rc = pack_layer(e, kind, done, &P[done], err);
+    for (; rc == 0 && done < L; done++)
+        if ((rc = pack_layer(e, kind, done, &P[done], err)) == 0) release_layer(e, done);
     if (rc) {
         for (int l = 0; l < done - 1; l++) free_layer(kind, &P[l]);
         free(P), free(L8), free(LB);
@@ -166,7 +186,7 @@ static int pack_all(emb_encoder *e, emb_weights kind, char err[EMB_ERR_LEN]) {
 
 int emb_encoder_set_weights(emb_encoder *e, emb_weights w, char err[EMB_ERR_LEN]) {
     if (!emb_weights_name(w)) return emb_fail(err, "unknown weight type %d", (int)w);
-    if (w == e->weights) return 0;
+    if (w == e->weights && !e->f32_pending) return 0;
     const emb_model_dims *d = &e->cfg.dims;
     if (w == EMB_WEIGHTS_INT8 && (d->hidden > EMB_I8_MAX_K || d->intermediate > EMB_I8_MAX_K))
         return emb_fail(err, "int8 weights: layers wider than %d inputs are not supported", EMB_I8_MAX_K);
@@ -174,6 +194,7 @@ int emb_encoder_set_weights(emb_encoder *e, emb_weights w, char err[EMB_ERR_LEN]
         return emb_fail(err, "bf16 weights need AVX2 with FMA or AVX512_BF16, and the kernels in use have "
                              "neither (the CPU, or EMBED_SIMD=generic): use \"int8\" or \"f32\"");
     if (w == EMB_WEIGHTS_F32) { /* packed before the others are freed: a failure keeps them */
+        /* out of memory is an error, not the mapped weights: their kernels round otherwise */
         if (emb_encoder_pack_f32(e)) return emb_fail(err, "out of memory");
         emb_layer_f32p *lf = e->LF;
         e->LF = NULL;
@@ -186,6 +207,7 @@ int emb_encoder_set_weights(emb_encoder *e, emb_weights w, char err[EMB_ERR_LEN]
     size_t linear = (size_t)d->layers * emb_encoder_config_linear_weights(&e->cfg) * sizeof(float);
     e->info.used_bytes = e->info.weight_bytes - (w == EMB_WEIGHTS_F32 ? 0 : linear) + e->info.packed_bytes;
     e->weights = w;
+    e->f32_pending = 0;
     /* a model that multiplies with other weights gives other vectors: its own fingerprint
      * (float32's stays the one applications stored) */
     uint64_t parts[3] = {e->fingerprint_f32, (uint64_t)w, 0x706b6431u /* packing format 1 */};

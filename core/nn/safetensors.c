@@ -2,6 +2,7 @@
 #include "base/emb_json.h"
 #include "base/file.h"
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -247,6 +248,15 @@ int emb_safetensors_open(const char *path, int use_mmap, emb_safetensors **out, 
     }
     *out = sf;
     return 0;
+}
+
+int emb_safetensors_release(const emb_safetensors *sf, const void *p, size_t bytes) {
+    const char *a = p, *base = sf->map;
+    if (!sf->mapped || !p || a < base || bytes > sf->size || (size_t)(a - base) > sf->size - bytes) return 0;
+    uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+    uintptr_t lo = ((uintptr_t)a + page - 1) & ~(page - 1), hi = ((uintptr_t)a + bytes) & ~(page - 1);
+    if (hi > lo) madvise((void *)lo, hi - lo, MADV_DONTNEED);
+    return 1;
 }
 
 void emb_safetensors_close(emb_safetensors *sf) {

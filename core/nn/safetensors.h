@@ -73,6 +73,11 @@ typedef struct emb_safetensors {
  * regular file, and a Git LFS pointer, are errors naming the file. */
 int emb_safetensors_open(const char *path, int use_mmap, emb_safetensors **out, char err[EMB_ERR_LEN]);
 void emb_safetensors_close(emb_safetensors *sf);
+/* Where [p, p + bytes) lies in sf's mapping: its whole pages dropped from this process's memory
+ * (read again from the page cache if touched: the mapping is read-only), and 1; else 0 (a
+ * private copy is left alone). For weights read once at load (hashed, packed), so that they do
+ * not stay resident. */
+int emb_safetensors_release(const emb_safetensors *sf, const void *p, size_t bytes);
 const emb_safetensors_tensor *emb_safetensors_find(const emb_safetensors *sf, const char *name);
 
 /* Writer (tests, benchmarks, tools): tensors laid out in the order given. misalign

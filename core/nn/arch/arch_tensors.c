@@ -44,6 +44,9 @@ void emb_arch_hash_u64(XXH3_state_t *h, uint64_t v) {
     XXH3_64bits_update(h, b, 8);
 }
 
+/* Tensors of at least this many floats (1 MB) are released from memory once hashed. */
+#define RELEASE_MIN_FLOATS 262144
+
 /* n floats of t as float32: in place where aligned F32, else a converted copy the encoder owns. */
 static const float *as_f32(emb_encoder *e, const emb_safetensors_tensor *t, int fi, size_t n) {
     if (t->dtype == EMB_DT_F32 && ((uintptr_t)t->data & 3u) == 0) {
@@ -98,6 +101,8 @@ int emb_arch_get_tensor(emb_encoder *e, const char *suffix, int64_t d0, int64_t 
     emb_arch_hash_u64(e->hash, (uint64_t)d0);
     emb_arch_hash_u64(e->hash, (uint64_t)(nd == 2 ? d1 : 0));
     XXH3_64bits_update(e->hash, p, n * sizeof(float));
+    /* hashed: a large mapped tensor leaves memory until its products (or packing) read it */
+    if (n >= RELEASE_MIN_FLOATS) emb_safetensors_release(file, p, n * sizeof(float));
     *out = p;
     return 0;
 }
@@ -138,6 +143,7 @@ int emb_arch_get_word_table(emb_encoder *e, const char *suffix, int64_t rows, in
     emb_arch_hash_u64(e->hash, (uint64_t)cols);
     if (hash_half(e, t->data, t->dtype == EMB_DT_BF16, (size_t)rows, (size_t)cols))
         return emb_fail(err, "out of memory loading '%.150s'", name);
+    emb_safetensors_release(e->files[fi], t->data, n * 2); /* rows come back as texts need them */
     e->word = NULL;
     e->word_half = t->data;
     e->word_half_bf16 = t->dtype == EMB_DT_BF16;
