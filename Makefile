@@ -69,9 +69,9 @@ $(BUILD)/tests/%: tests/c/%.c tests/c/check.h $(BUILD)/libembedcore.a
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -Itests/c $< -o $@ $(BUILD)/libembedcore.a $(LIBS)
 
-$(BUILD)/bench/%: bench/%.c bench/random_model.c bench/random_model.h $(BUILD)/libembedcore.a
+$(BUILD)/bench/%: bench/%.c bench/random_model.c bench/random_model.h bench/workloads.c bench/workloads.h $(BUILD)/libembedcore.a
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) $< bench/random_model.c -o $@ $(BUILD)/libembedcore.a $(LIBS) -lsqlite3
+	$(CC) $(ALL_CFLAGS) $< bench/random_model.c bench/workloads.c -o $@ $(BUILD)/libembedcore.a $(LIBS) -lsqlite3
 
 # tests/faults/: programs linked statically with the glue's objects and the core, and Debian's
 # libsqlite3; the fault injector takes over the malloc family the objects call (nm -u lists them).

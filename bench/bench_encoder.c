@@ -46,6 +46,7 @@
 #include "nn/encoder.h"
 #include "math/int8_gemm.h"
 #include "random_model.h"
+#include "workloads.h"
 #include <cblas.h>
 #include <math.h>
 #include <stdio.h>
@@ -83,117 +84,20 @@ static const char *results_path = NULL;
 static emb_weights weight_kinds[MAX_KINDS] = {EMB_WEIGHTS_F32, EMB_WEIGHTS_INT8};
 static int n_weight_kinds = 2;
 
-static uint64_t rs;
-static inline uint32_t xr(void) {
-    rs ^= rs << 13;
-    rs ^= rs >> 7;
-    rs ^= rs << 17;
-    return (uint32_t)(rs >> 32);
-}
-static float urand(float a) { return ((float)xr() / 4294967296.0f * 2.0f - 1.0f) * a; }
+static float urand(float a) { return ((float)bench_work_draw() / 4294967296.0f * 2.0f - 1.0f) * a; }
 
 /* ------------------------------------------------------------------ workloads */
 
-typedef struct {
-    char name[48];
-    int nbatch;
-    int *B, *T;
-    int32_t **ids, **lens;
-    long tokens;
-} workload;
+typedef bench_workload workload;
 
-static void alloc_batches(workload *w, int nb) {
-    w->nbatch = nb;
-    w->B = malloc(sizeof(int) * nb);
-    w->T = malloc(sizeof(int) * nb);
-    w->ids = malloc(sizeof(int32_t *) * nb);
-    w->lens = malloc(sizeof(int32_t *) * nb);
-    w->tokens = 0;
-}
-/* a sequence of L tokens: [CLS] random ids [SEP] (ids valid in every vocabulary here) */
-static void fill_sequence(int32_t *ids, int L) {
-    for (int t = 0; t < L; t++) ids[t] = t == 0 ? 101 : t == L - 1 ? 102 : 1000 + (int32_t)(xr() % 29000);
-}
-static workload make_fixed(int B, int T) {
-    workload w;
-    snprintf(w.name, sizeof w.name, "%d x %d", B, T);
-    alloc_batches(&w, 1);
-    w.B[0] = B;
-    w.T[0] = T;
-    w.ids[0] = malloc(sizeof(int32_t) * B * T);
-    w.lens[0] = malloc(sizeof(int32_t) * B);
-    for (int b = 0; b < B; b++) {
-        w.lens[0][b] = T;
-        fill_sequence(w.ids[0] + (size_t)b * T, T);
-    }
-    w.tokens = (long)B * T;
-    return w;
-}
-static int cmp_int(const void *a, const void *b) { return *(const int *)a - *(const int *)b; }
-static workload make_sentences(int n) {
-    workload w;
-    snprintf(w.name, sizeof w.name, "%d sent. 8-128, b32", n);
-    int *len = malloc(sizeof(int) * n);
-    for (int i = 0; i < n; i++) len[i] = 8 + (int)(xr() % 121); /* 8..128 */
-    qsort(len, (size_t)n, sizeof(int), cmp_int);
-    alloc_batches(&w, (n + 31) / 32);
-    for (int k = 0; k < w.nbatch; k++) {
-        int B = n - k * 32 < 32 ? n - k * 32 : 32, T = len[k * 32 + B - 1];
-        w.B[k] = B;
-        w.T[k] = T;
-        w.ids[k] = calloc((size_t)B * T, sizeof(int32_t));
-        w.lens[k] = malloc(sizeof(int32_t) * B);
-        for (int b = 0; b < B; b++) {
-            w.lens[k][b] = len[k * 32 + b];
-            w.tokens += w.lens[k][b];
-            fill_sequence(w.ids[k] + (size_t)b * T, w.lens[k][b]);
-        }
-    }
-    free(len);
-    return w;
-}
 /* The same token ids on every run, for every model and for the peers (--write). */
 static void make_workloads(const msize *m, workload wl[N_WORK]) {
-    rs = 0x9E3779B97F4A7C15ull;
-    wl[0] = make_fixed(1, 16);
-    wl[1] = make_fixed(1, 128);
-    wl[2] = make_fixed(32, 128);
-    wl[3] = make_sentences(sentences ? sentences : quick && m->n_sent > 64 ? 64 : m->n_sent);
+    bench_work_seed(0x9E3779B97F4A7C15ull);
+    wl[0] = bench_work_fixed(1, 16);
+    wl[1] = bench_work_fixed(1, 128);
+    wl[2] = bench_work_fixed(32, 128);
+    wl[3] = bench_work_sentences(sentences ? sentences : quick && m->n_sent > 64 ? 64 : m->n_sent);
 }
-static void free_workload(workload *w) {
-    for (int k = 0; k < w->nbatch; k++) {
-        free(w->ids[k]);
-        free(w->lens[k]);
-    }
-    free(w->B);
-    free(w->T);
-    free(w->ids);
-    free(w->lens);
-}
-
-/* workloads.txt: "workload KEY NAME_WITHOUT_SPACES NBATCH TOKENS", then per batch "batch B T",
- * "lens ..." and "ids ..." (B*T, padding 0). */
-static int write_workloads(const char *dir, const workload wl[N_WORK]) {
-    char path[1024];
-    snprintf(path, sizeof path, "%s/workloads.txt", dir);
-    FILE *f = fopen(path, "w");
-    if (!f) {
-        perror(path);
-        return -1;
-    }
-    for (int w = 0; w < N_WORK; w++) {
-        fprintf(f, "workload %s %d %ld\n", WORK_KEYS[w], wl[w].nbatch, wl[w].tokens);
-        for (int k = 0; k < wl[w].nbatch; k++) {
-            fprintf(f, "batch %d %d\nlens", wl[w].B[k], wl[w].T[k]);
-            for (int b = 0; b < wl[w].B[k]; b++) fprintf(f, " %d", wl[w].lens[k][b]);
-            fprintf(f, "\nids");
-            for (int i = 0; i < wl[w].B[k] * wl[w].T[k]; i++) fprintf(f, " %d", wl[w].ids[k][i]);
-            fprintf(f, "\n");
-        }
-    }
-    return fclose(f);
-}
-
 /* ------------------------------------------------------------------ the model check */
 
 static int expect(int ok, const char *m, const char *what) {
@@ -236,9 +140,9 @@ static int check_model(const emb_encoder *enc, const msize *m, emb_workspace *ws
                       "not read as MPNet");
     char err[EMB_ERR_LEN];
     int32_t ids[32], lens[2] = {10, 16}, one_len;
-    rs = 12345;
-    fill_sequence(ids + 16, 16);
-    fill_sequence(ids, 10); /* the padded batch: sequence 0 is 10 real tokens + 6 of padding */
+    bench_work_seed(12345);
+    bench_work_fill_sequence(ids + 16, 16);
+    bench_work_fill_sequence(ids, 10); /* the padded batch: sequence 0 is 10 real tokens + 6 of padding */
     for (int t = 10; t < 16; t++) ids[t] = 0;
     float *pair = malloc(sizeof(float) * 32 * H), *alone = malloc(sizeof(float) * 16 * H);
     if (emb_encoder_forward(enc, ws, 2, 16, ids, NULL, lens, m->L, pair, err)) {
@@ -280,12 +184,12 @@ static int check_model(const emb_encoder *enc, const msize *m, emb_workspace *ws
  * peers' equality check). */
 static int write_check(const char *dir, const emb_encoder *enc, const msize *m) {
     char path[1024], err[EMB_ERR_LEN];
-    workload wl[2] = {make_fixed(1, 16), make_fixed(3, 24)};
+    workload wl[2] = {bench_work_fixed(1, 16), bench_work_fixed(3, 24)};
     wl[1].lens[0][0] = 24;
     wl[1].lens[0][1] = 9;
     wl[1].lens[0][2] = 17;
     for (int b = 1; b < 3; b++) {
-        fill_sequence(wl[1].ids[0] + 24 * b, wl[1].lens[0][b]);
+        bench_work_fill_sequence(wl[1].ids[0] + 24 * b, wl[1].lens[0][b]);
         for (int t = wl[1].lens[0][b]; t < 24; t++) wl[1].ids[0][24 * b + t] = 0;
     }
     snprintf(path, sizeof path, "%s/check.txt", dir);
@@ -310,8 +214,8 @@ static int write_check(const char *dir, const emb_encoder *enc, const msize *m) 
     if (f && fclose(f)) rc = 1;
     if (o && fclose(o)) rc = 1;
     emb_workspace_free(ws);
-    free_workload(&wl[0]);
-    free_workload(&wl[1]);
+    bench_work_free(&wl[0]);
+    bench_work_free(&wl[1]);
     return rc;
 }
 
@@ -376,52 +280,6 @@ static void gemm_only(const msize *m, const emb_encoder_config *c, gemm_bufs *g,
 
 /* ------------------------------------------------------------------ timing */
 
-/* Best of several passes: at least min_time seconds and 2 passes, except that one
- * pass is enough when it takes over 2 s (the long workloads on 2 shared cores). */
-static int more_reps(int reps, double best, double elapsed, double min_time) {
-    if (reps < 1) return 1;
-    if (best > 2.0) return 0;
-    return reps < 2 || elapsed < min_time;
-}
-
-typedef int (*pass_fn)(void *ctx, const workload *w, int k);
-static double one_pass(pass_fn fn, void *ctx, const workload *w) {
-    double s = bench_now();
-    for (int k = 0; k < w->nbatch; k++)
-        if (fn(ctx, w, k)) return -1;
-    return bench_now() - s;
-}
-/* n ways of doing one workload (the encoders and sgemm alone), timed in alternating passes so
- * that all see the same load on a shared machine: the last (largest) batch of each once to warm
- * up, then the best pass of each (more_reps on the slowest). A pass shorter than WARM_PASS_S is
- * timed after an untimed one of the same way: the way before it has filled the caches with its
- * own weights (bert-base's float32 ones are 400 MB), and a peer, timed alone in its own process,
- * runs warm. At 0.05 s, bert-base's float32 1 x 128 (120-190 ms a pass, so never warmed) ran
- * 16 % slower here than alone (three runs each way, one CPU); at 0.5 s, level.
- * best[] gets the n times; returns -1 on error. */
-#define WARM_PASS_S 0.5
-static int time_ways(int n, pass_fn const fn[], void *const ctx[], const workload *w, double min_time,
-                     double best[]) {
-    for (int i = 0; i < n; i++) {
-        best[i] = 1e30;
-        if (fn[i](ctx[i], w, w->nbatch - 1)) return -1;
-    }
-    double start = bench_now(), slowest;
-    int reps = 0;
-    do {
-        slowest = 0;
-        for (int i = 0; i < n; i++) {
-            if (best[i] < WARM_PASS_S && one_pass(fn[i], ctx[i], w) < 0) return -1;
-            double t = one_pass(fn[i], ctx[i], w);
-            if (t < 0) return -1;
-            if (t < best[i]) best[i] = t;
-            if (best[i] > slowest) slowest = best[i];
-        }
-        reps++;
-    } while (more_reps(reps, slowest, (bench_now() - start) / n, min_time));
-    return 0;
-}
-
 typedef struct {
     const emb_encoder *enc;
     emb_workspace *ws;
@@ -468,17 +326,6 @@ static void gemm_bufs_free(gemm_bufs *g) {
     free(g->out);
 }
 
-/* The machine may be shared: print the load average next to the figures. */
-static void print_load(const char *when) {
-    FILE *f = fopen("/proc/loadavg", "r");
-    double l1 = -1;
-    if (f) {
-        if (fscanf(f, "%lf", &l1) != 1) l1 = -1;
-        fclose(f);
-    }
-    if (l1 >= 0) printf("load average (1 min) %s: %.2f on %ld CPUs\n", when, l1, sysconf(_SC_NPROCESSORS_ONLN));
-}
-
 static long peak_rss_kb(void) {
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
@@ -507,9 +354,9 @@ static void append_result(const char *impl, const msize *m, int th, int w, doubl
 static double min_token_cosine(const emb_encoder *a, const emb_encoder *b, emb_workspace *ws, const msize *m) {
     char err[EMB_ERR_LEN];
     int32_t ids[32], lens[2] = {16, 12};
-    rs = 777;
-    fill_sequence(ids, 16);
-    fill_sequence(ids + 16, 12);
+    bench_work_seed(777);
+    bench_work_fill_sequence(ids, 16);
+    bench_work_fill_sequence(ids + 16, 12);
     for (int t = 28; t < 32; t++) ids[t] = 0;
     float *x = malloc(sizeof(float) * 32 * m->H), *y = malloc(sizeof(float) * 32 * m->H);
     double worst = 2;
@@ -569,7 +416,7 @@ static int run_model(const char *dir, const msize *m, const int *threads, int nt
             return 1;
         }
     }
-    print_load("before");
+    bench_print_load("before");
     workload wl[N_WORK];
     make_workloads(m, wl);
     double enc_time[8][MAX_KINDS][N_WORK], gemm_time[8][N_WORK], flops[N_WORK];
@@ -586,7 +433,7 @@ static int run_model(const char *dir, const msize *m, const int *threads, int nt
     long rss_after = peak_rss_kb();
     gemm_ctx gc = {m, emb_encoder_get_config(enc[0]), {0}};
     gemm_bufs_init(&gc.g, m);
-    pass_fn fns[MAX_KINDS + 1];
+    bench_pass_fn fns[MAX_KINDS + 1];
     void *ctxs[MAX_KINDS + 1];
     for (int k = 0; k < nk; k++) fns[k] = encoder_pass, ctxs[k] = &ec[k];
     fns[nk] = gemm_pass, ctxs[nk] = &gc;
@@ -595,7 +442,7 @@ static int run_model(const char *dir, const msize *m, const int *threads, int nt
         for (int w = 0; w < N_WORK; w++) {
             double best[MAX_KINDS + 1];
             if (skip_work(w)) continue;
-            if (time_ways(nk + !no_sgemm, fns, ctxs, &wl[w], quick ? 0.3 : 1.0, best)) return 1;
+            if (bench_time_ways(nk + !no_sgemm, fns, ctxs, &wl[w], quick ? 0.3 : 1.0, best)) return 1;
             for (int k = 0; k < nk; k++) enc_time[ti][k][w] = best[k];
             gemm_time[ti][w] = no_sgemm ? 1e30 : best[nk];
         }
@@ -626,9 +473,9 @@ static int run_model(const char *dir, const msize *m, const int *threads, int nt
            rss_after / 1024.0, rss0 / 1024.0, (in->weight_bytes + packed) / 1048576.0,
            packed ? " (float32 + the packed copies, every encoder loaded)" : "",
            (rss_after * 1024.0 - (double)(in->weight_bytes + packed)) / 1048576.0, ws_bytes / 1048576.0);
-    print_load("after");
+    bench_print_load("after");
     fflush(stdout);
-    for (int w = 0; w < N_WORK; w++) free_workload(&wl[w]);
+    for (int w = 0; w < N_WORK; w++) bench_work_free(&wl[w]);
     for (int k = 0; k < nk; k++) {
         free(ec[k].out);
         emb_workspace_free(ec[k].ws);
@@ -651,8 +498,8 @@ static int write_peer_files(const char *dir, const msize *m) {
     emb_workspace_free(ws);
     if (!rc) {
         make_workloads(m, wl);
-        rc = write_workloads(dir, wl) || write_check(dir, enc, m);
-        for (int w = 0; w < N_WORK; w++) free_workload(&wl[w]);
+        rc = bench_work_write(dir, wl, WORK_KEYS, N_WORK) || write_check(dir, enc, m);
+        for (int w = 0; w < N_WORK; w++) bench_work_free(&wl[w]);
     }
     emb_encoder_free(enc);
     return rc;

@@ -160,9 +160,64 @@ static void mpnet_tensors(tensor_list *tl, int H, int L, int NH, int FF, int V) 
     add(tl, "encoder.relative_attention_bias.weight", 32, NH);
 }
 
+/* transformers' Qwen3Model and Gemma3TextModel: one layout (Gemma adds the sandwich norms). */
+static void decoder_tensors(tensor_list *tl, int gemma, int H, int L, int NH, int KV, int HD, int FF, int V) {
+    add(tl, "embed_tokens.weight", V, H);
+    for (int l = 0; l < L; l++) {
+        add_w(tl, "layers.%d.input_layernorm", l, H, 0, 0);
+        add_w(tl, "layers.%d.self_attn.q_proj", l, (int64_t)NH * HD, H, 0);
+        add_w(tl, "layers.%d.self_attn.k_proj", l, (int64_t)KV * HD, H, 0);
+        add_w(tl, "layers.%d.self_attn.v_proj", l, (int64_t)KV * HD, H, 0);
+        add_w(tl, "layers.%d.self_attn.o_proj", l, H, (int64_t)NH * HD, 0);
+        add_w(tl, "layers.%d.self_attn.q_norm", l, HD, 0, 0);
+        add_w(tl, "layers.%d.self_attn.k_norm", l, HD, 0, 0);
+        add_w(tl, "layers.%d.post_attention_layernorm", l, H, 0, 0);
+        if (gemma) {
+            add_w(tl, "layers.%d.pre_feedforward_layernorm", l, H, 0, 0);
+            add_w(tl, "layers.%d.post_feedforward_layernorm", l, H, 0, 0);
+        }
+        add_w(tl, "layers.%d.mlp.gate_proj", l, FF, H, 0);
+        add_w(tl, "layers.%d.mlp.up_proj", l, FF, H, 0);
+        add_w(tl, "layers.%d.mlp.down_proj", l, H, FF, 0);
+    }
+    add(tl, "norm.weight", H, 0);
+}
+
+/* Qwen3-Embedding-0.6B's and EmbeddingGemma-300m's configs, the sizes given (key and value
+ * heads, head_dim and vocabulary fixed at theirs: random_model.h). */
+static void decoder_config(char *cfg, size_t cap, bench_arch arch, int H, int L, int NH, int FF) {
+    if (arch == BENCH_ARCH_QWEN3) {
+        snprintf(cfg, cap,
+                 "{\"architectures\":[\"Qwen3Model\"],\"model_type\":\"qwen3\",\"hidden_size\":%d,"
+                 "\"num_hidden_layers\":%d,\"num_attention_heads\":%d,\"num_key_value_heads\":%d,"
+                 "\"head_dim\":%d,\"intermediate_size\":%d,\"max_position_embeddings\":32768,"
+                 "\"vocab_size\":%d,\"rms_norm_eps\":1e-06,\"hidden_act\":\"silu\",\"rope_theta\":1000000,"
+                 "\"attention_bias\":false,\"use_sliding_window\":false,\"tie_word_embeddings\":true,"
+                 "\"eos_token_id\":151643,\"pad_token_id\":151643}",
+                 H, L, NH, BENCH_QWEN3_KV_HEADS, BENCH_QWEN3_HEAD_DIM, FF, BENCH_QWEN3_VOCAB);
+        return;
+    }
+    int n = snprintf(cfg, cap,
+                     "{\"architectures\":[\"Gemma3TextModel\"],\"model_type\":\"gemma3_text\",\"hidden_size\":%d,"
+                     "\"num_hidden_layers\":%d,\"num_attention_heads\":%d,\"num_key_value_heads\":%d,"
+                     "\"head_dim\":%d,\"intermediate_size\":%d,\"max_position_embeddings\":2048,"
+                     "\"vocab_size\":%d,\"rms_norm_eps\":1e-06,\"hidden_activation\":\"gelu_pytorch_tanh\","
+                     "\"query_pre_attn_scalar\":256,\"rope_theta\":1000000.0,\"rope_local_base_freq\":10000.0,"
+                     "\"sliding_window\":%d,\"use_bidirectional_attention\":true,\"attention_bias\":false,"
+                     "\"pad_token_id\":0,\"bos_token_id\":2,\"eos_token_id\":1,\"layer_types\":[",
+                     H, L, NH, BENCH_GEMMA3_KV_HEADS, BENCH_GEMMA3_HEAD_DIM, FF, BENCH_GEMMA3_VOCAB,
+                     BENCH_GEMMA3_WINDOW);
+    for (int l = 0; l < L && n > 0 && (size_t)n < cap;
+         l++) /* every 6th layer global, as sliding_window_pattern 6 */
+        n += snprintf(cfg + n, cap - (size_t)n, "%s\"%s_attention\"", l ? "," : "",
+                      (l + 1) % 6 ? "sliding" : "full");
+    if (n > 0 && (size_t)n < cap) snprintf(cfg + n, cap - (size_t)n, "]}");
+}
+
 static int write_config(const char *dir, bench_arch arch, int H, int L, int NH, int FF) {
-    char cfg[2048];
-    if (arch == BENCH_ARCH_BERT)
+    char cfg[8192];
+    if (arch == BENCH_ARCH_QWEN3 || arch == BENCH_ARCH_GEMMA3) decoder_config(cfg, sizeof cfg, arch, H, L, NH, FF);
+    else if (arch == BENCH_ARCH_BERT)
         snprintf(cfg, sizeof cfg,
                  "{\"architectures\":[\"BertModel\"],\"model_type\":\"bert\",\"hidden_size\":%d,"
                  "\"num_hidden_layers\":%d,\"num_attention_heads\":%d,\"intermediate_size\":%d,"
@@ -210,8 +265,9 @@ static int by_name(const void *a, const void *b) {
 }
 
 /* Draws every tensor's values (weights uniform with std about 1/sqrt(fan-in), norm gains near 1,
- * biases small; with outliers, random_model.h's), then writes them in name order. */
-static int fill_and_write(const char *dir, tensor_list *tl, unsigned flags) {
+ * biases small; with outliers, random_model.h's), then writes them in name order. gain_offset:
+ * the norms compute x * (1 + w) (Gemma), so their gains are drawn near 0. */
+static int fill_and_write(const char *dir, tensor_list *tl, unsigned flags, int gain_offset) {
     char path[1024], err[EMB_ERR_LEN];
     int oom = 0, rc = 0;
     for (int i = 0; i < tl->n && !oom; i++) {
@@ -223,9 +279,9 @@ static int fill_and_write(const char *dir, tensor_list *tl, unsigned flags) {
             break;
         }
         int gain = t->ndim == 1 && strstr(t->name, ".weight") != NULL;
-        int emb = strstr(t->name, "embeddings") != NULL;
+        int emb = strstr(t->name, "embeddings") != NULL || strstr(t->name, "embed_tokens") != NULL;
         float a = t->ndim == 2 ? (emb ? 0.05f : 1.7f / sqrtf((float)t->shape[1])) : 0.02f;
-        for (size_t j = 0; j < cnt; j++) d[j] = gain ? 1.0f + urand(0.05f) : urand(a);
+        for (size_t j = 0; j < cnt; j++) d[j] = gain ? (gain_offset ? 0.0f : 1.0f) + urand(0.05f) : urand(a);
         if (gain && (flags & BENCH_MODEL_BIG_DIMS)) d[cnt / 3] = d[2 * cnt / 3 + 1] = 8.0f;
         if (t->ndim == 2 && !emb && (flags & BENCH_MODEL_BIG_WEIGHTS))
             for (size_t j = 0; j < cnt; j++)
@@ -263,8 +319,13 @@ int bench_random_model_write_flags(const char *dir, bench_arch arch, int H, int 
         if (arch == BENCH_ARCH_BERT) bert_tensors(&tl, H, L, FF, 30522, 512);
         else if (arch == BENCH_ARCH_NOMIC) nomic_tensors(&tl, H, L, FF, 30528);
         else if (arch == BENCH_ARCH_MPNET) mpnet_tensors(&tl, H, L, NH, FF, 30527);
+        else if (arch == BENCH_ARCH_QWEN3)
+            decoder_tensors(&tl, 0, H, L, NH, BENCH_QWEN3_KV_HEADS, BENCH_QWEN3_HEAD_DIM, FF, BENCH_QWEN3_VOCAB);
+        else if (arch == BENCH_ARCH_GEMMA3)
+            decoder_tensors(&tl, 1, H, L, NH, BENCH_GEMMA3_KV_HEADS, BENCH_GEMMA3_HEAD_DIM, FF,
+                            BENCH_GEMMA3_VOCAB);
         else modernbert_tensors(&tl, H, L, FF, 50368);
-        rc = fill_and_write(dir, &tl, flags);
+        rc = fill_and_write(dir, &tl, flags, arch == BENCH_ARCH_GEMMA3);
     } else {
         fprintf(stderr, "random model: out of memory\n");
     }

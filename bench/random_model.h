@@ -13,7 +13,25 @@
 #ifndef BENCH_RANDOM_MODEL_H
 #define BENCH_RANDOM_MODEL_H
 
-typedef enum { BENCH_ARCH_BERT, BENCH_ARCH_NOMIC, BENCH_ARCH_MODERNBERT, BENCH_ARCH_MPNET } bench_arch;
+typedef enum {
+    BENCH_ARCH_BERT,
+    BENCH_ARCH_NOMIC,
+    BENCH_ARCH_MODERNBERT,
+    BENCH_ARCH_MPNET,
+    BENCH_ARCH_QWEN3,
+    BENCH_ARCH_GEMMA3
+} bench_arch;
+/* Qwen3: Qwen3-Embedding-0.6B's config.json with the sizes given (Qwen3Model names, no biases,
+ * rope_theta 1e6, SiLU-gated MLP, causal); its key / value heads, head_dim and vocabulary: */
+#define BENCH_QWEN3_KV_HEADS 8
+#define BENCH_QWEN3_HEAD_DIM 128
+#define BENCH_QWEN3_VOCAB 151669
+/* Gemma3: EmbeddingGemma-300m's (Gemma3TextModel, bidirectional, sandwich norms, tanh-GELU-gated
+ * MLP, scale 256^-0.5, windows of 512 in five layers of six, rope bases 1e6 and 1e4): */
+#define BENCH_GEMMA3_KV_HEADS 1
+#define BENCH_GEMMA3_HEAD_DIM 256
+#define BENCH_GEMMA3_VOCAB 262144
+#define BENCH_GEMMA3_WINDOW 512
 
 /* Writes the model into dir (created if missing). with_tokenizer (BERT only): also the
  * tokenizer and sentence-transformers files of tests/fixtures/models/minilm-tiny-st (mean

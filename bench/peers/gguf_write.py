@@ -1,0 +1,202 @@
+"""Writes a random-weight decoder folder of bench_decoder (Qwen3Model or Gemma3TextModel,
+config.json and model.safetensors in float32) as a GGUF file for llama.cpp, with the tensor names,
+shapes and metadata of llama.cpp's convert_hf_to_gguf.py (Qwen3Model -> arch "qwen3",
+Gemma3TextModel with use_bidirectional_attention -> "gemma-embedding"):
+  - 2-D weights in the type asked: F32, F16, BF16 or Q8_0 (blocks of 32: an f16 scale, 32 int8);
+    norms stay F32, and Gemma's norm weights are written plus one, as the converter writes them
+    (HF computes x * (1 + w), llama.cpp x * w);
+  - {arch}.pooling_type: last (3) for Qwen3-Embedding, mean (1) for EmbeddingGemma;
+  - a vocabulary of the model's size that llama.cpp loads (Qwen3: gpt2 / qwen2 with the 256
+    byte symbols first; Gemma: SentencePiece with its four specials and 256 byte pieces), no
+    BOS or EOS added: the benchmark passes token ids, never text.
+Usage: gguf_write.py MODEL_DIR OUT.gguf f32|f16|bf16|q8_0
+Needs numpy (Debian's python3-numpy)."""
+import json
+import struct
+import sys
+
+import numpy as np
+
+GGML = {"f32": 0, "f16": 1, "q8_0": 8, "bf16": 30}
+FILE_TYPE = {"f32": 0, "f16": 1, "q8_0": 7, "bf16": 32}
+ALIGN = 32
+U32, I32, F32, BOOL, STR, ARR = 4, 5, 6, 7, 8, 9
+
+
+def read_safetensors(path):
+    with open(path, "rb") as f:
+        n = struct.unpack("<Q", f.read(8))[0]
+        header = json.loads(f.read(n))
+    data = np.memmap(path, dtype=np.uint8, mode="r", offset=8 + n)
+    out = {}
+    for name, t in header.items():
+        if name == "__metadata__":
+            continue
+        assert t["dtype"] == "F32", name
+        a, b = t["data_offsets"]
+        out[name] = data[a:b].view(np.float32).reshape(t["shape"])
+    return out
+
+
+def gguf_str(s):
+    b = s.encode("utf-8")
+    return struct.pack("<Q", len(b)) + b
+
+
+def kv(key, typ, value):
+    out = gguf_str(key) + struct.pack("<I", typ)
+    if typ == STR:
+        return out + gguf_str(value)
+    if typ == ARR:
+        etyp, items = value
+        out += struct.pack("<IQ", etyp, len(items))
+        if etyp == STR:
+            return out + b"".join(gguf_str(s) for s in items)
+        fmt = {I32: "<i", F32: "<f", U32: "<I"}[etyp]
+        return out + np.asarray(items, dtype=np.dtype(fmt)).tobytes()
+    fmt = {U32: "<I", I32: "<i", F32: "<f", BOOL: "<?"}[typ]
+    return out + struct.pack(fmt, value)
+
+
+def bytes_to_unicode():
+    bs = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + list(range(ord("®"), ord("ÿ") + 1))
+    cs = bs[:]
+    n = 0
+    for b in range(256):
+        if b not in bs:
+            bs.append(b)
+            cs.append(256 + n)
+            n += 1
+    return [chr(c) for _, c in sorted(zip(bs, cs))]
+
+
+def vocab_qwen(n):
+    toks = bytes_to_unicode() + ["tok%d" % i for i in range(256, n)]
+    types = [1] * n
+    eos = 151643 if n > 151643 else n - 1
+    toks[eos], types[eos] = "<|endoftext|>", 3
+    return [kv("tokenizer.ggml.model", STR, "gpt2"), kv("tokenizer.ggml.pre", STR, "qwen2"),
+            kv("tokenizer.ggml.tokens", ARR, (STR, toks)), kv("tokenizer.ggml.token_type", ARR, (I32, types)),
+            kv("tokenizer.ggml.merges", ARR, (STR, ["Ġ t"])),
+            kv("tokenizer.ggml.eos_token_id", U32, eos), kv("tokenizer.ggml.padding_token_id", U32, eos),
+            kv("tokenizer.ggml.bos_token_id", U32, eos),
+            kv("tokenizer.ggml.add_bos_token", BOOL, False), kv("tokenizer.ggml.add_eos_token", BOOL, False)]
+
+
+def vocab_gemma(n):
+    toks = ["<pad>", "<eos>", "<bos>", "<unk>"] + ["<0x%02X>" % b for b in range(256)]
+    toks += ["▁p%d" % i for i in range(len(toks), n)]
+    types = [3, 3, 3, 2] + [6] * 256 + [1] * (n - 260)
+    return [kv("tokenizer.ggml.model", STR, "llama"), kv("tokenizer.ggml.pre", STR, "default"),
+            kv("tokenizer.ggml.tokens", ARR, (STR, toks)), kv("tokenizer.ggml.scores", ARR, (F32, [0.0] * n)),
+            kv("tokenizer.ggml.token_type", ARR, (I32, types)),
+            kv("tokenizer.ggml.bos_token_id", U32, 2), kv("tokenizer.ggml.eos_token_id", U32, 1),
+            kv("tokenizer.ggml.unknown_token_id", U32, 3), kv("tokenizer.ggml.padding_token_id", U32, 0),
+            kv("tokenizer.ggml.add_bos_token", BOOL, False), kv("tokenizer.ggml.add_eos_token", BOOL, False)]
+
+
+def metadata(cfg, arch, wtype):
+    gemma = arch == "gemma-embedding"
+    hd = cfg["head_dim"]
+    m = [kv("general.architecture", STR, arch), kv("general.name", STR, "random " + cfg["model_type"]),
+         kv("general.file_type", U32, FILE_TYPE[wtype]), kv("general.alignment", U32, ALIGN),
+         kv(arch + ".context_length", U32, cfg["max_position_embeddings"]),
+         kv(arch + ".embedding_length", U32, cfg["hidden_size"]),
+         kv(arch + ".block_count", U32, cfg["num_hidden_layers"]),
+         kv(arch + ".feed_forward_length", U32, cfg["intermediate_size"]),
+         kv(arch + ".attention.head_count", U32, cfg["num_attention_heads"]),
+         kv(arch + ".attention.head_count_kv", U32, cfg["num_key_value_heads"]),
+         kv(arch + ".attention.key_length", U32, hd), kv(arch + ".attention.value_length", U32, hd),
+         kv(arch + ".attention.layer_norm_rms_epsilon", F32, cfg["rms_norm_eps"]),
+         kv(arch + ".rope.freq_base", F32, cfg["rope_theta"]),
+         kv(arch + ".pooling_type", U32, 1 if gemma else 3)]
+    if gemma:
+        m.append(kv(arch + ".attention.sliding_window", U32, cfg["sliding_window"]))
+    return m
+
+
+def gguf_name(hf, gemma):
+    if hf == "embed_tokens.weight":
+        return "token_embd.weight"
+    if hf == "norm.weight":
+        return "output_norm.weight"
+    _, n, *rest = hf.split(".")
+    part = ".".join(rest[:-1])
+    names = {"input_layernorm": "attn_norm", "self_attn.q_proj": "attn_q", "self_attn.k_proj": "attn_k",
+             "self_attn.v_proj": "attn_v", "self_attn.o_proj": "attn_output", "self_attn.q_norm": "attn_q_norm",
+             "self_attn.k_norm": "attn_k_norm", "mlp.gate_proj": "ffn_gate", "mlp.up_proj": "ffn_up",
+             "mlp.down_proj": "ffn_down", "pre_feedforward_layernorm": "ffn_norm",
+             "post_feedforward_layernorm": "post_ffw_norm",
+             "post_attention_layernorm": "post_attention_norm" if gemma else "ffn_norm"}
+    return "blk.%s.%s.weight" % (n, names[part])
+
+
+def f32_to_bf16(a):
+    u = a.view(np.uint32).astype(np.uint64)
+    return ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(np.uint16)  # round to nearest even
+
+
+def q8_0(a):
+    """Rows of blocks of 32: an f16 scale amax / 127 and the int8 codes round(x / scale)."""
+    out = []
+    for start in range(0, a.shape[0], 4096):
+        blk = np.asarray(a[start:start + 4096], dtype=np.float32).reshape(-1, 32)
+        d = np.abs(blk).max(axis=1) / 127.0
+        inv = np.where(d > 0, 1.0 / np.where(d > 0, d, 1), 0)
+        q = np.round(blk * inv[:, None]).astype(np.int8)
+        rec = np.empty(blk.shape[0], dtype=[("d", "<f2"), ("q", "i1", 32)])
+        rec["d"], rec["q"] = d.astype(np.float16), q
+        out.append(rec.tobytes())
+    return b"".join(out)
+
+
+def encode(a, wtype):
+    if a.ndim == 1 or wtype == "f32":
+        return 0, np.ascontiguousarray(a, dtype=np.float32).tobytes()
+    if wtype == "f16":
+        return 1, np.asarray(a, dtype=np.float16).tobytes()
+    if wtype == "bf16":
+        return 30, f32_to_bf16(np.ascontiguousarray(a, dtype=np.float32)).tobytes()
+    if a.shape[1] % 32:  # the converter keeps rows that are not whole blocks in F16
+        return 1, np.asarray(a, dtype=np.float16).tobytes()
+    return 8, q8_0(a)
+
+
+def main():
+    if len(sys.argv) != 4 or sys.argv[3] not in GGML:
+        sys.exit(__doc__.split("\n")[-2])
+    src, dst, wtype = sys.argv[1:]
+    cfg = json.load(open(src + "/config.json"))
+    gemma = cfg["model_type"] == "gemma3_text"
+    if gemma and not cfg.get("use_bidirectional_attention"):
+        sys.exit("gguf_write.py: only the bidirectional Gemma3 (EmbeddingGemma) is written")
+    arch = "gemma-embedding" if gemma else "qwen3"
+    tensors = read_safetensors(src + "/model.safetensors")
+    n_vocab = tensors["embed_tokens.weight"].shape[0]
+    kvs = metadata(cfg, arch, wtype) + (vocab_gemma(n_vocab) if gemma else vocab_qwen(n_vocab))
+    infos, blobs, offset = [], [], 0
+    for hf in sorted(tensors):
+        a = tensors[hf]
+        if gemma and hf.endswith("norm.weight"):
+            a = a + np.float32(1)
+        typ, blob = encode(a, wtype)
+        name = gguf_name(hf, gemma)
+        dims = list(reversed(a.shape))  # ggml's ne[0] is the row length
+        infos.append(gguf_str(name) + struct.pack("<I", len(dims)) + struct.pack("<%dQ" % len(dims), *dims) +
+                     struct.pack("<IQ", typ, offset))
+        blobs.append(blob)
+        offset += len(blob) + (-len(blob)) % ALIGN
+    with open(dst, "wb") as f:
+        f.write(b"GGUF" + struct.pack("<IQQ", 3, len(infos), len(kvs)))
+        for k in kvs:
+            f.write(k)
+        for i in infos:
+            f.write(i)
+        f.write(b"\0" * ((-f.tell()) % ALIGN))
+        for b in blobs:
+            f.write(b)
+            f.write(b"\0" * ((-len(b)) % ALIGN))
+
+
+if __name__ == "__main__":
+    main()
