@@ -35,7 +35,7 @@ EXT_SO   = $(if $(filter build,$(BUILD)),embed.so,$(BUILD)/embed.so)
 # where it looks for it by default.
 PRELOAD_SO = $(dir $(EXT_SO))embed_preload.so
 
-.PHONY: model dist wheel format format-check all deps demo test check-haswell check-arm64 asan tsan faults faults-build valgrind fuzz stress bench clean install uninstall check-fresh cluster-test cluster-demo
+.PHONY: model dist wheel format format-check all deps demo test check-haswell check-arm64 check-gguf asan tsan faults faults-build valgrind fuzz stress bench clean install uninstall check-fresh cluster-test cluster-demo
 all: $(EXT_SO) $(PRELOAD_SO) $(BUILD)/libembedcore.a $(CTEST_BIN)
 
 deps:
@@ -159,6 +159,11 @@ stress: all
 
 fuzz: deps
 	@bash tests/fuzz/run.sh $${FUZZ_SECONDS:-60}
+
+# The golden BERT folders as GGUF files read by llama.cpp itself (npm's node-llama-cpp; not in
+# make test): tests/references/check_gguf.sh.
+check-gguf:
+	@bash tests/references/check_gguf.sh
 
 bench: deps
 	@$(MAKE) --no-print-directory all $(BENCH_BIN)

@@ -23,7 +23,8 @@ ALIGN = 32
 U32, I32, F32, BOOL, STR, ARR = 4, 5, 6, 7, 8, 9
 
 
-def read_safetensors(path):
+def read_safetensors(path, any_float=False):
+    """name -> array (float32 views of the file; with any_float, F16 and BF16 widened too)."""
     with open(path, "rb") as f:
         n = struct.unpack("<Q", f.read(8))[0]
         header = json.loads(f.read(n))
@@ -32,9 +33,17 @@ def read_safetensors(path):
     for name, t in header.items():
         if name == "__metadata__":
             continue
-        assert t["dtype"] == "F32", name
         a, b = t["data_offsets"]
-        out[name] = data[a:b].view(np.float32).reshape(t["shape"])
+        raw = data[a:b]
+        if t["dtype"] == "F32":
+            arr = raw.view(np.float32)
+        elif any_float and t["dtype"] == "F16":
+            arr = raw.view(np.float16).astype(np.float32)
+        elif any_float and t["dtype"] == "BF16":
+            arr = (raw.view(np.uint16).astype(np.uint32) << 16).view(np.float32)
+        else:
+            raise SystemExit("gguf_write.py: tensor %s is %s" % (name, t["dtype"]))
+        out[name] = arr.reshape(t["shape"])
     return out
 
 
@@ -174,13 +183,24 @@ def main():
     tensors = read_safetensors(src + "/model.safetensors")
     n_vocab = tensors["embed_tokens.weight"].shape[0]
     kvs = metadata(cfg, arch, wtype) + (vocab_gemma(n_vocab) if gemma else vocab_qwen(n_vocab))
-    infos, blobs, offset = [], [], 0
+    named = []
     for hf in sorted(tensors):
         a = tensors[hf]
         if gemma and hf.endswith("norm.weight"):
             a = a + np.float32(1)
-        typ, blob = encode(a, wtype)
-        name = gguf_name(hf, gemma)
+        named.append((gguf_name(hf, gemma), a))
+    write_file(dst, kvs, named, wtype)
+
+
+# Tensors the converter always writes in F32 (llama.cpp adds them to float32 activations).
+ALWAYS_F32 = ("position_embd.weight", "token_types.weight")
+
+
+def write_file(dst, kvs, named, wtype):
+    """The file: header, the pairs kvs, the tensors [(name, array as HF shapes it)] in wtype."""
+    infos, blobs, offset = [], [], 0
+    for name, a in named:
+        typ, blob = encode(a, "f32" if name in ALWAYS_F32 else wtype)
         dims = list(reversed(a.shape))  # ggml's ne[0] is the row length
         infos.append(gguf_str(name) + struct.pack("<I", len(dims)) + struct.pack("<%dQ" % len(dims), *dims) +
                      struct.pack("<IQ", typ, offset))

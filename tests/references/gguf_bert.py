@@ -1,0 +1,117 @@
+"""Writes a golden BERT-family folder (BertModel: tests/fixtures/models/bert-tiny-uncased,
+minilm-tiny-st, ...) as a GGUF file the way llama.cpp's convert_hf_to_gguf.py writes BertModel:
+arch "bert"; its hyper-parameters under bert.*; bert.pooling_type from the sentence-transformers
+Pooling config (mean or CLS; mean for a folder without one, as the issue's writer chooses rather
+than llama.cpp's last-token default); the WordPiece vocabulary in llama.cpp's "phantom space"
+spelling (a continuation loses its "##", every other token but the control ones gains U+2581),
+token types (control for the tokenizer's special added tokens, normal otherwise), the special
+ids, token_type_count; tensors renamed (token_embd, position_embd, token_types, token_embd_norm,
+blk.N.attn_q|k|v|output, attn_output_norm, ffn_up, ffn_down, layer_output_norm), the pooler
+dropped; 2-D weights in the type asked (F32, F16, Q8_0 where a row is whole blocks of 32, F16
+otherwise, as the converter does), norms and biases F32.
+Usage: gguf_bert.py MODEL_DIR OUT.gguf f32|f16|q8_0
+Needs numpy (python3-numpy). The GGUF layout itself is bench/peers/gguf_write.py's."""
+import json
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench", "peers"))
+import numpy as np  # noqa: E402
+from gguf_write import ALIGN, ARR, BOOL, F32, FILE_TYPE, I32, STR, U32, encode, gguf_str, kv, read_safetensors  # noqa: E402
+
+CONTROL, NORMAL = 3, 1
+
+
+def vocab(d):
+    tj = json.load(open(os.path.join(d, "tokenizer.json")))
+    v = tj["model"]["vocab"]
+    n = max(max(v.values()), max((a["id"] for a in tj.get("added_tokens", [])), default=0)) + 1
+    by_id = {i: t for t, i in v.items()}
+    special = {a["id"] for a in tj.get("added_tokens", []) if a.get("special")}
+    toks, types = [], []
+    for i in range(n):
+        t = by_id.get(i, "[PAD%d]" % i)
+        ctrl = i in special
+        types.append(CONTROL if ctrl else NORMAL)
+        toks.append(t if ctrl else t[2:] if t.startswith("##") else "\u2581" + t)
+    ids = {name: v[tok] for name, tok in (("unk", "[UNK]"), ("sep", "[SEP]"), ("pad", "[PAD]"), ("cls", "[CLS]"),
+                                          ("mask", "[MASK]")) if tok in v}
+    out = [kv("tokenizer.ggml.model", STR, "bert"), kv("tokenizer.ggml.pre", STR, "default"),
+           kv("tokenizer.ggml.tokens", ARR, (STR, toks)), kv("tokenizer.ggml.token_type", ARR, (I32, types))]
+    key = {"unk": "unknown", "sep": "seperator", "pad": "padding", "cls": "cls", "mask": "mask"}  # gguf-py's spellings
+    for name, i in ids.items():
+        out.append(kv("tokenizer.ggml.%s_token_id" % key[name], U32, i))
+    if "cls" in ids:  # TemplateProcessing [CLS] $A [SEP]: the converter's bos / eos
+        out += [kv("tokenizer.ggml.bos_token_id", U32, ids["cls"]), kv("tokenizer.ggml.add_bos_token", BOOL, True)]
+    if "sep" in ids:
+        out += [kv("tokenizer.ggml.eos_token_id", U32, ids["sep"]), kv("tokenizer.ggml.add_eos_token", BOOL, True)]
+    return out, n
+
+
+def pooling(d):
+    """1 mean, 2 CLS (llama.cpp's LLAMA_POOLING_TYPE_*) from the sentence-transformers Pooling module."""
+    try:
+        mods = json.load(open(os.path.join(d, "modules.json")))
+        path = next(m["path"] for m in mods if m["type"].endswith("Pooling"))
+        cfg = json.load(open(os.path.join(d, path, "config.json")))
+    except (OSError, StopIteration):
+        return 1
+    if cfg.get("pooling_mode_cls_token"):
+        return 2
+    return 1
+
+
+NAMES = {"attention.self.query": "attn_q", "attention.self.key": "attn_k", "attention.self.value": "attn_v",
+         "attention.output.dense": "attn_output", "attention.output.LayerNorm": "attn_output_norm",
+         "intermediate.dense": "ffn_up", "output.dense": "ffn_down", "output.LayerNorm": "layer_output_norm"}
+TOP = {"embeddings.word_embeddings": "token_embd", "embeddings.position_embeddings": "position_embd",
+       "embeddings.token_type_embeddings": "token_types", "embeddings.LayerNorm": "token_embd_norm"}
+
+
+def gguf_name(hf):
+    if hf.startswith("bert."):
+        hf = hf[5:]
+    base, kind = hf.rsplit(".", 1)
+    if base in TOP:
+        return TOP[base] + "." + kind
+    if base.startswith("encoder.layer."):
+        _, _, n, rest = base.split(".", 3)
+        if rest in NAMES:
+            return "blk.%s.%s.%s" % (n, NAMES[rest], kind)
+    return None  # the pooler, and anything else the converter drops
+
+
+def main():
+    if len(sys.argv) != 4 or sys.argv[3] not in ("f32", "f16", "q8_0"):
+        sys.exit("usage: gguf_bert.py MODEL_DIR OUT.gguf f32|f16|q8_0")
+    src, dst, wtype = sys.argv[1:]
+    cfg = json.load(open(os.path.join(src, "config.json")))
+    if cfg.get("model_type") != "bert":
+        sys.exit("gguf_bert.py: %s is not a BERT folder" % src)
+    tensors = {k: np.asarray(v, dtype=np.float32) for k, v in read_safetensors(os.path.join(src, "model.safetensors"), any_float=True).items()}
+    voc, n_vocab = vocab(src)
+    a = "bert"
+    kvs = [kv("general.architecture", STR, a), kv("general.name", STR, os.path.basename(src.rstrip("/"))),
+           kv("general.file_type", U32, FILE_TYPE[wtype]), kv("general.alignment", U32, ALIGN),
+           kv(a + ".context_length", U32, cfg["max_position_embeddings"]),
+           kv(a + ".embedding_length", U32, cfg["hidden_size"]),
+           kv(a + ".block_count", U32, cfg["num_hidden_layers"]),
+           kv(a + ".feed_forward_length", U32, cfg["intermediate_size"]),
+           kv(a + ".attention.head_count", U32, cfg["num_attention_heads"]),
+           kv(a + ".attention.layer_norm_epsilon", F32, cfg.get("layer_norm_eps", 1e-12)),
+           kv(a + ".attention.causal", BOOL, False), kv(a + ".pooling_type", U32, pooling(src)),
+           kv("tokenizer.ggml.token_type_count", U32, cfg.get("type_vocab_size", 2))] + voc
+    out = {}
+    for hf, t in tensors.items():
+        name = gguf_name(hf)
+        if name:
+            out[name] = t
+    emb = out["token_embd.weight"]
+    if emb.shape[0] != n_vocab:
+        sys.exit("gguf_bert.py: %d tokens, %d embedding rows" % (n_vocab, emb.shape[0]))
+    from gguf_write import write_file  # noqa: E402
+    write_file(dst, kvs, [(k, out[k]) for k in sorted(out)], wtype)
+
+
+if __name__ == "__main__":
+    main()

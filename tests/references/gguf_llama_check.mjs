@@ -1,0 +1,53 @@
+// llama.cpp (node-llama-cpp, bench/node_modules) on GGUF files that gguf_bert.py wrote from golden
+// folders: each single-text case of the folder's reference JSON embedded from the reference's
+// input_ids, llama.cpp's pooled vector against Hugging Face's (both normalised: max |diff|), and
+// llama.cpp's own tokenization of the text against Hugging Face's ids. This is what proves the
+// writer (a file llama.cpp reads as Hugging Face computes), and the numbers the GGUF loader is
+// held to. Prints one line per file and "N passed, N failed": a file passes when every case is
+// within its type's bound, from the file name's last part: f32 5e-4 (llama.cpp's f16 GELU table
+// and key/value cache keep it ~1.5e-4 from HF), f16 1e-3, q8_0 1e-2 (it quantizes activations).
+// Usage: node gguf_llama_check.mjs REFS.json NAME-f32.gguf|NAME-f16.gguf|NAME-q8_0.gguf ...
+import fs from "node:fs";
+import {createRequire} from "node:module";
+import path from "node:path";
+
+const require = createRequire(path.resolve("bench/package.json"));
+const {getLlama, LlamaLogLevel} = await import(require.resolve("node-llama-cpp"));
+const [refsPath, ...files] = process.argv.slice(2);
+const BOUND = {f32: 5e-4, f16: 1e-3, q8_0: 1e-2};
+const bound = (f) => BOUND[path.basename(f, ".gguf").split("-").pop()];
+if (!files.length || files.some((f) => !bound(f))) {
+    console.error("usage: node gguf_llama_check.mjs REFS.json NAME-f32.gguf|NAME-f16.gguf|NAME-q8_0.gguf ...");
+    process.exit(2);
+}
+const refs = JSON.parse(fs.readFileSync(refsPath, "utf8"));
+const unit = (v) => {
+    const n = Math.sqrt(v.reduce((s, x) => s + x * x, 0));
+    return v.map((x) => x / n);
+};
+const llama = await getLlama({gpu: false, build: "never", logLevel: LlamaLogLevel.error});
+let passed = 0, failed = 0;
+for (const file of files) {
+    const model = await llama.loadModel({modelPath: file, gpuLayers: 0});
+    const ctx = await model.createEmbeddingContext({contextSize: 1024, batchSize: 1024, threads: 1});
+    let worst = 0, n = 0;
+    const idsDiffer = [];
+    for (const id of refs.case_ids) {
+        const c = refs.cases[id];
+        if (c.kind !== "single" || c.truncated || c.input_ids.length < 2) continue;
+        const hf = unit(c.pooled_mean ?? c.pooled_cls);
+        const got = unit((await ctx.getEmbeddingFor(c.input_ids.slice())).vector);
+        for (let i = 0; i < hf.length; i++) worst = Math.max(worst, Math.abs(got[i] - hf[i]));
+        const tok = model.tokenize(c.text);
+        const want = c.input_ids.slice(1, -1);
+        if (tok.length !== want.length || tok.some((t, i) => t !== want[i])) idsDiffer.push(id);
+        n++;
+    }
+    const ok = worst <= bound(file);
+    ok ? passed++ : failed++;
+    console.log(`${ok ? "ok  " : "FAIL"} ${path.basename(file)}: ${n} cases, llama.cpp vs Hugging Face (unit vectors) max |diff| ${worst.toExponential(2)}; llama.cpp's own tokenization differs from HF's on ${idsDiffer.length} (${idsDiffer.join(", ")})`);
+    await ctx.dispose();
+    await model.dispose();
+}
+console.log(`${passed} passed, ${failed} failed`);
+process.exit(failed ? 1 : 0);
