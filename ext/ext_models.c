@@ -106,7 +106,8 @@ static int ends_with_gguf(const char *path) {
     return n >= 5 && strcasecmp(path + n - 5, ".gguf") == 0;
 }
 
-/* 1 if the folder holds a .gguf file but no Hugging Face files (a llama.cpp download). */
+/* 1 if the folder holds a .gguf file but no Hugging Face files (a llama.cpp download: the file
+ * itself is to be named). */
 static int gguf_only_folder(const char *dir) {
     static const char *hf[] = {"config.json", "tokenizer.json", "vocab.txt"};
     char path[PATH_MAX];
@@ -121,19 +122,20 @@ static int gguf_only_folder(const char *dir) {
 }
 
 /* The usual mistakes in the folder argument, named before the core reads anything: a missing
- * path, a file (config.json, model.safetensors) given for its folder, a GGUF file or folder. */
+ * path, a file (config.json, model.safetensors) given for its folder, a folder of GGUF files. A
+ * .gguf file is a model of its own (the core reads it). */
 static int folder_arg_ok(sqlite3_context *ctx, const char *fn, const char *path) {
-    static const char hf[] = "sqlite-embed reads Hugging Face folders (config.json, model.safetensors, "
-                             "tokenizer.json)";
     struct stat st;
-    if (ends_with_gguf(path)) ext_error(ctx, fn, "%s: .gguf files are not supported: %s", path, hf);
-    else if (stat(path, &st) != 0 && errno == ENOENT) ext_error(ctx, fn, "%s: no such folder", path);
+    if (stat(path, &st) != 0 && errno == ENOENT)
+        ext_error(ctx, fn, "%s: no such %s", path, ends_with_gguf(path) ? "file" : "folder");
+    else if (ends_with_gguf(path)) return 1;
     else if (S_ISREG(st.st_mode))
         ext_error(ctx, fn,
-                  "%s is a file, not a folder: give the folder that holds config.json and model.safetensors",
+                  "%s is a file, not a folder: give the folder that holds config.json and model.safetensors "
+                  "(or a .gguf file)",
                   path);
     else if (S_ISDIR(st.st_mode) && gguf_only_folder(path))
-        ext_error(ctx, fn, "%s holds only .gguf files, which are not supported: %s", path, hf);
+        ext_error(ctx, fn, "%s holds only .gguf files: give the .gguf file itself", path);
     else return 1; /* a folder, or what the core names itself (a FIFO, a path it cannot read) */
     return 0;
 }

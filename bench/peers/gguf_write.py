@@ -12,59 +12,29 @@ Gemma3TextModel with use_bidirectional_attention -> "gemma-embedding"):
 Usage: gguf_write.py MODEL_DIR OUT.gguf f32|f16|bf16|q8_0
 Needs numpy (Debian's python3-numpy)."""
 import json
+import os
 import struct
 import sys
 
 import numpy as np
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests", "references"))
+from gguf_layout import ALIGN, ARR, BOOL, F32, FILE_TYPE, I32, STR, U32, gguf_str, kv  # noqa: E402,F401
+from gguf_layout import safetensors_index, write_file as write_layout  # noqa: E402
+
 GGML = {"f32": 0, "f16": 1, "q8_0": 8, "bf16": 30}
-FILE_TYPE = {"f32": 0, "f16": 1, "q8_0": 7, "bf16": 32}
-ALIGN = 32
-U32, I32, F32, BOOL, STR, ARR = 4, 5, 6, 7, 8, 9
 
 
-def read_safetensors(path, any_float=False):
-    """name -> array (float32 views of the file; with any_float, F16 and BF16 widened too)."""
-    with open(path, "rb") as f:
-        n = struct.unpack("<Q", f.read(8))[0]
-        header = json.loads(f.read(n))
-    data = np.memmap(path, dtype=np.uint8, mode="r", offset=8 + n)
+def read_safetensors(path):
+    """name -> float32 array, a view of the file (bench_decoder writes F32 only)."""
+    index, start = safetensors_index(path)
+    data = np.memmap(path, dtype=np.uint8, mode="r", offset=start)
     out = {}
-    for name, t in header.items():
-        if name == "__metadata__":
-            continue
-        a, b = t["data_offsets"]
-        raw = data[a:b]
-        if t["dtype"] == "F32":
-            arr = raw.view(np.float32)
-        elif any_float and t["dtype"] == "F16":
-            arr = raw.view(np.float16).astype(np.float32)
-        elif any_float and t["dtype"] == "BF16":
-            arr = (raw.view(np.uint16).astype(np.uint32) << 16).view(np.float32)
-        else:
-            raise SystemExit("gguf_write.py: tensor %s is %s" % (name, t["dtype"]))
-        out[name] = arr.reshape(t["shape"])
+    for name, dtype, shape, a, b in index:
+        if dtype != "F32":
+            raise SystemExit("gguf_write.py: tensor %s is %s" % (name, dtype))
+        out[name] = data[a:b].view(np.float32).reshape(shape)
     return out
-
-
-def gguf_str(s):
-    b = s.encode("utf-8")
-    return struct.pack("<Q", len(b)) + b
-
-
-def kv(key, typ, value):
-    out = gguf_str(key) + struct.pack("<I", typ)
-    if typ == STR:
-        return out + gguf_str(value)
-    if typ == ARR:
-        etyp, items = value
-        out += struct.pack("<IQ", etyp, len(items))
-        if etyp == STR:
-            return out + b"".join(gguf_str(s) for s in items)
-        fmt = {I32: "<i", F32: "<f", U32: "<I"}[etyp]
-        return out + np.asarray(items, dtype=np.dtype(fmt)).tobytes()
-    fmt = {U32: "<I", I32: "<i", F32: "<f", BOOL: "<?"}[typ]
-    return out + struct.pack(fmt, value)
 
 
 def bytes_to_unicode():
@@ -197,25 +167,12 @@ ALWAYS_F32 = ("position_embd.weight", "token_types.weight")
 
 
 def write_file(dst, kvs, named, wtype):
-    """The file: header, the pairs kvs, the tensors [(name, array as HF shapes it)] in wtype."""
-    infos, blobs, offset = [], [], 0
+    """The file: the pairs kvs, the tensors [(name, array as HF shapes it)] encoded in wtype."""
+    tensors = []
     for name, a in named:
         typ, blob = encode(a, "f32" if name in ALWAYS_F32 else wtype)
-        dims = list(reversed(a.shape))  # ggml's ne[0] is the row length
-        infos.append(gguf_str(name) + struct.pack("<I", len(dims)) + struct.pack("<%dQ" % len(dims), *dims) +
-                     struct.pack("<IQ", typ, offset))
-        blobs.append(blob)
-        offset += len(blob) + (-len(blob)) % ALIGN
-    with open(dst, "wb") as f:
-        f.write(b"GGUF" + struct.pack("<IQQ", 3, len(infos), len(kvs)))
-        for k in kvs:
-            f.write(k)
-        for i in infos:
-            f.write(i)
-        f.write(b"\0" * ((-f.tell()) % ALIGN))
-        for b in blobs:
-            f.write(b)
-            f.write(b"\0" * ((-len(b)) % ALIGN))
+        tensors.append((name, list(a.shape), typ, blob))
+    write_layout(dst, kvs, tensors)
 
 
 if __name__ == "__main__":

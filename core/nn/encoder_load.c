@@ -6,19 +6,39 @@
 #include "base/file.h"
 #include "nn/arch/arch.h"
 #include "nn/relpos.h"
+#include "nn/encoder_gguf.h"
 #include <cjson/cJSON.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-static int add_file(emb_encoder *e, const char *path, int use_mmap, char err[EMB_ERR_LEN]) {
+/* Room for one more file in e->files; -1 when out of memory. */
+static int grow_files(emb_encoder *e, char err[EMB_ERR_LEN]) {
     emb_safetensors **n = realloc(e->files, (size_t)(e->nfiles + 1) * sizeof *n);
     if (n) e->files = n;
     unsigned char *u = n ? realloc(e->in_place, (size_t)(e->nfiles + 1)) : NULL;
     if (!u) return emb_fail(err, "out of memory");
     e->in_place = u;
-    if (emb_safetensors_open(path, use_mmap, &e->files[e->nfiles], err)) return -1;
+    return 0;
+}
+
+static int add_file(emb_encoder *e, const char *path, int use_mmap, char err[EMB_ERR_LEN]) {
+    if (grow_files(e, err) || emb_safetensors_open(path, use_mmap, &e->files[e->nfiles], err)) return -1;
+    e->in_place[e->nfiles++] = 0;
+    return 0;
+}
+
+/* A GGUF file: its config and tensors (nn/encoder_gguf.h) as the one weight file. */
+static int open_gguf(emb_encoder *e, const char *path, int use_mmap, char err[EMB_ERR_LEN]) {
+    emb_safetensors *sf;
+    if (emb_encoder_gguf_open(path, use_mmap, &e->cfg, &sf, err)) return -1;
+    if (grow_files(e, err)) {
+        emb_safetensors_close(sf);
+        return -1;
+    }
+    snprintf(e->src_label, sizeof e->src_label, "%s", sf->label);
+    e->files[e->nfiles] = sf;
     e->in_place[e->nfiles++] = 0;
     return 0;
 }
@@ -164,7 +184,9 @@ static int load(emb_encoder *e, const char *dir, int use_mmap, char err[EMB_ERR_
     e->hash = XXH3_createState();
     if (!e->hash) return emb_fail(err, "out of memory");
     XXH3_64bits_reset(e->hash);
-    if (emb_encoder_config_load(dir, &e->cfg, err) || open_weights(e, dir, use_mmap, err)) return -1;
+    if (emb_gguf_path(dir) ? open_gguf(e, dir, use_mmap, err)
+                           : emb_encoder_config_load(dir, &e->cfg, err) || open_weights(e, dir, use_mmap, err))
+        return -1;
     const emb_arch_desc *arch = emb_arch_of(e->cfg.arch);
     if (find_prefix(e, arch, err)) return -1;
     hash_config(e);

@@ -1,5 +1,6 @@
 /* See gguf.h. */
 #include "nn/gguf.h"
+#include "math/half.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -337,4 +338,11 @@ int emb_gguf_array_next_string(const emb_gguf_kv *kv, size_t *cursor_, const cha
     *s = (const char *)p + 8;
     *cursor_ += 8 + *len;
     return 0;
+}
+
+void emb_gguf_q8_0_to_f32(const unsigned char *blocks, size_t n_blocks, float *out) {
+    for (size_t b = 0; b < n_blocks; b++, blocks += 34, out += 32) {
+        float d = emb_f16_to_f32((uint16_t)le(blocks, 2));
+        for (int i = 0; i < 32; i++) out[i] = d * (float)(int8_t)blocks[2 + i];
+    }
 }

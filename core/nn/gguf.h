@@ -106,6 +106,8 @@ int emb_gguf_array_next_string(const emb_gguf_kv *kv, size_t *cursor, const char
 const emb_gguf_tensor *emb_gguf_find_tensor(const emb_gguf *g, const char *name);
 /* "F32", "Q8_0", ... for a type the reader knows; NULL otherwise. */
 const char *emb_ggml_type_name(uint32_t type);
+/* Q8_0 blocks (an f16 scale, 32 int8 codes) widened to float32: blocks x 32 values. */
+void emb_gguf_q8_0_to_f32(const unsigned char *blocks, size_t n_blocks, float *out);
 /* The type's block: values per block and bytes per block; 0 for a type not known. */
 int emb_ggml_type_block(uint32_t type, uint32_t *values, uint32_t *bytes);
 #endif

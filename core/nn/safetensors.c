@@ -229,7 +229,7 @@ static int load_bytes(emb_safetensors *sf, int fd, int use_mmap, char err[EMB_ER
     return 0;
 }
 
-int emb_safetensors_open(const char *path, int use_mmap, emb_safetensors **out, char err[EMB_ERR_LEN]) {
+static int open_file(const char *path, int use_mmap, int parse, emb_safetensors **out, char err[EMB_ERR_LEN]) {
     *out = NULL;
     emb_safetensors *sf = calloc(1, sizeof *sf);
     if (!sf || !(sf->path = strdup(path))) {
@@ -241,7 +241,7 @@ int emb_safetensors_open(const char *path, int use_mmap, emb_safetensors **out, 
     int fd = emb_file_open(path, "weights", &sf->size, err);
     int rc = fd < 0 ? -1 : load_bytes(sf, fd, use_mmap, err);
     if (fd >= 0) close(fd);
-    if (rc == 0) rc = emb_safetensors_parse(sf->map, sf->size, sf->label, &sf->h, err);
+    if (rc == 0 && parse) rc = emb_safetensors_parse(sf->map, sf->size, sf->label, &sf->h, err);
     if (rc) {
         emb_safetensors_close(sf);
         return -1;
@@ -259,9 +259,17 @@ int emb_safetensors_release(const emb_safetensors *sf, const void *p, size_t byt
     return 1;
 }
 
+int emb_safetensors_open(const char *path, int use_mmap, emb_safetensors **out, char err[EMB_ERR_LEN]) {
+    return open_file(path, use_mmap, 1, out, err);
+}
+int emb_safetensors_open_raw(const char *path, int use_mmap, emb_safetensors **out, char err[EMB_ERR_LEN]) {
+    return open_file(path, use_mmap, 0, out, err);
+}
+
 void emb_safetensors_close(emb_safetensors *sf) {
     if (!sf) return;
     emb_safetensors_header_free(&sf->h);
+    free(sf->owned);
     if (sf->map && sf->mapped) munmap(sf->map, sf->size);
     else free(sf->map);
     free(sf->path);

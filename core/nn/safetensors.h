@@ -67,12 +67,16 @@ typedef struct emb_safetensors {
     size_t size;
     int mapped;
     emb_safetensors_header h;
+    void *owned; /* tensors made at open rather than read in place (a GGUF file's dequantized blocks) */
 } emb_safetensors;
 
 /* Opens path: mapped when use_mmap, else read whole into private memory. Anything but a
  * regular file, and a Git LFS pointer, are errors naming the file. */
 int emb_safetensors_open(const char *path, int use_mmap, emb_safetensors **out, char err[EMB_ERR_LEN]);
 void emb_safetensors_close(emb_safetensors *sf);
+/* Opens path as emb_safetensors_open does, without parsing it: h empty, for a file of another
+ * layout whose reader fills h (nn/encoder_gguf.c). */
+int emb_safetensors_open_raw(const char *path, int use_mmap, emb_safetensors **out, char err[EMB_ERR_LEN]);
 /* Where [p, p + bytes) lies in sf's mapping: its whole pages dropped from this process's memory
  * (read again from the page cache if touched: the mapping is read-only), and 1; else 0 (a
  * private copy is left alone). For weights read once at load (hashed, packed), so that they do

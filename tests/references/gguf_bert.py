@@ -1,29 +1,28 @@
 """Writes a golden BERT-family folder (BertModel: tests/fixtures/models/bert-tiny-uncased,
 minilm-tiny-st, ...) as a GGUF file the way llama.cpp's convert_hf_to_gguf.py writes BertModel:
 arch "bert"; its hyper-parameters under bert.*; bert.pooling_type from the sentence-transformers
-Pooling config (mean or CLS; mean for a folder without one, as the issue's writer chooses rather
-than llama.cpp's last-token default); the WordPiece vocabulary in llama.cpp's "phantom space"
-spelling (a continuation loses its "##", every other token but the control ones gains U+2581),
-token types (control for the tokenizer's special added tokens, normal otherwise), the special
-ids, token_type_count; tensors renamed (token_embd, position_embd, token_types, token_embd_norm,
-blk.N.attn_q|k|v|output, attn_output_norm, ffn_up, ffn_down, layer_output_norm), the pooler
-dropped; 2-D weights in the type asked (F32, F16, Q8_0 where a row is whole blocks of 32, F16
-otherwise, as the converter does), norms and biases F32.
-Usage: gguf_bert.py MODEL_DIR OUT.gguf f32|f16|q8_0
-Needs numpy (python3-numpy). The GGUF layout itself is bench/peers/gguf_write.py's."""
+Pooling config (mean or CLS; mean for a folder without one); the WordPiece vocabulary in
+llama.cpp's "phantom space" spelling (a continuation loses its "##", every other token but the
+control ones gains U+2581), token types (control for the tokenizer's special added tokens, normal
+otherwise), the special ids; tensors renamed (token_embd, position_embd, token_types,
+token_embd_norm, blk.N.attn_q|k|v|output, attn_output_norm, ffn_up, ffn_down, layer_output_norm),
+the pooler dropped; 2-D weights in the type asked (F32, F16, or Q8_0 where a row is whole blocks of
+32 and F16 otherwise, as the converter does), norms, biases and the position and token-type tables
+F32. Plain Python (tests/sql/test_gguf.py writes its files with it).
+Usage: gguf_bert.py MODEL_DIR OUT.gguf f32|f16|q8_0"""
 import json
 import os
 import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench", "peers"))
-import numpy as np  # noqa: E402
-from gguf_write import ALIGN, ARR, BOOL, F32, FILE_TYPE, I32, STR, U32, encode, gguf_str, kv, read_safetensors  # noqa: E402
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from gguf_layout import ARR, BOOL, F32, FILE_TYPE, I32, STR, U32, ALIGN, encode, kv, read_safetensors, write_file  # noqa: E402
 
 CONTROL, NORMAL = 3, 1
+ALWAYS_F32 = ("position_embd.weight", "token_types.weight")  # llama.cpp adds them to float32 rows
 
 
 def vocab(d):
-    tj = json.load(open(os.path.join(d, "tokenizer.json")))
+    tj = json.load(open(os.path.join(d, "tokenizer.json"), encoding="utf-8"))
     v = tj["model"]["vocab"]
     n = max(max(v.values()), max((a["id"] for a in tj.get("added_tokens", [])), default=0)) + 1
     by_id = {i: t for t, i in v.items()}
@@ -56,9 +55,7 @@ def pooling(d):
         cfg = json.load(open(os.path.join(d, path, "config.json")))
     except (OSError, StopIteration):
         return 1
-    if cfg.get("pooling_mode_cls_token"):
-        return 2
-    return 1
+    return 2 if cfg.get("pooling_mode_cls_token") else 1
 
 
 NAMES = {"attention.self.query": "attn_q", "attention.self.key": "attn_k", "attention.self.value": "attn_v",
@@ -81,14 +78,10 @@ def gguf_name(hf):
     return None  # the pooler, and anything else the converter drops
 
 
-def main():
-    if len(sys.argv) != 4 or sys.argv[3] not in ("f32", "f16", "q8_0"):
-        sys.exit("usage: gguf_bert.py MODEL_DIR OUT.gguf f32|f16|q8_0")
-    src, dst, wtype = sys.argv[1:]
+def write(src, dst, wtype):
     cfg = json.load(open(os.path.join(src, "config.json")))
     if cfg.get("model_type") != "bert":
-        sys.exit("gguf_bert.py: %s is not a BERT folder" % src)
-    tensors = {k: np.asarray(v, dtype=np.float32) for k, v in read_safetensors(os.path.join(src, "model.safetensors"), any_float=True).items()}
+        raise SystemExit("gguf_bert.py: %s is not a BERT folder" % src)
     voc, n_vocab = vocab(src)
     a = "bert"
     kvs = [kv("general.architecture", STR, a), kv("general.name", STR, os.path.basename(src.rstrip("/"))),
@@ -101,17 +94,22 @@ def main():
            kv(a + ".attention.layer_norm_epsilon", F32, cfg.get("layer_norm_eps", 1e-12)),
            kv(a + ".attention.causal", BOOL, False), kv(a + ".pooling_type", U32, pooling(src)),
            kv("tokenizer.ggml.token_type_count", U32, cfg.get("type_vocab_size", 2))] + voc
-    out = {}
-    for hf, t in tensors.items():
+    named = {}
+    for hf, (shape, vals) in read_safetensors(os.path.join(src, "model.safetensors")).items():
         name = gguf_name(hf)
         if name:
-            out[name] = t
-    emb = out["token_embd.weight"]
-    if emb.shape[0] != n_vocab:
-        sys.exit("gguf_bert.py: %d tokens, %d embedding rows" % (n_vocab, emb.shape[0]))
-    from gguf_write import write_file  # noqa: E402
-    write_file(dst, kvs, [(k, out[k]) for k in sorted(out)], wtype)
+            named[name] = (shape, vals)
+    if named["token_embd.weight"][0][0] != n_vocab:
+        raise SystemExit("gguf_bert.py: %d tokens, %d embedding rows" % (n_vocab, named["token_embd.weight"][0][0]))
+    tensors = []
+    for name in sorted(named):
+        shape, vals = named[name]
+        typ, blob = encode(shape, vals, "f32" if name in ALWAYS_F32 else wtype)
+        tensors.append((name, shape, typ, blob))
+    write_file(dst, kvs, tensors)
 
 
 if __name__ == "__main__":
-    main()
+    if len(sys.argv) != 4 or sys.argv[3] not in ("f32", "f16", "q8_0"):
+        sys.exit("usage: gguf_bert.py MODEL_DIR OUT.gguf f32|f16|q8_0")
+    write(*sys.argv[1:])

@@ -1,5 +1,5 @@
 """What embed_load says about a wrong folder argument (a file given for its folder, a missing
-path, GGUF files), and the nearest loaded name an unknown model name suggests in every function
+path, a folder of GGUF files), and the nearest loaded name an unknown model name suggests in every function
 that takes a model (embed_index's CREATE and 'model' command too) (a typo: one edit for names of 4 bytes or fewer, two for longer ones); and
 docs/models.md's column table of embed_models lists exactly the table's columns."""
 import os
@@ -9,7 +9,6 @@ import tempfile
 from harness import test, connect, one, assert_error, FIXTURES
 
 TINY = os.path.join(FIXTURES, "models", "minilm-tiny-st")
-HF = "sqlite-embed reads Hugging Face folders (config.json, model.safetensors, tokenizer.json)"
 
 
 def load_error(con, path):
@@ -22,7 +21,7 @@ def a_file_given_for_its_folder_is_named_as_a_file():
     for f in ("model.safetensors", "config.json"):
         path = os.path.join(TINY, f)
         assert load_error(con, path) == ("embed_load: %s is a file, not a folder: give the folder that holds "
-                                         "config.json and model.safetensors" % path)
+                                         "config.json and model.safetensors (or a .gguf file)" % path)
 
 
 @test
@@ -32,16 +31,18 @@ def a_missing_folder_is_named_as_missing():
 
 
 @test
-def gguf_files_and_folders_are_named_as_unsupported():
+def gguf_files_are_read_and_a_folder_of_them_points_at_the_file():
     con = connect()
     d = tempfile.mkdtemp()
     try:
         model = os.path.join(d, "all-MiniLM-L6-v2.Q8_0.gguf")
         open(model, "wb").write(b"GGUF\x03\x00\x00\x00")
-        for path in (model, os.path.join(d, "missing.GGUF")):
-            assert load_error(con, path) == "embed_load: %s: .gguf files are not supported: %s" % (path, HF)
-        assert load_error(con, d) == ("embed_load: %s holds only .gguf files, which are not supported: %s"
-                                      % (d, HF))
+        # a .gguf file is read (this one is cut short: the reader says so, naming it)
+        msg = load_error(con, model)
+        assert msg.startswith("embed_load: all-MiniLM-L6-v2.Q8_0.gguf: ") and "truncated header" in msg, msg
+        missing = os.path.join(d, "missing.GGUF")
+        assert load_error(con, missing) == "embed_load: %s: no such file" % missing
+        assert load_error(con, d) == "embed_load: %s holds only .gguf files: give the .gguf file itself" % d
         # with Hugging Face files beside it, the folder is read as usual (here: no tokenizer)
         open(os.path.join(d, "config.json"), "w").write("{}")
         msg = load_error(con, d)

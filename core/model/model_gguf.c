@@ -1,0 +1,216 @@
+/* See model_gguf.h. A BERT file's WordPiece vocabulary is stored in llama.cpp's spelling
+ * (convert_hf_to_gguf.py's BertModel.set_vocab): a word-initial token has a U+2581 in front, a
+ * continuation has lost its "##", a control token is as it was. It is spelled back and written
+ * out as the tokenizer.json of a BERT tokenizer (BertNormalizer, BertPreTokenizer, WordPiece,
+ * [CLS] $A [SEP]), so that the tokenizer equals Hugging Face's for the folder the file was made
+ * from. The file does not say whether the vocabulary is cased: it is lowercased, as llama.cpp
+ * does for every WordPiece file, and as the uncased BERTs that embedders are built on do. */
+#include "model/model_gguf.h"
+#include "nn/encoder_gguf.h"
+#include <cjson/cJSON.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define TOKEN_CONTROL 3 /* llama.cpp's LLAMA_TOKEN_TYPE_CONTROL */
+
+static int32_t special_id(const emb_gguf *g, const char *key, int32_t n, int32_t dflt) {
+    int64_t v;
+    if (emb_gguf_kv_int(emb_gguf_find(g, key), &v) || v < 0 || v >= n) return dflt;
+    return (int32_t)v;
+}
+
+/* The token's Hugging Face spelling into buf (NUL-terminated); 0 when it does not fit. */
+static int hf_spelling(const char *s, size_t len, int control, char *buf, size_t cap) {
+    static const char phantom[] = "\xE2\x96\x81";
+    const char *pre = "";
+    if (!control && len >= 3 && memcmp(s, phantom, 3) == 0) s += 3, len -= 3;
+    else if (!control) pre = "##";
+    if (strlen(pre) + len + 1 > cap) return 0;
+    memcpy(buf, pre, strlen(pre));
+    memcpy(buf + strlen(pre), s, len);
+    buf[strlen(pre) + len] = 0;
+    return 1;
+}
+
+static cJSON *special_token(const char *name, int32_t id) {
+    cJSON *o = cJSON_CreateObject(), *ids = cJSON_CreateArray(), *toks = cJSON_CreateArray();
+    cJSON_AddStringToObject(o, "id", name);
+    cJSON_AddItemToArray(ids, cJSON_CreateNumber(id));
+    cJSON_AddItemToArray(toks, cJSON_CreateString(name));
+    cJSON_AddItemToObject(o, "ids", ids);
+    cJSON_AddItemToObject(o, "tokens", toks);
+    return o;
+}
+static cJSON *piece(const char *kind, const char *id, int type_id) {
+    cJSON *o = cJSON_CreateObject(), *in = cJSON_CreateObject();
+    cJSON_AddStringToObject(in, "id", id);
+    cJSON_AddNumberToObject(in, "type_id", type_id);
+    cJSON_AddItemToObject(o, kind, in);
+    return o;
+}
+/* [CLS] $A [SEP] and [CLS] $A [SEP] $B:1 [SEP]:1 */
+static cJSON *template(const char *cls, int32_t cls_id, const char *sep, int32_t sep_id) {
+    cJSON *t = cJSON_CreateObject(), *single = cJSON_CreateArray(), *pair = cJSON_CreateArray(),
+          *sp = cJSON_CreateObject();
+    cJSON_AddStringToObject(t, "type", "TemplateProcessing");
+    cJSON_AddItemToArray(single, piece("SpecialToken", cls, 0));
+    cJSON_AddItemToArray(single, piece("Sequence", "A", 0));
+    cJSON_AddItemToArray(single, piece("SpecialToken", sep, 0));
+    cJSON_AddItemToArray(pair, piece("SpecialToken", cls, 0));
+    cJSON_AddItemToArray(pair, piece("Sequence", "A", 0));
+    cJSON_AddItemToArray(pair, piece("SpecialToken", sep, 0));
+    cJSON_AddItemToArray(pair, piece("Sequence", "B", 1));
+    cJSON_AddItemToArray(pair, piece("SpecialToken", sep, 1));
+    cJSON_AddItemToObject(sp, cls, special_token(cls, cls_id));
+    if (strcmp(cls, sep) != 0) cJSON_AddItemToObject(sp, sep, special_token(sep, sep_id));
+    cJSON_AddItemToObject(t, "single", single);
+    cJSON_AddItemToObject(t, "pair", pair);
+    cJSON_AddItemToObject(t, "special_tokens", sp);
+    return t;
+}
+
+/* The vocabulary and the control tokens as added tokens; names[i] gets token i's spelling. */
+static int vocab(const emb_gguf *g, const char *label, cJSON *vocab_obj, cJSON *added, char **names, int32_t n,
+                 char err[EMB_ERR_LEN]) {
+    const emb_gguf_kv *toks = emb_gguf_find(g, "tokenizer.ggml.tokens"),
+                      *types = emb_gguf_find(g, "tokenizer.ggml.token_type");
+    if (types && (types->type != EMB_GGUF_ARRAY || types->elem_type != EMB_GGUF_I32 || types->n != (uint64_t)n))
+        return emb_fail(err, "%s: tokenizer.ggml.token_type is not %d int32 values", label, n);
+    size_t cur = 0;
+    for (int32_t i = 0; i < n; i++) {
+        const char *s;
+        size_t len;
+        char buf[512];
+        emb_gguf_array_next_string(toks, &cur, &s, &len);
+        int32_t type = 1;
+        if (types) memcpy(&type, types->value + 4 * (size_t)i, 4); /* little-endian host */
+        if (memchr(s, 0, len) || !hf_spelling(s, len, type == TOKEN_CONTROL, buf, sizeof buf) ||
+            !(names[i] = strdup(buf)))
+            return emb_fail(err, "%s: token %d is too long or holds a NUL byte", label, i);
+        cJSON_AddItemToObject(vocab_obj, buf, cJSON_CreateNumber(i));
+        if (type == TOKEN_CONTROL) {
+            cJSON *a = cJSON_CreateObject();
+            cJSON_AddNumberToObject(a, "id", i);
+            cJSON_AddStringToObject(a, "content", buf);
+            cJSON_AddBoolToObject(a, "single_word", 0);
+            cJSON_AddBoolToObject(a, "lstrip", 0);
+            cJSON_AddBoolToObject(a, "rstrip", 0);
+            cJSON_AddBoolToObject(a, "normalized", 0);
+            cJSON_AddBoolToObject(a, "special", 1);
+            cJSON_AddItemToArray(added, a);
+        }
+    }
+    return 0;
+}
+
+/* tokenizer.json text of the file's WordPiece tokenizer (malloc'ed). */
+static int wordpiece_json(const emb_gguf *g, const char *label, char **out, char err[EMB_ERR_LEN]) {
+    const emb_gguf_kv *toks = emb_gguf_find(g, "tokenizer.ggml.tokens");
+    if (!toks || toks->type != EMB_GGUF_ARRAY || toks->elem_type != EMB_GGUF_STRING || toks->n < 1 ||
+        toks->n > (1u << 24))
+        return emb_fail(err, "%s: tokenizer.ggml.tokens is not a list of strings", label);
+    int32_t n = (int32_t)toks->n;
+    char **names = calloc((size_t)n, sizeof *names);
+    cJSON *root = cJSON_CreateObject(), *added = cJSON_CreateArray(), *model = cJSON_CreateObject(),
+          *voc = cJSON_CreateObject(), *norm = cJSON_CreateObject(), *pre = cJSON_CreateObject();
+    int rc = !names || !root ? emb_fail(err, "out of memory") : vocab(g, label, voc, added, names, n, err);
+    int32_t unk = special_id(g, "tokenizer.ggml.unknown_token_id", n, 100),
+            cls = special_id(g, "tokenizer.ggml.cls_token_id", n,
+                             special_id(g, "tokenizer.ggml.bos_token_id", n, 101)),
+            sep = special_id(g, "tokenizer.ggml.seperator_token_id", n,
+                             special_id(g, "tokenizer.ggml.eos_token_id", n, 102));
+    if (rc == 0 && (unk >= n || cls >= n || sep >= n))
+        rc = emb_fail(err, "%s: no [UNK], [CLS] or [SEP] token among its %d", label, n);
+    if (rc == 0) {
+        cJSON_AddStringToObject(norm, "type", "BertNormalizer");
+        cJSON_AddBoolToObject(norm, "clean_text", 1);
+        cJSON_AddBoolToObject(norm, "handle_chinese_chars", 1);
+        cJSON_AddNullToObject(norm, "strip_accents");
+        cJSON_AddBoolToObject(norm, "lowercase", 1);
+        cJSON_AddStringToObject(pre, "type", "BertPreTokenizer");
+        cJSON_AddStringToObject(model, "type", "WordPiece");
+        cJSON_AddStringToObject(model, "unk_token", names[unk]);
+        cJSON_AddStringToObject(model, "continuing_subword_prefix", "##");
+        cJSON_AddNumberToObject(model, "max_input_chars_per_word", 100);
+        cJSON_AddItemToObject(model, "vocab", voc);
+        voc = NULL;
+        cJSON_AddItemToObject(root, "added_tokens", added);
+        added = NULL;
+        cJSON_AddItemToObject(root, "normalizer", norm);
+        cJSON_AddItemToObject(root, "pre_tokenizer", pre);
+        norm = pre = NULL;
+        cJSON_AddItemToObject(root, "post_processor", template(names[cls], cls, names[sep], sep));
+        cJSON_AddItemToObject(root, "model", model);
+        model = NULL;
+        if (!(*out = cJSON_PrintUnformatted(root))) rc = emb_fail(err, "out of memory");
+    }
+    for (int32_t i = 0; names && i < n; i++) free(names[i]);
+    free(names);
+    cJSON_Delete(root), cJSON_Delete(added), cJSON_Delete(model), cJSON_Delete(voc), cJSON_Delete(norm),
+        cJSON_Delete(pre);
+    return rc;
+}
+
+/* bert.pooling_type: mean (1, and when absent), CLS (2) or the last token (3); none (0) and rank
+ * (4, a cross-encoder's) give no sentence vector. */
+static int pooling(const emb_gguf *g, const char *label, emb_pool_mode *pool, char err[EMB_ERR_LEN]) {
+    int64_t v = 1;
+    const emb_gguf_kv *kv = emb_gguf_find(g, "bert.pooling_type");
+    if (kv && emb_gguf_kv_int(kv, &v)) return emb_fail(err, "%s: bert.pooling_type is not an integer", label);
+    switch (v) {
+    case 1: *pool = EMB_POOL_MEAN; return 0;
+    case 2: *pool = EMB_POOL_CLS; return 0;
+    case 3: *pool = EMB_POOL_LAST_TOKEN; return 0;
+    default:
+        return emb_fail(err, "%s: bert.pooling_type %lld (%s) is not supported: mean (1), cls (2) or last (3) are",
+                        label, (long long)v,
+                        v == 0   ? "none"
+                        : v == 4 ? "rank"
+                                 : "unknown");
+    }
+}
+
+/* The tokenizer and pooling from the file's metadata. */
+static int from_metadata(const char *path, emb_tokenizer **tok, emb_pool_mode *pool, char err[EMB_ERR_LEN]) {
+    emb_safetensors *sf;
+    emb_gguf g;
+    char *json = NULL;
+    if (emb_gguf_file_open(path, 1, &sf, &g, err)) return -1;
+    int rc = emb_gguf_expect(&g, "tokenizer.ggml.model", "bert", sf->label, "tokenizer", err);
+    if (rc == 0) rc = pooling(&g, sf->label, pool, err);
+    if (rc == 0) rc = wordpiece_json(&g, sf->label, &json, err);
+    if (rc == 0) rc = emb_tokenizer_from_json(json, strlen(json), tok, err);
+    free(json);
+    emb_gguf_free(&g);
+    emb_safetensors_close(sf);
+    return rc;
+}
+
+int emb_model_gguf_load(const char *path, const emb_load_options *opt, emb_tokenizer **tok, emb_encoder **enc,
+                        emb_pool_mode *pool, char err[EMB_ERR_LEN]) {
+    *tok = NULL;
+    *enc = NULL;
+    if (from_metadata(path, tok, pool, err)) return -1;
+    if (emb_encoder_load_open(path, opt->mmap, enc, err) == 0) {
+        emb_encoder_close_unused(*enc);
+        if (emb_encoder_set_weights(*enc, opt->weights, err) == 0) return 0;
+    }
+    emb_encoder_free(*enc);
+    emb_tokenizer_free(*tok);
+    *enc = NULL;
+    *tok = NULL;
+    return -1;
+}
+
+const char *emb_model_gguf_weight_type(const char *path) {
+    emb_safetensors *sf;
+    emb_gguf g;
+    char err[EMB_ERR_LEN];
+    int64_t ft = -1;
+    if (emb_gguf_file_open(path, 1, &sf, &g, err)) return NULL;
+    emb_gguf_kv_int(emb_gguf_find(&g, "general.file_type"), &ft);
+    emb_gguf_free(&g);
+    emb_safetensors_close(sf);
+    /* llama.cpp's LLAMA_FTYPE_ALL_F32, MOSTLY_F16, MOSTLY_Q8_0, MOSTLY_BF16 */
+    return ft == 0 ? "F32" : ft == 1 ? "F16" : ft == 7 ? "Q8_0" : ft == 32 ? "BF16" : "mixed";
+}

@@ -1,0 +1,103 @@
+"""The GGUF file layout, as llama.cpp's gguf-py writes it (version 3, little-endian, alignment
+32): key-value pairs, tensor infos, the aligned data. Plain Python (no numpy), so that the SQL
+tests can write GGUF files too; bench/peers/gguf_write.py encodes large tensors with numpy and
+writes them through write_file."""
+import json
+import math
+import struct
+
+ALIGN = 32
+U32, I32, F32, BOOL, STR, ARR = 4, 5, 6, 7, 8, 9
+GGML_F32, GGML_F16, GGML_Q8_0, GGML_BF16 = 0, 1, 8, 30
+FILE_TYPE = {"f32": 0, "f16": 1, "q8_0": 7, "bf16": 32}
+
+
+def gguf_str(s):
+    b = s.encode("utf-8")
+    return struct.pack("<Q", len(b)) + b
+
+
+def kv(key, typ, value):
+    """One pair: a scalar (U32, I32, F32, BOOL), a string, or (ARR, (element type, items))."""
+    out = gguf_str(key) + struct.pack("<I", typ)
+    if typ == STR:
+        return out + gguf_str(value)
+    if typ == ARR:
+        etyp, items = value
+        out += struct.pack("<IQ", etyp, len(items))
+        if etyp == STR:
+            return out + b"".join(gguf_str(s) for s in items)
+        return out + struct.pack("<%d%s" % (len(items), {I32: "i", F32: "f", U32: "I"}[etyp]), *items)
+    return out + struct.pack({U32: "<I", I32: "<i", F32: "<f", BOOL: "<?"}[typ], value)
+
+
+def write_file(dst, kvs, tensors):
+    """tensors: [(name, shape as Hugging Face orders it, ggml type, bytes)], written in that order."""
+    infos, offset = [], 0
+    for name, shape, typ, blob in tensors:
+        dims = list(reversed(shape))  # ggml's ne[0] is the row length
+        infos.append(gguf_str(name) + struct.pack("<I", len(dims)) + struct.pack("<%dQ" % len(dims), *dims) +
+                     struct.pack("<IQ", typ, offset))
+        offset += len(blob) + (-len(blob)) % ALIGN
+    with open(dst, "wb") as f:
+        f.write(b"GGUF" + struct.pack("<IQQ", 3, len(infos), len(kvs)))
+        for k in kvs:
+            f.write(k)
+        for i in infos:
+            f.write(i)
+        f.write(b"\0" * ((-f.tell()) % ALIGN))
+        for _, _, _, blob in tensors:
+            f.write(blob)
+            f.write(b"\0" * ((-len(blob)) % ALIGN))
+
+
+def safetensors_index(path):
+    """A safetensors file's tensors [(name, dtype, shape, begin, end)] and its data section's offset."""
+    with open(path, "rb") as f:
+        n = struct.unpack("<Q", f.read(8))[0]
+        header = json.loads(f.read(n))
+    return [(k, t["dtype"], t["shape"], *t["data_offsets"]) for k, t in header.items() if k != "__metadata__"], 8 + n
+
+
+def read_safetensors(path):
+    """name -> (shape, float32 values as a tuple); F32, F16 and BF16 read."""
+    index, start = safetensors_index(path)
+    with open(path, "rb") as f:
+        data = f.read()[start:]
+    out = {}
+    for name, dtype, shape, a, b in index:
+        raw = data[a:b]
+        if dtype == "F32":
+            vals = struct.unpack("<%df" % (len(raw) // 4), raw)
+        elif dtype == "F16":
+            vals = struct.unpack("<%de" % (len(raw) // 2), raw)
+        elif dtype == "BF16":
+            vals = struct.unpack("<%df" % (len(raw) // 2), b"".join(b"\0\0" + raw[i:i + 2] for i in range(0, len(raw), 2)))
+        else:
+            raise SystemExit("gguf_layout: tensor %s is %s" % (name, dtype))
+        out[name] = (shape, vals)
+    return out
+
+
+def q8_0(values):
+    """Blocks of 32: an f16 scale (the block's largest magnitude / 127, as ggml's quantize_row_q8_0
+    computes it) and the codes round(x / scale)."""
+    out = []
+    for i in range(0, len(values), 32):
+        blk = values[i:i + 32]
+        d = max(abs(x) for x in blk) / 127.0
+        inv = 1.0 / d if d else 0.0
+        # C's roundf: halves away from zero (Python's round() takes them to even)
+        codes = (int(math.copysign(math.floor(abs(x * inv) + 0.5), x)) for x in blk)
+        out.append(struct.pack("<e", d) + struct.pack("<32b", *codes))
+    return b"".join(out)
+
+
+def encode(shape, values, wtype):
+    """(ggml type, bytes) of a tensor: 1-D ones and F32 files in F32; F16; Q8_0 where its rows are
+    whole blocks of 32, else F16 (the converter's choice)."""
+    if len(shape) == 1 or wtype == "f32":
+        return GGML_F32, struct.pack("<%df" % len(values), *values)
+    if wtype == "q8_0" and shape[-1] % 32 == 0:
+        return GGML_Q8_0, q8_0(values)
+    return GGML_F16, struct.pack("<%de" % len(values), *values)
