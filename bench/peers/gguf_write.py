@@ -21,6 +21,7 @@ import numpy as np
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests", "references"))
 from gguf_layout import ALIGN, ARR, BOOL, F32, FILE_TYPE, I32, STR, U32, gguf_str, kv  # noqa: E402,F401
 from gguf_layout import safetensors_index, write_file as write_layout  # noqa: E402
+from gguf_decoder import gguf_name, metadata  # noqa: E402
 
 GGML = {"f32": 0, "f16": 1, "q8_0": 8, "bf16": 30}
 
@@ -72,42 +73,6 @@ def vocab_gemma(n):
             kv("tokenizer.ggml.bos_token_id", U32, 2), kv("tokenizer.ggml.eos_token_id", U32, 1),
             kv("tokenizer.ggml.unknown_token_id", U32, 3), kv("tokenizer.ggml.padding_token_id", U32, 0),
             kv("tokenizer.ggml.add_bos_token", BOOL, False), kv("tokenizer.ggml.add_eos_token", BOOL, False)]
-
-
-def metadata(cfg, arch, wtype):
-    gemma = arch == "gemma-embedding"
-    hd = cfg["head_dim"]
-    m = [kv("general.architecture", STR, arch), kv("general.name", STR, "random " + cfg["model_type"]),
-         kv("general.file_type", U32, FILE_TYPE[wtype]), kv("general.alignment", U32, ALIGN),
-         kv(arch + ".context_length", U32, cfg["max_position_embeddings"]),
-         kv(arch + ".embedding_length", U32, cfg["hidden_size"]),
-         kv(arch + ".block_count", U32, cfg["num_hidden_layers"]),
-         kv(arch + ".feed_forward_length", U32, cfg["intermediate_size"]),
-         kv(arch + ".attention.head_count", U32, cfg["num_attention_heads"]),
-         kv(arch + ".attention.head_count_kv", U32, cfg["num_key_value_heads"]),
-         kv(arch + ".attention.key_length", U32, hd), kv(arch + ".attention.value_length", U32, hd),
-         kv(arch + ".attention.layer_norm_rms_epsilon", F32, cfg["rms_norm_eps"]),
-         kv(arch + ".rope.freq_base", F32, cfg["rope_theta"]),
-         kv(arch + ".pooling_type", U32, 1 if gemma else 3)]
-    if gemma:
-        m.append(kv(arch + ".attention.sliding_window", U32, cfg["sliding_window"]))
-    return m
-
-
-def gguf_name(hf, gemma):
-    if hf == "embed_tokens.weight":
-        return "token_embd.weight"
-    if hf == "norm.weight":
-        return "output_norm.weight"
-    _, n, *rest = hf.split(".")
-    part = ".".join(rest[:-1])
-    names = {"input_layernorm": "attn_norm", "self_attn.q_proj": "attn_q", "self_attn.k_proj": "attn_k",
-             "self_attn.v_proj": "attn_v", "self_attn.o_proj": "attn_output", "self_attn.q_norm": "attn_q_norm",
-             "self_attn.k_norm": "attn_k_norm", "mlp.gate_proj": "ffn_gate", "mlp.up_proj": "ffn_up",
-             "mlp.down_proj": "ffn_down", "pre_feedforward_layernorm": "ffn_norm",
-             "post_feedforward_layernorm": "post_ffw_norm",
-             "post_attention_layernorm": "post_attention_norm" if gemma else "ffn_norm"}
-    return "blk.%s.%s.weight" % (n, names[part])
 
 
 def f32_to_bf16(a):

@@ -7,7 +7,9 @@
  * does for every WordPiece file, and as the uncased BERTs that embedders are built on do. */
 #include "model/model_gguf.h"
 #include "nn/encoder_gguf.h"
+#include "text/tok_split.h"
 #include <cjson/cJSON.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -48,21 +50,21 @@ static cJSON *piece(const char *kind, const char *id, int type_id) {
     cJSON_AddItemToObject(o, kind, in);
     return o;
 }
-/* [CLS] $A [SEP] and [CLS] $A [SEP] $B:1 [SEP]:1 */
+/* [CLS] $A [SEP] and [CLS] $A [SEP] $B:1 [SEP]:1; without cls (NULL), $A [SEP] and $A [SEP] $B:1 [SEP]:1. */
 static cJSON *template(const char *cls, int32_t cls_id, const char *sep, int32_t sep_id) {
     cJSON *t = cJSON_CreateObject(), *single = cJSON_CreateArray(), *pair = cJSON_CreateArray(),
           *sp = cJSON_CreateObject();
     cJSON_AddStringToObject(t, "type", "TemplateProcessing");
-    cJSON_AddItemToArray(single, piece("SpecialToken", cls, 0));
+    if (cls) cJSON_AddItemToArray(single, piece("SpecialToken", cls, 0));
     cJSON_AddItemToArray(single, piece("Sequence", "A", 0));
     cJSON_AddItemToArray(single, piece("SpecialToken", sep, 0));
-    cJSON_AddItemToArray(pair, piece("SpecialToken", cls, 0));
+    if (cls) cJSON_AddItemToArray(pair, piece("SpecialToken", cls, 0));
     cJSON_AddItemToArray(pair, piece("Sequence", "A", 0));
     cJSON_AddItemToArray(pair, piece("SpecialToken", sep, 0));
     cJSON_AddItemToArray(pair, piece("Sequence", "B", 1));
     cJSON_AddItemToArray(pair, piece("SpecialToken", sep, 1));
-    cJSON_AddItemToObject(sp, cls, special_token(cls, cls_id));
-    if (strcmp(cls, sep) != 0) cJSON_AddItemToObject(sp, sep, special_token(sep, sep_id));
+    if (cls) cJSON_AddItemToObject(sp, cls, special_token(cls, cls_id));
+    if (!cls || strcmp(cls, sep) != 0) cJSON_AddItemToObject(sp, sep, special_token(sep, sep_id));
     cJSON_AddItemToObject(t, "single", single);
     cJSON_AddItemToObject(t, "pair", pair);
     cJSON_AddItemToObject(t, "special_tokens", sp);
@@ -151,19 +153,106 @@ static int wordpiece_json(const emb_gguf *g, const char *label, char **out, char
     return rc;
 }
 
-/* bert.pooling_type: mean (1, and when absent), CLS (2) or the last token (3); none (0) and rank
- * (4, a cross-encoder's) give no sentence vector. */
-static int pooling(const emb_gguf *g, const char *label, emb_pool_mode *pool, char err[EMB_ERR_LEN]) {
+/* A byte-level BPE file (tokenizer.ggml.model "gpt2") as tokenizer.json: the pre-tokenizer that
+ * tokenizer.ggml.pre names (qwen2: NFC, then Qwen2's Split regex and ByteLevel, as Qwen's
+ * tokenizer.json has it), the tokens by id (control and user-defined ones as added tokens), the
+ * merges, and the eos token appended when add_eos_token says so. */
+static int bpe_json(const emb_gguf *g, const char *label, char **out, char err[EMB_ERR_LEN]) {
+    const emb_gguf_kv *toks = emb_gguf_find(g, "tokenizer.ggml.tokens"),
+                      *merges = emb_gguf_find(g, "tokenizer.ggml.merges"),
+                      *types = emb_gguf_find(g, "tokenizer.ggml.token_type");
+    if (emb_gguf_expect(g, "tokenizer.ggml.pre", "qwen2", label, "pre-tokenizer", err)) return -1;
+    if (!toks || toks->type != EMB_GGUF_ARRAY || toks->elem_type != EMB_GGUF_STRING || toks->n < 1 ||
+        toks->n > (1u << 24) || !merges || merges->type != EMB_GGUF_ARRAY ||
+        merges->elem_type != EMB_GGUF_STRING ||
+        (types && (types->type != EMB_GGUF_ARRAY || types->elem_type != EMB_GGUF_I32 || types->n != toks->n)))
+        return emb_fail(err, "%s: tokenizer.ggml.tokens, token_type or merges is not a list of the right kind",
+                        label);
+    int32_t n = (int32_t)toks->n;
+    cJSON *root = cJSON_CreateObject(), *added = cJSON_AddArrayToObject(root, "added_tokens"),
+          *norm = cJSON_AddObjectToObject(root, "normalizer"),
+          *pre = cJSON_AddObjectToObject(root, "pre_tokenizer"), *model = cJSON_AddObjectToObject(root, "model");
+    cJSON_AddStringToObject(norm, "type", "NFC");
+    cJSON_AddStringToObject(pre, "type", "Sequence");
+    cJSON *seq = cJSON_AddArrayToObject(pre, "pretokenizers"), *split = cJSON_CreateObject(),
+          *bl = cJSON_CreateObject(), *pat = cJSON_AddObjectToObject(split, "pattern");
+    cJSON_AddStringToObject(split, "type", "Split");
+    cJSON_AddStringToObject(pat, "Regex", emb_tok_split_regex(SPLIT_QWEN2));
+    cJSON_AddStringToObject(split, "behavior", "Isolated");
+    cJSON_AddBoolToObject(split, "invert", 0);
+    cJSON_AddStringToObject(bl, "type", "ByteLevel");
+    cJSON_AddBoolToObject(bl, "add_prefix_space", 0);
+    cJSON_AddBoolToObject(bl, "trim_offsets", 0);
+    cJSON_AddBoolToObject(bl, "use_regex", 0);
+    cJSON_AddItemToArray(seq, split);
+    cJSON_AddItemToArray(seq, bl);
+    cJSON_AddStringToObject(model, "type", "BPE");
+    cJSON *voc = cJSON_AddObjectToObject(model, "vocab"), *mg = cJSON_AddArrayToObject(model, "merges");
+    size_t cur = 0;
+    char *eos_name = NULL;
+    int64_t eos = -1, add_eos = 0;
+    emb_gguf_kv_int(emb_gguf_find(g, "tokenizer.ggml.eos_token_id"), &eos);
+    emb_gguf_kv_int(emb_gguf_find(g, "tokenizer.ggml.add_eos_token"), &add_eos);
+    int rc = 0;
+    for (int32_t i = 0; i < n && rc == 0; i++) {
+        const char *t;
+        size_t len;
+        emb_gguf_array_next_string(toks, &cur, &t, &len);
+        char *str = len < 4096 && !memchr(t, 0, len) ? strndup(t, len) : NULL;
+        if (!str) {
+            rc = emb_fail(err, "%s: token %d is too long or holds a NUL byte", label, i);
+            break;
+        }
+        int32_t type = 1;
+        if (types) memcpy(&type, types->value + 4 * (size_t)i, 4); /* little-endian host */
+        cJSON_AddItemToObject(voc, str, cJSON_CreateNumber(i));
+        if (type == TOKEN_CONTROL || type == 4 /* user-defined */) {
+            cJSON *a = cJSON_CreateObject();
+            cJSON_AddNumberToObject(a, "id", i);
+            cJSON_AddStringToObject(a, "content", str);
+            cJSON_AddBoolToObject(a, "normalized", type != TOKEN_CONTROL);
+            cJSON_AddBoolToObject(a, "special", type == TOKEN_CONTROL);
+            cJSON_AddItemToArray(added, a);
+        }
+        if (i == eos) eos_name = strdup(str);
+        free(str);
+    }
+    cur = 0;
+    for (uint64_t i = 0; i < merges->n && rc == 0; i++) {
+        const char *t;
+        size_t len;
+        emb_gguf_array_next_string(merges, &cur, &t, &len);
+        char *str = strndup(t, len);
+        if (!str || memchr(t, 0, len))
+            rc = emb_fail(err, "%s: merge %llu holds a NUL byte", label, (unsigned long long)i);
+        else cJSON_AddItemToArray(mg, cJSON_CreateString(str));
+        free(str);
+    }
+    if (rc == 0 && add_eos && !eos_name) rc = emb_fail(err, "%s: add_eos_token without an eos token", label);
+    if (rc == 0 && add_eos)
+        cJSON_AddItemToObject(root, "post_processor", template(NULL, -1, eos_name, (int32_t)eos));
+    if (rc == 0 && !(*out = cJSON_PrintUnformatted(root))) rc = emb_fail(err, "out of memory");
+    free(eos_name);
+    cJSON_Delete(root);
+    return rc;
+}
+
+/* {arch}.pooling_type: mean (1, and when absent), CLS (2) or the last token (3); none (0) and
+ * rank (4, a cross-encoder's) give no sentence vector. */
+static int pooling(const emb_gguf *g, const char *arch, const char *label, emb_pool_mode *pool,
+                   char err[EMB_ERR_LEN]) {
     int64_t v = 1;
-    const emb_gguf_kv *kv = emb_gguf_find(g, "bert.pooling_type");
-    if (kv && emb_gguf_kv_int(kv, &v)) return emb_fail(err, "%s: bert.pooling_type is not an integer", label);
+    char key[64];
+    snprintf(key, sizeof key, "%s.pooling_type", arch);
+    const emb_gguf_kv *kv = emb_gguf_find(g, key);
+    if (kv && emb_gguf_kv_int(kv, &v)) return emb_fail(err, "%s: %s is not an integer", label, key);
     switch (v) {
     case 1: *pool = EMB_POOL_MEAN; return 0;
     case 2: *pool = EMB_POOL_CLS; return 0;
     case 3: *pool = EMB_POOL_LAST_TOKEN; return 0;
     default:
-        return emb_fail(err, "%s: bert.pooling_type %lld (%s) is not supported: mean (1), cls (2) or last (3) are",
-                        label, (long long)v,
+        return emb_fail(err, "%s: %s %lld (%s) is not supported: mean (1), cls (2) or last (3) are", label, key,
+                        (long long)v,
                         v == 0   ? "none"
                         : v == 4 ? "rank"
                                  : "unknown");
@@ -176,9 +265,20 @@ static int from_metadata(const char *path, emb_tokenizer **tok, emb_pool_mode *p
     emb_gguf g;
     char *json = NULL;
     if (emb_gguf_file_open(path, 1, &sf, &g, err)) return -1;
-    int rc = emb_gguf_expect(&g, "tokenizer.ggml.model", "bert", sf->label, "tokenizer", err);
-    if (rc == 0) rc = pooling(&g, sf->label, pool, err);
-    if (rc == 0) rc = wordpiece_json(&g, sf->label, &json, err);
+    const char *m = NULL, *a = NULL;
+    size_t mlen = 0, alen = 0;
+    int rc = emb_gguf_kv_string(emb_gguf_find(&g, "tokenizer.ggml.model"), &m, &mlen) ||
+                     emb_gguf_kv_string(emb_gguf_find(&g, "general.architecture"), &a, &alen) || alen > 32
+                 ? emb_fail(err, "%s: no tokenizer.ggml.model or general.architecture", sf->label)
+                 : 0;
+    char arch[40];
+    snprintf(arch, sizeof arch, "%.*s", (int)alen, a ? a : "");
+    if (rc == 0) rc = pooling(&g, arch, sf->label, pool, err);
+    if (rc == 0 && mlen == 4 && memcmp(m, "bert", 4) == 0) rc = wordpiece_json(&g, sf->label, &json, err);
+    else if (rc == 0 && mlen == 4 && memcmp(m, "gpt2", 4) == 0) rc = bpe_json(&g, sf->label, &json, err);
+    else if (rc == 0)
+        rc = emb_fail(err, "%s: tokenizer '%.*s' is not read from GGUF yet (bert's WordPiece and gpt2's BPE are)",
+                      sf->label, (int)(mlen > 40 ? 40 : mlen), m);
     if (rc == 0) rc = emb_tokenizer_from_json(json, strlen(json), tok, err);
     free(json);
     emb_gguf_free(&g);

@@ -1,9 +1,10 @@
-"""GGUF files through embed_load: golden BERT-family folders written as GGUF F32, F16 and Q8_0 by
-tests/references/gguf_bert.py (llama.cpp's converter's rules; `make check-gguf` proves those files
-with llama.cpp itself), then read back: token ids equal to Hugging Face's on every single-text
-golden case, sentence vectors against Hugging Face's pooled vectors (unit vectors: F32 within 1e-5,
-F16 1e-3, Q8_0 1e-2), int8 weights from a GGUF file; and files that say something else (another
-architecture, no pooling, a truncated file, a folder of GGUF files) refused by name."""
+"""GGUF files through embed_load: golden BERT-family folders and the Qwen3 one written as GGUF F32,
+F16 and Q8_0 by tests/references/gguf_bert.py and gguf_decoder.py (llama.cpp's converter's rules;
+`make check-gguf` proves those files with llama.cpp itself), then read back: token ids equal to
+Hugging Face's on every golden case, sentence vectors against Hugging Face's (BERT: the pooled
+mean; Qwen3: the last token's hidden state; unit vectors: F32 within 1e-5, F16 1e-3, Q8_0 1e-2),
+int8 weights from a GGUF file; and files that say something else (another architecture or
+tokenizer, no pooling, a truncated file, a folder of GGUF files) refused by name."""
 import json
 import math
 import os
@@ -16,6 +17,7 @@ from harness import test, connect, one, floats, assert_error, FIXTURES
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "references"))
 import gguf_bert  # noqa: E402
+import gguf_decoder  # noqa: E402
 from gguf_layout import ARR, I32, STR, U32, kv, write_file  # noqa: E402
 
 TMP = tempfile.mkdtemp(prefix="embed-gguf-")
@@ -27,6 +29,9 @@ for m in MODELS:
     for t in BOUND:
         files[m, t] = os.path.join(TMP, "%s-%s.gguf" % (m, t))
         gguf_bert.write(os.path.join(FIXTURES, "models", m), files[m, t], t)
+for t in BOUND:
+    files["qwen3", t] = os.path.join(TMP, "qwen3-%s.gguf" % t)
+    gguf_decoder.write_qwen3(os.path.join(FIXTURES, "models3", "qwen3-tiny-st"), files["qwen3", t], t)
 
 
 def refs(m):
@@ -80,6 +85,30 @@ def sentence_vectors_equal_hugging_faces_within_the_types_bound():
 
 
 @test
+def qwen3_from_gguf_equals_hugging_face():
+    with open(os.path.join(FIXTURES, "models3", "refs", "qwen3-tiny.json"), encoding="utf-8") as f:
+        r = json.load(f)
+    cases = [r["cases"][i] for i in r["case_ids"]]
+    assert len(cases) >= 20 and max(len(c["input_ids"]) for c in cases) > 800, len(cases)
+    for t, bound in BOUND.items():
+        name = "gguf-qwen3-%s" % t
+        one(con, "SELECT embed_load(?, ?)", name, files["qwen3", t])
+        row = con.execute("SELECT architecture, pooling, weight_type FROM embed_models WHERE name = ?",
+                          (name,)).fetchone()
+        assert row == ("qwen3", "lasttoken", t.upper()), row
+        worst = 0.0
+        for c in cases:
+            if t == "f32":  # NFC, Qwen2's Split regex, byte-level BPE, <|endoftext|> appended
+                ids = [x[0] for x in con.execute("SELECT value FROM json_each(embed_token_ids(?, ?))", (name, c["text"]))]
+                assert ids == c["input_ids"], (c["text"][:40], ids[:8], c["input_ids"][:8])
+            got = unit(floats(one(con, "SELECT embed(?, ?)", name, c["text"])))
+            want = unit(c["last_hidden_state"][-1])
+            worst = max(worst, max(abs(a - b) for a, b in zip(got, want)))
+        assert worst <= bound, (t, worst)
+        one(con, "SELECT embed_unload(?)", name)
+
+
+@test
 def int8_weights_from_a_gguf_file_stay_near_float32():
     one(con, "SELECT embed_load('gguf-int8', ?, '{\"weights\": \"int8\"}')", files["minilm-tiny-st", "f32"])
     assert one(con, "SELECT weights FROM embed_models WHERE name = 'gguf-int8'") == "int8"
@@ -102,8 +131,11 @@ def small_gguf(path, arch="bert", pooling=1, model="bert"):
 
 @test
 def files_that_say_something_else_are_refused_by_name():
-    p = small_gguf(os.path.join(TMP, "qwen.gguf"), arch="qwen3", model="gpt2")
-    assert_error(con, "SELECT embed_load('bad', ?)", "embed_load", "qwen.gguf", "'gpt2' is not read from GGUF yet",
+    p = small_gguf(os.path.join(TMP, "gemma.gguf"), arch="gemma-embedding", model="llama")
+    assert_error(con, "SELECT embed_load('bad', ?)", "embed_load", "gemma.gguf", "'llama' is not read from GGUF yet",
+                 args=(p,))
+    p = small_gguf(os.path.join(TMP, "nomic.gguf"), arch="nomic-bert")
+    assert_error(con, "SELECT embed_load('bad', ?)", "nomic.gguf", "architecture 'nomic-bert' is not read from GGUF yet",
                  args=(p,))
     p = small_gguf(os.path.join(TMP, "none.gguf"), pooling=0)
     assert_error(con, "SELECT embed_load('bad', ?)", "none.gguf", "bert.pooling_type 0 (none) is not supported",
