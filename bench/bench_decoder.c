@@ -188,11 +188,6 @@ static void append_result(const char *impl, const dsize *m, int th, int w, doubl
     fclose(f);
 }
 
-static long peak_rss_kb(void) {
-    struct rusage ru;
-    getrusage(RUSAGE_SELF, &ru);
-    return ru.ru_maxrss;
-}
 /* resident now (MB), from /proc/self/statm */
 static double rss_now_mb(void) {
     long pages = 0, resident = 0;
@@ -230,7 +225,7 @@ static int load_all(const char *dir, const dsize *m, emb_encoder *enc[], run_ctx
 static int run_model(const char *dir, const dsize *m, const int *threads, int nthreads) {
     emb_encoder *enc[MAX_KINDS] = {NULL};
     run_ctx rc[MAX_KINDS];
-    long rss0 = peak_rss_kb();
+    long rss0 = bench_peak_rss_kb();
     if (load_all(dir, m, enc, rc)) return 1;
     bench_print_load("before");
     bench_workload wl[N_WORK];
@@ -257,7 +252,7 @@ static int run_model(const char *dir, const dsize *m, const int *threads, int nt
     }
     const emb_encoder_info *in = emb_encoder_get_info(enc[0]);
     printf("resident %.1f MB after the runs, peak %.1f MB (before load %.1f MB); float32 weights %.1f MB\n",
-           rss_now_mb(), peak_rss_kb() / 1024.0, rss0 / 1024.0, in->weight_bytes / 1048576.0);
+           rss_now_mb(), bench_peak_rss_kb() / 1024.0, rss0 / 1024.0, in->weight_bytes / 1048576.0);
     bench_print_load("after");
     for (int w = 0; w < N_WORK; w++) bench_work_free(&wl[w]);
     for (int k = 0; k < n_kinds; k++) {
@@ -316,11 +311,6 @@ static int parse_args(int argc, char **argv, int want[], int threads[], int *nth
     return 0;
 }
 
-static int child_ok(pid_t p) {
-    int st;
-    return p > 0 && waitpid(p, &st, 0) == p && WIFEXITED(st) && WEXITSTATUS(st) == 0;
-}
-
 int main(int argc, char **argv) {
     bench_openblas_sleeps(argv);
     int want[N_MODELS] = {1, 1}, threads[8] = {1, 2}, nthreads = 2, write = 0;
@@ -347,7 +337,7 @@ int main(int argc, char **argv) {
             fflush(stdout);
             _exit(r);
         }
-        rc = !child_ok(p);
+        rc = !bench_child_ok(p);
         if (dir == tmp) {
             char cmd[600];
             snprintf(cmd, sizeof cmd, "rm -rf '%s'", sub);

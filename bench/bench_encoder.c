@@ -326,12 +326,6 @@ static void gemm_bufs_free(gemm_bufs *g) {
     free(g->out);
 }
 
-static long peak_rss_kb(void) {
-    struct rusage ru;
-    getrusage(RUSAGE_SELF, &ru);
-    return ru.ru_maxrss;
-}
-
 /* ours (float32), ours_int8, ours_bf16 */
 static const char *result_impl(emb_weights wt) {
     static const char *const names[MAX_KINDS] = {"ours", "ours_int8", "ours_bf16"}; /* by emb_weights */
@@ -380,7 +374,7 @@ static int run_model(const char *dir, const msize *m, const int *threads, int nt
     const int nk = n_weight_kinds;
     emb_encoder *enc[MAX_KINDS] = {NULL};
     enc_ctx ec[MAX_KINDS];
-    long rss0 = peak_rss_kb();
+    long rss0 = bench_peak_rss_kb();
     size_t packed = 0;
     for (int k = 0; k < nk; k++) {
         double t0 = bench_now();
@@ -430,7 +424,7 @@ static int run_model(const char *dir, const msize *m, const int *threads, int nt
     openblas_set_num_threads(threads[nthreads - 1]);
     for (int k = 0; k < nk; k++)
         if (encoder_pass(&ec[k], &wl[2], 0)) return 1;
-    long rss_after = peak_rss_kb();
+    long rss_after = bench_peak_rss_kb();
     gemm_ctx gc = {m, emb_encoder_get_config(enc[0]), {0}};
     gemm_bufs_init(&gc.g, m);
     bench_pass_fn fns[MAX_KINDS + 1];
@@ -503,11 +497,6 @@ static int write_peer_files(const char *dir, const msize *m) {
     }
     emb_encoder_free(enc);
     return rc;
-}
-
-static int child_ok(pid_t p) {
-    int st;
-    return p > 0 && waitpid(p, &st, 0) == p && WIFEXITED(st) && WEXITSTATUS(st) == 0;
 }
 
 static int parse_list(const char *s, int *out, int max) {
@@ -605,7 +594,7 @@ int main(int argc, char **argv) {
             mkdir(sub, 0755);
             pid_t p = fork();
             if (p == 0) _exit(bench_random_model_write_arch(sub, m->arch, m->H, m->L, m->NH, m->FF, 0) ? 1 : 0);
-            if (!child_ok(p)) {
+            if (!bench_child_ok(p)) {
                 fprintf(stderr, "writing the %s model failed\n", m->name);
                 rc = 1;
                 break;
@@ -623,7 +612,7 @@ int main(int argc, char **argv) {
             fflush(stdout);
             _exit(r);
         }
-        if (!child_ok(p)) rc = 1;
+        if (!bench_child_ok(p)) rc = 1;
         if (!dir_given && !write_dir) {
             char cmd[600];
             snprintf(cmd, sizeof cmd, "rm -rf '%s'", sub);

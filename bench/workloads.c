@@ -4,6 +4,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
 
 static uint64_t rs = 0x9E3779B97F4A7C15ull;
 void bench_work_seed(uint64_t seed) { rs = seed; }
@@ -138,4 +140,15 @@ void bench_print_load(const char *when) {
         fclose(f);
     }
     if (l1 >= 0) printf("load average (1 min) %s: %.2f on %ld CPUs\n", when, l1, sysconf(_SC_NPROCESSORS_ONLN));
+}
+
+long bench_peak_rss_kb(void) {
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return ru.ru_maxrss;
+}
+
+int bench_child_ok(int p) {
+    int st;
+    return p > 0 && waitpid(p, &st, 0) == p && WIFEXITED(st) && WEXITSTATUS(st) == 0;
 }

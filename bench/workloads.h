@@ -1,5 +1,5 @@
-/* Token workloads and alternating timing shared by the model benchmarks (bench_encoder,
- * bench_decoder): batches of token ids, the same on every run, written for the peers as
+/* Token workloads, alternating timing and process helpers shared by the model benchmarks
+ * (bench_encoder, bench_decoder): batches of token ids, the same on every run, written for the peers as
  * workloads.txt; and the best pass of several ways of doing one workload, timed in turns. */
 #ifndef BENCH_WORKLOADS_H
 #define BENCH_WORKLOADS_H
@@ -37,6 +37,10 @@ typedef int (*bench_pass_fn)(void *ctx, const bench_workload *w, int k);
  * times; returns -1 on error. */
 int bench_time_ways(int n, bench_pass_fn const fn[], void *const ctx[], const bench_workload *w, double min_time,
                     double best[]);
+/* This process's peak resident set (getrusage), in KiB. */
+long bench_peak_rss_kb(void);
+/* 1 when child p (a fork) exits with status 0. */
+int bench_child_ok(int p);
 /* "load average (1 min) WHEN: L on N CPUs" (the machine may be shared) */
 void bench_print_load(const char *when);
 #endif

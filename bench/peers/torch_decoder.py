@@ -16,7 +16,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from torch_encoder import linear, load_safetensors, read_batches, rope_table, rotary, time_workload  # noqa: E402
+from torch_encoder import linear, load_safetensors, read_batches, rope_table, rotary, time_impls  # noqa: E402
 
 
 class RMSNorm(nn.Module):
@@ -146,19 +146,7 @@ def main():
         work = {a.workload: work[a.workload]}
     prepared = {k: (tok, [(torch.from_numpy(ids), torch.from_numpy(lens)) for ids, lens in bs])
                 for k, (tok, bs) in work.items()}
-    for th in [int(t) for t in a.threads.split(",")]:
-        torch.set_num_threads(th)
-        for impl, m in (("torch_fp32", model), ("torch_int8", q8)):
-            if a.impl and impl != a.impl:
-                continue
-            for key, (tokens, batches) in prepared.items():
-                with torch.inference_mode():
-                    t = time_workload(m, batches, 1.0)
-                tps = tokens / t
-                print(f"{impl:11s} {a.key:8s} threads {th} {key:8s} {tps:9.0f} tokens/s", flush=True)
-                if a.results:
-                    with open(a.results, "a") as f:
-                        f.write(f"{impl} {a.key} {th} {key} {tps:.1f}\n")
+    time_impls({"torch_fp32": model, "torch_int8": q8}, prepared, a, 1.0)
 
 
 if __name__ == "__main__":

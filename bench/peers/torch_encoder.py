@@ -342,14 +342,21 @@ def main():
         work = {a.workload: work[a.workload]}
     prepared = {k: (tok, [(torch.from_numpy(ids), torch.from_numpy(mask_of(ids, lens))) for ids, lens in bs])
                 for k, (tok, bs) in work.items()}
+    time_impls({"torch_fp32": model, "torch_int8": q8}, prepared, a, 0.3 if a.quick else 1.0)
+
+
+def time_impls(impls, prepared, a, min_time):
+    """Each way (impls: name -> module) on each prepared workload (key -> (tokens, batches)), per
+    thread count of a.threads (a.impl: that way alone); prints tokens/s and appends "IMPL KEY
+    THREADS WORKLOAD TOKENS_PER_S" to a.results. Shared with torch_decoder.py."""
     for th in [int(t) for t in a.threads.split(",")]:
         torch.set_num_threads(th)
-        for impl, m in (("torch_fp32", model), ("torch_int8", q8)):
+        for impl, m in impls.items():
             if a.impl and impl != a.impl:
                 continue
             for key, (tokens, batches) in prepared.items():
                 with torch.inference_mode():
-                    t = time_workload(m, batches, 0.3 if a.quick else 1.0)
+                    t = time_workload(m, batches, min_time)
                 tps = tokens / t
                 print(f"{impl:11s} {a.key:10s} threads {th} {key:10s} {tps:9.0f} tokens/s", flush=True)
                 if a.results:

@@ -259,8 +259,17 @@ static int pooling(const emb_gguf *g, const char *arch, const char *label, emb_p
     }
 }
 
-/* The tokenizer and pooling from the file's metadata. */
-static int from_metadata(const char *path, emb_tokenizer **tok, emb_pool_mode *pool, char err[EMB_ERR_LEN]) {
+/* The file's type as general.file_type names it: llama.cpp's LLAMA_FTYPE_ALL_F32, MOSTLY_F16,
+ * MOSTLY_Q8_0, MOSTLY_BF16; "mixed" for another or none. */
+static const char *file_type(const emb_gguf *g) {
+    int64_t ft = -1;
+    emb_gguf_kv_int(emb_gguf_find(g, "general.file_type"), &ft);
+    return ft == 0 ? "F32" : ft == 1 ? "F16" : ft == 7 ? "Q8_0" : ft == 32 ? "BF16" : "mixed";
+}
+
+/* The tokenizer, pooling and weight type from the file's metadata. */
+static int from_metadata(const char *path, emb_tokenizer **tok, emb_pool_mode *pool, const char **weight_type,
+                         char err[EMB_ERR_LEN]) {
     emb_safetensors *sf;
     emb_gguf g;
     char *json = NULL;
@@ -274,6 +283,7 @@ static int from_metadata(const char *path, emb_tokenizer **tok, emb_pool_mode *p
     char arch[40];
     snprintf(arch, sizeof arch, "%.*s", (int)alen, a ? a : "");
     if (rc == 0) rc = pooling(&g, arch, sf->label, pool, err);
+    *weight_type = file_type(&g);
     if (rc == 0 && mlen == 4 && memcmp(m, "bert", 4) == 0) rc = wordpiece_json(&g, sf->label, &json, err);
     else if (rc == 0 && mlen == 4 && memcmp(m, "gpt2", 4) == 0) rc = bpe_json(&g, sf->label, &json, err);
     else if (rc == 0)
@@ -287,10 +297,10 @@ static int from_metadata(const char *path, emb_tokenizer **tok, emb_pool_mode *p
 }
 
 int emb_model_gguf_load(const char *path, const emb_load_options *opt, emb_tokenizer **tok, emb_encoder **enc,
-                        emb_pool_mode *pool, char err[EMB_ERR_LEN]) {
+                        emb_pool_mode *pool, const char **weight_type, char err[EMB_ERR_LEN]) {
     *tok = NULL;
     *enc = NULL;
-    if (from_metadata(path, tok, pool, err)) return -1;
+    if (from_metadata(path, tok, pool, weight_type, err)) return -1;
     if (emb_encoder_load_open(path, opt->mmap, enc, err) == 0) {
         emb_encoder_close_unused(*enc);
         if (emb_encoder_set_weights(*enc, opt->weights, err) == 0) return 0;
@@ -300,17 +310,4 @@ int emb_model_gguf_load(const char *path, const emb_load_options *opt, emb_token
     *enc = NULL;
     *tok = NULL;
     return -1;
-}
-
-const char *emb_model_gguf_weight_type(const char *path) {
-    emb_safetensors *sf;
-    emb_gguf g;
-    char err[EMB_ERR_LEN];
-    int64_t ft = -1;
-    if (emb_gguf_file_open(path, 1, &sf, &g, err)) return NULL;
-    emb_gguf_kv_int(emb_gguf_find(&g, "general.file_type"), &ft);
-    emb_gguf_free(&g);
-    emb_safetensors_close(sf);
-    /* llama.cpp's LLAMA_FTYPE_ALL_F32, MOSTLY_F16, MOSTLY_Q8_0, MOSTLY_BF16 */
-    return ft == 0 ? "F32" : ft == 1 ? "F16" : ft == 7 ? "Q8_0" : ft == 32 ? "BF16" : "mixed";
 }

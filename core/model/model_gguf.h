@@ -6,12 +6,10 @@
 #include "sqlite-embed/pooling.h"
 #include "text/tokenizer.h"
 
-/* The tokenizer (from the tokenizer.ggml.* keys), the encoder (weights as opt asks) and the
- * pooling ({arch}.pooling_type) of the GGUF file path; each output the caller's to free, none
- * set on an error, which names the file. */
+/* The tokenizer (from the tokenizer.ggml.* keys), the encoder (weights as opt asks), the pooling
+ * ({arch}.pooling_type) and the weight type (general.file_type: "F32", "F16", "BF16", "Q8_0", or
+ * "mixed"; a string literal) of the GGUF file path; tok and enc the caller's to free, none set on
+ * an error, which names the file. */
 int emb_model_gguf_load(const char *path, const emb_load_options *opt, emb_tokenizer **tok, emb_encoder **enc,
-                        emb_pool_mode *pool, char err[EMB_ERR_LEN]);
-/* The file's weight type as general.file_type names it ("F32", "F16", "BF16", "Q8_0"; "mixed" for
- * another or none), a string literal; NULL when the file cannot be read. */
-const char *emb_model_gguf_weight_type(const char *path);
+                        emb_pool_mode *pool, const char **weight_type, char err[EMB_ERR_LEN]);
 #endif

@@ -15,22 +15,18 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from gguf_layout import ARR, BOOL, F32, FILE_TYPE, I32, STR, U32, ALIGN, encode, kv, read_safetensors, write_file  # noqa: E402
+from gguf_layout import ARR, BOOL, F32, I32, STR, U32, base_metadata, encode, hf_tokens, kv, read_safetensors, write_file  # noqa: E402
 
 CONTROL, NORMAL = 3, 1
 ALWAYS_F32 = ("position_embd.weight", "token_types.weight")  # llama.cpp adds them to float32 rows
 
 
 def vocab(d):
-    tj = json.load(open(os.path.join(d, "tokenizer.json"), encoding="utf-8"))
+    tj, tokens, added = hf_tokens(d)
     v = tj["model"]["vocab"]
-    n = max(max(v.values()), max((a["id"] for a in tj.get("added_tokens", [])), default=0)) + 1
-    by_id = {i: t for t, i in v.items()}
-    special = {a["id"] for a in tj.get("added_tokens", []) if a.get("special")}
     toks, types = [], []
-    for i in range(n):
-        t = by_id.get(i, "[PAD%d]" % i)
-        ctrl = i in special
+    for i, t in enumerate(tokens):
+        ctrl = i in added and added[i].get("special")
         types.append(CONTROL if ctrl else NORMAL)
         toks.append(t if ctrl else t[2:] if t.startswith("##") else "\u2581" + t)
     ids = {name: v[tok] for name, tok in (("unk", "[UNK]"), ("sep", "[SEP]"), ("pad", "[PAD]"), ("cls", "[CLS]"),
@@ -44,7 +40,7 @@ def vocab(d):
         out += [kv("tokenizer.ggml.bos_token_id", U32, ids["cls"]), kv("tokenizer.ggml.add_bos_token", BOOL, True)]
     if "sep" in ids:
         out += [kv("tokenizer.ggml.eos_token_id", U32, ids["sep"]), kv("tokenizer.ggml.add_eos_token", BOOL, True)]
-    return out, n
+    return out, len(toks)
 
 
 def pooling(d):
@@ -84,13 +80,7 @@ def write(src, dst, wtype):
         raise SystemExit("gguf_bert.py: %s is not a BERT folder" % src)
     voc, n_vocab = vocab(src)
     a = "bert"
-    kvs = [kv("general.architecture", STR, a), kv("general.name", STR, os.path.basename(src.rstrip("/"))),
-           kv("general.file_type", U32, FILE_TYPE[wtype]), kv("general.alignment", U32, ALIGN),
-           kv(a + ".context_length", U32, cfg["max_position_embeddings"]),
-           kv(a + ".embedding_length", U32, cfg["hidden_size"]),
-           kv(a + ".block_count", U32, cfg["num_hidden_layers"]),
-           kv(a + ".feed_forward_length", U32, cfg["intermediate_size"]),
-           kv(a + ".attention.head_count", U32, cfg["num_attention_heads"]),
+    kvs = base_metadata(a, os.path.basename(src.rstrip("/")), wtype, cfg) + [
            kv(a + ".attention.layer_norm_epsilon", F32, cfg.get("layer_norm_eps", 1e-12)),
            kv(a + ".attention.causal", BOOL, False), kv(a + ".pooling_type", U32, pooling(src)),
            kv("tokenizer.ggml.token_type_count", U32, cfg.get("type_vocab_size", 2))] + voc

@@ -10,7 +10,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from gguf_layout import ALIGN, ARR, BOOL, F32, FILE_TYPE, I32, STR, U32, encode, kv, read_safetensors, write_file  # noqa: E402
+from gguf_layout import ARR, BOOL, F32, I32, STR, U32, base_metadata, encode, hf_tokens, kv, read_safetensors, write_file  # noqa: E402
 
 
 def rope_theta(cfg):
@@ -22,13 +22,7 @@ def rope_theta(cfg):
 def metadata(cfg, arch, wtype):
     gemma = arch == "gemma-embedding"
     hd = cfg["head_dim"]
-    m = [kv("general.architecture", STR, arch), kv("general.name", STR, cfg["model_type"]),
-         kv("general.file_type", U32, FILE_TYPE[wtype]), kv("general.alignment", U32, ALIGN),
-         kv(arch + ".context_length", U32, cfg["max_position_embeddings"]),
-         kv(arch + ".embedding_length", U32, cfg["hidden_size"]),
-         kv(arch + ".block_count", U32, cfg["num_hidden_layers"]),
-         kv(arch + ".feed_forward_length", U32, cfg["intermediate_size"]),
-         kv(arch + ".attention.head_count", U32, cfg["num_attention_heads"]),
+    m = base_metadata(arch, cfg["model_type"], wtype, cfg) + [
          kv(arch + ".attention.head_count_kv", U32, cfg["num_key_value_heads"]),
          kv(arch + ".attention.key_length", U32, hd), kv(arch + ".attention.value_length", U32, hd),
          kv(arch + ".attention.layer_norm_rms_epsilon", F32, cfg["rms_norm_eps"]),
@@ -57,16 +51,9 @@ def gguf_name(hf, gemma):
 
 
 def qwen_vocab(d):
-    tj = json.load(open(os.path.join(d, "tokenizer.json"), encoding="utf-8"))
-    v = tj["model"]["vocab"]
-    added = {a["id"]: a for a in tj.get("added_tokens", [])}
-    n = max(max(v.values()), max(added, default=0)) + 1
-    by_id = {i: t for t, i in v.items()}
-    toks, types = [], []
-    for i in range(n):
-        a = added.get(i)
-        toks.append(a["content"] if a else by_id.get(i, "[PAD%d]" % i))
-        types.append(3 if a and a.get("special") else 4 if a else 1)  # control, user-defined, normal
+    tj, toks, added = hf_tokens(d)
+    types = [3 if i in added and added[i].get("special") else 4 if i in added else 1  # control, user-defined, normal
+             for i in range(len(toks))]
     merges = [m if isinstance(m, str) else " ".join(m) for m in tj["model"]["merges"]]
     single = tj["post_processor"]["single"] if tj.get("post_processor", {}).get("type") == "TemplateProcessing" else []
     eos_tok = single[-1]["SpecialToken"]["id"] if single and "SpecialToken" in single[-1] else None

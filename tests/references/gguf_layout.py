@@ -4,6 +4,7 @@ tests can write GGUF files too; bench/peers/gguf_write.py encodes large tensors 
 writes them through write_file."""
 import json
 import math
+import os
 import struct
 
 ALIGN = 32
@@ -101,3 +102,27 @@ def encode(shape, values, wtype):
     if wtype == "q8_0" and shape[-1] % 32 == 0:
         return GGML_Q8_0, q8_0(values)
     return GGML_F16, struct.pack("<%de" % len(values), *values)
+
+
+def base_metadata(arch, name, wtype, cfg):
+    """The keys every converted transformer has: general.*, then {arch}'s context length, width,
+    layers, feed-forward width and heads from config.json."""
+    return [kv("general.architecture", STR, arch), kv("general.name", STR, name),
+            kv("general.file_type", U32, FILE_TYPE[wtype]), kv("general.alignment", U32, ALIGN),
+            kv(arch + ".context_length", U32, cfg["max_position_embeddings"]),
+            kv(arch + ".embedding_length", U32, cfg["hidden_size"]),
+            kv(arch + ".block_count", U32, cfg["num_hidden_layers"]),
+            kv(arch + ".feed_forward_length", U32, cfg["intermediate_size"]),
+            kv(arch + ".attention.head_count", U32, cfg["num_attention_heads"])]
+
+
+def hf_tokens(d):
+    """A folder's tokenizer.json, its tokens by id (an added token's content where one has the id,
+    "[PADi]" for a gap) and its added tokens by id."""
+    with open(os.path.join(d, "tokenizer.json"), encoding="utf-8") as f:
+        tj = json.load(f)
+    v = tj["model"]["vocab"]
+    added = {a["id"]: a for a in tj.get("added_tokens", [])}
+    by_id = {i: t for t, i in v.items()}
+    n = max(max(v.values()), max(added, default=0)) + 1
+    return tj, [added[i]["content"] if i in added else by_id.get(i, "[PAD%d]" % i) for i in range(n)], added
