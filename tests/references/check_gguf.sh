@@ -7,11 +7,22 @@
 # make test. Prints "N passed, N failed".
 set -uo pipefail
 cd "$(dirname "$0")/../.."
-if [ ! -d bench/node_modules/node-llama-cpp ]; then
-    (cd bench && npm install --ignore-scripts --no-audit --no-fund >/dev/null) || { echo "check-gguf: npm install failed"; echo "0 passed, 1 failed"; exit 1; }
-fi
 out=build/gguf
 mkdir -p "$out"
+# llama.cpp from bench/'s install when there is one, else node-llama-cpp alone (its CPU build for
+# linux-x64, about 70 MB, not the CUDA and Vulkan ones) into build/npm-llama.
+if [ -d bench/node_modules/node-llama-cpp ]; then
+    export LLAMA_NODE_PACKAGE=bench/package.json
+else
+    export LLAMA_NODE_PACKAGE=build/npm-llama/package.json
+    if [ ! -d build/npm-llama/node_modules/@node-llama-cpp/linux-x64 ]; then
+        mkdir -p build/npm-llama && echo '{"private": true}' >"$LLAMA_NODE_PACKAGE"
+        v=$(sed -n 's/.*"node-llama-cpp": "\([0-9.]*\)".*/\1/p' bench/package.json)
+        (cd build/npm-llama && npm install --ignore-scripts --omit=optional --no-audit --no-fund \
+            "node-llama-cpp@$v" "@node-llama-cpp/linux-x64@$v" >/dev/null) ||
+            { echo "check-gguf: npm install node-llama-cpp@$v failed"; echo "0 passed, 1 failed"; exit 1; }
+    fi
+fi
 pass=0 fail=0
 for m in bert-tiny-uncased minilm-tiny-st bert-tiny-prefixed bert-tiny-f16; do
     files=()

@@ -12,7 +12,7 @@ import fs from "node:fs";
 import {createRequire} from "node:module";
 import path from "node:path";
 
-const require = createRequire(path.resolve("bench/package.json"));
+const require = createRequire(path.resolve(process.env.LLAMA_NODE_PACKAGE || "bench/package.json"));
 const {getLlama, LlamaLogLevel} = await import(require.resolve("node-llama-cpp"));
 const [refsPath, ...files] = process.argv.slice(2);
 const BOUND = {f32: 5e-4, f16: 1e-3, q8_0: 2e-2};
