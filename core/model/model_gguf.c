@@ -3,8 +3,9 @@
  * continuation has lost its "##", a control token is as it was. It is spelled back and written
  * out as the tokenizer.json of a BERT tokenizer (BertNormalizer, BertPreTokenizer, WordPiece,
  * [CLS] $A [SEP]), so that the tokenizer equals Hugging Face's for the folder the file was made
- * from. The file does not say whether the vocabulary is cased: it is lowercased, as llama.cpp
- * does for every WordPiece file, and as the uncased BERTs that embedders are built on do. */
+ * from. The file does not say whether the tokenizer lowercases (llama.cpp lowercases every
+ * WordPiece file): a vocabulary with the capitals as tokens is read as cased (bert-base-cased,
+ * the multilingual BERT), any other as uncased, as the BERTs that embedders are built on are. */
 #include "model/model_gguf.h"
 #include "nn/encoder_gguf.h"
 #include "text/tok_split.h"
@@ -105,6 +106,15 @@ static int vocab(const emb_gguf *g, const char *label, cJSON *vocab_obj, cJSON *
     return 0;
 }
 
+/* Whether the vocabulary keeps capitals: it has the capital letters as words of their own (as
+ * bert-base-cased and the multilingual BERT do; an uncased vocabulary cannot reach them). */
+static int vocab_is_cased(char *const *names, int32_t n) {
+    int capitals = 0;
+    for (int32_t i = 0; i < n; i++)
+        if (names[i] && names[i][0] >= 'A' && names[i][0] <= 'Z' && names[i][1] == 0) capitals++;
+    return capitals >= 13;
+}
+
 /* tokenizer.json text of the file's WordPiece tokenizer (malloc'ed). */
 static int wordpiece_json(const emb_gguf *g, const char *label, char **out, char err[EMB_ERR_LEN]) {
     const emb_gguf_kv *toks = emb_gguf_find(g, "tokenizer.ggml.tokens");
@@ -128,7 +138,7 @@ static int wordpiece_json(const emb_gguf *g, const char *label, char **out, char
         cJSON_AddBoolToObject(norm, "clean_text", 1);
         cJSON_AddBoolToObject(norm, "handle_chinese_chars", 1);
         cJSON_AddNullToObject(norm, "strip_accents");
-        cJSON_AddBoolToObject(norm, "lowercase", 1);
+        cJSON_AddBoolToObject(norm, "lowercase", !vocab_is_cased(names, n));
         cJSON_AddStringToObject(pre, "type", "BertPreTokenizer");
         cJSON_AddStringToObject(model, "type", "WordPiece");
         cJSON_AddStringToObject(model, "unk_token", names[unk]);
@@ -269,7 +279,7 @@ static const char *file_type(const emb_gguf *g) {
 
 /* The tokenizer, pooling and weight type from the file's metadata. */
 static int from_metadata(const char *path, emb_tokenizer **tok, emb_pool_mode *pool, const char **weight_type,
-                         char err[EMB_ERR_LEN]) {
+                         int *vocab_only, char err[EMB_ERR_LEN]) {
     emb_safetensors *sf;
     emb_gguf g;
     char *json = NULL;
@@ -282,7 +292,8 @@ static int from_metadata(const char *path, emb_tokenizer **tok, emb_pool_mode *p
                  : 0;
     char arch[40];
     snprintf(arch, sizeof arch, "%.*s", (int)alen, a ? a : "");
-    if (rc == 0) rc = pooling(&g, arch, sf->label, pool, err);
+    *vocab_only = g.n_tensors == 0; /* as llama.cpp's ggml-vocab-*.gguf: a tokenizer alone */
+    if (rc == 0 && !*vocab_only) rc = pooling(&g, arch, sf->label, pool, err);
     *weight_type = file_type(&g);
     if (rc == 0 && mlen == 4 && memcmp(m, "bert", 4) == 0) rc = wordpiece_json(&g, sf->label, &json, err);
     else if (rc == 0 && mlen == 4 && memcmp(m, "gpt2", 4) == 0) rc = bpe_json(&g, sf->label, &json, err);
@@ -300,7 +311,9 @@ int emb_model_gguf_load(const char *path, const emb_load_options *opt, emb_token
                         emb_pool_mode *pool, const char **weight_type, char err[EMB_ERR_LEN]) {
     *tok = NULL;
     *enc = NULL;
-    if (from_metadata(path, tok, pool, weight_type, err)) return -1;
+    int vocab_only = 0;
+    if (from_metadata(path, tok, pool, weight_type, &vocab_only, err)) return -1;
+    if (vocab_only) return 0;
     if (emb_encoder_load_open(path, opt->mmap, enc, err) == 0) {
         emb_encoder_close_unused(*enc);
         if (emb_encoder_set_weights(*enc, opt->weights, err) == 0) return 0;

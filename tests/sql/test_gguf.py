@@ -119,13 +119,14 @@ def int8_weights_from_a_gguf_file_stay_near_float32():
 
 
 def small_gguf(path, arch="bert", pooling=1, model="bert"):
-    """Metadata only: enough for the loader to reach the key it is to refuse."""
+    """The metadata and one small tensor (a file without tensors is a vocabulary alone): enough
+    for the loader to reach the key it is to refuse."""
     kvs = [kv("general.architecture", STR, arch), kv("%s.pooling_type" % arch, U32, pooling),
            kv("tokenizer.ggml.model", STR, model),
            kv("tokenizer.ggml.tokens", ARR, (STR, ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "\u2581a"])),
            kv("tokenizer.ggml.token_type", ARR, (I32, [3, 3, 3, 3, 1])), kv("tokenizer.ggml.unknown_token_id", U32, 1),
            kv("tokenizer.ggml.cls_token_id", U32, 2), kv("tokenizer.ggml.seperator_token_id", U32, 3)]
-    write_file(path, kvs, [])
+    write_file(path, kvs, [("token_embd.weight", [5, 4], 0, struct.pack("<20f", *([0.5] * 20)))])
     return path
 
 

@@ -6,17 +6,13 @@
 #include <stdio.h>
 
 static const emb_gguf_name_pair TOP[] = {{"token_embd", "embed_tokens"}, {"output_norm", "norm"}},
-                                LAYER[] = {{"attn_norm", "input_layernorm"},
-                                           {"attn_q", "self_attn.q_proj"},
-                                           {"attn_k", "self_attn.k_proj"},
-                                           {"attn_v", "self_attn.v_proj"},
-                                           {"attn_output", "self_attn.o_proj"},
-                                           {"attn_q_norm", "self_attn.q_norm"},
-                                           {"attn_k_norm", "self_attn.k_norm"},
-                                           {"ffn_norm", "post_attention_layernorm"},
-                                           {"ffn_gate", "mlp.gate_proj"},
-                                           {"ffn_up", "mlp.up_proj"},
-                                           {"ffn_down", "mlp.down_proj"}};
+                                LAYER[] = {
+                                    {"attn_norm", "input_layernorm"},    {"attn_q", "self_attn.q_proj"},
+                                    {"attn_k", "self_attn.k_proj"},      {"attn_v", "self_attn.v_proj"},
+                                    {"attn_output", "self_attn.o_proj"}, {"attn_q_norm", "self_attn.q_norm"},
+                                    {"attn_k_norm", "self_attn.k_norm"}, {"ffn_norm", "post_attention_layernorm"},
+                                    {"ffn_gate", "mlp.gate_proj"},       {"ffn_up", "mlp.up_proj"},
+                                    {"ffn_down", "mlp.down_proj"}};
 
 static int config(const emb_gguf *g, const char *label, emb_encoder_config *cfg, char err[EMB_ERR_LEN]) {
     int64_t H, L, NH, KV, HD, FF, ctx;
