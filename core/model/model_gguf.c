@@ -7,6 +7,7 @@
  * WordPiece file): a vocabulary with the capitals as tokens is read as cased (bert-base-cased,
  * the multilingual BERT), any other as uncased, as the BERTs that embedders are built on are. */
 #include "model/model_gguf.h"
+#include "model/model_gguf_t5.h"
 #include "nn/encoder_gguf.h"
 #include "text/tok_split.h"
 #include <cjson/cJSON.h>
@@ -297,8 +298,11 @@ static int from_metadata(const char *path, emb_tokenizer **tok, emb_pool_mode *p
     *weight_type = file_type(&g);
     if (rc == 0 && mlen == 4 && memcmp(m, "bert", 4) == 0) rc = wordpiece_json(&g, sf->label, &json, err);
     else if (rc == 0 && mlen == 4 && memcmp(m, "gpt2", 4) == 0) rc = bpe_json(&g, sf->label, &json, err);
+    else if (rc == 0 && mlen == 2 && memcmp(m, "t5", 2) == 0) rc = emb_gguf_t5_json(&g, sf->label, &json, err);
     else if (rc == 0)
-        rc = emb_fail(err, "%s: tokenizer '%.*s' is not read from GGUF yet (bert's WordPiece and gpt2's BPE are)",
+        rc = emb_fail(err,
+                      "%s: tokenizer '%.*s' is not read from GGUF yet (bert's WordPiece, gpt2's BPE and t5's "
+                      "Unigram are)",
                       sf->label, (int)(mlen > 40 ? 40 : mlen), m);
     if (rc == 0) rc = emb_tokenizer_from_json(json, strlen(json), tok, err);
     free(json);

@@ -35,6 +35,18 @@ for m in bert-tiny-uncased minilm-tiny-st bert-tiny-prefixed bert-tiny-f16; do
     f=${line#* passed, }
     fail=$((fail + ${f%% failed*}))
 done
+# XLM-R (tokenizer t5, the position table cut by pad + 1): F32, F16, Q8_0
+for m in xlmr-tiny xlmr-tiny-st; do
+    files=()
+    for t in f32 f16 q8_0; do
+        /usr/bin/python3 tests/references/gguf_xlmr.py "tests/fixtures/models2/$m" "$out/$m-$t.gguf" "$t" || { fail=$((fail + 1)); continue; }
+        files+=("$out/$m-$t.gguf")
+    done
+    line=$(node tests/references/gguf_llama_check.mjs "tests/fixtures/models2/refs/$m.json" "${files[@]}" | tee /dev/stderr | tail -n 1)
+    pass=$((pass + ${line%% passed*}))
+    f=${line#* passed, }
+    fail=$((fail + ${f%% failed*}))
+done
 # Qwen3 (the decoder's golden folder): F32, F16, Q8_0
 files=()
 for t in f32 f16 q8_0; do

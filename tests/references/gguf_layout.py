@@ -8,7 +8,7 @@ import os
 import struct
 
 ALIGN = 32
-U32, I32, F32, BOOL, STR, ARR = 4, 5, 6, 7, 8, 9
+U8, U32, I32, F32, BOOL, STR, ARR = 0, 4, 5, 6, 7, 8, 9
 GGML_F32, GGML_F16, GGML_Q8_0, GGML_BF16 = 0, 1, 8, 30
 FILE_TYPE = {"f32": 0, "f16": 1, "q8_0": 7, "bf16": 32}
 
@@ -19,7 +19,8 @@ def gguf_str(s):
 
 
 def kv(key, typ, value):
-    """One pair: a scalar (U32, I32, F32, BOOL), a string, or (ARR, (element type, items))."""
+    """One pair: a scalar (U32, I32, F32, BOOL), a string, or (ARR, (element type, items)); an
+    array of U8 may be given as bytes."""
     out = gguf_str(key) + struct.pack("<I", typ)
     if typ == STR:
         return out + gguf_str(value)
@@ -28,7 +29,7 @@ def kv(key, typ, value):
         out += struct.pack("<IQ", etyp, len(items))
         if etyp == STR:
             return out + b"".join(gguf_str(s) for s in items)
-        return out + struct.pack("<%d%s" % (len(items), {I32: "i", F32: "f", U32: "I"}[etyp]), *items)
+        return out + struct.pack("<%d%s" % (len(items), {U8: "B", I32: "i", F32: "f", U32: "I"}[etyp]), *items)
     return out + struct.pack({U32: "<I", I32: "<i", F32: "<f", BOOL: "<?"}[typ], value)
 
 

@@ -3,7 +3,8 @@ folder written as a vocabulary-only GGUF file (tests/references/gguf_vocab.py, l
 converter's tokenizer.ggml.* keys, no tensors, as llama.cpp's own ggml-vocab-*.gguf), loaded by
 embed_load as a tokenizer, and its ids and tokens compared with Hugging Face's on all
 2,004 cases of each corpus: bert-base-uncased, -cased, -multilingual-cased and -chinese
-(WordPiece, tokenizer.ggml.model "bert") and the Qwen2-style byte-level BPE ("gpt2", pre "qwen2").
+(WordPiece, tokenizer.ggml.model "bert"), the two XLM-R-style SentencePiece Unigram vocabularies
+("t5", with their precompiled charsmaps) and the Qwen2-style byte-level BPE ("gpt2", pre "qwen2").
 
 A GGUF WordPiece vocabulary does not say whether its tokenizer lowercases; embed_load takes a
 vocabulary that holds the capital letters as tokens for cased. bert-base-chinese is cased yet
@@ -34,10 +35,11 @@ def load(vocab, folder, kind):
     return "gguftok-" + vocab
 
 
-def golden(corpus_dir, vocab):
+def golden(corpus_dir, vocab, expected_dir=None):
     with open(os.path.join(corpus_dir, "cases.jsonl"), encoding="utf-8") as f:
         cases = [json.loads(line) for line in f]
-    with open(os.path.join(corpus_dir, vocab + ".jsonl"), encoding="utf-8") as f:
+    with open(os.path.join(expected_dir or corpus_dir, "public", vocab + ".jsonl") if expected_dir else
+              os.path.join(corpus_dir, vocab + ".jsonl"), encoding="utf-8") as f:
         expected = [json.loads(line) for line in f]
     assert len(cases) == len(expected) == 2004, (vocab, len(cases), len(expected))
     return list(zip(cases, expected))
@@ -91,6 +93,20 @@ def gguf_qwen2_bpe_equals_hugging_face():
     model = load("qwen-style", os.path.join(base, "vocab", "qwen-style"), "qwen2")
     bad = compare(model, golden(os.path.join(base, "public"), "qwen-style"))
     assert not bad, (len(bad), [c["id"] for c in bad[:10]])
+
+
+def unigram_test(vocab):
+    def corpus():
+        base = os.path.join(FIXTURES, "tokenizers2")
+        model = load(vocab, os.path.join(base, "vocab", vocab), "t5")
+        bad = compare(model, golden(os.path.join(FIXTURES, "tokenizers", "public"), vocab, base))
+        assert not bad, (vocab, len(bad), [c["id"] for c in bad[:10]])
+    corpus.__name__ = "gguf_t5_" + vocab.replace("-", "_") + "_equals_hugging_face"
+    test(corpus)
+
+
+for _v in ("xlmr-style-ml8k", "xlmr-style-spmtest"):
+    unigram_test(_v)
 
 
 @test
