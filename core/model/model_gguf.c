@@ -270,12 +270,21 @@ static int pooling(const emb_gguf *g, const char *arch, const char *label, emb_p
     }
 }
 
-/* The file's type as general.file_type names it: llama.cpp's LLAMA_FTYPE_ALL_F32, MOSTLY_F16,
- * MOSTLY_Q8_0, MOSTLY_BF16; "mixed" for another or none. */
+/* The file's type as general.file_type names it (llama.cpp's llama_ftype: ALL_F32, MOSTLY_F16,
+ * MOSTLY_Q4_0, ...; a K-quant's _S / _M says which tensors its quantizer gave more bits); "mixed"
+ * for another or none. */
 static const char *file_type(const emb_gguf *g) {
+    static const struct {
+        int64_t id;
+        const char *name;
+    } FT[] = {{0, "F32"},     {1, "F16"},   {2, "Q4_0"},    {3, "Q4_1"},    {7, "Q8_0"},
+              {8, "Q5_0"},    {9, "Q5_1"},  {14, "Q4_K_S"}, {15, "Q4_K_M"}, {16, "Q5_K_S"},
+              {17, "Q5_K_M"}, {18, "Q6_K"}, {32, "BF16"}};
     int64_t ft = -1;
     emb_gguf_kv_int(emb_gguf_find(g, "general.file_type"), &ft);
-    return ft == 0 ? "F32" : ft == 1 ? "F16" : ft == 7 ? "Q8_0" : ft == 32 ? "BF16" : "mixed";
+    for (size_t i = 0; i < sizeof FT / sizeof *FT; i++)
+        if (FT[i].id == ft) return FT[i].name;
+    return "mixed";
 }
 
 /* The tokenizer, pooling and weight type from the file's metadata. */

@@ -1,5 +1,5 @@
 #include "model/tensor_copy.h"
-#include "math/half.h"
+#include "nn/gguf_quant.h"
 #include <stdlib.h>
 #include <string.h>
 
@@ -33,14 +33,10 @@ int emb_tensor_copy_f32(const emb_safetensors *sf, const char *name, int64_t d0,
     if (got1) *got1 = d1 < 0 ? 0 : t->shape[1];
     float *c = malloc(n * sizeof(float) + 1);
     if (!c) return emb_fail(err, "out of memory reading '%.80s'", name);
-    switch (t->dtype) {
-    case EMB_DT_F32: memcpy(c, t->data, n * sizeof(float)); break;
-    case EMB_DT_F16: emb_f16_to_f32_n(t->data, c, n); break;
-    case EMB_DT_BF16: emb_bf16_to_f32_n(t->data, c, n); break;
-    case EMB_DT_I8:
+    /* F32, F16, BF16 and a GGUF file's blocks widened; I8 taken as its integers */
+    if (t->dtype == EMB_DT_I8) {
         for (size_t i = 0; i < n; i++) c[i] = (float)(int8_t)t->data[i];
-        break;
-    default:
+    } else if (emb_tensor_to_f32(t, n, c)) {
         free(c);
         return emb_fail(err, "%.60s: tensor '%.80s' has dtype %s (F32, F16, BF16 or I8 expected)", sf->label, name,
                         emb_dtype_name(t->dtype));

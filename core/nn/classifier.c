@@ -4,7 +4,7 @@
 #include "nn/classifier.h"
 #include "base/emb_json.h"
 #include "base/file.h"
-#include "math/half.h"
+#include "nn/gguf_quant.h"
 #include <cjson/cJSON.h>
 #include <math.h>
 #include <stdio.h>
@@ -174,10 +174,7 @@ static int head_tensor(emb_classifier *c, const emb_encoder *e, XXH3_state_t *h,
     size_t n = (size_t)d0 * (size_t)(nd == 2 ? d1 : 1);
     float *p = malloc(n * sizeof(float) + 1);
     if (!p) return emb_fail(err, "out of memory");
-    if (t->dtype == EMB_DT_F32) memcpy(p, t->data, n * sizeof(float));
-    else if (t->dtype == EMB_DT_F16) emb_f16_to_f32_n(t->data, p, n);
-    else if (t->dtype == EMB_DT_BF16) emb_bf16_to_f32_n(t->data, p, n);
-    else {
+    if (emb_tensor_to_f32(t, n, p)) {
         free(p);
         return emb_fail(err, "%.60s: tensor '%s' has dtype %s, expected F32, F16 or BF16", file, name,
                         emb_dtype_name(t->dtype));

@@ -5,6 +5,7 @@
 #include "nn/encoder_gguf.h"
 #include "nn/gguf.h"
 #include "nn/gguf/gguf_arch.h"
+#include "nn/gguf_quant.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,52 +38,32 @@ static int cmp_name(const void *a, const void *b) {
     return strcmp(((const emb_safetensors_tensor *)a)->name, ((const emb_safetensors_tensor *)b)->name);
 }
 
-/* Bytes of float32 that the Q8_0 tensors take once widened. */
-static size_t widened_bytes(const emb_gguf *g) {
-    size_t n = 0;
-    for (uint64_t i = 0; i < g->n_tensors; i++)
-        if (g->tensors[i].type == EMB_GGML_Q8_0) n += (size_t)(g->tensors[i].bytes / 34) * 32 * sizeof(float);
-    return n;
-}
-
-/* One tensor into the table: its name, dtype, shape (ggml's reversed) and data. */
-static int add_tensor(const emb_gguf_tensor *t, const char *hf, float **wide, emb_safetensors_tensor *out,
-                      const char *label, char err[EMB_ERR_LEN]) {
+/* One tensor into the table: its name, dtype, shape (ggml's reversed) and its bytes in place; a
+ * block type keeps its blocks, widened to float32 by whichever loader takes the tensor. */
+static int add_tensor(const emb_gguf_tensor *t, const char *hf, emb_safetensors_tensor *out, const char *label,
+                      char err[EMB_ERR_LEN]) {
     memset(out, 0, sizeof *out);
     out->ndim = (int)t->n_dims;
     for (int d = 0; d < out->ndim; d++) out->shape[d] = t->ne[out->ndim - 1 - d];
     out->data = t->data;
     out->end = t->bytes;
-    switch (t->type) {
-    case EMB_GGML_F32: out->dtype = EMB_DT_F32; break;
-    case EMB_GGML_F16: out->dtype = EMB_DT_F16; break;
-    case EMB_GGML_BF16: out->dtype = EMB_DT_BF16; break;
-    case EMB_GGML_Q8_0: { /* blocks of an f16 scale and 32 int8 codes: value = scale * code */
-        size_t blocks = (size_t)(t->bytes / 34);
-        emb_gguf_q8_0_to_f32(t->data, blocks, *wide);
-        out->dtype = EMB_DT_F32;
-        out->data = (const unsigned char *)*wide;
-        out->end = blocks * 32 * sizeof(float);
-        *wide += blocks * 32;
-        break;
-    }
-    default:
-        return emb_fail(err, "%s: tensor '%.*s' has type %s, which is not read yet (F32, F16, BF16 and Q8_0 are)",
+    int dt = emb_quant_dtype_of_ggml(t->type);
+    if (dt < 0)
+        return emb_fail(err,
+                        "%s: tensor '%.*s' has type %s, which is not read (F32, F16, BF16, Q4_0, Q4_1, Q5_0, "
+                        "Q5_1, Q8_0, Q4_K, Q5_K and Q6_K are)",
                         label, (int)t->name_len, t->name, emb_ggml_type_name(t->type));
-    }
+    out->dtype = (emb_dtype)dt;
     return (out->name = strdup(hf)) ? 0 : emb_fail(err, "out of memory");
 }
 
 static int tensor_table(const emb_gguf_arch *a, const emb_gguf *g, emb_safetensors *sf, char err[EMB_ERR_LEN]) {
-    size_t wide_bytes = widened_bytes(g);
-    float *wide = NULL;
-    if (wide_bytes && !(wide = sf->owned = malloc(wide_bytes))) return emb_fail(err, "out of memory");
     sf->h.tensors = calloc(g->n_tensors ? (size_t)g->n_tensors : 1, sizeof *sf->h.tensors);
     if (!sf->h.tensors) return emb_fail(err, "out of memory");
     for (uint64_t i = 0; i < g->n_tensors; i++) {
         char hf[160];
         if (!hf_name(a, &g->tensors[i], hf, sizeof hf)) continue;
-        if (add_tensor(&g->tensors[i], hf, &wide, &sf->h.tensors[sf->h.n], sf->label, err)) return -1;
+        if (add_tensor(&g->tensors[i], hf, &sf->h.tensors[sf->h.n], sf->label, err)) return -1;
         sf->h.n++;
     }
     qsort(sf->h.tensors, (size_t)sf->h.n, sizeof *sf->h.tensors, cmp_name);

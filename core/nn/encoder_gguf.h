@@ -17,7 +17,8 @@ int emb_gguf_expect(const emb_gguf *g, const char *key, const char *want, const 
                     char err[EMB_ERR_LEN]);
 /* Opens path: its metadata read into cfg through the config.json that the architecture's reader
  * takes (so that every check of a Hugging Face config applies), and its tensors as *file, named
- * as Hugging Face names them (F32, F16 and BF16 used in place; Q8_0 widened to float32 at load).
+ * as Hugging Face names them (F32, F16 and BF16 used in place; ggml's block types Q4_0 ... Q6_K
+ * kept as blocks, widened to float32 tensor by tensor as the loaders take them: nn/gguf_quant.h).
  * BERT ("bert") and Qwen3 ("qwen3") so far; another architecture, a weight type not read yet,
  * or a causal BERT is an error naming the file. */
 int emb_encoder_gguf_open(const char *path, int use_mmap, emb_encoder_config *cfg, emb_safetensors **file,

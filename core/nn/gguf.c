@@ -95,17 +95,43 @@ static int cmp_tensor(const void *a, const void *b) {
     return r ? r : (x->name_len > y->name_len) - (x->name_len < y->name_len);
 }
 
+/* Every type ggml has stored in files: those no loader reads (the IQ, TQ and other K types) are
+ * known too, so that a file of them parses and is refused by its type's name. */
 static const struct {
     uint32_t type, values, bytes;
     const char *name;
-} TYPES[] = {
-    {EMB_GGML_F32, 1, 4, "F32"},       {EMB_GGML_F16, 1, 2, "F16"},       {EMB_GGML_BF16, 1, 2, "BF16"},
-    {EMB_GGML_Q4_0, 32, 18, "Q4_0"},   {EMB_GGML_Q4_1, 32, 20, "Q4_1"},   {EMB_GGML_Q5_0, 32, 22, "Q5_0"},
-    {EMB_GGML_Q5_1, 32, 24, "Q5_1"},   {EMB_GGML_Q8_0, 32, 34, "Q8_0"},   {EMB_GGML_Q8_1, 32, 36, "Q8_1"},
-    {EMB_GGML_Q2_K, 256, 84, "Q2_K"},  {EMB_GGML_Q3_K, 256, 110, "Q3_K"}, {EMB_GGML_Q4_K, 256, 144, "Q4_K"},
-    {EMB_GGML_Q5_K, 256, 176, "Q5_K"}, {EMB_GGML_Q6_K, 256, 210, "Q6_K"}, {EMB_GGML_Q8_K, 256, 292, "Q8_K"},
-    {EMB_GGML_I8, 1, 1, "I8"},         {EMB_GGML_I16, 1, 2, "I16"},       {EMB_GGML_I32, 1, 4, "I32"},
-    {EMB_GGML_I64, 1, 8, "I64"},       {EMB_GGML_F64, 1, 8, "F64"}};
+} TYPES[] = {{EMB_GGML_F32, 1, 4, "F32"},
+             {EMB_GGML_F16, 1, 2, "F16"},
+             {EMB_GGML_BF16, 1, 2, "BF16"},
+             {EMB_GGML_Q4_0, 32, 18, "Q4_0"},
+             {EMB_GGML_Q4_1, 32, 20, "Q4_1"},
+             {EMB_GGML_Q5_0, 32, 22, "Q5_0"},
+             {EMB_GGML_Q5_1, 32, 24, "Q5_1"},
+             {EMB_GGML_Q8_0, 32, 34, "Q8_0"},
+             {EMB_GGML_Q8_1, 32, 36, "Q8_1"},
+             {EMB_GGML_Q2_K, 256, 84, "Q2_K"},
+             {EMB_GGML_Q3_K, 256, 110, "Q3_K"},
+             {EMB_GGML_Q4_K, 256, 144, "Q4_K"},
+             {EMB_GGML_Q5_K, 256, 176, "Q5_K"},
+             {EMB_GGML_Q6_K, 256, 210, "Q6_K"},
+             {EMB_GGML_Q8_K, 256, 292, "Q8_K"},
+             {EMB_GGML_I8, 1, 1, "I8"},
+             {EMB_GGML_I16, 1, 2, "I16"},
+             {EMB_GGML_I32, 1, 4, "I32"},
+             {EMB_GGML_I64, 1, 8, "I64"},
+             {EMB_GGML_F64, 1, 8, "F64"},
+             {EMB_GGML_IQ2_XXS, 256, 66, "IQ2_XXS"},
+             {EMB_GGML_IQ2_XS, 256, 74, "IQ2_XS"},
+             {EMB_GGML_IQ3_XXS, 256, 98, "IQ3_XXS"},
+             {EMB_GGML_IQ1_S, 256, 50, "IQ1_S"},
+             {EMB_GGML_IQ4_NL, 32, 18, "IQ4_NL"},
+             {EMB_GGML_IQ3_S, 256, 110, "IQ3_S"},
+             {EMB_GGML_IQ2_S, 256, 82, "IQ2_S"},
+             {EMB_GGML_IQ4_XS, 256, 136, "IQ4_XS"},
+             {EMB_GGML_IQ1_M, 256, 56, "IQ1_M"},
+             {EMB_GGML_TQ1_0, 256, 54, "TQ1_0"},
+             {EMB_GGML_TQ2_0, 256, 66, "TQ2_0"},
+             {EMB_GGML_MXFP4, 32, 17, "MXFP4"}};
 
 static int type_index(uint32_t type) {
     for (int i = 0; i < (int)(sizeof TYPES / sizeof *TYPES); i++)
@@ -338,11 +364,4 @@ int emb_gguf_array_next_string(const emb_gguf_kv *kv, size_t *cursor_, const cha
     *s = (const char *)p + 8;
     *cursor_ += 8 + *len;
     return 0;
-}
-
-void emb_gguf_q8_0_to_f32(const unsigned char *blocks, size_t n_blocks, float *out) {
-    for (size_t b = 0; b < n_blocks; b++, blocks += 34, out += 32) {
-        float d = emb_f16_to_f32((uint16_t)le(blocks, 2));
-        for (int i = 0; i < 32; i++) out[i] = d * (float)(int8_t)blocks[2 + i];
-    }
 }

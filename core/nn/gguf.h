@@ -44,12 +44,24 @@ enum {
     EMB_GGML_Q5_K = 13,
     EMB_GGML_Q6_K = 14,
     EMB_GGML_Q8_K = 15,
+    EMB_GGML_IQ2_XXS = 16,
+    EMB_GGML_IQ2_XS = 17,
+    EMB_GGML_IQ3_XXS = 18,
+    EMB_GGML_IQ1_S = 19,
+    EMB_GGML_IQ4_NL = 20,
+    EMB_GGML_IQ3_S = 21,
+    EMB_GGML_IQ2_S = 22,
+    EMB_GGML_IQ4_XS = 23,
     EMB_GGML_I8 = 24,
     EMB_GGML_I16 = 25,
     EMB_GGML_I32 = 26,
     EMB_GGML_I64 = 27,
     EMB_GGML_F64 = 28,
-    EMB_GGML_BF16 = 30
+    EMB_GGML_IQ1_M = 29,
+    EMB_GGML_BF16 = 30,
+    EMB_GGML_TQ1_0 = 34,
+    EMB_GGML_TQ2_0 = 35,
+    EMB_GGML_MXFP4 = 39
 };
 
 #define EMB_GGUF_MAX_DIMS 4
@@ -106,8 +118,6 @@ int emb_gguf_array_next_string(const emb_gguf_kv *kv, size_t *cursor, const char
 const emb_gguf_tensor *emb_gguf_find_tensor(const emb_gguf *g, const char *name);
 /* "F32", "Q8_0", ... for a type the reader knows; NULL otherwise. */
 const char *emb_ggml_type_name(uint32_t type);
-/* Q8_0 blocks (an f16 scale, 32 int8 codes) widened to float32: blocks x 32 values. */
-void emb_gguf_q8_0_to_f32(const unsigned char *blocks, size_t n_blocks, float *out);
 /* The type's block: values per block and bytes per block; 0 for a type not known. */
 int emb_ggml_type_block(uint32_t type, uint32_t *values, uint32_t *bytes);
 #endif

@@ -13,6 +13,7 @@
 #error "safetensors data is little-endian; this reader assumes a little-endian host"
 #endif
 
+/* The last eight are GGUF's block types: named, no size per value, never read from a header. */
 static const struct {
     const char *name;
     size_t size;
@@ -22,6 +23,9 @@ static const struct {
     [EMB_DT_U16] = {"U16", 2},         [EMB_DT_F16] = {"F16", 2},         [EMB_DT_BF16] = {"BF16", 2},
     [EMB_DT_I32] = {"I32", 4},         [EMB_DT_U32] = {"U32", 4},         [EMB_DT_F32] = {"F32", 4},
     [EMB_DT_F64] = {"F64", 8},         [EMB_DT_I64] = {"I64", 8},         [EMB_DT_U64] = {"U64", 8},
+    [EMB_DT_Q4_0] = {"Q4_0", 0},       [EMB_DT_Q4_1] = {"Q4_1", 0},       [EMB_DT_Q5_0] = {"Q5_0", 0},
+    [EMB_DT_Q5_1] = {"Q5_1", 0},       [EMB_DT_Q8_0] = {"Q8_0", 0},       [EMB_DT_Q4_K] = {"Q4_K", 0},
+    [EMB_DT_Q5_K] = {"Q5_K", 0},       [EMB_DT_Q6_K] = {"Q6_K", 0},
 };
 #define N_DTYPES ((int)(sizeof dtypes / sizeof dtypes[0]))
 
@@ -90,7 +94,7 @@ static int read_tensor(const cJSON *e, const char *key, const char *name, const 
     if (!cJSON_IsString(dt)) return emb_fail(err, "%s: tensor '%.100s' has no dtype string", name, key);
     int d = -1;
     for (int i = 0; i < N_DTYPES && d < 0; i++)
-        if (strcmp(dt->valuestring, dtypes[i].name) == 0) d = i;
+        if (dtypes[i].size && strcmp(dt->valuestring, dtypes[i].name) == 0) d = i;
     if (d < 0) return emb_fail(err, "%s: tensor '%.100s' has unknown dtype '%.20s'", name, key, dt->valuestring);
     t->dtype = (emb_dtype)d;
     if (!cJSON_IsArray(sh)) return emb_fail(err, "%s: tensor '%.100s' has no shape array", name, key);
@@ -269,7 +273,6 @@ int emb_safetensors_open_raw(const char *path, int use_mmap, emb_safetensors **o
 void emb_safetensors_close(emb_safetensors *sf) {
     if (!sf) return;
     emb_safetensors_header_free(&sf->h);
-    free(sf->owned);
     if (sf->map && sf->mapped) munmap(sf->map, sf->size);
     else free(sf->map);
     free(sf->path);
@@ -292,6 +295,11 @@ int emb_safetensors_write(const char *path, const emb_safetensors_write_tensor *
         uint64_t elems = 1;
         for (int d = 0; d < t[i].ndim; d++) elems *= (uint64_t)t[i].shape[d];
         uint64_t bytes = elems * emb_dtype_size(t[i].dtype);
+        if (!emb_dtype_size(t[i].dtype)) {
+            free(hdr);
+            return emb_fail(err, "%s: tensor '%.40s' has dtype %s, which safetensors does not have", path,
+                            t[i].name, emb_dtype_name(t[i].dtype));
+        }
         if (strlen(t[i].name) > 150) {
             free(hdr);
             return emb_fail(err, "%s: tensor name '%.40s...' too long", path, t[i].name);

@@ -27,7 +27,16 @@ typedef enum {
     EMB_DT_F32,
     EMB_DT_F64,
     EMB_DT_I64,
-    EMB_DT_U64
+    EMB_DT_U64,
+    /* ggml's block types, from GGUF files only (never a safetensors dtype): nn/gguf_quant.h */
+    EMB_DT_Q4_0,
+    EMB_DT_Q4_1,
+    EMB_DT_Q5_0,
+    EMB_DT_Q5_1,
+    EMB_DT_Q8_0,
+    EMB_DT_Q4_K,
+    EMB_DT_Q5_K,
+    EMB_DT_Q6_K
 } emb_dtype;
 
 typedef struct {
@@ -56,6 +65,7 @@ void emb_safetensors_header_free(emb_safetensors_header *h);
 const emb_safetensors_tensor *emb_safetensors_header_find(const emb_safetensors_header *h, const char *name);
 
 const char *emb_dtype_name(emb_dtype d);
+/* Bytes per value; 0 for the block types (a block holds several values). */
 size_t emb_dtype_size(emb_dtype d);
 
 /* A safetensors file, memory-mapped (read-only, shared with the page cache: changing the file
@@ -67,7 +77,6 @@ typedef struct emb_safetensors {
     size_t size;
     int mapped;
     emb_safetensors_header h;
-    void *owned; /* tensors made at open rather than read in place (a GGUF file's dequantized blocks) */
 } emb_safetensors;
 
 /* Opens path: mapped when use_mmap, else read whole into private memory. Anything but a

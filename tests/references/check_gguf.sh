@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
-# make check-gguf: the golden BERT-family folders and Qwen3's written as GGUF F32, F16 and Q8_0 by
+# make check-gguf: the golden BERT-family folders and Qwen3's written as GGUF F32, F16 and Q8_0 (and
+# bert-tiny-uncased as Q4_0, Q4_1, Q5_0, Q5_1) by
 # gguf_bert.py and gguf_decoder.py (llama.cpp's converter's rules) into build/gguf/, then read by llama.cpp itself
 # (node-llama-cpp 3.21.1, bench/package.json) and compared with the Hugging Face references
-# (gguf_llama_check.mjs). It proves the writer whose files the GGUF loader will be tested on.
+# (gguf_llama_check.mjs). It proves the writer whose files the GGUF loader is tested on. Then a
+# probe file per block type (gguf_probe.py: Q4_0 ... Q6_K, the K types included) that llama.cpp
+# embeds against our vectors on the same file: equal to float32 rounding when both widen the
+# blocks alike.
 # Needs npm (node-llama-cpp's prebuilt binaries, installed into bench/node_modules); not part of
 # make test. Prints "N passed, N failed".
 set -uo pipefail
@@ -26,7 +30,9 @@ fi
 pass=0 fail=0
 for m in bert-tiny-uncased minilm-tiny-st bert-tiny-prefixed bert-tiny-f16; do
     files=()
-    for t in f32 f16 q8_0; do
+    types="f32 f16 q8_0"
+    [ "$m" = bert-tiny-uncased ] && types="$types q4_0 q4_1 q5_0 q5_1"  # rows of 32 and 64: every matrix blocks
+    for t in $types; do
         /usr/bin/python3 tests/references/gguf_bert.py "tests/fixtures/models/$m" "$out/$m-$t.gguf" "$t" || { fail=$((fail + 1)); continue; }
         files+=("$out/$m-$t.gguf")
     done
@@ -57,5 +63,13 @@ line=$(node tests/references/gguf_llama_check.mjs tests/fixtures/models3/refs/qw
 pass=$((pass + ${line%% passed*}))
 f=${line#* passed, }
 fail=$((fail + ${f%% failed*}))
+# every block type on a probe (gguf_probe.py): llama.cpp's vectors against ours on the same file
+make -s embed.so >/dev/null || { echo "check-gguf: make embed.so failed"; fail=$((fail + 1)); }
+for f in $(/usr/bin/python3 tests/references/gguf_probe.py "$out"); do
+    line=$(node tests/references/gguf_llama_check.mjs "${f%.gguf}.json" "$f" | tee /dev/stderr | tail -n 1)
+    pass=$((pass + ${line%% passed*}))
+    f=${line#* passed, }
+    fail=$((fail + ${f%% failed*}))
+done
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -6,16 +6,17 @@ llama.cpp's "phantom space" spelling (a continuation loses its "##", every other
 control ones gains U+2581), token types (control for the tokenizer's special added tokens, normal
 otherwise), the special ids; tensors renamed (token_embd, position_embd, token_types,
 token_embd_norm, blk.N.attn_q|k|v|output, attn_output_norm, ffn_up, ffn_down, layer_output_norm),
-the pooler dropped; 2-D weights in the type asked (F32, F16, or Q8_0 where a row is whole blocks of
-32 and F16 otherwise, as the converter does), norms, biases and the position and token-type tables
+the pooler dropped; 2-D weights in the type asked (F32, F16, or Q8_0, Q4_0, Q4_1, Q5_0, Q5_1 where a
+row is whole blocks of 32 and F16 otherwise, as the converter and llama-quantize do), norms, biases and the position and token-type tables
 F32. Plain Python (tests/sql/test_gguf.py writes its files with it).
-Usage: gguf_bert.py MODEL_DIR OUT.gguf f32|f16|q8_0"""
+Usage: gguf_bert.py MODEL_DIR OUT.gguf f32|f16|q8_0|q4_0|q4_1|q5_0|q5_1"""
 import json
 import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from gguf_layout import ARR, BOOL, F32, I32, STR, U32, base_metadata, encode, hf_tokens, kv, read_safetensors, write_file  # noqa: E402
+from gguf_quant import f32_twin  # noqa: E402
 
 CONTROL, NORMAL = 3, 1
 ALWAYS_F32 = ("position_embd.weight", "token_types.weight")  # llama.cpp adds them to float32 rows
@@ -74,16 +75,14 @@ def gguf_name(hf):
     return None  # the pooler, and anything else the converter drops
 
 
-def write(src, dst, wtype):
+def write(src, dst, wtype, twin=None):
+    """src's folder as dst in wtype; twin (a path): the same file with its blocks dequantized into
+    F32 by gguf_quant.py, the float32 weights a reader of dst should use."""
     cfg = json.load(open(os.path.join(src, "config.json")))
     if cfg.get("model_type") != "bert":
         raise SystemExit("gguf_bert.py: %s is not a BERT folder" % src)
     voc, n_vocab = vocab(src)
-    a = "bert"
-    kvs = base_metadata(a, os.path.basename(src.rstrip("/")), wtype, cfg) + [
-           kv(a + ".attention.layer_norm_epsilon", F32, cfg.get("layer_norm_eps", 1e-12)),
-           kv(a + ".attention.causal", BOOL, False), kv(a + ".pooling_type", U32, pooling(src)),
-           kv("tokenizer.ggml.token_type_count", U32, cfg.get("type_vocab_size", 2))] + voc
+    kvs = metadata(src, cfg, wtype, voc)
     named = {}
     for hf, (shape, vals) in read_safetensors(os.path.join(src, "model.safetensors")).items():
         name = gguf_name(hf)
@@ -97,9 +96,21 @@ def write(src, dst, wtype):
         typ, blob = encode(shape, vals, "f32" if name in ALWAYS_F32 else wtype)
         tensors.append((name, shape, typ, blob))
     write_file(dst, kvs, tensors)
+    if twin:
+        write_file(twin, metadata(src, cfg, "f32", voc), f32_twin(tensors))
 
+
+def metadata(src, cfg, wtype, voc):
+    a = "bert"
+    return base_metadata(a, os.path.basename(src.rstrip("/")), wtype, cfg) + [
+           kv(a + ".attention.layer_norm_epsilon", F32, cfg.get("layer_norm_eps", 1e-12)),
+           kv(a + ".attention.causal", BOOL, False), kv(a + ".pooling_type", U32, pooling(src)),
+           kv("tokenizer.ggml.token_type_count", U32, cfg.get("type_vocab_size", 2))] + voc
+
+
+TYPES = ("f32", "f16", "q8_0", "q4_0", "q4_1", "q5_0", "q5_1")
 
 if __name__ == "__main__":
-    if len(sys.argv) != 4 or sys.argv[3] not in ("f32", "f16", "q8_0"):
-        sys.exit("usage: gguf_bert.py MODEL_DIR OUT.gguf f32|f16|q8_0")
+    if len(sys.argv) != 4 or sys.argv[3] not in TYPES:
+        sys.exit("usage: gguf_bert.py MODEL_DIR OUT.gguf " + "|".join(TYPES))
     write(*sys.argv[1:])

@@ -3,14 +3,17 @@
 tests can write GGUF files too; bench/peers/gguf_write.py encodes large tensors with numpy and
 writes them through write_file."""
 import json
-import math
 import os
 import struct
+
+from gguf_quant import GGML, QUANTIZE, q8_0  # noqa: F401 (q8_0: the writers' name for it)
 
 ALIGN = 32
 U8, U32, I32, F32, BOOL, STR, ARR = 0, 4, 5, 6, 7, 8, 9
 GGML_F32, GGML_F16, GGML_Q8_0, GGML_BF16 = 0, 1, 8, 30
-FILE_TYPE = {"f32": 0, "f16": 1, "q8_0": 7, "bf16": 32}
+# general.file_type: llama.cpp's llama_ftype (a K type's _S: nearly every matrix in that type)
+FILE_TYPE = {"f32": 0, "f16": 1, "q4_0": 2, "q4_1": 3, "q8_0": 7, "q5_0": 8, "q5_1": 9, "q4_k": 14, "q5_k": 16,
+             "q6_k": 18, "bf16": 32}
 
 
 def gguf_str(s):
@@ -81,27 +84,14 @@ def read_safetensors(path):
     return out
 
 
-def q8_0(values):
-    """Blocks of 32: an f16 scale (the block's largest magnitude / 127, as ggml's quantize_row_q8_0
-    computes it) and the codes round(x / scale)."""
-    out = []
-    for i in range(0, len(values), 32):
-        blk = values[i:i + 32]
-        d = max(abs(x) for x in blk) / 127.0
-        inv = 1.0 / d if d else 0.0
-        # C's roundf: halves away from zero (Python's round() takes them to even)
-        codes = (int(math.copysign(math.floor(abs(x * inv) + 0.5), x)) for x in blk)
-        out.append(struct.pack("<e", d) + struct.pack("<32b", *codes))
-    return b"".join(out)
-
-
 def encode(shape, values, wtype):
-    """(ggml type, bytes) of a tensor: 1-D ones and F32 files in F32; F16; Q8_0 where its rows are
-    whole blocks of 32, else F16 (the converter's choice)."""
+    """(ggml type, bytes) of a tensor: 1-D ones and F32 files in F32; F16; Q8_0, Q4_0, Q4_1, Q5_0
+    or Q5_1 (gguf_quant.py's quantizers) where its rows are whole blocks of 32, else F16 (the
+    converter's and llama-quantize's choice)."""
     if len(shape) == 1 or wtype == "f32":
         return GGML_F32, struct.pack("<%df" % len(values), *values)
-    if wtype == "q8_0" and shape[-1] % 32 == 0:
-        return GGML_Q8_0, q8_0(values)
+    if wtype in QUANTIZE and shape[-1] % 32 == 0:
+        return GGML[wtype], QUANTIZE[wtype](values)
     return GGML_F16, struct.pack("<%de" % len(values), *values)
 
 

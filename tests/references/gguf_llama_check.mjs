@@ -6,8 +6,10 @@
 // held to. Prints one line per file and "N passed, N failed": a file passes when every case is
 // within its type's bound, from the file name's last part: f32 5e-4 (llama.cpp's f16 GELU table
 // and key/value cache keep it ~1.5e-4 from HF), f16 1e-3, q8_0 2e-2 (it quantizes activations:
-// 4.5e-3 to 6.7e-3 on the BERTs, 1.1e-2 on Qwen3's tiny random model).
-// Usage: node gguf_llama_check.mjs REFS.json NAME-f32.gguf|NAME-f16.gguf|NAME-q8_0.gguf ...
+// 4.5e-3 to 6.7e-3 on the BERTs, 1.1e-2 on Qwen3's tiny random model), q5_0 / q5_1 1.5e-1 and
+// q4_0 / q4_1 3e-1 (4 to 5 bits on a 32-wide model, and its activations quantized too), probe 1e-5:
+// NAME-probe.gguf's reference is our own vectors on that file (gguf_probe.py), not Hugging Face's.
+// Usage: node gguf_llama_check.mjs REFS.json NAME-f32.gguf|NAME-f16.gguf|NAME-q8_0.gguf|NAME-q4_0.gguf|...|NAME-probe.gguf ...
 import fs from "node:fs";
 import {createRequire} from "node:module";
 import path from "node:path";
@@ -15,7 +17,7 @@ import path from "node:path";
 const require = createRequire(path.resolve(process.env.LLAMA_NODE_PACKAGE || "bench/package.json"));
 const {getLlama, LlamaLogLevel} = await import(require.resolve("node-llama-cpp"));
 const [refsPath, ...files] = process.argv.slice(2);
-const BOUND = {f32: 5e-4, f16: 1e-3, q8_0: 2e-2};
+const BOUND = {f32: 5e-4, f16: 1e-3, q8_0: 2e-2, q5_0: 1.5e-1, q5_1: 1.5e-1, q4_0: 3e-1, q4_1: 3e-1, probe: 1e-5};
 const bound = (f) => BOUND[path.basename(f, ".gguf").split("-").pop()];
 if (!files.length || files.some((f) => !bound(f))) {
     console.error("usage: node gguf_llama_check.mjs REFS.json NAME-f32.gguf|NAME-f16.gguf|NAME-q8_0.gguf ...");
@@ -47,7 +49,7 @@ for (const file of files) {
     }
     const ok = worst <= bound(file);
     ok ? passed++ : failed++;
-    console.log(`${ok ? "ok  " : "FAIL"} ${path.basename(file)}: ${n} cases, llama.cpp vs Hugging Face (unit vectors) max |diff| ${worst.toExponential(2)}; llama.cpp's own tokenization differs from HF's on ${idsDiffer.length} (${idsDiffer.join(", ")})`);
+    console.log(`${ok ? "ok  " : "FAIL"} ${path.basename(file)}: ${n} cases, llama.cpp vs the reference (unit vectors) max |diff| ${worst.toExponential(2)}; llama.cpp's own tokenization differs from HF's on ${idsDiffer.length} (${idsDiffer.join(", ")})`);
     await ctx.dispose();
     await model.dispose();
 }

@@ -3,6 +3,7 @@
  * and hashed into the fingerprint; the layouts several architectures have in common. */
 #include "nn/arch/arch.h"
 #include "math/half.h"
+#include "nn/gguf_quant.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -59,9 +60,9 @@ static const float *as_f32(emb_encoder *e, const emb_safetensors_tensor *t, int 
         free(c);
         return NULL;
     }
-    if (t->dtype == EMB_DT_F32) memcpy(c, t->data, n * sizeof(float));
-    else if (t->dtype == EMB_DT_F16) emb_f16_to_f32_n(t->data, c, n);
-    else emb_bf16_to_f32_n(t->data, c, n);
+    emb_tensor_to_f32(t, n, c); /* get_tensor let through only the dtypes it widens */
+    /* a GGUF file's blocks are read once: their pages leave memory (the copy is what is used) */
+    if (emb_quant_dtype(t->dtype)) emb_safetensors_release(e->files[fi], t->data, (size_t)t->end);
     e->info.converted_bytes += n * sizeof(float);
     return c;
 }
@@ -87,7 +88,7 @@ int emb_arch_get_tensor(emb_encoder *e, const char *suffix, int64_t d0, int64_t 
         return emb_fail(err, "%.40s: tensor '%.100s' has shape %.40s, expected %.40s", file->label, name, got,
                         exp);
     }
-    if (t->dtype != EMB_DT_F32 && t->dtype != EMB_DT_F16 && t->dtype != EMB_DT_BF16)
+    if (t->dtype != EMB_DT_F32 && t->dtype != EMB_DT_F16 && t->dtype != EMB_DT_BF16 && !emb_quant_dtype(t->dtype))
         return emb_fail(err, "%.40s: tensor '%.150s' has dtype %.10s, expected F32, F16 or BF16", file->label,
                         name, emb_dtype_name(t->dtype));
     size_t n = (size_t)d0 * (size_t)(nd == 2 ? d1 : 1);
