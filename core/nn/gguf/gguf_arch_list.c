@@ -6,6 +6,8 @@
 static const emb_gguf_arch *const ARCHS[] = {
     &emb_gguf_arch_bert,
     &emb_gguf_arch_qwen3,
+    &emb_gguf_arch_nomic_bert,
+    &emb_gguf_arch_jina_bert_v2,
 };
 #define N_ARCHS (sizeof ARCHS / sizeof *ARCHS)
 
