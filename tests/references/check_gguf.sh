@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# make check-gguf: the golden BERT-family folders and Qwen3's written as GGUF F32, F16 and Q8_0 by
-# gguf_bert.py and gguf_decoder.py (llama.cpp's converter's rules) into build/gguf/, then read by llama.cpp itself
-# (node-llama-cpp 3.21.1, bench/package.json) and compared with the Hugging Face references
-# (gguf_llama_check.mjs). It proves the writer whose files the GGUF loader will be tested on.
+# make check-gguf: the golden BERT-family folders, NomicBERT's, JinaBERT v2's and Qwen3's written as
+# GGUF F32, F16 and Q8_0 by gguf_bert.py, gguf_nomic_jina.py and gguf_decoder.py (llama.cpp's
+# converter's rules) into build/gguf/, then read by llama.cpp itself (node-llama-cpp 3.21.1,
+# bench/package.json) and compared with the Hugging Face references (gguf_llama_check.mjs). It proves the writer whose files the GGUF loader will be tested on.
 # Needs npm (node-llama-cpp's prebuilt binaries, installed into bench/node_modules); not part of
 # make test. Prints "N passed, N failed".
 set -uo pipefail
@@ -20,6 +20,18 @@ for m in bert-tiny-uncased minilm-tiny-st bert-tiny-prefixed bert-tiny-f16; do
         files+=("$out/$m-$t.gguf")
     done
     line=$(node tests/references/gguf_llama_check.mjs "tests/fixtures/models/refs/$m.json" "${files[@]}" | tee /dev/stderr | tail -n 1)
+    pass=$((pass + ${line%% passed*}))
+    f=${line#* passed, }
+    fail=$((fail + ${f%% failed*}))
+done
+# NomicBERT and JinaBERT v2 (arch nomic-bert, jina-bert-v2): F32, F16, Q8_0 by gguf_nomic_jina.py
+for m in nomic-bert-tiny jina-bert-v2-tiny; do
+    files=()
+    for t in f32 f16 q8_0; do
+        /usr/bin/python3 tests/references/gguf_nomic_jina.py "tests/fixtures/models2/$m" "$out/$m-$t.gguf" "$t" || { fail=$((fail + 1)); continue; }
+        files+=("$out/$m-$t.gguf")
+    done
+    line=$(node tests/references/gguf_llama_check.mjs "tests/fixtures/models2/refs/$m.json" "${files[@]}" | tee /dev/stderr | tail -n 1)
     pass=$((pass + ${line%% passed*}))
     f=${line#* passed, }
     fail=$((fail + ${f%% failed*}))

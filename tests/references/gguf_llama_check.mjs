@@ -6,7 +6,8 @@
 // held to. Prints one line per file and "N passed, N failed": a file passes when every case is
 // within its type's bound, from the file name's last part: f32 5e-4 (llama.cpp's f16 GELU table
 // and key/value cache keep it ~1.5e-4 from HF), f16 1e-3, q8_0 2e-2 (it quantizes activations:
-// 4.5e-3 to 6.7e-3 on the BERTs, 1.1e-2 on Qwen3's tiny random model).
+// 4.5e-3 to 6.7e-3 on the BERTs, 1.1e-2 on Qwen3's tiny random model, 1.3e-2 on NomicBERT's and
+// JinaBERT v2's).
 // Usage: node gguf_llama_check.mjs REFS.json NAME-f32.gguf|NAME-f16.gguf|NAME-q8_0.gguf ...
 import fs from "node:fs";
 import {createRequire} from "node:module";
