@@ -63,7 +63,9 @@ def jina_metadata(cfg):
     return "jina-bert-v2", JINA, cfg, cfg.get("layer_norm_eps", 1e-12), []
 
 
-def write(src, dst, wtype):
+def write(src, dst, wtype, edit=None):
+    """edit(kvs, tensors): a test's change to the metadata pairs (encoded, see gguf_layout.kv) and
+    tensors [(name, shape, type, bytes)] before they are written."""
     cfg = json.load(open(os.path.join(src, "config.json")))
     arch, names, dims, eps, extra = (nomic_metadata if cfg.get("model_type") == "nomic_bert" else jina_metadata)(cfg)
     voc, n_vocab = vocab(src, cfg["vocab_size"])
@@ -83,6 +85,8 @@ def write(src, dst, wtype):
         shape, vals = named[name]
         typ, blob = encode(shape, vals, "f32" if name in ALWAYS_F32 else wtype)
         tensors.append((name, shape, typ, blob))
+    if edit:
+        edit(kvs, tensors)
     write_file(dst, kvs, tensors)
 
 

@@ -24,6 +24,20 @@ static const char *has(const emb_gguf *g, const char *name) {
     return emb_gguf_find_tensor(g, name) ? "true" : "false";
 }
 
+/* The first layer's fused and gated weights against the keys, named as the file names them. */
+static int check_rows(const emb_gguf *g, int64_t H, int64_t FF, const char *label, char err[EMB_ERR_LEN]) {
+    static const char *const names[] = {"blk.0.attn_qkv.weight", "blk.0.ffn_up.weight", "blk.0.ffn_gate.weight"};
+    const int64_t want[] = {3 * H, FF, FF};
+    for (int i = 0; i < 3; i++) {
+        int64_t rows = emb_gguf_rows_of(g, names[i]);
+        if (rows != want[i])
+            return emb_fail(err, "%s: tensor '%s' has %lld rows, not %lld (nomic-bert.%s)", label, names[i],
+                            (long long)rows, (long long)want[i],
+                            i ? "feed_forward_length" : "embedding_length x 3");
+    }
+    return 0;
+}
+
 static int config(const emb_gguf *g, const char *label, emb_encoder_config *cfg, char err[EMB_ERR_LEN]) {
     int64_t H, L, NH, FF, ctx, rot = 0, causal = 0;
     double eps = 1e-12, theta = 10000;
@@ -48,6 +62,7 @@ static int config(const emb_gguf *g, const char *label, emb_encoder_config *cfg,
     if (!vocab) return emb_fail(err, "%s: no 2-D tensor 'token_embd.weight'", label);
     if (H % NH) return emb_fail(err, "%s: nomic-bert.embedding_length %lld is not a multiple of the %lld heads",
                                 label, (long long)H, (long long)NH);
+    if (check_rows(g, H, FF, label, err)) return -1;
     char json[768];
     snprintf(json, sizeof json,
              "{\"model_type\":\"nomic_bert\",\"n_embd\":%lld,\"n_layer\":%lld,\"n_head\":%lld,\"n_inner\":%lld,"
