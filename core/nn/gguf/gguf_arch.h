@@ -33,7 +33,8 @@ const char *emb_gguf_arch_names(void);
 int emb_gguf_meta_int(const emb_gguf *g, const char *key, int64_t lo, int64_t hi, const char *label, int64_t *out,
                       char err[EMB_ERR_LEN]);
 /* An optional number: *out unchanged when absent; an error naming the key when not a number. */
-int emb_gguf_meta_number(const emb_gguf *g, const char *key, const char *label, double *out, char err[EMB_ERR_LEN]);
+int emb_gguf_meta_number(const emb_gguf *g, const char *key, const char *label, double *out,
+                         char err[EMB_ERR_LEN]);
 /* The rows of a 2-D tensor (ggml's ne[1]), or 0 when absent or not 2-D. */
 int64_t emb_gguf_rows_of(const emb_gguf *g, const char *name);
 /* json (a config.json written from the metadata) parsed as "<label> (its <arch>.* keys as config.json)". */

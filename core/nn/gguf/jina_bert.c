@@ -54,7 +54,8 @@ static int config(const emb_gguf *g, const char *label, emb_encoder_config *cfg,
         return -1;
     const emb_gguf_kv *c = emb_gguf_find(g, "jina-bert-v2.attention.causal");
     if (c && (emb_gguf_kv_int(c, &causal) || causal))
-        return emb_fail(err, "%s: jina-bert-v2.attention.causal is set: a causal JinaBERT is not supported", label);
+        return emb_fail(err, "%s: jina-bert-v2.attention.causal is set: a causal JinaBERT is not supported",
+                        label);
     if (refuse_unbuilt(g, FF, label, err)) return -1;
     int64_t vocab = emb_gguf_rows_of(g, "token_embd.weight"), types = emb_gguf_rows_of(g, "token_types.weight");
     if (!vocab) return emb_fail(err, "%s: no 2-D tensor 'token_embd.weight'", label);
@@ -70,5 +71,10 @@ static int config(const emb_gguf *g, const char *label, emb_encoder_config *cfg,
 }
 
 #define N_OF(a) (sizeof a / sizeof *a)
-const emb_gguf_arch emb_gguf_arch_jina_bert_v2 = {
-    "jina-bert-v2", TOP, N_OF(TOP), LAYER, N_OF(LAYER), "encoder.layer.%d.%s.%s", config};
+const emb_gguf_arch emb_gguf_arch_jina_bert_v2 = {.arch = "jina-bert-v2",
+                                                  .top = TOP,
+                                                  .n_top = N_OF(TOP),
+                                                  .layer = LAYER,
+                                                  .n_layer = N_OF(LAYER),
+                                                  .layer_fmt = "encoder.layer.%d.%s.%s",
+                                                  .config = config};

@@ -12,12 +12,9 @@
 static const emb_gguf_name_pair TOP[] = {{"token_embd", "embeddings.word_embeddings"},
                                          {"token_types", "embeddings.token_type_embeddings"},
                                          {"token_embd_norm", "emb_ln"}},
-                                LAYER[] = {{"attn_qkv", "attn.Wqkv"},
-                                           {"attn_output", "attn.out_proj"},
-                                           {"attn_output_norm", "norm1"},
-                                           {"ffn_up", "mlp.fc11"},
-                                           {"ffn_gate", "mlp.fc12"},
-                                           {"ffn_down", "mlp.fc2"},
+                                LAYER[] = {{"attn_qkv", "attn.Wqkv"},     {"attn_output", "attn.out_proj"},
+                                           {"attn_output_norm", "norm1"}, {"ffn_up", "mlp.fc11"},
+                                           {"ffn_gate", "mlp.fc12"},      {"ffn_down", "mlp.fc2"},
                                            {"layer_output_norm", "norm2"}};
 
 static const char *has(const emb_gguf *g, const char *name) {
@@ -60,8 +57,9 @@ static int config(const emb_gguf *g, const char *label, emb_encoder_config *cfg,
                         label);
     int64_t vocab = emb_gguf_rows_of(g, "token_embd.weight"), types = emb_gguf_rows_of(g, "token_types.weight");
     if (!vocab) return emb_fail(err, "%s: no 2-D tensor 'token_embd.weight'", label);
-    if (H % NH) return emb_fail(err, "%s: nomic-bert.embedding_length %lld is not a multiple of the %lld heads",
-                                label, (long long)H, (long long)NH);
+    if (H % NH)
+        return emb_fail(err, "%s: nomic-bert.embedding_length %lld is not a multiple of the %lld heads", label,
+                        (long long)H, (long long)NH);
     if (check_rows(g, H, FF, label, err)) return -1;
     char json[768];
     snprintf(json, sizeof json,
@@ -71,11 +69,16 @@ static int config(const emb_gguf *g, const char *label, emb_encoder_config *cfg,
              "\"qkv_proj_bias\":%s,\"mlp_fc1_bias\":%s,\"mlp_fc2_bias\":%s}",
              (long long)H, (long long)L, (long long)NH, (long long)FF, (long long)ctx,
              (long long)(types ? types : 1), (long long)vocab, eps, theta,
-             rot ? (double)rot / (double)(H / NH) : 1.0, has(g, "blk.0.attn_qkv.bias"), has(g, "blk.0.ffn_up.bias"),
-             has(g, "blk.0.ffn_down.bias"));
+             rot ? (double)rot / (double)(H / NH) : 1.0, has(g, "blk.0.attn_qkv.bias"),
+             has(g, "blk.0.ffn_up.bias"), has(g, "blk.0.ffn_down.bias"));
     return emb_gguf_config_parse(json, "nomic-bert", label, cfg, err);
 }
 
 #define N_OF(a) (sizeof a / sizeof *a)
-const emb_gguf_arch emb_gguf_arch_nomic_bert = {
-    "nomic-bert", TOP, N_OF(TOP), LAYER, N_OF(LAYER), "encoder.layers.%d.%s.%s", config};
+const emb_gguf_arch emb_gguf_arch_nomic_bert = {.arch = "nomic-bert",
+                                                .top = TOP,
+                                                .n_top = N_OF(TOP),
+                                                .layer = LAYER,
+                                                .n_layer = N_OF(LAYER),
+                                                .layer_fmt = "encoder.layers.%d.%s.%s",
+                                                .config = config};
