@@ -2,7 +2,8 @@
 # make check-gguf: the golden BERT-family folders, NomicBERT's, JinaBERT v2's and Qwen3's written as
 # GGUF F32, F16 and Q8_0 by gguf_bert.py, gguf_nomic_jina.py and gguf_decoder.py (llama.cpp's
 # converter's rules) into build/gguf/, then read by llama.cpp itself (node-llama-cpp 3.21.1,
-# bench/package.json) and compared with the Hugging Face references (gguf_llama_check.mjs). It proves the writer whose files the GGUF loader will be tested on.
+# bench/package.json) and compared with the Hugging Face references (gguf_llama_check.mjs). It
+# proves the writer whose files the GGUF loader will be tested on.
 # Needs npm (node-llama-cpp's prebuilt binaries, installed into bench/node_modules); not part of
 # make test. Prints "N passed, N failed".
 set -uo pipefail
