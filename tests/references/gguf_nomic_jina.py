@@ -25,7 +25,8 @@ NOMIC = ("encoder.layers.", {"embeddings.word_embeddings": "token_embd",
          {"attn.Wqkv": "attn_qkv", "attn.out_proj": "attn_output", "norm1": "attn_output_norm",
           "mlp.fc11": "ffn_up", "mlp.fc12": "ffn_gate", "mlp.fc2": "ffn_down", "norm2": "layer_output_norm"})
 JINA = ("encoder.layer.", {"embeddings.word_embeddings": "token_embd",
-                           "embeddings.token_type_embeddings": "token_types", "embeddings.LayerNorm": "token_embd_norm"},
+                           "embeddings.token_type_embeddings": "token_types",
+                           "embeddings.LayerNorm": "token_embd_norm"},
         {"attention.self.query": "attn_q", "attention.self.key": "attn_k", "attention.self.value": "attn_v",
          "attention.output.dense": "attn_output", "attention.output.LayerNorm": "attn_output_norm",
          "mlp.gated_layers": "ffn_up", "mlp.wo": "ffn_down", "mlp.layernorm": "layer_output_norm"})
@@ -78,8 +79,9 @@ def write(src, dst, wtype, edit=None):
         name = gguf_name(hf, names)
         if name:
             named[name] = (shape, vals)
-    if named["token_embd.weight"][0][0] != n_vocab:
-        raise SystemExit("gguf_nomic_jina.py: %d tokens, %d embedding rows" % (n_vocab, named["token_embd.weight"][0][0]))
+    rows = named["token_embd.weight"][0][0]
+    if rows != n_vocab:
+        raise SystemExit("gguf_nomic_jina.py: %d tokens, %d embedding rows" % (n_vocab, rows))
     tensors = []
     for name in sorted(named):
         shape, vals = named[name]
