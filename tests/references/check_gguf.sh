@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# make check-gguf: the golden BERT-family folders and Qwen3's written as GGUF F32, F16 and Q8_0 (and
-# bert-tiny-uncased as Q4_0, Q4_1, Q5_0, Q5_1) by
-# gguf_bert.py and gguf_decoder.py (llama.cpp's converter's rules) into build/gguf/, then read by llama.cpp itself
-# (node-llama-cpp 3.21.1, bench/package.json) and compared with the Hugging Face references
-# (gguf_llama_check.mjs). It proves the writer whose files the GGUF loader is tested on. Then a
-# probe file per block type (gguf_probe.py: Q4_0 ... Q6_K, the K types included) that llama.cpp
-# embeds against our vectors on the same file: equal to float32 rounding when both widen the
-# blocks alike.
+# make check-gguf: golden folders written as GGUF by llama.cpp's converter's rules (gguf_bert.py:
+# the BERT family, also bert-tiny-uncased as Q4_0, Q4_1, Q5_0, Q5_1; gguf_xlmr.py: XLM-R;
+# gguf_nomic_jina.py: NomicBERT, JinaBERT v2; gguf_decoder.py: Qwen3) into build/gguf/, F32, F16
+# and Q8_0, then read by llama.cpp itself (node-llama-cpp, bench/package.json) and compared with
+# the Hugging Face references (gguf_llama_check.mjs). It proves the writer whose files the GGUF
+# loader is tested on. Then a probe file per block type (gguf_probe.py: Q4_0 ... Q6_K, the K types
+# included) that llama.cpp embeds against our vectors on the same file: equal to float32 rounding
+# when both widen the blocks alike.
 # Needs npm (node-llama-cpp's prebuilt binaries, installed into bench/node_modules); not part of
 # make test. Prints "N passed, N failed".
 set -uo pipefail
@@ -41,11 +41,14 @@ for m in bert-tiny-uncased minilm-tiny-st bert-tiny-prefixed bert-tiny-f16; do
     f=${line#* passed, }
     fail=$((fail + ${f%% failed*}))
 done
-# XLM-R (tokenizer t5, the position table cut by pad + 1): F32, F16, Q8_0
-for m in xlmr-tiny xlmr-tiny-st; do
+# XLM-R (tokenizer t5, the position table cut by pad + 1) by gguf_xlmr.py; NomicBERT and JinaBERT v2
+# (arch nomic-bert, jina-bert-v2) by gguf_nomic_jina.py: F32, F16, Q8_0
+for m in xlmr-tiny xlmr-tiny-st nomic-bert-tiny jina-bert-v2-tiny; do
+    writer=gguf_nomic_jina.py
+    case $m in xlmr-*) writer=gguf_xlmr.py ;; esac
     files=()
     for t in f32 f16 q8_0; do
-        /usr/bin/python3 tests/references/gguf_xlmr.py "tests/fixtures/models2/$m" "$out/$m-$t.gguf" "$t" || { fail=$((fail + 1)); continue; }
+        /usr/bin/python3 "tests/references/$writer" "tests/fixtures/models2/$m" "$out/$m-$t.gguf" "$t" || { fail=$((fail + 1)); continue; }
         files+=("$out/$m-$t.gguf")
     done
     line=$(node tests/references/gguf_llama_check.mjs "tests/fixtures/models2/refs/$m.json" "${files[@]}" | tee /dev/stderr | tail -n 1)

@@ -18,11 +18,13 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from gguf_layout import ARR, BOOL, F32, I32, STR, U32, base_metadata, encode, hf_tokens, kv, read_safetensors, write_file  # noqa: E402
 from gguf_quant import f32_twin  # noqa: E402
 
-CONTROL, NORMAL = 3, 1
+CONTROL, NORMAL, UNUSED = 3, 1, 5
 ALWAYS_F32 = ("position_embd.weight", "token_types.weight")  # llama.cpp adds them to float32 rows
 
 
-def vocab(d):
+def vocab(d, size=0):
+    """size: config.json's vocab_size where the embedding has more rows than the tokenizer has
+    tokens; the converter fills the gap with "[PADi]" tokens of type unused."""
     tj, tokens, added = hf_tokens(d)
     v = tj["model"]["vocab"]
     toks, types = [], []
@@ -30,6 +32,9 @@ def vocab(d):
         ctrl = i in added and added[i].get("special")
         types.append(CONTROL if ctrl else NORMAL)
         toks.append(t if ctrl else t[2:] if t.startswith("##") else "\u2581" + t)
+    for i in range(len(toks), size):
+        toks.append("[PAD%d]" % i)
+        types.append(UNUSED)
     ids = {name: v[tok] for name, tok in (("unk", "[UNK]"), ("sep", "[SEP]"), ("pad", "[PAD]"), ("cls", "[CLS]"),
                                           ("mask", "[MASK]")) if tok in v}
     out = [kv("tokenizer.ggml.model", STR, "bert"), kv("tokenizer.ggml.pre", STR, "default"),

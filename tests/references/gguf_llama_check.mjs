@@ -6,9 +6,10 @@
 // held to. Prints one line per file and "N passed, N failed": a file passes when every case is
 // within its type's bound, from the file name's last part: f32 5e-4 (llama.cpp's f16 GELU table
 // and key/value cache keep it ~1.5e-4 from HF), f16 1e-3, q8_0 2e-2 (it quantizes activations:
-// 4.5e-3 to 6.7e-3 on the BERTs, 1.1e-2 on Qwen3's tiny random model), q5_0 / q5_1 1.5e-1 and
-// q4_0 / q4_1 3e-1 (4 to 5 bits on a 32-wide model, and its activations quantized too), probe 1e-5:
-// NAME-probe.gguf's reference is our own vectors on that file (gguf_probe.py), not Hugging Face's.
+// 4.5e-3 to 6.7e-3 on the BERTs, 1.1e-2 on Qwen3's tiny random model, 1.3e-2 on NomicBERT's and
+// JinaBERT v2's), q5_0 / q5_1 1.5e-1 and q4_0 / q4_1 3e-1 (4 to 5 bits on a 32-wide model, and its
+// activations quantized too), probe 1e-5: NAME-probe.gguf's reference is our own vectors on that
+// file (gguf_probe.py), not Hugging Face's.
 // Usage: node gguf_llama_check.mjs REFS.json NAME-f32.gguf|NAME-f16.gguf|NAME-q8_0.gguf|NAME-q4_0.gguf|...|NAME-probe.gguf ...
 import fs from "node:fs";
 import {createRequire} from "node:module";

@@ -29,6 +29,7 @@ const emb_gguf_arch *emb_gguf_arch_find(const char *name, size_t n);
 /* The architectures read, as "bert, qwen3" for messages. */
 const char *emb_gguf_arch_names(void);
 
+/* gguf_meta.c: what the architectures' files share. */
 /* A metadata value that must be there: an integer in [lo, hi]. */
 int emb_gguf_meta_int(const emb_gguf *g, const char *key, int64_t lo, int64_t hi, const char *label, int64_t *out,
                       char err[EMB_ERR_LEN]);
@@ -42,4 +43,5 @@ int emb_gguf_config_parse(const char *json, const char *arch, const char *label,
                           char err[EMB_ERR_LEN]);
 
 extern const emb_gguf_arch emb_gguf_arch_bert, emb_gguf_arch_qwen3;
+extern const emb_gguf_arch emb_gguf_arch_nomic_bert, emb_gguf_arch_jina_bert_v2;
 #endif

@@ -1,4 +1,4 @@
-/* The GGUF architectures read. See gguf_arch.h. */
+/* The GGUF architectures read. See gguf_arch.h; what their files share is in gguf_meta.c. */
 #include "nn/gguf/gguf_arch.h"
 #include <stdio.h>
 #include <string.h>
@@ -6,6 +6,8 @@
 static const emb_gguf_arch *const ARCHS[] = {
     &emb_gguf_arch_bert,
     &emb_gguf_arch_qwen3,
+    &emb_gguf_arch_nomic_bert,
+    &emb_gguf_arch_jina_bert_v2,
 };
 #define N_ARCHS (sizeof ARCHS / sizeof *ARCHS)
 

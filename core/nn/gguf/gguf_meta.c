@@ -1,4 +1,6 @@
-/* The metadata readers every GGUF architecture's file uses. See gguf_arch.h. */
+/* What the GGUF architectures' files share: their metadata read and written out as config.json.
+ * Apart from gguf_arch_list.c, which names the architectures, so that no call runs both ways
+ * between the list and an architecture's file. See gguf_arch.h. */
 #include "nn/gguf/gguf_arch.h"
 #include <stdio.h>
 #include <string.h>
