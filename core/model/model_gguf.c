@@ -6,6 +6,8 @@
  * from. The file does not say whether the vocabulary is cased: it is lowercased, as llama.cpp
  * does for every WordPiece file, and as the uncased BERTs that embedders are built on do. */
 #include "model/model_gguf.h"
+#include "model/gguf_dense.h"
+#include "model/gguf_tok_spm.h"
 #include "nn/encoder_gguf.h"
 #include "text/tok_split.h"
 #include <cjson/cJSON.h>
@@ -267,9 +269,9 @@ static const char *file_type(const emb_gguf *g) {
     return ft == 0 ? "F32" : ft == 1 ? "F16" : ft == 7 ? "Q8_0" : ft == 32 ? "BF16" : "mixed";
 }
 
-/* The tokenizer, pooling and weight type from the file's metadata. */
-static int from_metadata(const char *path, emb_tokenizer **tok, emb_pool_mode *pool, const char **weight_type,
-                         char err[EMB_ERR_LEN]) {
+/* The tokenizer, pooling, weight type and Dense layers from the file's metadata. */
+static int from_metadata(const char *path, const emb_load_options *opt, emb_tokenizer **tok, emb_pool_mode *pool,
+                         const char **weight_type, emb_dense dense[2], int *n_dense, char err[EMB_ERR_LEN]) {
     emb_safetensors *sf;
     emb_gguf g;
     char *json = NULL;
@@ -286,9 +288,18 @@ static int from_metadata(const char *path, emb_tokenizer **tok, emb_pool_mode *p
     *weight_type = file_type(&g);
     if (rc == 0 && mlen == 4 && memcmp(m, "bert", 4) == 0) rc = wordpiece_json(&g, sf->label, &json, err);
     else if (rc == 0 && mlen == 4 && memcmp(m, "gpt2", 4) == 0) rc = bpe_json(&g, sf->label, &json, err);
+    else if (rc == 0 && mlen == 5 && memcmp(m, "llama", 5) == 0) rc = emb_gguf_spm_json(&g, sf->label, &json, err);
     else if (rc == 0)
-        rc = emb_fail(err, "%s: tokenizer '%.*s' is not read from GGUF yet (bert's WordPiece and gpt2's BPE are)",
+        rc = emb_fail(err,
+                      "%s: tokenizer '%.*s' is not read from GGUF yet (bert's WordPiece, gpt2's BPE and llama's "
+                      "SentencePiece are)",
                       sf->label, (int)(mlen > 40 ? 40 : mlen), m);
+    char key[64];
+    int64_t hidden = 0;
+    snprintf(key, sizeof key, "%s.embedding_length", arch);
+    emb_gguf_kv_int(emb_gguf_find(&g, key), &hidden);
+    if (rc == 0 && hidden > 0 && hidden <= 65536)
+        rc = emb_gguf_dense_load(&g, arch, sf->label, (int)hidden, opt->allow_missing_dense, dense, n_dense, err);
     if (rc == 0) rc = emb_tokenizer_from_json(json, strlen(json), tok, err);
     free(json);
     emb_gguf_free(&g);
@@ -297,17 +308,27 @@ static int from_metadata(const char *path, emb_tokenizer **tok, emb_pool_mode *p
 }
 
 int emb_model_gguf_load(const char *path, const emb_load_options *opt, emb_tokenizer **tok, emb_encoder **enc,
-                        emb_pool_mode *pool, const char **weight_type, char err[EMB_ERR_LEN]) {
+                        emb_pool_mode *pool, const char **weight_type, emb_dense dense[2], int *n_dense,
+                        char err[EMB_ERR_LEN]) {
     *tok = NULL;
     *enc = NULL;
-    if (from_metadata(path, tok, pool, weight_type, err)) return -1;
+    *n_dense = 0;
+    if (from_metadata(path, opt, tok, pool, weight_type, dense, n_dense, err)) {
+        emb_tokenizer_free(*tok);
+        *tok = NULL;
+        for (int i = 0; i < *n_dense; i++) emb_dense_free(&dense[i]);
+        *n_dense = 0;
+        return -1;
+    }
     if (emb_encoder_load_open(path, opt->mmap, enc, err) == 0) {
         emb_encoder_close_unused(*enc);
         if (emb_encoder_set_weights(*enc, opt->weights, err) == 0) return 0;
     }
     emb_encoder_free(*enc);
     emb_tokenizer_free(*tok);
+    for (int i = 0; i < *n_dense; i++) emb_dense_free(&dense[i]);
     *enc = NULL;
     *tok = NULL;
+    *n_dense = 0;
     return -1;
 }

@@ -6,7 +6,9 @@
 // held to. Prints one line per file and "N passed, N failed": a file passes when every case is
 // within its type's bound, from the file name's last part: f32 5e-4 (llama.cpp's f16 GELU table
 // and key/value cache keep it ~1.5e-4 from HF), f16 1e-3, q8_0 2e-2 (it quantizes activations:
-// 4.5e-3 to 6.7e-3 on the BERTs, 1.1e-2 on Qwen3's tiny random model).
+// 4.5e-3 to 6.7e-3 on the BERTs, 1.1e-2 on Qwen3's tiny random model). Gemma3 (EmbeddingGemma)
+// pools by the mean; a file named *-dense-* holds its sentence-transformers Dense layers, and is
+// compared on the document-prompted ids with sentence-transformers' own vector.
 // Usage: node gguf_llama_check.mjs REFS.json NAME-f32.gguf|NAME-f16.gguf|NAME-q8_0.gguf ...
 import fs from "node:fs";
 import {createRequire} from "node:module";
@@ -27,6 +29,8 @@ const unit = (v) => {
     return v.map((x) => x / n);
 };
 const llama = await getLlama({gpu: false, build: "never", logLevel: LlamaLogLevel.error});
+const gemma = refs.config?.model_type === "gemma3_text";
+const mean = (rows) => rows[0].map((_, j) => rows.reduce((s, r) => s + r[j], 0) / rows.length);
 let passed = 0, failed = 0;
 for (const file of files) {
     const model = await llama.loadModel({modelPath: file, gpuLayers: 0});
@@ -36,12 +40,14 @@ for (const file of files) {
     for (const id of refs.case_ids) {
         const c = refs.cases[id];
         if ((c.kind ?? "single") !== "single" || c.truncated || c.input_ids.length < 2) continue;
-        /* BERT's references pool by the mean; a decoder's (Qwen3) by the last token */
-        const hf = unit(c.pooled_mean ?? c.last_hidden_state[c.last_hidden_state.length - 1]);
-        const got = unit((await ctx.getEmbeddingFor(c.input_ids.slice())).vector);
+        /* BERT's references pool by the mean; a decoder's by the last token (Qwen3) or the mean (Gemma3) */
+        const dense = path.basename(file).includes("-dense-");
+        const hf = unit(dense ? c.st_document : c.pooled_mean ??
+            (gemma ? mean(c.last_hidden_state) : c.last_hidden_state[c.last_hidden_state.length - 1]));
+        const got = unit((await ctx.getEmbeddingFor((dense ? c.st_document_ids : c.input_ids).slice())).vector);
         for (let i = 0; i < hf.length; i++) worst = Math.max(worst, Math.abs(got[i] - hf[i]));
         const tok = model.tokenize(c.text);
-        const want = c.pooled_mean ? c.input_ids.slice(1, -1) : c.input_ids.slice(0, -1); /* no specials */
+        const want = c.pooled_mean || gemma ? c.input_ids.slice(1, -1) : c.input_ids.slice(0, -1); /* no specials */
         if (tok.length !== want.length || tok.some((t, i) => t !== want[i])) idsDiffer.push(id);
         n++;
     }

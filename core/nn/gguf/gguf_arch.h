@@ -41,4 +41,5 @@ int emb_gguf_config_parse(const char *json, const char *arch, const char *label,
                           char err[EMB_ERR_LEN]);
 
 extern const emb_gguf_arch emb_gguf_arch_bert, emb_gguf_arch_qwen3;
+extern const emb_gguf_arch emb_gguf_arch_gemma;
 #endif

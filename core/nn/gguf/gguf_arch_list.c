@@ -6,6 +6,7 @@
 static const emb_gguf_arch *const ARCHS[] = {
     &emb_gguf_arch_bert,
     &emb_gguf_arch_qwen3,
+    &emb_gguf_arch_gemma,
 };
 #define N_ARCHS (sizeof ARCHS / sizeof *ARCHS)
 
