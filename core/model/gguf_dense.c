@@ -64,13 +64,11 @@ int emb_gguf_dense_load(const emb_gguf *g, const char *arch, const char *label, 
         has3 = emb_gguf_find_tensor(g, "dense_3.weight") != NULL;
     if (!has2 && !has3) {
         if (allow_missing) return 0;
-        return emb_fail(
-            err,
-            "%s: this EmbeddingGemma file has no sentence-transformers Dense layers (tensors "
-            "'dense_2.weight', 'dense_3.weight'): its vectors would not be sentence-transformers' "
-            "(they would be llama.cpp's). Convert the model with --sentence-transformers-dense-modules, "
-            "or load it with '{\"allow_missing_dense\": true}' to accept them",
-            label);
+        return emb_fail(err,
+                        "%s: no sentence-transformers Dense layers (dense_2, dense_3), so refused unless "
+                        "option allow_missing_dense is true: its vectors (llama.cpp's) are not "
+                        "sentence-transformers'",
+                        label);
     }
     if (!has2 || !has3)
         return emb_fail(err, "%s: tensor '%s' without '%s'", label, has2 ? "dense_2.weight" : "dense_3.weight",

@@ -5,8 +5,9 @@
 // writer (a file llama.cpp reads as Hugging Face computes), and the numbers the GGUF loader is
 // held to. Prints one line per file and "N passed, N failed": a file passes when every case is
 // within its type's bound, from the file name's last part: f32 5e-4 (llama.cpp's f16 GELU table
-// and key/value cache keep it ~1.5e-4 from HF), f16 1e-3, q8_0 2e-2 (it quantizes activations:
-// 4.5e-3 to 6.7e-3 on the BERTs, 1.1e-2 on Qwen3's tiny random model). Gemma3 (EmbeddingGemma)
+// and key/value cache keep it ~1.5e-4 from HF), f16 1e-3, q8_0 3e-2 (it quantizes activations:
+// 4.5e-3 to 6.7e-3 on the BERTs, 1.1e-2 on Qwen3's tiny random model, 2.2e-2 on Gemma3's, whose
+// 32-wide rows are one block each). Gemma3 (EmbeddingGemma)
 // pools by the mean; a file named *-dense-* holds its sentence-transformers Dense layers, and is
 // compared on the document-prompted ids with sentence-transformers' own vector.
 // Usage: node gguf_llama_check.mjs REFS.json NAME-f32.gguf|NAME-f16.gguf|NAME-q8_0.gguf ...
@@ -17,7 +18,7 @@ import path from "node:path";
 const require = createRequire(path.resolve("bench/package.json"));
 const {getLlama, LlamaLogLevel} = await import(require.resolve("node-llama-cpp"));
 const [refsPath, ...files] = process.argv.slice(2);
-const BOUND = {f32: 5e-4, f16: 1e-3, q8_0: 2e-2};
+const BOUND = {f32: 5e-4, f16: 1e-3, q8_0: 3e-2};
 const bound = (f) => BOUND[path.basename(f, ".gguf").split("-").pop()];
 if (!files.length || files.some((f) => !bound(f))) {
     console.error("usage: node gguf_llama_check.mjs REFS.json NAME-f32.gguf|NAME-f16.gguf|NAME-q8_0.gguf ...");

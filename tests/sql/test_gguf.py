@@ -131,8 +131,8 @@ def small_gguf(path, arch="bert", pooling=1, model="bert"):
 
 @test
 def files_that_say_something_else_are_refused_by_name():
-    p = small_gguf(os.path.join(TMP, "gemma.gguf"), arch="gemma-embedding", model="llama")
-    assert_error(con, "SELECT embed_load('bad', ?)", "embed_load", "gemma.gguf", "'llama' is not read from GGUF yet",
+    p = small_gguf(os.path.join(TMP, "t5.gguf"), arch="t5encoder", model="t5")
+    assert_error(con, "SELECT embed_load('bad', ?)", "embed_load", "t5.gguf", "'t5' is not read from GGUF yet",
                  args=(p,))
     p = small_gguf(os.path.join(TMP, "nomic.gguf"), arch="nomic-bert")
     assert_error(con, "SELECT embed_load('bad', ?)", "nomic.gguf", "architecture 'nomic-bert' is not read from GGUF yet",
