@@ -65,13 +65,20 @@ static int load_option(sqlite3_context *ctx, const cJSON *item, emb_load_options
     } else if (strcmp(item->string, "weights") == 0) {
         if (cJSON_IsString(item) && emb_weights_parse(item->valuestring, &opt->weights) == 0) return 0;
         ext_error(ctx, fn, "option \"weights\" must be \"f32\", \"int8\" or \"bf16\"");
+    } else if (strcmp(item->string, "allow_missing_dense") == 0) {
+        if (cJSON_IsBool(item)) {
+            opt->allow_missing_dense = cJSON_IsTrue(item);
+            return 0;
+        }
+        ext_error(ctx, fn, "option \"allow_missing_dense\" must be true or false");
     } else {
-        ext_error(ctx, fn, "unknown option \"%.60s\" (known: mmap, weights)", item->string);
+        ext_error(ctx, fn, "unknown option \"%.60s\" (known: mmap, weights, allow_missing_dense)", item->string);
     }
     return -1;
 }
 
-/* options: {"mmap": true | false, "weights": "f32" | "int8" | "bf16"}; NULL means the defaults. */
+/* options: {"mmap": true | false, "weights": "f32" | "int8" | "bf16", "allow_missing_dense": true | false};
+ * NULL means the defaults. */
 static int load_options(sqlite3_context *ctx, sqlite3_value *val, emb_load_options *opt) {
     *opt = (emb_load_options)EMB_LOAD_DEFAULTS;
     if (!val) return 0;

@@ -229,12 +229,14 @@ static int load_folder(emb_model *m, const char *dir, const emb_load_options *op
     return 0;
 }
 
-/* A GGUF file (model_gguf.c): its tokenizer, encoder and pooling; no sentence-transformers
- * modules after them (no Normalize, Dense or prompts: the file has none). A file without
- * tensors is a tokenizer, as a folder without weights. */
+/* A GGUF file (model_gguf.c): its tokenizer, encoder, pooling and the Dense layers some files
+ * carry (EmbeddingGemma's); no Normalize or prompts (the file has none). A file without tensors
+ * is a tokenizer, as a folder without weights. */
 static int load_gguf(emb_model *m, const char *path, const emb_load_options *opt, char err[EMB_ERR_LEN]) {
     const char *file_type;
-    if (emb_model_gguf_load(path, opt, &m->tok, &m->enc, &m->sbert.pool, &file_type, err)) return -1;
+    if (emb_model_gguf_load(path, opt, &m->tok, &m->enc, &m->sbert.pool, &file_type, m->dense, &m->sbert.n_dense,
+                            err))
+        return -1;
     m->sbert.include_prompt = 1;
     emb_model_info *info = &m->info;
     info->max_tokens = token_limit(m);
@@ -248,7 +250,7 @@ static int load_gguf(emb_model *m, const char *path, const emb_load_options *opt
     info->pooling = emb_pool_mode_name(m->sbert.pool);
     if (describe_encoder(m, err)) return -1;
     info->weight_type = file_type; /* the file's type, not float32 widened from it */
-    info->dimensions = info->dims->hidden;
+    info->dimensions = m->sbert.n_dense ? m->dense[m->sbert.n_dense - 1].out : info->dims->hidden;
     fingerprint(m);
     return 0;
 }

@@ -8,6 +8,8 @@
  * the multilingual BERT), any other as uncased, as the BERTs that embedders are built on are. */
 #include "model/model_gguf.h"
 #include "model/model_gguf_t5.h"
+#include "model/gguf_dense.h"
+#include "model/gguf_tok_spm.h"
 #include "nn/encoder_gguf.h"
 #include "text/tok_split.h"
 #include <cjson/cJSON.h>
@@ -287,9 +289,10 @@ static const char *file_type(const emb_gguf *g) {
     return "mixed";
 }
 
-/* The tokenizer, pooling and weight type from the file's metadata. */
-static int from_metadata(const char *path, emb_tokenizer **tok, emb_pool_mode *pool, const char **weight_type,
-                         int *vocab_only, char err[EMB_ERR_LEN]) {
+/* The tokenizer, pooling, weight type and Dense layers from the file's metadata. */
+static int from_metadata(const char *path, const emb_load_options *opt, emb_tokenizer **tok, emb_pool_mode *pool,
+                         const char **weight_type, emb_dense dense[2], int *n_dense, int *vocab_only,
+                         char err[EMB_ERR_LEN]) {
     emb_safetensors *sf;
     emb_gguf g;
     char *json = NULL;
@@ -308,11 +311,18 @@ static int from_metadata(const char *path, emb_tokenizer **tok, emb_pool_mode *p
     if (rc == 0 && mlen == 4 && memcmp(m, "bert", 4) == 0) rc = wordpiece_json(&g, sf->label, &json, err);
     else if (rc == 0 && mlen == 4 && memcmp(m, "gpt2", 4) == 0) rc = bpe_json(&g, sf->label, &json, err);
     else if (rc == 0 && mlen == 2 && memcmp(m, "t5", 2) == 0) rc = emb_gguf_t5_json(&g, sf->label, &json, err);
+    else if (rc == 0 && mlen == 5 && memcmp(m, "llama", 5) == 0) rc = emb_gguf_spm_json(&g, sf->label, &json, err);
     else if (rc == 0)
         rc = emb_fail(err,
-                      "%s: tokenizer '%.*s' is not read from GGUF yet (bert's WordPiece, gpt2's BPE and t5's "
-                      "Unigram are)",
+                      "%s: tokenizer '%.*s' is not read from GGUF yet (bert's WordPiece, gpt2's BPE, t5's "
+                      "Unigram and llama's SentencePiece are)",
                       sf->label, (int)(mlen > 40 ? 40 : mlen), m);
+    char key[64];
+    int64_t hidden = 0;
+    snprintf(key, sizeof key, "%s.embedding_length", arch);
+    emb_gguf_kv_int(emb_gguf_find(&g, key), &hidden);
+    if (rc == 0 && !*vocab_only && hidden > 0 && hidden <= 65536)
+        rc = emb_gguf_dense_load(&g, arch, sf->label, (int)hidden, opt->allow_missing_dense, dense, n_dense, err);
     if (rc == 0) rc = emb_tokenizer_from_json(json, strlen(json), tok, err);
     free(json);
     emb_gguf_free(&g);
@@ -321,11 +331,19 @@ static int from_metadata(const char *path, emb_tokenizer **tok, emb_pool_mode *p
 }
 
 int emb_model_gguf_load(const char *path, const emb_load_options *opt, emb_tokenizer **tok, emb_encoder **enc,
-                        emb_pool_mode *pool, const char **weight_type, char err[EMB_ERR_LEN]) {
+                        emb_pool_mode *pool, const char **weight_type, emb_dense dense[2], int *n_dense,
+                        char err[EMB_ERR_LEN]) {
     *tok = NULL;
     *enc = NULL;
+    *n_dense = 0;
     int vocab_only = 0;
-    if (from_metadata(path, tok, pool, weight_type, &vocab_only, err)) return -1;
+    if (from_metadata(path, opt, tok, pool, weight_type, dense, n_dense, &vocab_only, err)) {
+        emb_tokenizer_free(*tok);
+        *tok = NULL;
+        for (int i = 0; i < *n_dense; i++) emb_dense_free(&dense[i]);
+        *n_dense = 0;
+        return -1;
+    }
     if (vocab_only) return 0;
     if (emb_encoder_load_open(path, opt->mmap, enc, err) == 0) {
         emb_encoder_close_unused(*enc);
@@ -333,7 +351,9 @@ int emb_model_gguf_load(const char *path, const emb_load_options *opt, emb_token
     }
     emb_encoder_free(*enc);
     emb_tokenizer_free(*tok);
+    for (int i = 0; i < *n_dense; i++) emb_dense_free(&dense[i]);
     *enc = NULL;
     *tok = NULL;
+    *n_dense = 0;
     return -1;
 }

@@ -67,6 +67,9 @@ typedef struct {
      * block's output before the residual; a final norm. */
     int decoder, sandwich;
     float embed_scale;
+    /* Gemma's RMSNorm weights are stored as the 1 + w the norm multiplies by (llama.cpp's
+     * converter adds the 1), not as Hugging Face's w: used as they are. */
+    int norm_weights_shifted;
 } emb_encoder_config;
 
 /* Parse config.json text; file names the file in messages. */

@@ -49,9 +49,13 @@ typedef struct {
     /* EMB_WEIGHTS_F32 (default) or EMB_WEIGHTS_INT8: the linear layers' weights quantized at load;
      * the fingerprint differs from float32's. */
     emb_weights weights;
+    /* 0 (default): a GGUF EmbeddingGemma file (gemma-embedding) without the sentence-transformers
+     * Dense layers (converted without --sentence-transformers-dense-modules) is refused, its vectors
+     * being not sentence-transformers'; 1: it is loaded, its vectors llama.cpp's (the pooled ones). */
+    int allow_missing_dense;
 } emb_load_options;
 #define EMB_LOAD_DEFAULTS                                                                                         \
-    { 1, EMB_WEIGHTS_F32 }
+    { 1, EMB_WEIGHTS_F32, 0 }
 
 /* Loads a model folder; emb_model_load uses the default options. */
 int emb_model_load(const char *name, const char *dir, emb_model **out, char err[EMB_ERR_LEN]);

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # make check-gguf: golden folders written as GGUF by llama.cpp's converter's rules (gguf_bert.py:
 # the BERT family, also bert-tiny-uncased as Q4_0, Q4_1, Q5_0, Q5_1; gguf_xlmr.py: XLM-R;
-# gguf_nomic_jina.py: NomicBERT, JinaBERT v2; gguf_decoder.py: Qwen3) into build/gguf/, F32, F16
+# gguf_nomic_jina.py: NomicBERT, JinaBERT v2; gguf_decoder.py: Qwen3, and Gemma3
+# with and without its Dense layers) into build/gguf/, F32, F16
 # and Q8_0, then read by llama.cpp itself (node-llama-cpp, bench/package.json) and compared with
 # the Hugging Face references (gguf_llama_check.mjs). It proves the writer whose files the GGUF
 # loader is tested on. Then a probe file per block type (gguf_probe.py: Q4_0 ... Q6_K, the K types
@@ -74,5 +75,18 @@ for f in $(/usr/bin/python3 tests/references/gguf_probe.py "$out"); do
     f=${line#* passed, }
     fail=$((fail + ${f%% failed*}))
 done
+# Gemma3 (EmbeddingGemma's golden folder): F32, F16, Q8_0, each without and with the Dense layers
+files=()
+for t in f32 f16 q8_0; do
+    for d in "" dense; do
+        f="$out/gemma3-tiny-st${d:+-$d}-$t.gguf"
+        /usr/bin/python3 tests/references/gguf_decoder.py tests/fixtures/models3/gemma3-tiny-st "$f" "$t" $d || { fail=$((fail + 1)); continue; }
+        files+=("$f")
+    done
+done
+line=$(node tests/references/gguf_llama_check.mjs tests/fixtures/models3/refs/gemma3-tiny.json "${files[@]}" | tee /dev/stderr | tail -n 1)
+pass=$((pass + ${line%% passed*}))
+f=${line#* passed, }
+fail=$((fail + ${f%% failed*}))
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -132,8 +132,8 @@ def small_gguf(path, arch="bert", pooling=1, model="bert"):
 
 @test
 def files_that_say_something_else_are_refused_by_name():
-    p = small_gguf(os.path.join(TMP, "gemma.gguf"), arch="gemma-embedding", model="llama")
-    assert_error(con, "SELECT embed_load('bad', ?)", "embed_load", "gemma.gguf", "'llama' is not read from GGUF yet",
+    p = small_gguf(os.path.join(TMP, "rwkv.gguf"), model="rwkv")
+    assert_error(con, "SELECT embed_load('bad', ?)", "embed_load", "rwkv.gguf", "'rwkv' is not read from GGUF yet",
                  args=(p,))
     p = small_gguf(os.path.join(TMP, "t5.gguf"), arch="t5encoder")
     assert_error(con, "SELECT embed_load('bad', ?)", "t5.gguf", "architecture 't5encoder' is not read from GGUF yet",

@@ -303,7 +303,7 @@ def mapped_paths():
 def load_options_are_checked():
     for opts, fragment in (("not json", "options must be a JSON object"), ("[1]", "options must be a JSON object"),
                            ('{"mmap": 1}', "option \"mmap\" must be true or false"),
-                           ('{"mmap": false, "weight": "f32"}', "unknown option \"weight\" (known: mmap, weights)"),
+                           ('{"mmap": false, "weight": "f32"}', "unknown option \"weight\" (known: mmap, weights, allow_missing_dense)"),
                            ('{"weights": "int4"}', "option \"weights\" must be \"f32\", \"int8\" or \"bf16\""),
                            ('{"weights": "BF16"}', "option \"weights\" must be \"f32\", \"int8\" or \"bf16\""),
                            ('{"weights": 8}', "option \"weights\" must be \"f32\", \"int8\" or \"bf16\""),

@@ -116,11 +116,16 @@ static int read_gemma3(const cJSON *root, const char *file, const char *type, em
 static const emb_arch_decoder_layout LAYOUT = {"pre_feedforward_layernorm", "post_attention_layernorm",
                                                "post_feedforward_layernorm", 1};
 
+/* A GGUF file's norm weights hold 1 + w already (norm_weights_shifted): no offset then. */
 static int load_layer(emb_encoder *e, int l, char err[EMB_ERR_LEN]) {
-    return emb_arch_decoder_layer(e, l, &LAYOUT, err);
+    emb_arch_decoder_layout d = LAYOUT;
+    d.unit_offset = !e->cfg.norm_weights_shifted;
+    return emb_arch_decoder_layer(e, l, &d, err);
 }
 
-static int load_head(emb_encoder *e, char err[EMB_ERR_LEN]) { return emb_arch_decoder_final_norm(e, 1, err); }
+static int load_head(emb_encoder *e, char err[EMB_ERR_LEN]) {
+    return emb_arch_decoder_final_norm(e, !e->cfg.norm_weights_shifted, err);
+}
 
 static const char *const TYPES[] = {"gemma3_text", NULL};
 

@@ -44,4 +44,5 @@ int emb_gguf_config_parse(const char *json, const char *arch, const char *label,
 
 extern const emb_gguf_arch emb_gguf_arch_bert, emb_gguf_arch_qwen3;
 extern const emb_gguf_arch emb_gguf_arch_nomic_bert, emb_gguf_arch_jina_bert_v2;
+extern const emb_gguf_arch emb_gguf_arch_gemma;
 #endif

@@ -4,10 +4,8 @@
 #include <string.h>
 
 static const emb_gguf_arch *const ARCHS[] = {
-    &emb_gguf_arch_bert,
-    &emb_gguf_arch_qwen3,
-    &emb_gguf_arch_nomic_bert,
-    &emb_gguf_arch_jina_bert_v2,
+    &emb_gguf_arch_bert,         &emb_gguf_arch_qwen3, &emb_gguf_arch_nomic_bert,
+    &emb_gguf_arch_jina_bert_v2, &emb_gguf_arch_gemma,
 };
 #define N_ARCHS (sizeof ARCHS / sizeof *ARCHS)
 
