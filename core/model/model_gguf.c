@@ -7,7 +7,7 @@
  * WordPiece file): a vocabulary with the capitals as tokens is read as cased (bert-base-cased,
  * the multilingual BERT), any other as uncased, as the BERTs that embedders are built on are. */
 #include "model/model_gguf.h"
-#include "model/model_gguf_t5.h"
+#include "model/gguf_tok_t5.h"
 #include "model/gguf_dense.h"
 #include "model/gguf_tok_spm.h"
 #include "nn/encoder_gguf.h"

@@ -1,7 +1,7 @@
 /* A GGUF file's SentencePiece Unigram tokenizer (tokenizer.ggml.model "t5") as tokenizer.json:
- * model_gguf_t5.c. Internal to core/model. */
-#ifndef EMBED_MODEL_GGUF_T5_H
-#define EMBED_MODEL_GGUF_T5_H
+ * gguf_tok_t5.c. Internal to core/model. */
+#ifndef EMBED_MODEL_GGUF_TOK_T5_H
+#define EMBED_MODEL_GGUF_TOK_T5_H
 #include "nn/gguf.h"
 
 /* tokenizer.json text (malloc'ed into *out) of g's Unigram tokenizer; -1 with err naming label. */

@@ -1,11 +1,11 @@
-/* See model_gguf_t5.h. llama.cpp's converter writes an XLM-R style SentencePiece Unigram
+/* See gguf_tok_t5.h. llama.cpp's converter writes an XLM-R style SentencePiece Unigram
  * tokenizer (XLM-R, multilingual E5, BGE-M3) as tokenizer.ggml.model "t5": the pieces by id with
  * their scores and types (1 normal, 2 unknown, 3 control, 4 user-defined, 5 unused, 6 byte),
  * add_space_prefix, remove_extra_whitespaces and the precompiled charsmap. Written back as the
  * tokenizer.json Hugging Face makes of such a model: Precompiled, then (extra white space
  * removed) Strip right and " {2,}" replaced by U+2581; Metaspace; Unigram; <s> $A </s> and
  * <s> $A </s> </s> $B </s>. */
-#include "model/model_gguf_t5.h"
+#include "model/gguf_tok_t5.h"
 #include <cjson/cJSON.h>
 #include <math.h>
 #include <stdio.h>
