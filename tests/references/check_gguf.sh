@@ -57,6 +57,16 @@ for m in xlmr-tiny xlmr-tiny-st nomic-bert-tiny jina-bert-v2-tiny; do
     f=${line#* passed, }
     fail=$((fail + ${f%% failed*}))
 done
+# JinaBERT v2 as the converters of 2024 wrote it (gated layers split in ffn_gate and ffn_up)
+files=()
+for t in f32 f16 q8_0; do
+    /usr/bin/python3 tests/references/gguf_nomic_jina.py tests/fixtures/models2/jina-bert-v2-tiny "$out/jina-split-$t.gguf" "$t" split || { fail=$((fail + 1)); continue; }
+    files+=("$out/jina-split-$t.gguf")
+done
+line=$(node tests/references/gguf_llama_check.mjs tests/fixtures/models2/refs/jina-bert-v2-tiny.json "${files[@]}" | tee /dev/stderr | tail -n 1)
+pass=$((pass + ${line%% passed*}))
+f=${line#* passed, }
+fail=$((fail + ${f%% failed*}))
 # Qwen3 (the decoder's golden folder): F32, F16, Q8_0
 files=()
 for t in f32 f16 q8_0; do

@@ -11,7 +11,9 @@ attn_output_norm (norm1), ffn_up (fc11), ffn_gate (fc12), ffn_down (fc2), layer_
 (norm2). The converter's asserts hold: swiglu, no biases, post-norm, full non-interleaved rotary.
 jina-bert-v2: BERT's keys and attention names, no position table; mlp.gated_layers whole as
 ffn_up (GEGLU, [2I, H]), mlp.wo as ffn_down, mlp.layernorm as layer_output_norm; the pooler
-dropped. Plain Python. Usage: gguf_nomic_jina.py MODEL_DIR OUT.gguf f32|f16|q8_0"""
+dropped. "split" writes it as the converters of 2024 did (the files on the Hub from then):
+gated_layers' first I rows as ffn_gate (their gated_layers_w), the rest as ffn_up (gated_layers_v).
+Plain Python. Usage: gguf_nomic_jina.py MODEL_DIR OUT.gguf f32|f16|q8_0 [split]"""
 import json
 import os
 import sys
@@ -64,9 +66,19 @@ def jina_metadata(cfg):
     return "jina-bert-v2", JINA, cfg, cfg.get("layer_norm_eps", 1e-12), []
 
 
-def write(src, dst, wtype, edit=None):
+def split_gated(named):
+    """Each blk.N.ffn_up [2I, H] as the older converter's two halves."""
+    for name in [n for n in named if n.endswith(".ffn_up.weight")]:
+        (rows, cols), vals = named[name]
+        half = rows // 2 * cols
+        named[name.replace("ffn_up", "ffn_gate")] = ([rows // 2, cols], vals[:half])
+        named[name] = ([rows // 2, cols], vals[half:])
+
+
+def write(src, dst, wtype, edit=None, split=False):
     """edit(kvs, tensors): a test's change to the metadata pairs (encoded, see gguf_layout.kv) and
-    tensors [(name, shape, type, bytes)] before they are written."""
+    tensors [(name, shape, type, bytes)] before they are written. split: jina-bert-v2's gated
+    layers as two tensors (the older converter's layout)."""
     cfg = json.load(open(os.path.join(src, "config.json")))
     arch, names, dims, eps, extra = (nomic_metadata if cfg.get("model_type") == "nomic_bert" else jina_metadata)(cfg)
     voc, n_vocab = vocab(src, cfg["vocab_size"])
@@ -79,6 +91,10 @@ def write(src, dst, wtype, edit=None):
         name = gguf_name(hf, names)
         if name:
             named[name] = (shape, vals)
+    if split:
+        if arch != "jina-bert-v2":
+            raise SystemExit("gguf_nomic_jina.py: split is jina-bert-v2's older layout")
+        split_gated(named)
     rows = named["token_embd.weight"][0][0]
     if rows != n_vocab:
         raise SystemExit("gguf_nomic_jina.py: %d tokens, %d embedding rows" % (n_vocab, rows))
@@ -93,6 +109,6 @@ def write(src, dst, wtype, edit=None):
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 4 or sys.argv[3] not in ("f32", "f16", "q8_0"):
-        sys.exit("usage: gguf_nomic_jina.py MODEL_DIR OUT.gguf f32|f16|q8_0")
-    write(*sys.argv[1:])
+    if len(sys.argv) not in (4, 5) or sys.argv[3] not in ("f32", "f16", "q8_0") or sys.argv[4:] not in ([], ["split"]):
+        sys.exit("usage: gguf_nomic_jina.py MODEL_DIR OUT.gguf f32|f16|q8_0 [split]")
+    write(*sys.argv[1:4], split=len(sys.argv) == 5)

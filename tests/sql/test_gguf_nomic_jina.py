@@ -4,8 +4,10 @@ tests/references/gguf_nomic_jina.py (llama.cpp's converter's rules; `make check-
 files with llama.cpp itself), then read back: token ids equal to Hugging Face's on every single-text
 case, mean-pooled unit vectors against Hugging Face's (F32 within 1e-5, F16 1e-3, Q8_0 1.5e-2:
 measured 1.4e-7 / 4.4e-4 / 9.1e-3 on NomicBERT, 1.5e-7 / 2.7e-4 / 1.0e-2 on JinaBERT, where
-llama.cpp itself is 1.7e-4 / 5.9e-4 / 1.3e-2 and 3.2e-4 / 4.2e-4 / 1.3e-2); files with a key
-missing, dimensions that do not agree, or a layout not read yet refused naming the file and key."""
+llama.cpp itself is 1.7e-4 / 5.9e-4 / 1.3e-2 and 3.2e-4 / 4.2e-4 / 1.3e-2); JinaBERT written
+as the converters of 2024 did (its gated layers split in ffn_gate and ffn_up) gives the same
+vectors as the safetensors folder; files with a key missing, dimensions that do not agree, or a
+layout not read yet refused naming the file and key."""
 import json
 import math
 import os
@@ -91,6 +93,26 @@ def the_safetensors_folder_and_its_f32_gguf_give_the_same_vectors():
         one(con, "SELECT embed_unload(?)", "gnj-st-" + m)
 
 
+@test
+def jina_files_of_the_older_converter_with_split_gated_layers_give_the_folders_vectors():
+    m = "jina-bert-v2-tiny"
+    one(con, "SELECT embed_load(?, ?)", "gnj-st-split", os.path.join(FIXTURES, "models2", m))
+    for t, bound in BOUND.items():
+        path = os.path.join(TMP, "jina-split-%s.gguf" % t)
+        gguf_nomic_jina.write(os.path.join(FIXTURES, "models2", m), path, t, split=True)
+        one(con, "SELECT embed_load(?, ?)", "gnj-split-" + t, path)
+        worst = 0.0
+        for c in singles(refs(m)):
+            got = floats(one(con, "SELECT embed(?, ?)", "gnj-split-" + t, c["text"]))
+            if t == "f32":  # the same weights, read from two tensors instead of one: the same floats
+                assert got == floats(one(con, "SELECT embed(?, ?)", "gnj-st-split", c["text"])), c["text"]
+            want = unit(c["pooled_mean"])
+            worst = max(worst, max(abs(a - b) for a, b in zip(unit(got), want)))
+        assert worst <= bound, (t, worst)
+        one(con, "SELECT embed_unload(?)", "gnj-split-" + t)
+    one(con, "SELECT embed_unload(?)", "gnj-st-split")
+
+
 def key_bytes(key):
     return struct.pack("<Q", len(key)) + key.encode()
 
@@ -130,7 +152,8 @@ def files_that_lack_a_key_or_disagree_are_refused_naming_file_and_key():
         (variant(jina, "jina-ff", put=[("jina-bert-v2.feed_forward_length", U32, 48)]),
          "blk.0.ffn_up.weight has 128 rows, not 2 x jina-bert-v2.feed_forward_length 48"),
         (variant(jina, "jina-split", add_tensor=copy_of("blk.0.ffn_up.weight")),
-         "split ffn_gate / ffn_up tensors"),
+         "blk.0.ffn_gate.weight and ffn_up.weight have 128 and 128 rows, not jina-bert-v2.feed_forward_length 64 "
+         "each"),
         (variant(nomic, "nomic-ff", put=[("nomic-bert.feed_forward_length", U32, 48)]),
          "tensor 'blk.0.ffn_up.weight' has 64 rows, not 48 (nomic-bert.feed_forward_length)"),
     ]

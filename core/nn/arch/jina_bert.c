@@ -3,6 +3,7 @@
  * and a feed-forward that is BERT's ("original") or gated: gated_layers [2I, H] without bias,
  * act(first half) * second half, wo, then its own layernorm. */
 #include "nn/arch/arch.h"
+#include <stdio.h>
 #include <string.h>
 
 static const char *const SIZES[EMB_ARCH_N_KEYS] = {
@@ -42,21 +43,31 @@ static int load_embeddings(emb_encoder *e, char err[EMB_ERR_LEN]) {
     return emb_arch_load_embeddings(e, "embeddings.word_embeddings.weight", "embeddings.LayerNorm", err);
 }
 
+/* The gated halves: gated_layers [2I, H] whole (w1 = g[:I], w1b = g[I:]), or as older llama.cpp
+ * converters split it in GGUF files: its first half as gated_layers_w, its second as
+ * gated_layers [I, H] (their names for the two halves). */
+static int load_gated(emb_encoder *e, int l, emb_layer_weights *w, char err[EMB_ERR_LEN]) {
+    const int64_t H = e->cfg.dims.hidden, FF = e->cfg.dims.intermediate;
+    char first[96];
+    snprintf(first, sizeof first, "encoder.layer.%d.mlp.gated_layers_w.weight", l);
+    if (emb_arch_get_tensor(e, first, FF, H, 1, &w->w1, err)) return -1;
+    if (w->w1) return emb_arch_layer_tensor(e, "encoder.layer.%d.mlp.gated_layers.weight", l, FF, H, &w->w1b, err);
+    if (emb_arch_layer_tensor(e, "encoder.layer.%d.mlp.gated_layers.weight", l, 2 * FF, H, &w->w1, err)) return -1;
+    w->w1b = w->w1 + FF * H;
+    return 0;
+}
+
 static int load_layer(emb_encoder *e, int l, char err[EMB_ERR_LEN]) {
     const int64_t H = e->cfg.dims.hidden, FF = e->cfg.dims.intermediate;
     emb_layer_weights *w = &e->L[l];
     if (!e->cfg.gated) return emb_arch_load_post_norm(e, l, emb_arch_bert_layer_names, 16, err);
-    const float *gl;
-    if (emb_arch_load_post_norm(e, l, emb_arch_bert_layer_names, 10, err) ||
-        emb_arch_layer_tensor(e, "encoder.layer.%d.mlp.gated_layers.weight", l, 2 * FF, H, &gl, err) ||
+    if (emb_arch_load_post_norm(e, l, emb_arch_bert_layer_names, 10, err) || load_gated(e, l, w, err) ||
         emb_arch_layer_tensor(e, "encoder.layer.%d.mlp.wo.weight", l, H, FF, &w->w2, err) ||
         emb_arch_layer_tensor(e, "encoder.layer.%d.mlp.wo.bias", l, H, -1, &w->b2, err) ||
         emb_arch_layer_tensor(e, "encoder.layer.%d.mlp.layernorm.weight", l, H, -1, &w->ln2_g, err) ||
         emb_arch_layer_tensor(e, "encoder.layer.%d.mlp.layernorm.bias", l, H, -1, &w->ln2_b, err))
         return -1;
-    w->w1 = gl; /* gelu(g[:I]) * g[I:] */
-    w->w1b = gl + FF * H;
-    w->b1 = e->zeros;
+    w->b1 = e->zeros; /* act(w1 x) * (w1b x) */
     return 0;
 }
 

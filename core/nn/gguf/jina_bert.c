@@ -4,8 +4,9 @@
  * attention.causal (must be false); ALiBi positions (no position table); the vocabulary and
  * token-type sizes from the tables' rows. The feed-forward is GEGLU as the converter writes it
  * today: blk.N.ffn_up is gated_layers whole ([2I, H]: gelu(first half) * second half), ffn_down
- * mlp.wo, layer_output_norm mlp.layernorm. Refused by name: the older converters' split
- * ffn_gate / ffn_up halves, an ungated feed-forward, and the q / k layernorms of the code model. */
+ * mlp.wo, layer_output_norm mlp.layernorm. Older converters (the files of 2024) split it: ffn_gate
+ * is the first half (their gated_layers_w), ffn_up the second (gated_layers_v), I rows each; both
+ * are read. Refused by name: an ungated feed-forward and the q / k layernorms of the code model. */
 #include "nn/gguf/gguf_arch.h"
 #include <stdio.h>
 
@@ -18,6 +19,7 @@ static const emb_gguf_name_pair TOP[] = {{"token_embd", "embeddings.word_embeddi
                                            {"attn_output", "attention.output.dense"},
                                            {"attn_output_norm", "attention.output.LayerNorm"},
                                            {"ffn_up", "mlp.gated_layers"},
+                                           {"ffn_gate", "mlp.gated_layers_w"},
                                            {"ffn_down", "mlp.wo"},
                                            {"layer_output_norm", "mlp.layernorm"}};
 
@@ -28,13 +30,13 @@ static int refuse_unbuilt(const emb_gguf *g, int64_t FF, const char *label, char
     for (size_t i = 0; i < sizeof extra / sizeof *extra; i++)
         if (emb_gguf_find_tensor(g, extra[i]))
             return emb_fail(err, "%s: tensor '%s' is not read from jina-bert-v2 files yet", label, extra[i]);
-    if (emb_gguf_find_tensor(g, "blk.0.ffn_gate.weight"))
+    int64_t up = emb_gguf_rows_of(g, "blk.0.ffn_up.weight"), gate = emb_gguf_rows_of(g, "blk.0.ffn_gate.weight");
+    if (gate && (gate != FF || up != FF))
         return emb_fail(err,
-                        "%s: jina-bert-v2 with split ffn_gate / ffn_up tensors (an older converter's) is not read "
-                        "yet: convert the model again (ffn_up holds both halves)",
-                        label);
-    int64_t up = emb_gguf_rows_of(g, "blk.0.ffn_up.weight");
-    if (up != 2 * FF)
+                        "%s: blk.0.ffn_gate.weight and ffn_up.weight have %lld and %lld rows, not "
+                        "jina-bert-v2.feed_forward_length %lld each (the two halves of GEGLU)",
+                        label, (long long)gate, (long long)up, (long long)FF);
+    if (!gate && up != 2 * FF)
         return emb_fail(err,
                         "%s: blk.0.ffn_up.weight has %lld rows, not 2 x jina-bert-v2.feed_forward_length %lld "
                         "(GEGLU): an ungated feed-forward is not read yet",
