@@ -21,7 +21,9 @@ fail=0
 objs=()
 newest_header=$(ls -t core/*/*.h core/*/*/*.h include/sqlite-embed/*.h | head -n 1)
 for src in core/*/*.c core/*/*/*.c; do
-    obj="$OUT/core/$(basename "$src" .c).o"
+    rel=${src#core/}
+    obj="$OUT/core/${rel//\//_}"
+    obj="${obj%.c}.o"   # nn/gguf/bert.c and nn/arch/bert.c need distinct objects
     objs+=("$obj")
     if [ ! -e "$obj" ] || [ "$src" -nt "$obj" ] || [ "$newest_header" -nt "$obj" ]; then
         if ! $CC $CFLAGS -c "$src" -o "$obj"; then
