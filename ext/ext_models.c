@@ -64,7 +64,7 @@ static int load_option(sqlite3_context *ctx, const cJSON *item, emb_load_options
         ext_error(ctx, fn, "option \"mmap\" must be true or false");
     } else if (strcmp(item->string, "weights") == 0) {
         if (cJSON_IsString(item) && emb_weights_parse(item->valuestring, &opt->weights) == 0) return 0;
-        ext_error(ctx, fn, "option \"weights\" must be \"f32\", \"int8\" or \"bf16\"");
+        ext_error(ctx, fn, "option \"weights\" must be \"f32\", \"int8\", \"bf16\" or \"q8_0\"");
     } else if (strcmp(item->string, "allow_missing_dense") == 0) {
         if (cJSON_IsBool(item)) {
             opt->allow_missing_dense = cJSON_IsTrue(item);
@@ -77,7 +77,7 @@ static int load_option(sqlite3_context *ctx, const cJSON *item, emb_load_options
     return -1;
 }
 
-/* options: {"mmap": true | false, "weights": "f32" | "int8" | "bf16", "allow_missing_dense": true | false};
+/* options: {"mmap": true | false, "weights": "f32" | "int8" | "bf16" | "q8_0", "allow_missing_dense": true | false};
  * NULL means the defaults. */
 static int load_options(sqlite3_context *ctx, sqlite3_value *val, emb_load_options *opt) {
     *opt = (emb_load_options)EMB_LOAD_DEFAULTS;
@@ -170,7 +170,10 @@ void sql_embed_load(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
             ext_error(ctx, fn,
                       "model '%s' is already loaded from that folder with mmap %s (embed_unload it first)", name,
                       old->mmap ? "true" : "false");
-        else if (old->weights && strcmp(old->weights, emb_weights_name(opt.weights)) != 0)
+        /* the default weights: what a load chooses by default (f32, or a GGUF file's Q8_0) */
+        else if (old->weights && (opt.weights == EMB_WEIGHTS_DEFAULT
+                                      ? strcmp(old->weights, "f32") != 0 && strcmp(old->weights, "q8_0") != 0
+                                      : strcmp(old->weights, emb_weights_name(opt.weights)) != 0))
             ext_error(ctx, fn,
                       "model '%s' is already loaded from that folder with %s weights (embed_unload it first)",
                       name, old->weights);

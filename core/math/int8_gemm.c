@@ -2,6 +2,7 @@
  * set and the split over the helper threads. The loops themselves are int8_gemm_kernels.c. */
 #include "math/int8_gemm.h"
 #include "math/int8_gemm_kernels.h"
+#include "math/half.h"
 #include "base/simd.h"
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <cpuid.h>
@@ -15,6 +16,9 @@ struct emb_int8_gemm_weights {
     int8_t *codes; /* Np / 16 panels of 16 * Kp bytes, 64-byte aligned */
     float *sw; /* Np scales (0 past N) */
     int32_t *colsum; /* Np sums of codes */
+    int nb; /* block weights: K / EMB_I8_BLOCK blocks; 0: per channel */
+    float *bs; /* block weights: panel p's 16 scales of block b at bs + (p * nb + b) * 16 (0 past N) */
+    float *wcorr; /* block weights: Np sums d[n,b] colsum_b[n] (0 past N) */
 };
 
 /* Rows of activations quantized per task. */
@@ -73,12 +77,19 @@ void emb_int8_gemm_weights_free(emb_int8_gemm_weights *w) {
     free(w->codes);
     free(w->sw);
     free(w->colsum);
+    free(w->bs);
+    free(w->wcorr);
     free(w);
 }
 
-emb_int8_gemm_weights *emb_int8_gemm_weights_new(int N, int K, char err[EMB_ERR_LEN]) {
+/* Per channel (blocks 0) or in blocks of EMB_I8_BLOCK inputs. */
+static emb_int8_gemm_weights *weights_new(int N, int K, int blocks, char err[EMB_ERR_LEN]) {
     if (N < 1 || K < 1 || K > EMB_I8_MAX_K || N > (1 << 24)) {
         emb_fail(err, "int8 weight of %d x %d: sizes must be 1..16777216 x 1..%d", N, K, EMB_I8_MAX_K);
+        return NULL;
+    }
+    if (blocks && K % EMB_I8_BLOCK) {
+        emb_fail(err, "int8 block weight of %d x %d: K must be a multiple of %d", N, K, EMB_I8_BLOCK);
         return NULL;
     }
     emb_int8_gemm_weights *w = calloc(1, sizeof *w);
@@ -92,6 +103,13 @@ emb_int8_gemm_weights *emb_int8_gemm_weights_new(int N, int K, char err[EMB_ERR_
     if (!codes) goto oom;
     w->codes = codes;
     memset(w->codes, 0, bytes);
+    if (blocks) {
+        w->nb = K / EMB_I8_BLOCK;
+        w->bs = calloc((size_t)w->Np * (size_t)w->nb, sizeof *w->bs);
+        w->wcorr = calloc((size_t)w->Np, sizeof *w->wcorr);
+        if (!w->bs || !w->wcorr) goto oom;
+        return w;
+    }
     w->sw = calloc((size_t)w->Np, sizeof *w->sw);
     w->colsum = calloc((size_t)w->Np, sizeof *w->colsum);
     if (!w->sw || !w->colsum) goto oom;
@@ -102,13 +120,41 @@ oom:
     return NULL;
 }
 
+emb_int8_gemm_weights *emb_int8_gemm_weights_new(int N, int K, char err[EMB_ERR_LEN]) {
+    return weights_new(N, K, 0, err);
+}
+emb_int8_gemm_weights *emb_int8_gemm_weights_new_blocks(int N, int K, char err[EMB_ERR_LEN]) {
+    return weights_new(N, K, 1, err);
+}
+
 /* Code of (n, k) in the packed layout. */
 static size_t code_at(const emb_int8_gemm_weights *w, int n, int k) {
     return (size_t)(n / 16) * 16 * (size_t)w->Kp + (size_t)(k / 4) * 64 + (size_t)(n % 16) * 4 + (size_t)(k % 4);
 }
 
-/* Row n from codes q (K of them) and its scale. */
-static void put_row(emb_int8_gemm_weights *w, int n, const int8_t *q, float scale) {
+/* Block weights: row n's block scales d (nb of them) and wcorr, from its codes (placed already). */
+static void put_block_scales(emb_int8_gemm_weights *w, int n, const float *d) {
+    double corr = 0.0;
+    for (int b = 0; b < w->nb; b++) {
+        int32_t sum = 0;
+        for (int k = b * EMB_I8_BLOCK; k < (b + 1) * EMB_I8_BLOCK; k++) sum += w->codes[code_at(w, n, k)];
+        w->bs[((size_t)(n / 16) * (size_t)w->nb + (size_t)b) * 16 + (size_t)(n % 16)] = d[b];
+        corr += (double)d[b] * (double)sum;
+    }
+    w->wcorr[n] = (float)corr;
+}
+
+/* Row n from codes q (K of them) and its scale (block weights: the scale of each block). */
+static int put_row(emb_int8_gemm_weights *w, int n, const int8_t *q, float scale) {
+    if (w->nb) {
+        float *d = malloc((size_t)w->nb * sizeof *d);
+        if (!d) return -1;
+        for (int k = 0; k < w->K; k++) w->codes[code_at(w, n, k)] = q[k];
+        for (int b = 0; b < w->nb; b++) d[b] = scale;
+        put_block_scales(w, n, d);
+        free(d);
+        return 0;
+    }
     int32_t sum = 0;
     for (int k = 0; k < w->K; k++) {
         w->codes[code_at(w, n, k)] = q[k];
@@ -116,6 +162,7 @@ static void put_row(emb_int8_gemm_weights *w, int n, const int8_t *q, float scal
     }
     w->sw[n] = scale;
     w->colsum[n] = sum;
+    return 0;
 }
 
 int emb_int8_gemm_weights_set_rows(emb_int8_gemm_weights *w, int n0, int rows, const float *W, int ldw,
@@ -141,10 +188,47 @@ int emb_int8_gemm_weights_set_rows(emb_int8_gemm_weights *w, int n0, int rows, c
             float v = __builtin_roundf(x[k] * inv); /* half away from zero; |v| <= 127 up to rounding */
             q[k] = (int8_t)(v > 127.0f ? 127 : v < -127.0f ? -127 : (int)v);
         }
-        put_row(w, n0 + r, q, scale);
+        if (put_row(w, n0 + r, q, scale)) {
+            free(q);
+            return emb_fail(err, "out of memory packing an int8 weight");
+        }
     }
     free(q);
     return 0;
+}
+
+int emb_int8_gemm_weights_set_rows_q8_0(emb_int8_gemm_weights *w, int n0, int rows, const void *q8_0,
+                                        char err[EMB_ERR_LEN]) {
+    if (!w->nb) return emb_fail(err, "Q8_0 rows into an int8 weight packed per channel");
+    if (n0 < 0 || rows < 0 || n0 + rows > w->N)
+        return emb_fail(err, "int8 weight rows %d..%d outside its %d x %d", n0, n0 + rows - 1, w->N, w->K);
+    float *d = malloc((size_t)w->nb * sizeof *d);
+    if (!d) return emb_fail(err, "out of memory packing an int8 weight");
+    const unsigned char *src = q8_0;
+    for (int r = 0; r < rows; r++) {
+        int n = n0 + r;
+        for (int b = 0; b < w->nb; b++, src += 2 + EMB_I8_BLOCK) {
+            d[b] = emb_f16_to_f32((uint16_t)(src[0] | src[1] << 8));
+            if (!(d[b] <= 3.0e38f && d[b] >= -3.0e38f)) { /* NaN or infinity */
+                free(d);
+                return emb_fail(err, "Q8_0 row %d, block %d: the scale is not a finite number", n, b);
+            }
+            for (int j = 0; j < EMB_I8_BLOCK; j++)
+                w->codes[code_at(w, n, b * EMB_I8_BLOCK + j)] = (int8_t)src[2 + j];
+        }
+        put_block_scales(w, n, d);
+    }
+    free(d);
+    return 0;
+}
+
+emb_int8_gemm_weights *emb_int8_gemm_weights_pack_blocks(const void *q8_0, int N, int K, char err[EMB_ERR_LEN]) {
+    emb_int8_gemm_weights *w = emb_int8_gemm_weights_new_blocks(N, K, err);
+    if (w && emb_int8_gemm_weights_set_rows_q8_0(w, 0, N, q8_0, err)) {
+        emb_int8_gemm_weights_free(w);
+        return NULL;
+    }
+    return w;
 }
 
 emb_int8_gemm_weights *emb_int8_gemm_weights_pack(const float *W, int N, int K, int ldw, char err[EMB_ERR_LEN]) {
@@ -165,19 +249,29 @@ emb_int8_gemm_weights *emb_int8_gemm_weights_pack_codes(const int8_t *q, const f
         }
     emb_int8_gemm_weights *w = emb_int8_gemm_weights_new(N, K, err);
     if (!w) return NULL;
-    for (int n = 0; n < N; n++) put_row(w, n, q + (size_t)n * (size_t)K, scale[n]);
+    for (int n = 0; n < N; n++)
+        if (put_row(w, n, q + (size_t)n * (size_t)K, scale[n])) {
+            emb_int8_gemm_weights_free(w);
+            emb_fail(err, "out of memory packing an int8 weight");
+            return NULL;
+        }
     return w;
 }
 
 int emb_int8_gemm_weights_n(const emb_int8_gemm_weights *w) { return w->N; }
 int emb_int8_gemm_weights_k(const emb_int8_gemm_weights *w) { return w->K; }
 size_t emb_int8_gemm_weights_bytes(const emb_int8_gemm_weights *w) {
-    return sizeof *w + (size_t)w->Np * (size_t)w->Kp + (size_t)w->Np * (sizeof *w->sw + sizeof *w->colsum);
+    size_t per_channel = w->nb ? ((size_t)w->nb + 1) * sizeof(float) : sizeof *w->sw + sizeof *w->colsum;
+    return sizeof *w + (size_t)w->Np * (size_t)w->Kp + (size_t)w->Np * per_channel;
 }
 int8_t emb_int8_gemm_weights_code(const emb_int8_gemm_weights *w, int n, int k) {
     return w->codes[code_at(w, n, k)];
 }
-float emb_int8_gemm_weights_scale(const emb_int8_gemm_weights *w, int n) { return w->sw[n]; }
+float emb_int8_gemm_weights_scale(const emb_int8_gemm_weights *w, int n) { return w->nb ? 0.0f : w->sw[n]; }
+int emb_int8_gemm_weights_blocks(const emb_int8_gemm_weights *w) { return w->nb > 0; }
+float emb_int8_gemm_weights_block_scale(const emb_int8_gemm_weights *w, int n, int b) {
+    return w->nb ? w->bs[((size_t)(n / 16) * (size_t)w->nb + (size_t)b) * 16 + (size_t)(n % 16)] : 0.0f;
+}
 
 /* ---------- activations ---------- */
 
@@ -281,18 +375,27 @@ static emb_int8_gemm_kernels_args make_args(const emb_int8_gemm_act *a, const em
     g.wp = w->codes;
     g.sw = w->sw;
     g.colsum = w->colsum;
+    g.bs = w->bs;
+    g.wcorr = w->wcorr;
+    g.nb = w->nb;
     g.Kp = w->Kp;
     g.N = w->N;
     return g;
 }
 
+/* The loops of set p over rows m0..m1-1 and panels p0..p1-1: per channel or in blocks. */
+static void run(emb_int8_gemm_path p, const emb_int8_gemm_kernels_args *g, int m0, int m1, int p0, int p1) {
+    if (g->bs) emb_int8_gemm_blocks_run(p, g, m0, m1, p0, p1);
+    else emb_int8_gemm_kernels_run(p, g, m0, m1, p0, p1);
+}
+
 int emb_int8_gemm_s32(emb_int8_gemm_path p, const emb_int8_gemm_act *a, const emb_int8_gemm_weights *w, int32_t *P,
                       int ldp) {
-    if (a->K != w->K) return -1;
+    if (a->K != w->K || w->nb) return -1;
     emb_int8_gemm_kernels_args g = make_args(a, w);
     g.P = P;
     g.ldp = ldp;
-    emb_int8_gemm_kernels_run(p, &g, 0, a->M, 0, w->Np / 16);
+    run(p, &g, 0, a->M, 0, w->Np / 16);
     return 0;
 }
 
@@ -311,7 +414,7 @@ int emb_int8_gemm_q_path(emb_int8_gemm_path p, const emb_int8_gemm_act *a, const
                          const float *bias, float beta, float *C, int ldc) {
     if (a->K != w->K) return -1;
     emb_int8_gemm_kernels_args g = output_args(a, w, bias, beta, C, ldc);
-    emb_int8_gemm_kernels_run(p, &g, 0, a->M, 0, w->Np / 16);
+    run(p, &g, 0, a->M, 0, w->Np / 16);
     return 0;
 }
 
@@ -329,7 +432,7 @@ static void gemm_task(void *ctx, int task, int worker) {
     int mi = task / j->panel_tasks, pi = task % j->panel_tasks;
     int m0 = mi * j->row_step, m1 = m0 + j->row_step < j->M ? m0 + j->row_step : j->M;
     int p0 = pi * j->panel_step, p1 = p0 + j->panel_step < j->panels ? p0 + j->panel_step : j->panels;
-    emb_int8_gemm_kernels_run(j->path, j->g, m0, m1, p0, p1);
+    run(j->path, j->g, m0, m1, p0, p1);
 }
 
 /* The units the busiest of `threads` threads runs when `units` are cut into tasks of `step`. */
@@ -345,7 +448,7 @@ int emb_int8_gemm_q(const emb_int8_gemm_act *a, const emb_int8_gemm_weights *w, 
     gemm_job j = {&g, emb_int8_gemm_path_default(), a->M, w->Np / 16, a->M, w->Np / 16, 1};
     int threads = emb_workers_helpers(workers) + 1;
     if (threads < 2 || (double)a->M * w->N * w->K < EMB_I8_PAR_MIN_MACS) {
-        emb_int8_gemm_kernels_run(j.path, &g, 0, a->M, 0, j.panels);
+        run(j.path, &g, 0, a->M, 0, j.panels);
         return 0;
     }
     /* With at least two 6-row tiles for each of two tasks per thread, by rows alone (each task

@@ -13,7 +13,16 @@
  * in float. Asymmetric activations use all 256 levels over a row's range: a row of GELU outputs
  * (nearly all >= -0.17) gets twice the resolution that symmetric s8 (+128) would give it.
  *
- * Every kernel set computes P exactly, so C is the same bit for bit on every set. */
+ * Every kernel set computes P exactly, so C is the same bit for bit on every set.
+ *
+ * Block weights (emb_int8_gemm_weights_new_blocks: GGUF's Q8_0 tensors, read as they are): codes
+ * q[n,k] in [-128, 127] with one scale d[n,b] per channel and block b of 32 inputs, value d q.
+ * Per block the sum P_b[m,n] = sum_{k in b} u[m,k] q[n,k] is exact in int32 (32 terms), then
+ *   acc = fma((float)P_b, d[n,b], acc)                     (blocks in order, acc from 0)
+ *   C[m,n] = beta * C[m,n] + (acc - zp[m] * wcorr[n]) * sa[m] + bias[n]
+ * with wcorr[n] = sum_b d[n,b] colsum_b[n] (colsum_b: the codes' sum in block b), computed in
+ * double at pack time and rounded once. Every kernel set does these float operations in this
+ * order (fma where written), so C is again the same bit for bit on every set. */
 #ifndef EMBED_INT8_GEMM_H
 #define EMBED_INT8_GEMM_H
 #include <stddef.h>
@@ -43,7 +52,7 @@ emb_int8_gemm_path emb_int8_gemm_path_default(void);
 int emb_int8_gemm_path_fast(void);
 const char *emb_int8_gemm_path_name(emb_int8_gemm_path p);
 
-/* Packed weights. Layout: panels of 16 output channels; in a panel, for each group of 4 inputs
+/* Packed weights (per channel, or in blocks). Layout: panels of 16 output channels; in a panel, for each group of 4 inputs
  * k..k+3, 64 bytes: channel c's 4 codes at bytes 4c..4c+3 (one vpdpbusd operand). K is padded
  * to Kp = K rounded up to 4, N to Np = N rounded up to 16, with zero codes: Np * Kp bytes of
  * codes, plus sw and colsum (4 bytes each per channel). Immutable once packed. */
@@ -65,7 +74,22 @@ int emb_int8_gemm_weights_n(const emb_int8_gemm_weights *w);
 int emb_int8_gemm_weights_k(const emb_int8_gemm_weights *w);
 size_t emb_int8_gemm_weights_bytes(const emb_int8_gemm_weights *w); /* everything the object holds */
 int8_t emb_int8_gemm_weights_code(const emb_int8_gemm_weights *w, int n, int k);
-float emb_int8_gemm_weights_scale(const emb_int8_gemm_weights *w, int n);
+float emb_int8_gemm_weights_scale(const emb_int8_gemm_weights *w, int n); /* block weights: 0 */
+
+/* Block weights (see the top): N x K with K a multiple of EMB_I8_BLOCK; every row set by
+ * emb_int8_gemm_weights_set_rows_q8_0 (ggml Q8_0 rows: K / 32 blocks of an f16 scale, little-
+ * endian, then 32 int8 codes; -128 taken as it is) or emb_int8_gemm_weights_set_rows (float rows
+ * quantized per channel as emb_int8_gemm_weights_pack does, the channel's scale given to each of
+ * its blocks), so that tensors of both kinds can sit side by side in one weight. A non-finite
+ * block scale is refused. On top of the codes, 4 bytes per channel and block. */
+#define EMB_I8_BLOCK 32
+emb_int8_gemm_weights *emb_int8_gemm_weights_new_blocks(int N, int K, char err[EMB_ERR_LEN]);
+int emb_int8_gemm_weights_set_rows_q8_0(emb_int8_gemm_weights *w, int n0, int rows, const void *q8_0,
+                                        char err[EMB_ERR_LEN]);
+/* new_blocks + set_rows_q8_0(w, 0, N, q8_0): NULL with err on failure. */
+emb_int8_gemm_weights *emb_int8_gemm_weights_pack_blocks(const void *q8_0, int N, int K, char err[EMB_ERR_LEN]);
+int emb_int8_gemm_weights_blocks(const emb_int8_gemm_weights *w); /* 1 for block weights */
+float emb_int8_gemm_weights_block_scale(const emb_int8_gemm_weights *w, int n, int b);
 
 /* Quantized activations (and their buffer, reused from call to call). Zero it, or use
  * EMB_I8_ACT_INIT; emb_int8_gemm_act_free releases the buffers. */
@@ -106,7 +130,7 @@ int emb_int8_gemm(const float *A, int lda, int M, const emb_int8_gemm_weights *w
                   float *C, int ldc, emb_int8_gemm_act *scratch, emb_workers *workers);
 
 /* The exact products P (int32, row stride ldp) with kernel set p (one thread): what the tests
- * compare on every set. p must be supported. -1 when the Ks differ. */
+ * compare on every set. p must be supported. -1 when the Ks differ or w holds blocks. */
 int emb_int8_gemm_s32(emb_int8_gemm_path p, const emb_int8_gemm_act *a, const emb_int8_gemm_weights *w, int32_t *P,
                       int ldp);
 /* emb_int8_gemm_q with kernel set p on one thread. */

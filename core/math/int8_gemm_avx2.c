@@ -28,13 +28,13 @@
 #define load_i32 emb_int8_gemm_kernels_load_i32
 
 /* n codes (a multiple of 4) as int16: the rows of activations and, sign-extended, the panels. */
-T_AVX2 static void widen_u8(const uint8_t *u, int n, int16_t *out) {
+T_AVX2 void emb_int8_gemm_avx2_widen_u8(const uint8_t *u, int n, int16_t *out) {
     int k = 0;
     for (; k + 16 <= n; k += 16)
         _mm256_storeu_si256((__m256i *)(out + k), _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)(u + k))));
     for (; k < n; k++) out[k] = u[k];
 }
-T_AVX2 static void widen_s8(const int8_t *q, size_t n, int16_t *out) {
+T_AVX2 void emb_int8_gemm_avx2_widen_s8(const int8_t *q, size_t n, int16_t *out) {
     for (size_t k = 0; k < n; k += 16) /* n: a multiple of 64 */
         _mm256_store_si256((__m256i *)(out + k), _mm256_cvtepi8_epi16(_mm_load_si128((const __m128i *)(q + k))));
 }
@@ -136,9 +136,9 @@ int emb_int8_gemm_avx2_run(const emb_int8_gemm_kernels_args *g, int m0, int m1, 
     for (int c0 = m0; c0 < m1; c0 += mc) {
         int c1 = m1 - c0 < mc ? m1 : c0 + mc;
         for (int m = c0; m < c1; m++)
-            widen_u8(g->u + (size_t)m * (size_t)Kp, Kp, a + (size_t)(m - c0) * (size_t)Kp);
+            emb_int8_gemm_avx2_widen_u8(g->u + (size_t)m * (size_t)Kp, Kp, a + (size_t)(m - c0) * (size_t)Kp);
         for (int p = p0; p < p1; p++) {
-            widen_s8(g->wp + (size_t)p * 16 * (size_t)Kp, 16 * (size_t)Kp, bw);
+            emb_int8_gemm_avx2_widen_s8(g->wp + (size_t)p * 16 * (size_t)Kp, 16 * (size_t)Kp, bw);
             for (int m = c0; m < c1; m += TILE_ROWS)
                 tiles[(c1 - m < TILE_ROWS ? c1 - m : TILE_ROWS) - 1](g, a + (size_t)(m - c0) * (size_t)Kp, bw, m,
                                                                      p);

@@ -51,8 +51,8 @@ int emb_int8_gemm_kernels_row_chunk(int Kp) {
  * N = 1152 1.5x faster than by columns). Otherwise blocks of rows that, with one group of panels
  * (64 channels x Kp), stay in L2 while every panel group meets them (without blocks, at M = 4096
  * the rows came from L3 once per panel group: half the speed). */
-typedef void (*tile_any_fn)(const emb_int8_gemm_kernels_args *g, int m, int p, int mr, int np);
-static void run_blocked(const emb_int8_gemm_kernels_args *g, int m0, int m1, int p0, int p1, int width, tile_any_fn tile) {
+void emb_int8_gemm_kernels_blocked(const emb_int8_gemm_kernels_args *g, int m0, int m1, int p0, int p1, int width,
+                                   emb_int8_gemm_tile_fn tile) {
     const size_t Kp = (size_t)g->Kp;
     if ((size_t)(p1 - p0) * 16 * Kp <= EMB_I8K_L2_WEIGHTS) {
         for (int m = m0; m < m1; m += 6)
@@ -164,8 +164,8 @@ static void tile512_any(const emb_int8_gemm_kernels_args *g, int m, int p, int m
 void emb_int8_gemm_kernels_run(emb_int8_gemm_path p, const emb_int8_gemm_kernels_args *g, int m0, int m1, int p0, int p1) {
 #if I8_X86
     switch (p) {
-    case EMB_I8_AVX512_VNNI: run_blocked(g, m0, m1, p0, p1, 4, tile512_any); return;
-    case EMB_I8_AVX_VNNI: run_blocked(g, m0, m1, p0, p1, 1, emb_int8_gemm_avxvnni_tile); return;
+    case EMB_I8_AVX512_VNNI: emb_int8_gemm_kernels_blocked(g, m0, m1, p0, p1, 4, tile512_any); return;
+    case EMB_I8_AVX_VNNI: emb_int8_gemm_kernels_blocked(g, m0, m1, p0, p1, 1, emb_int8_gemm_avxvnni_tile); return;
     case EMB_I8_AVX2:
         if (emb_int8_gemm_avx2_run(g, m0, m1, p0, p1) == 0) return;
         break; /* out of memory: the same sums in C */

@@ -12,6 +12,10 @@ typedef struct {
     const int8_t *wp; /* packed codes: panel p at wp + p * 16 * Kp */
     const float *sw; /* Np entries (zero past N) */
     const int32_t *colsum; /* Np entries */
+    const float *bs; /* block weights (int8_gemm.h): panel p's block b's 16 scales at bs + (p * nb + b) * 16;
+                      * NULL: per channel */
+    const float *wcorr; /* block weights: Np entries */
+    int nb;
     int Kp, N;
     const float *bias; /* NULL: none */
     int beta; /* 1: add onto C */
@@ -28,6 +32,15 @@ typedef struct {
 int emb_int8_gemm_kernels_row_chunk(int Kp);
 void emb_int8_gemm_kernels_run(emb_int8_gemm_path p, const emb_int8_gemm_kernels_args *g, int m0, int m1, int p0,
                                int p1);
+/* The same for block weights (int8_gemm_blocks.c); g->P must be NULL. */
+void emb_int8_gemm_blocks_run(emb_int8_gemm_path p, const emb_int8_gemm_kernels_args *g, int m0, int m1, int p0,
+                              int p1);
+/* The order of the tiles (int8_gemm_kernels.c): tile(g, m, p, mr, np) over rows m0..m1-1 in tiles of
+ * 6 rows and panels p0..p1-1 in groups of `width`, in blocks of rows that stay in L2 when the
+ * panels' codes do not. */
+typedef void (*emb_int8_gemm_tile_fn)(const emb_int8_gemm_kernels_args *g, int m, int p, int mr, int np);
+void emb_int8_gemm_kernels_blocked(const emb_int8_gemm_kernels_args *g, int m0, int m1, int p0, int p1, int width,
+                                   emb_int8_gemm_tile_fn tile);
 
 /* 4 bytes at p, as one int32 (no alignment needed). */
 static inline int32_t emb_int8_gemm_kernels_load_i32(const void *p) {
@@ -59,6 +72,10 @@ static inline void emb_int8_gemm_kernels_epilogue1(const emb_int8_gemm_kernels_a
 int emb_int8_gemm_avx2_run(const emb_int8_gemm_kernels_args *g, int m0, int m1, int p0, int p1);
 /* AVX-VNNI (int8_gemm_avx2.c): one tile of mr (<= 6) rows x panel p (np is 1). */
 void emb_int8_gemm_avxvnni_tile(const emb_int8_gemm_kernels_args *g, int m, int p, int mr, int np);
+/* AVX2 (int8_gemm_avx2.c): n activation codes (a multiple of 4) widened to int16; n packed weight
+ * codes (a multiple of 64, 16-byte aligned) sign-extended to int16 (out 32-byte aligned). */
+void emb_int8_gemm_avx2_widen_u8(const uint8_t *u, int n, int16_t *out);
+void emb_int8_gemm_avx2_widen_s8(const int8_t *q, size_t n, int16_t *out);
 #endif
 
 /* One row's codes: u[k] for k < K from x, zeros up to Kp; *sa, *zp as int8_gemm.h says. The

@@ -88,7 +88,7 @@ static int token_limit(const emb_model *m) {
 static int load_weights(emb_model *m, const char *dir, const emb_load_options *opt, char err[EMB_ERR_LEN]) {
     int has_weights = exists(dir, "model.safetensors") || exists(dir, "model.safetensors.index.json");
     if (m->sbert.input_static || emb_static_is_model2vec(dir)) {
-        if (opt->weights != EMB_WEIGHTS_F32)
+        if (opt->weights != EMB_WEIGHTS_F32 && opt->weights != EMB_WEIGHTS_DEFAULT)
             return emb_fail(err, "%s: %s weights are for encoders; a static model's table is used as stored", dir,
                             emb_weights_name(opt->weights));
         m->statics = calloc(1, sizeof *m->statics);
@@ -110,7 +110,7 @@ static int load_weights(emb_model *m, const char *dir, const emb_load_options *o
     if (has_weights) return emb_fail(err, "%s: model weights but no config.json", dir);
     if (exists(dir, "pytorch_model.bin"))
         return emb_fail(err, "%s: only pytorch_model.bin (convert it to model.safetensors)", dir);
-    if (opt->weights != EMB_WEIGHTS_F32)
+    if (opt->weights != EMB_WEIGHTS_F32 && opt->weights != EMB_WEIGHTS_DEFAULT)
         return emb_fail(err, "%s: %s weights, but the folder has no model weights (a tokenizer only)", dir,
                         emb_weights_name(opt->weights));
     return 0;

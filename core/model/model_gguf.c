@@ -345,9 +345,10 @@ int emb_model_gguf_load(const char *path, const emb_load_options *opt, emb_token
         return -1;
     }
     if (vocab_only) return 0;
-    if (emb_encoder_load_open(path, opt->mmap, enc, err) == 0) {
-        emb_encoder_close_unused(*enc);
-        if (emb_encoder_set_weights(*enc, opt->weights, err) == 0) return 0;
+    if (emb_encoder_load_open(path, opt->mmap, enc, err) == 0 &&
+        emb_encoder_set_weights(*enc, opt->weights, err) == 0) {
+        emb_encoder_close_unused(*enc); /* after set_weights: the Q8_0 tensors are read until then */
+        return 0;
     }
     emb_encoder_free(*enc);
     emb_tokenizer_free(*tok);

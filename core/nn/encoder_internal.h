@@ -47,6 +47,17 @@ typedef struct {
     float *q, *k, *v, *o, *ffn_in, *ffn_out;
 } emb_layer_f32p;
 
+/* A GGUF Q8_0 tensor read without widening (encoder_q8.c). */
+typedef struct {
+    float *range; /* n floats of address space for the loaders' pointers: inaccessible until widened */
+    size_t n;
+    int rows, cols;
+    const unsigned char *q8; /* its blocks in the file */
+    const emb_safetensors *file;
+    int rows_packed; /* rows packed from the blocks as int8 block weights */
+    int widened; /* range holds the values as float32 */
+} emb_q8_tensor;
+
 struct emb_encoder {
     emb_encoder_config cfg;
     emb_encoder_info info;
@@ -73,6 +84,9 @@ struct emb_encoder {
     emb_layer_i8 *L8; /* int8 weights: one per layer; NULL otherwise */
     emb_layer_bf16 *LB; /* bf16 weights: one per layer; NULL otherwise */
     emb_layer_f32p *LF; /* float32 weights packed for emb_sgemm_bcast: one per layer; NULL otherwise */
+    emb_q8_tensor *q8; /* GGUF: the Q8_0 tensors of 2 dimensions, rows of whole blocks */
+    int nq8, capq8;
+    int q8_done; /* emb_encoder_set_weights has packed or widened each (their blocks are read no more) */
     int first_dtype, mixed;
     XXH3_state_t *hash;
     uint64_t fingerprint; /* of what the forward pass multiplies with */
@@ -80,6 +94,21 @@ struct emb_encoder {
     int steps_only; /* tests: 1 runs every batch as one, each step split over the
                                  * threads (no sub-batches, no split by sequences) */
 };
+
+/* encoder_q8.c. A Q8_0 tensor of rows x cols (cols a multiple of 32) in file fi taken without
+ * widening: the pointer the loaders use (NULL when out of memory). */
+const float *emb_encoder_q8_defer(emb_encoder *e, const emb_safetensors_tensor *t, int fi, int rows, int cols);
+/* n values of Q8_0 blocks widened, a piece at a time, into the fingerprint (e->hash). -1: out of memory. */
+int emb_encoder_q8_hash(emb_encoder *e, const unsigned char *q8, size_t n);
+/* The deferred tensor whose rows p .. p + N K (K wide) are, and *rows their blocks; NULL when p
+ * is not such rows (another tensor, float32, or after emb_encoder_q8_finish). */
+emb_q8_tensor *emb_encoder_q8_find(const emb_encoder *e, const float *p, int N, int K, const unsigned char **rows);
+/* Each deferred tensor not wholly packed widened to float32 where its pointer is; then none is
+ * read from the file again. -1: out of memory. */
+int emb_encoder_q8_finish(emb_encoder *e);
+/* 1 while a deferred tensor of the file still needs its blocks. */
+int emb_encoder_q8_pending(const emb_encoder *e, const emb_safetensors *file);
+void emb_encoder_q8_free(emb_encoder *e);
 
 /* Frees the packed weights (emb_encoder_free, and switching back to float32). */
 void emb_encoder_free_weights(emb_encoder *);

@@ -48,7 +48,7 @@ static int open_gguf(emb_encoder *e, const char *path, int use_mmap, char err[EM
 static void drop_unused_files(emb_encoder *e) {
     int kept = 0;
     for (int i = 0; i < e->nfiles; i++) {
-        if (e->in_place[i]) e->files[kept++] = e->files[i];
+        if (e->in_place[i] || emb_encoder_q8_pending(e, e->files[i])) e->files[kept++] = e->files[i];
         else emb_safetensors_close(e->files[i]);
     }
     e->nfiles = kept;
@@ -227,8 +227,10 @@ int emb_encoder_load_open(const char *dir, int use_mmap, emb_encoder **out, char
 
 int emb_encoder_load_with(const char *dir, int use_mmap, emb_encoder **out, char err[EMB_ERR_LEN]) {
     if (emb_encoder_load_open(dir, use_mmap, out, err)) return -1;
-    emb_encoder_close_unused(*out);
-    if (emb_encoder_set_weights(*out, EMB_WEIGHTS_F32, err) == 0) return 0;
+    if (emb_encoder_set_weights(*out, EMB_WEIGHTS_F32, err) == 0) {
+        emb_encoder_close_unused(*out); /* after set_weights: a GGUF file's Q8_0 tensors were read until then */
+        return 0;
+    }
     emb_encoder_free(*out);
     *out = NULL;
     return -1;
@@ -249,6 +251,7 @@ void emb_encoder_free(emb_encoder *e) {
     free(e->owned);
     for (int i = 0; i < e->nfiles; i++) emb_safetensors_close(e->files[i]);
     free(e->files);
+    emb_encoder_q8_free(e);
     free(e->in_place);
     emb_encoder_free_weights(e);
     free(e->L);

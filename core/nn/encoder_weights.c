@@ -1,7 +1,9 @@
 /* The encoder's choice of weights for its linear layers: float32 as loaded, or int8 or bf16
  * packed once here (int8_gemm.h, bf16_gemm.h). Packing reads the float32 tensors; the forward
  * pass then reads only the packed copies of these layers (the float32 ones stay mapped but
- * untouched, and their pages are handed back after each layer is packed). */
+ * untouched, and their pages are handed back after each layer is packed). A GGUF file's Q8_0
+ * tensors (encoder_q8.c) are packed from their blocks as int8 block weights (q8_0), or widened
+ * here for the other kinds. */
 #include "nn/encoder_internal.h"
 #include "math/sgemm_bcast.h"
 #include <stdlib.h>
@@ -25,7 +27,7 @@ static void release_layer(const emb_encoder *e, int l) {
     if (e->cfg.gated && w->w1b != w->w1 + I * H) release_mapped(e, w->w1b, I * H);
 }
 
-static const char *const weight_names[] = {"f32", "int8", "bf16"};
+static const char *const weight_names[] = {"f32", "int8", "bf16", "q8_0"};
 
 const char *emb_weights_name(emb_weights w) {
     return (unsigned)w < sizeof weight_names / sizeof *weight_names ? weight_names[w] : NULL;
@@ -42,21 +44,27 @@ int emb_weights_parse(const char *name, emb_weights *out) {
 
 emb_weights emb_encoder_weights(const emb_encoder *e) { return e->weights; }
 
-/* The two packed kinds behind one handle. */
+/* The packed kinds behind one handle: int8 (per channel, or q8_0's blocks) and bf16. */
+static int is_int8(emb_weights kind) { return kind == EMB_WEIGHTS_INT8 || kind == EMB_WEIGHTS_Q8_0; }
 static void *new_w(emb_weights kind, int N, int K, char err[EMB_ERR_LEN]) {
-    return kind == EMB_WEIGHTS_INT8 ? (void *)emb_int8_gemm_weights_new(N, K, err)
-                                    : (void *)emb_bf16w_new(N, K, err);
+    if (kind == EMB_WEIGHTS_Q8_0 && K % EMB_I8_BLOCK == 0) return emb_int8_gemm_weights_new_blocks(N, K, err);
+    return is_int8(kind) ? (void *)emb_int8_gemm_weights_new(N, K, err) : (void *)emb_bf16w_new(N, K, err);
 }
-static int set_rows(emb_weights kind, void *w, int n0, int rows, const float *W, int ldw, char err[EMB_ERR_LEN]) {
-    return kind == EMB_WEIGHTS_INT8 ? emb_int8_gemm_weights_set_rows(w, n0, rows, W, ldw, err)
-                                    : emb_bf16w_set_rows(w, n0, rows, W, ldw, err);
+/* Rows n0.. of W: a deferred Q8_0 tensor's blocks into block weights, else the float32 rows. */
+static int set_rows(const emb_encoder *e, emb_weights kind, void *w, int n0, int rows, const float *W, int ldw,
+                    char err[EMB_ERR_LEN]) {
+    const unsigned char *q8;
+    if (kind == EMB_WEIGHTS_Q8_0 && emb_int8_gemm_weights_blocks(w) && emb_encoder_q8_find(e, W, rows, ldw, &q8))
+        return emb_int8_gemm_weights_set_rows_q8_0(w, n0, rows, q8, err);
+    return is_int8(kind) ? emb_int8_gemm_weights_set_rows(w, n0, rows, W, ldw, err)
+                         : emb_bf16w_set_rows(w, n0, rows, W, ldw, err);
 }
 static void free_w(emb_weights kind, void *w) {
-    if (kind == EMB_WEIGHTS_INT8) emb_int8_gemm_weights_free(w);
+    if (is_int8(kind)) emb_int8_gemm_weights_free(w);
     else emb_bf16w_free(w);
 }
 static size_t bytes_w(emb_weights kind, const void *w) {
-    return kind == EMB_WEIGHTS_INT8 ? emb_int8_gemm_weights_bytes(w) : emb_bf16w_bytes(w);
+    return is_int8(kind) ? emb_int8_gemm_weights_bytes(w) : emb_bf16w_bytes(w);
 }
 
 /* A layer's six packed weights in the order of emb_layer_i8 / emb_layer_bf16. */
@@ -71,27 +79,38 @@ static void free_layer(emb_weights kind, packed_layer *p) {
 
 /* W (N x K, row stride K) packed; with W2, W's N rows and then W2's N rows as one 2N x K weight
  * (a gated layer's two halves). NULL with err. */
-static void *pack(emb_weights kind, const float *W, const float *W2, int N, int K, char err[EMB_ERR_LEN]) {
+static void *pack(const emb_encoder *e, emb_weights kind, const float *W, const float *W2, int N, int K,
+                  char err[EMB_ERR_LEN]) {
     void *w = new_w(kind, W2 ? 2 * N : N, K, err);
-    if (w && (set_rows(kind, w, 0, N, W, K, err) || (W2 && set_rows(kind, w, N, N, W2, K, err)))) {
+    if (w && (set_rows(e, kind, w, 0, N, W, K, err) || (W2 && set_rows(e, kind, w, N, N, W2, K, err)))) {
         free_w(kind, w);
         w = NULL;
     }
     return w;
 }
 
-static int pack_layer(const emb_encoder *e, emb_weights kind, int l, packed_layer *out, char err[EMB_ERR_LEN]) {
+/* Layer l's linear weights: W[i] of N[i] x K[i], W2 the gated layer's second half of ffn_in (or NULL). */
+static void layer_linear(const emb_encoder *e, int l, const float *W[N_LINEAR], const float **W2, int N[N_LINEAR],
+                         int K[N_LINEAR]) {
     const emb_layer_weights *w = &e->L[l];
     const int H = e->cfg.dims.hidden, I = e->cfg.dims.intermediate, QW = emb_encoder_config_q_width(&e->cfg),
               KW = emb_encoder_config_kv_width(&e->cfg);
     /* the feed-forward's first weight: [I, H], or a gated layer's halves (apart, or one fused
      * [2I, H] tensor) stacked as [2I, H] */
-    const float *W[N_LINEAR] = {w->wq, w->wk, w->wv, w->wo, w->w1, w->w2};
-    const int N[N_LINEAR] = {QW, KW, KW, H, I, H}, K[N_LINEAR] = {H, H, H, QW, H, I};
+    const float *Ws[N_LINEAR] = {w->wq, w->wk, w->wv, w->wo, w->w1, w->w2};
+    const int Ns[N_LINEAR] = {QW, KW, KW, H, I, H}, Ks[N_LINEAR] = {H, H, H, QW, H, I};
+    memcpy(W, Ws, sizeof Ws), memcpy(N, Ns, sizeof Ns), memcpy(K, Ks, sizeof Ks);
+    *W2 = e->cfg.gated ? w->w1b : NULL;
+}
+
+static int pack_layer(const emb_encoder *e, emb_weights kind, int l, packed_layer *out, char err[EMB_ERR_LEN]) {
+    const float *W[N_LINEAR], *W2;
+    int N[N_LINEAR], K[N_LINEAR];
+    layer_linear(e, l, W, &W2, N, K);
     char why[EMB_ERR_LEN];
     memset(out, 0, sizeof *out);
     for (int i = 0; i < N_LINEAR; i++)
-        if (!(out->w[i] = pack(kind, W[i], i == 4 && e->cfg.gated ? w->w1b : NULL, N[i], K[i], why))) {
+        if (!(out->w[i] = pack(e, kind, W[i], i == 4 ? W2 : NULL, N[i], K[i], why))) {
             free_layer(kind, out);
             return emb_fail(err, "%s weights of layer %d: %s", emb_weights_name(kind), l + 1, why);
         }
@@ -158,7 +177,7 @@ void emb_encoder_free_weights(emb_encoder *e) {
 static int pack_all(emb_encoder *e, emb_weights kind, char err[EMB_ERR_LEN]) {
     const int L = e->cfg.dims.layers;
     packed_layer *P = calloc((size_t)(L > 0 ? L : 1), sizeof *P);
-    emb_layer_i8 *L8 = kind == EMB_WEIGHTS_INT8 ? calloc((size_t)(L > 0 ? L : 1), sizeof *L8) : NULL;
+    emb_layer_i8 *L8 = is_int8(kind) ? calloc((size_t)(L > 0 ? L : 1), sizeof *L8) : NULL;
     emb_layer_bf16 *LB = kind == EMB_WEIGHTS_BF16 ? calloc((size_t)(L > 0 ? L : 1), sizeof *LB) : NULL;
     int rc = !P || (!L8 && !LB) ? emb_fail(err, "out of memory") : 0;
     int done = 0;
@@ -184,11 +203,43 @@ static int pack_all(emb_encoder *e, emb_weights kind, char err[EMB_ERR_LEN]) {
     return 0;
 }
 
+/* Counts the linear weights' parts that are rows of deferred Q8_0 tensors (*q8) and all parts
+ * (*all); with mark, records the rows as packed (their tensors then need no widening). */
+static void q8_linear(const emb_encoder *e, int mark, int *q8, int *all) {
+    *q8 = *all = 0;
+    for (int l = 0; l < e->cfg.dims.layers; l++) {
+        const float *W[N_LINEAR], *W2;
+        int N[N_LINEAR], K[N_LINEAR];
+        layer_linear(e, l, W, &W2, N, K);
+        for (int i = 0; i <= N_LINEAR; i++) {
+            const float *p = i < N_LINEAR ? W[i] : W2;
+            int n = i < N_LINEAR ? N[i] : N[4], k = i < N_LINEAR ? K[i] : K[4];
+            const unsigned char *rows;
+            if (!p) continue;
+            emb_q8_tensor *t = emb_encoder_q8_find(e, p, n, k, &rows);
+            ++*all;
+            *q8 += t != NULL;
+            if (t && mark) t->rows_packed += n;
+        }
+    }
+}
+
 int emb_encoder_set_weights(emb_encoder *e, emb_weights w, char err[EMB_ERR_LEN]) {
+    int q8 = 0, all = 0;
+    q8_linear(e, 0, &q8, &all);
+    if (w == EMB_WEIGHTS_DEFAULT) w = q8 > 0 && q8 == all ? EMB_WEIGHTS_Q8_0 : EMB_WEIGHTS_F32;
     if (!emb_weights_name(w)) return emb_fail(err, "unknown weight type %d", (int)w);
     if (w == e->weights && !e->f32_pending) return 0;
+    if (e->weights == EMB_WEIGHTS_Q8_0 && !e->f32_pending)
+        return emb_fail(err, "q8_0 weights: the float32 values were never made; load the model again for %s",
+                        emb_weights_name(w));
+    if (w == EMB_WEIGHTS_Q8_0 && q8 == 0)
+        return emb_fail(err, "q8_0 weights: the linear layers hold no Q8_0 tensor (a GGUF file's, rows of whole "
+                             "blocks): use \"int8\" or \"f32\"");
+    /* every other kind reads float32: the Q8_0 tensors widened first */
+    if (w != EMB_WEIGHTS_Q8_0 && emb_encoder_q8_finish(e)) return emb_fail(err, "out of memory");
     const emb_model_dims *d = &e->cfg.dims;
-    if (w == EMB_WEIGHTS_INT8 && (d->hidden > EMB_I8_MAX_K || d->intermediate > EMB_I8_MAX_K))
+    if (is_int8(w) && (d->hidden > EMB_I8_MAX_K || d->intermediate > EMB_I8_MAX_K))
         return emb_fail(err, "int8 weights: layers wider than %d inputs are not supported", EMB_I8_MAX_K);
     if (w == EMB_WEIGHTS_BF16 && !emb_bf16_fast())
         return emb_fail(err, "bf16 weights need AVX2 with FMA or AVX512_BF16, and the kernels in use have "
@@ -203,6 +254,10 @@ int emb_encoder_set_weights(emb_encoder *e, emb_weights w, char err[EMB_ERR_LEN]
         e->info.packed_bytes = 0;
     } else if (pack_all(e, w, err)) {
         return -1;
+    }
+    if (w == EMB_WEIGHTS_Q8_0) { /* the tensors no packing took (an embedding table) widened */
+        q8_linear(e, 1, &q8, &all);
+        if (emb_encoder_q8_finish(e)) return emb_fail(err, "out of memory");
     }
     size_t linear = (size_t)d->layers * emb_encoder_config_linear_weights(&e->cfg) * sizeof(float);
     e->info.used_bytes = e->info.weight_bytes - (w == EMB_WEIGHTS_F32 ? 0 : linear) + e->info.packed_bytes;

@@ -24,7 +24,7 @@ typedef struct {
     const char *pooling; /* "mean", "cls", "max", or NULL */
     int normalize;
     const char *weight_type; /* the checkpoint's tensors: "F32", "F16", "BF16", or NULL */
-    const char *weights; /* what the products use: "f32" or "int8" (emb_weights_name); NULL
+    const char *weights; /* what the products use: "f32", "int8", "bf16", "q8_0" (emb_weights_name); NULL
                                 * for models without an encoder */
     int64_t bytes; /* bytes of weights in use */
     int mmap; /* the load option: F32 weights may be used from a file mapping */
@@ -46,8 +46,10 @@ typedef struct {
      * replacing a file in place (truncating it, writing over it) then reaches the model.
      * 0: the files are read into private memory. */
     int mmap;
-    /* EMB_WEIGHTS_F32 (default) or EMB_WEIGHTS_INT8: the linear layers' weights quantized at load;
-     * the fingerprint differs from float32's. */
+    /* EMB_WEIGHTS_DEFAULT (float32, or a GGUF file's Q8_0 blocks where its linear layers are Q8_0:
+     * see weights.h), EMB_WEIGHTS_F32, EMB_WEIGHTS_INT8, EMB_WEIGHTS_BF16 or EMB_WEIGHTS_Q8_0: the
+     * linear layers' weights as the products read them; the fingerprint differs from float32's
+     * but for EMB_WEIGHTS_F32. */
     emb_weights weights;
     /* 0 (default): a GGUF EmbeddingGemma file (gemma-embedding) without the sentence-transformers
      * Dense layers (converted without --sentence-transformers-dense-modules) is refused, its vectors
@@ -55,7 +57,7 @@ typedef struct {
     int allow_missing_dense;
 } emb_load_options;
 #define EMB_LOAD_DEFAULTS                                                                                         \
-    { 1, EMB_WEIGHTS_F32, 0 }
+    { 1, EMB_WEIGHTS_DEFAULT, 0 }
 
 /* Loads a model folder; emb_model_load uses the default options. */
 int emb_model_load(const char *name, const char *dir, emb_model **out, char err[EMB_ERR_LEN]);

@@ -72,7 +72,9 @@ static void switch_and_back(const char *folder, emb_weights kind) {
 
 int main(void) {
     CHECK(strcmp(emb_weights_name(EMB_WEIGHTS_INT8), "int8") == 0 &&
-              strcmp(emb_weights_name(EMB_WEIGHTS_BF16), "bf16") == 0 && emb_weights_name((emb_weights)3) == NULL,
+              strcmp(emb_weights_name(EMB_WEIGHTS_BF16), "bf16") == 0 &&
+              strcmp(emb_weights_name(EMB_WEIGHTS_Q8_0), "q8_0") == 0 &&
+              emb_weights_name((emb_weights)4) == NULL && emb_weights_name(EMB_WEIGHTS_DEFAULT) == NULL,
           "names");
     emb_weights w;
     CHECK(emb_weights_parse("f32", &w) == 0 && w == EMB_WEIGHTS_F32 && emb_weights_parse("int8", &w) == 0 &&
@@ -93,6 +95,16 @@ int main(void) {
         CHECK(rc == 0 && e->L8 == NULL && e->LB != NULL && emb_encoder_fingerprint(e) != f8 &&
                   emb_encoder_fingerprint(e) != fp,
               "int8 then bf16: %s", rc ? err : "");
+        emb_encoder_free(e);
+    }
+    /* a folder of float32 safetensors: q8_0 refused (no Q8_0 tensor), the default is float32 */
+    if (emb_encoder_load_open(FIXTURES "/models/bert-tiny-uncased", 1, &e, err) == 0) {
+        uint64_t fp = emb_encoder_fingerprint(e);
+        CHECK(emb_encoder_set_weights(e, EMB_WEIGHTS_Q8_0, err) == -1 && strstr(err, "no Q8_0 tensor"), "q8_0: %s",
+              err);
+        CHECK(emb_encoder_set_weights(e, EMB_WEIGHTS_DEFAULT, err) == 0 &&
+                  emb_encoder_weights(e) == EMB_WEIGHTS_F32 && emb_encoder_fingerprint(e) == fp,
+              "default: f32");
         emb_encoder_free(e);
     }
     return check_report();

@@ -3,10 +3,14 @@ written as Q4_0, Q4_1, Q5_0, Q5_1 and Q8_0 by tests/references/gguf_bert.py (its
 quantizers; rows of 32 and 64, so every matrix is blocks), and a random 256-wide BERT
 (tests/references/gguf_wide.py) in every block type, the K ones included; each file with its F32
 twin, the same weights dequantized by tests/references/gguf_quant.py (separate code from the C
-reader). Ours on each file equals ours on its twin (unit vectors within 1e-5: the weights are the
-same float32 values, to a rounding); bert-tiny's are near Hugging Face's within what 4 to 8 bits
-allow (Q8_0 1e-2, Q5_x 8e-2, Q4_x 1.5e-1; measured Q8_0 4.8e-3, Q5_1 3.5e-2, Q5_0 4.8e-2, Q4_1
-7.0e-2, Q4_0 9.0e-2: a 32-wide model has little to average quantization error over).
+reader). Ours on each file loaded with float32 weights equals ours on its twin (unit vectors within
+1e-5: the weights are the same float32 values, to a rounding); bert-tiny's are near Hugging Face's
+within what 4 to 8 bits allow (Q8_0 1e-2, Q5_x 8e-2, Q4_x 1.5e-1; measured Q8_0 4.8e-3, Q5_1
+3.5e-2, Q5_0 4.8e-2, Q4_1 7.0e-2, Q4_0 9.0e-2: a 32-wide model has little to average quantization
+error over). A Q8_0 file by default multiplies with its blocks as they are (weights q8_0: int8
+products, activations quantized per token): bert-tiny within the same 1e-2 of Hugging Face's
+(measured 5.5e-3), the wide model near its twin, its linear layers in about 36 bytes per 32
+weights instead of 128.
 embed_models names the file's type (general.file_type). Files of a type not read (Q2_K, IQ4_NL) are
 refused naming the type and the file."""
 import json
@@ -64,9 +68,10 @@ def bert_tiny_in_each_type_equals_its_dequantized_twin_and_nears_hugging_face():
     for t, bound in HF_BOUND.items():
         q, f = "gq-tiny-%s" % t, "gq-tiny-%s-twin" % t
         gguf_bert.write(TINY, path(q), t, twin=path(f))
-        one(con, "SELECT embed_load(?, ?)", q, path(q))
+        one(con, "SELECT embed_load(?, ?, '{\"weights\": \"f32\"}')", q, path(q))
         one(con, "SELECT embed_load(?, ?)", f, path(f))
-        assert one(con, "SELECT weight_type FROM embed_models WHERE name = ?", q) == t.upper()
+        assert con.execute("SELECT weight_type, weights FROM embed_models WHERE name = ?", (q,)).fetchone() == (
+            t.upper(), "f32")
         texts = [c["text"] for c in cases]
         w = worst(q, f, texts)
         assert w <= 1e-5, (t, w)
@@ -84,7 +89,7 @@ def a_wide_model_in_every_block_type_equals_its_dequantized_twin():
     for t in WIDE:
         q, f = "gq-wide-%s" % t, "gq-wide-%s-twin" % t
         gguf_wide.write(path(q), t, twin=path(f), seed=len(t) + WIDE.index(t))
-        one(con, "SELECT embed_load(?, ?)", q, path(q))
+        one(con, "SELECT embed_load(?, ?, '{\"weights\": \"f32\"}')", q, path(q))
         one(con, "SELECT embed_load(?, ?)", f, path(f))
         row = con.execute("SELECT architecture, pooling, weight_type FROM embed_models WHERE name = ?", (q,)).fetchone()
         assert row == ("bert", "mean", SHOWN[t]), (t, row)
@@ -95,6 +100,65 @@ def a_wide_model_in_every_block_type_equals_its_dequantized_twin():
         assert all(math.isfinite(x) for x in v) and max(abs(x) for x in v) > 1e-3, (t, v[:4])
         one(con, "SELECT embed_unload(?)", q)
         one(con, "SELECT embed_unload(?)", f)
+
+
+def linear_weights(h, ff, layers):
+    return layers * (4 * h * h + 2 * h * ff)
+
+
+@test
+def q8_0_files_multiply_with_their_blocks_by_default():
+    # bert-tiny (rows of 32 and 64: every matrix Q8_0): weights q8_0, near Hugging Face's and near
+    # the same file on float32 weights
+    q = "gq-tiny-q8_0-blocks"
+    one(con, "SELECT embed_load(?, ?)", q, path("gq-tiny-q8_0"))
+    assert con.execute("SELECT weight_type, weights FROM embed_models WHERE name = ?", (q,)).fetchone() == (
+        "Q8_0", "q8_0")
+    hf = 0.0
+    for c in tiny_cases():
+        got = unit(floats(one(con, "SELECT embed(?, ?)", q, c["text"])))
+        hf = max(hf, max(abs(a - b) for a, b in zip(got, unit(c["pooled_mean"]))))
+    assert hf <= HF_BOUND["q8_0"], hf
+    one(con, "SELECT embed_load('gq-tiny-q8_0-f32', ?, '{\"weights\": \"f32\"}')", path("gq-tiny-q8_0"))
+    assert worst(q, "gq-tiny-q8_0-f32", [c["text"] for c in tiny_cases()]) <= 1e-2
+    # loading it again with the default options finds the model; asking f32 of it does not
+    assert one(con, "SELECT embed_load(?, ?)", q, path("gq-tiny-q8_0")) == q
+    assert_error(con, "SELECT embed_load(?, ?, '{\"weights\": \"f32\"}')", "already loaded", "with q8_0 weights",
+                 args=(q, path("gq-tiny-q8_0")))
+    for name in (q, "gq-tiny-q8_0-f32"):
+        one(con, "SELECT embed_unload(?)", name)
+    # the wide model (hidden 256, feed-forward 512, one layer; its token table Q8_0 too, widened):
+    # near its dequantized twin; the linear layers' bytes from 4 a weight to 36 / 32
+    gguf_wide.write(path("gq-wide8"), "q8_0", twin=path("gq-wide8-twin"), seed=77)
+    one(con, "SELECT embed_load('gq-wide8', ?)", path("gq-wide8"))
+    one(con, "SELECT embed_load('gq-wide8-f32', ?, '{\"weights\": \"f32\"}')", path("gq-wide8"))
+    one(con, "SELECT embed_load('gq-wide8-int8', ?, '{\"weights\": \"int8\"}')", path("gq-wide8"))
+    one(con, "SELECT embed_load('gq-wide8-twin', ?)", path("gq-wide8-twin"))
+    rows = dict(con.execute("SELECT name, weights FROM embed_models WHERE name LIKE 'gq-wide8%'").fetchall())
+    assert rows == {"gq-wide8": "q8_0", "gq-wide8-f32": "f32", "gq-wide8-int8": "int8", "gq-wide8-twin": "f32"}, rows
+    for t in gguf_wide.TEXTS:
+        a = unit(floats(one(con, "SELECT embed('gq-wide8', ?)", t)))
+        b = unit(floats(one(con, "SELECT embed('gq-wide8-twin', ?)", t)))
+        assert sum(x * y for x, y in zip(a, b)) >= 0.999, t
+    assert worst("gq-wide8-f32", "gq-wide8-twin", gguf_wide.TEXTS) <= 1e-5
+    lin = linear_weights(gguf_wide.H, gguf_wide.FF, 1)
+    b8, b32 = (one(con, "SELECT bytes FROM embed_models WHERE name = ?", n) for n in ("gq-wide8", "gq-wide8-f32"))
+    # the same bytes but the linear layers': 4 bytes a weight as float32, 36 / 32 (codes and a float
+    # scale per block) and 4 per output channel (1,792 of them) as blocks
+    blocks = b8 - (b32 - 4 * lin)
+    channels = 4 * gguf_wide.H + gguf_wide.FF + gguf_wide.H
+    assert lin * 36 // 32 + 4 * channels <= blocks <= lin * 36 // 32 + 4 * channels + 1024, (b8, b32, lin, blocks)
+    assert blocks * 3.5 < 4 * lin, (blocks, lin)
+    fps = {one(con, "SELECT fingerprint FROM embed_models WHERE name = ?", n) for n in ("gq-wide8", "gq-wide8-f32",
+                                                                                         "gq-wide8-int8")}
+    assert len(fps) == 3, fps
+    # q8_0 asked of files whose layers hold no Q8_0: refused
+    assert_error(con, "SELECT embed_load('gq-no-q8', ?, '{\"weights\": \"q8_0\"}')",
+                 "q8_0 weights: the linear layers hold no Q8_0 tensor", args=(path("gq-wide8-twin"),))
+    assert_error(con, "SELECT embed_load('gq-no-q8', ?, '{\"weights\": \"q8_0\"}')",
+                 "q8_0 weights: the linear layers hold no Q8_0 tensor", args=(path("gq-tiny-q4_0"),))
+    for n in ("gq-wide8", "gq-wide8-f32", "gq-wide8-int8", "gq-wide8-twin"):
+        one(con, "SELECT embed_unload(?)", n)
 
 
 @test

@@ -304,10 +304,10 @@ def load_options_are_checked():
     for opts, fragment in (("not json", "options must be a JSON object"), ("[1]", "options must be a JSON object"),
                            ('{"mmap": 1}', "option \"mmap\" must be true or false"),
                            ('{"mmap": false, "weight": "f32"}', "unknown option \"weight\" (known: mmap, weights, allow_missing_dense)"),
-                           ('{"weights": "int4"}', "option \"weights\" must be \"f32\", \"int8\" or \"bf16\""),
-                           ('{"weights": "BF16"}', "option \"weights\" must be \"f32\", \"int8\" or \"bf16\""),
-                           ('{"weights": 8}', "option \"weights\" must be \"f32\", \"int8\" or \"bf16\""),
-                           ('{"weights": null}', "option \"weights\" must be \"f32\", \"int8\" or \"bf16\"")):
+                           ('{"weights": "int4"}', "option \"weights\" must be \"f32\", \"int8\", \"bf16\" or \"q8_0\""),
+                           ('{"weights": "BF16"}', "option \"weights\" must be \"f32\", \"int8\", \"bf16\" or \"q8_0\""),
+                           ('{"weights": 8}', "option \"weights\" must be \"f32\", \"int8\", \"bf16\" or \"q8_0\""),
+                           ('{"weights": null}', "option \"weights\" must be \"f32\", \"int8\", \"bf16\" or \"q8_0\"")):
         assert_error(con, "SELECT embed_load('opt', ?, ?)", "embed_load", fragment, args=(BERT, opts))
     assert_error(con, "SELECT embed_load('opt', ?, 7)", "embed_load", "options must be text", args=(BERT,))
     assert one(con, "SELECT embed_load('opt', ?, NULL)", BERT) == "opt"  # NULL: the defaults

@@ -4,6 +4,7 @@
 #include "nn/arch/arch.h"
 #include "math/half.h"
 #include "nn/gguf_quant.h"
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -92,7 +93,9 @@ int emb_arch_get_tensor(emb_encoder *e, const char *suffix, int64_t d0, int64_t 
         return emb_fail(err, "%.40s: tensor '%.150s' has dtype %.10s, expected F32, F16 or BF16", file->label,
                         name, emb_dtype_name(t->dtype));
     size_t n = (size_t)d0 * (size_t)(nd == 2 ? d1 : 1);
-    const float *p = as_f32(e, t, fi, n);
+    /* a GGUF Q8_0 matrix stays blocks until emb_encoder_set_weights: packed as they are, or widened */
+    int deferred = nd == 2 && t->dtype == EMB_DT_Q8_0 && d1 % EMB_I8_BLOCK == 0 && d0 <= INT_MAX && !e->q8_done;
+    const float *p = deferred ? emb_encoder_q8_defer(e, t, fi, (int)d0, (int)d1) : as_f32(e, t, fi, n);
     if (!p) return emb_fail(err, "out of memory loading '%.150s'", name);
     if (e->first_dtype < 0) e->first_dtype = (int)t->dtype;
     else if (e->first_dtype != (int)t->dtype) e->mixed = 1;
@@ -101,9 +104,12 @@ int emb_arch_get_tensor(emb_encoder *e, const char *suffix, int64_t d0, int64_t 
     XXH3_64bits_update(e->hash, suffix, strlen(suffix) + 1);
     emb_arch_hash_u64(e->hash, (uint64_t)d0);
     emb_arch_hash_u64(e->hash, (uint64_t)(nd == 2 ? d1 : 0));
-    XXH3_64bits_update(e->hash, p, n * sizeof(float));
+    if (!deferred) XXH3_64bits_update(e->hash, p, n * sizeof(float));
+    else if (emb_encoder_q8_hash(e, t->data, n)) return emb_fail(err, "out of memory loading '%.150s'", name);
     /* hashed: a large mapped tensor leaves memory until its products (or packing) read it */
-    if (n >= RELEASE_MIN_FLOATS) emb_safetensors_release(file, p, n * sizeof(float));
+    if (n >= RELEASE_MIN_FLOATS)
+        emb_safetensors_release(file, deferred ? (const void *)t->data : (const void *)p,
+                                deferred ? (size_t)t->end : n * sizeof(float));
     *out = p;
     return 0;
 }
