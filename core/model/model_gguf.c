@@ -386,6 +386,11 @@ int emb_model_gguf_load(const char *path, const emb_load_options *opt, emb_token
     if (emb_encoder_load_open(path, opt->mmap, enc, err) == 0) {
         /* the head's tensors are read from the file before it is closed */
         int rc = labels ? emb_classifier_load_gguf(*enc, head, labels, cls, err) : 0;
+        if (rc) {
+            char why[EMB_ERR_LEN];
+            snprintf(why, sizeof why, "%s", err);
+            emb_fail(err, "%s: %s", path, why);
+        }
         emb_encoder_close_unused(*enc);
         if (rc == 0 && emb_encoder_set_weights(*enc, opt->weights, err) == 0) return 0;
     }
