@@ -76,7 +76,9 @@ def f32_scores_equal_the_folders_and_the_logit_is_hugging_faces():
 @test
 def pooling_type_4_reads_as_the_missing_key_does():
     for m in WRITER:
-        WRITER[m](os.path.join(REF, m), path(m + "-key.gguf"), "f32", "rank-key")
+        WRITER[m](os.path.join(REF, m), path(m + "-key.gguf"), "f32", mode="rank-key")
+        with open(path(m + "-key.gguf"), "rb") as f:
+            assert b"bert.pooling_type" in f.read(1 << 16)
         one(con, "SELECT embed_load(?, ?)", "gr-%s-key" % m, path(m + "-key.gguf"))
         for c in cases(m):
             args = (c["query"], c["text"])
