@@ -234,8 +234,8 @@ static int load_folder(emb_model *m, const char *dir, const emb_load_options *op
  * is a tokenizer, as a folder without weights. */
 static int load_gguf(emb_model *m, const char *path, const emb_load_options *opt, char err[EMB_ERR_LEN]) {
     const char *file_type;
-    if (emb_model_gguf_load(path, opt, &m->tok, &m->enc, &m->sbert.pool, &file_type, m->dense, &m->sbert.n_dense,
-                            err))
+    if (emb_model_gguf_load(path, opt, &m->tok, &m->enc, &m->cls, &m->sbert.pool, &file_type, m->dense,
+                            &m->sbert.n_dense, err))
         return -1;
     m->sbert.include_prompt = 1;
     emb_model_info *info = &m->info;

@@ -250,26 +250,48 @@ static int bpe_json(const emb_gguf *g, const char *label, char **out, char err[E
     return rc;
 }
 
-/* {arch}.pooling_type: mean (1, and when absent), CLS (2) or the last token (3); none (0) and
- * rank (4, a cross-encoder's) give no sentence vector. */
-static int pooling(const emb_gguf *g, const char *arch, const char *label, emb_pool_mode *pool,
+/* {arch}.pooling_type: mean (1, and when absent), CLS (2) or the last token (3); none (0) gives
+ * no sentence vector. Rank (4), or no key and a cls.output tensor (llama.cpp's converter writes
+ * no pooling_type for a cross-encoder, whose folder has no Pooling module; llama.cpp is told
+ * --reranking): a reranker (*rank 1), whose vectors are the mean as a cross-encoder folder's are.
+ * Only "bert" files (BERT and XLM-R heads) are read as rerankers. */
+static int pooling(const emb_gguf *g, const char *arch, const char *label, emb_pool_mode *pool, int *rank,
                    char err[EMB_ERR_LEN]) {
     int64_t v = 1;
     char key[64];
     snprintf(key, sizeof key, "%s.pooling_type", arch);
     const emb_gguf_kv *kv = emb_gguf_find(g, key);
     if (kv && emb_gguf_kv_int(kv, &v)) return emb_fail(err, "%s: %s is not an integer", label, key);
+    *rank = v == 4 || (!kv && emb_gguf_find_tensor(g, "cls.output.weight"));
+    if (*rank && strcmp(arch, "bert") != 0)
+        return emb_fail(err,
+                        "%s: a %s reranker (%s) is not supported: bert files (BERT and XLM-R cross-encoders) "
+                        "are",
+                        label, arch, v == 4 ? "pooling_type 4, rank" : "a cls.output tensor");
     switch (v) {
     case 1: *pool = EMB_POOL_MEAN; return 0;
     case 2: *pool = EMB_POOL_CLS; return 0;
     case 3: *pool = EMB_POOL_LAST_TOKEN; return 0;
+    case 4: *pool = EMB_POOL_MEAN; return 0;
     default:
-        return emb_fail(err, "%s: %s %lld (%s) is not supported: mean (1), cls (2) or last (3) are", label, key,
-                        (long long)v,
-                        v == 0   ? "none"
-                        : v == 4 ? "rank"
-                                 : "unknown");
+        return emb_fail(err, "%s: %s %lld (%s) is not supported: mean (1), cls (2), last (3) or rank (4) are",
+                        label, key, (long long)v, v == 0 ? "none" : "unknown");
     }
+}
+
+/* A reranker's labels: {arch}.classifier.output_labels' count (the converter writes it for a
+ * head whose labels are named, as a 1-label head's LABEL_0), else 1, as llama.cpp reads it. */
+static int rank_labels(const emb_gguf *g, const char *arch, const char *label, int *labels,
+                       char err[EMB_ERR_LEN]) {
+    char key[96];
+    snprintf(key, sizeof key, "%s.classifier.output_labels", arch);
+    const emb_gguf_kv *kv = emb_gguf_find(g, key);
+    *labels = 1;
+    if (!kv) return 0;
+    if (kv->type != EMB_GGUF_ARRAY || kv->elem_type != EMB_GGUF_STRING || kv->n < 1 || kv->n > 65536)
+        return emb_fail(err, "%s: %s is not a list of 1 to 65536 strings", label, key);
+    *labels = (int)kv->n;
+    return 0;
 }
 
 /* The file's type as general.file_type names it (llama.cpp's llama_ftype: ALL_F32, MOSTLY_F16,
@@ -289,10 +311,12 @@ static const char *file_type(const emb_gguf *g) {
     return "mixed";
 }
 
-/* The tokenizer, pooling, weight type and Dense layers from the file's metadata. */
+/* The tokenizer, pooling, weight type and Dense layers from the file's metadata; a reranker's
+ * head: *labels > 0, and *head its architecture's name (by its vocabulary: WordPiece is BERT's,
+ * SentencePiece's Unigram XLM-R's). */
 static int from_metadata(const char *path, const emb_load_options *opt, emb_tokenizer **tok, emb_pool_mode *pool,
-                         const char **weight_type, emb_dense dense[2], int *n_dense, int *vocab_only,
-                         char err[EMB_ERR_LEN]) {
+                         const char **weight_type, emb_dense dense[2], int *n_dense, int *vocab_only, int *labels,
+                         const char **head, char err[EMB_ERR_LEN]) {
     emb_safetensors *sf;
     emb_gguf g;
     char *json = NULL;
@@ -306,7 +330,19 @@ static int from_metadata(const char *path, const emb_load_options *opt, emb_toke
     char arch[40];
     snprintf(arch, sizeof arch, "%.*s", (int)alen, a ? a : "");
     *vocab_only = g.n_tensors == 0; /* as llama.cpp's ggml-vocab-*.gguf: a tokenizer alone */
-    if (rc == 0 && !*vocab_only) rc = pooling(&g, arch, sf->label, pool, err);
+    int rank = 0;
+    *labels = 0;
+    if (rc == 0 && !*vocab_only) rc = pooling(&g, arch, sf->label, pool, &rank, err);
+    if (rc == 0 && rank) rc = rank_labels(&g, arch, sf->label, labels, err);
+    if (rc == 0 && rank) {
+        *head = mlen == 2 && memcmp(m, "t5", 2) == 0 ? "XLMRobertaForSequenceClassification"
+                                                     : "BertForSequenceClassification";
+        if (!((mlen == 2 && memcmp(m, "t5", 2) == 0) || (mlen == 4 && memcmp(m, "bert", 4) == 0)))
+            rc = emb_fail(err,
+                          "%s: a reranker with tokenizer '%.*s' is not supported (bert's WordPiece and t5's "
+                          "Unigram: BERT and XLM-R cross-encoders are)",
+                          sf->label, (int)(mlen > 40 ? 40 : mlen), m);
+    }
     *weight_type = file_type(&g);
     if (rc == 0 && mlen == 4 && memcmp(m, "bert", 4) == 0) rc = wordpiece_json(&g, sf->label, &json, err);
     else if (rc == 0 && mlen == 4 && memcmp(m, "gpt2", 4) == 0) rc = bpe_json(&g, sf->label, &json, err);
@@ -331,13 +367,15 @@ static int from_metadata(const char *path, const emb_load_options *opt, emb_toke
 }
 
 int emb_model_gguf_load(const char *path, const emb_load_options *opt, emb_tokenizer **tok, emb_encoder **enc,
-                        emb_pool_mode *pool, const char **weight_type, emb_dense dense[2], int *n_dense,
-                        char err[EMB_ERR_LEN]) {
+                        emb_classifier **cls, emb_pool_mode *pool, const char **weight_type, emb_dense dense[2],
+                        int *n_dense, char err[EMB_ERR_LEN]) {
     *tok = NULL;
     *enc = NULL;
+    *cls = NULL;
     *n_dense = 0;
-    int vocab_only = 0;
-    if (from_metadata(path, opt, tok, pool, weight_type, dense, n_dense, &vocab_only, err)) {
+    int vocab_only = 0, labels = 0;
+    const char *head = NULL;
+    if (from_metadata(path, opt, tok, pool, weight_type, dense, n_dense, &vocab_only, &labels, &head, err)) {
         emb_tokenizer_free(*tok);
         *tok = NULL;
         for (int i = 0; i < *n_dense; i++) emb_dense_free(&dense[i]);
@@ -345,11 +383,21 @@ int emb_model_gguf_load(const char *path, const emb_load_options *opt, emb_token
         return -1;
     }
     if (vocab_only) return 0;
-    if (emb_encoder_load_open(path, opt->mmap, enc, err) == 0 &&
-        emb_encoder_set_weights(*enc, opt->weights, err) == 0) {
-        emb_encoder_close_unused(*enc); /* after set_weights: the Q8_0 tensors are read until then */
-        return 0;
+    if (emb_encoder_load_open(path, opt->mmap, enc, err) == 0) {
+        /* the head's tensors, and the Q8_0 blocks that set_weights packs, are read before the file closes */
+        int rc = labels ? emb_classifier_load_gguf(*enc, head, labels, cls, err) : 0;
+        if (rc) {
+            char why[EMB_ERR_LEN];
+            snprintf(why, sizeof why, "%s", err);
+            emb_fail(err, "%s: %s", path, why);
+        } else {
+            rc = emb_encoder_set_weights(*enc, opt->weights, err);
+        }
+        emb_encoder_close_unused(*enc);
+        if (rc == 0) return 0;
     }
+    emb_classifier_free(*cls);
+    *cls = NULL;
     emb_encoder_free(*enc);
     emb_tokenizer_free(*tok);
     for (int i = 0; i < *n_dense; i++) emb_dense_free(&dense[i]);

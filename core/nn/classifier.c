@@ -155,34 +155,44 @@ static void shape_text(char *buf, size_t cap, int nd, const int64_t *shape) {
     if (o < cap) snprintf(buf + o, cap - o, nd ? "]" : "[]");
 }
 
-/* A copy as float32 of tensor name, [d0] (d1 < 0) or [d0, d1]; absent: NULL when optional. */
-static int head_tensor(emb_classifier *c, const emb_encoder *e, XXH3_state_t *h, const char *name, int64_t d0,
-                       int64_t d1, int optional, float **out, char err[EMB_ERR_LEN]) {
+/* A copy as float32 of tensor name, [d0] (d1 < 0) or [d0, d1]; absent: NULL when optional.
+ * gguf: the name the GGUF file gives it (messages say that one), and a [1, d1] matrix may be
+ * stored as [d1] (ggml's writer drops a trailing dimension of 1, as llama-quantize's files do). */
+static int head_tensor_named(emb_classifier *c, const emb_encoder *e, XXH3_state_t *h, const char *name,
+                             const char *gguf, int64_t d0, int64_t d1, int optional, float **out,
+                             char err[EMB_ERR_LEN]) {
     const char *file = "";
     const emb_safetensors_tensor *t = emb_encoder_file_tensor(e, name, &file);
+    const char *shown = gguf ? gguf : name;
     *out = NULL;
-    if (!t) return optional ? 0 : emb_fail(err, "%s: missing tensor '%s' of %s", c->arch, name, c->arch);
+    if (!t) return optional ? 0 : emb_fail(err, "%s: missing tensor '%s' of %s", c->arch, shown, c->arch);
     int nd = d1 < 0 ? 1 : 2;
-    if (t->ndim != nd || t->shape[0] != d0 || (nd == 2 && t->shape[1] != d1)) {
+    int row = gguf && nd == 2 && d0 == 1 && t->ndim == 1 && t->shape[0] == d1;
+    if (!row && (t->ndim != nd || t->shape[0] != d0 || (nd == 2 && t->shape[1] != d1))) {
         char got[128], want[64];
         int64_t w[2] = {d0, d1};
         shape_text(got, sizeof got, t->ndim, t->shape);
         shape_text(want, sizeof want, nd, w);
-        return emb_fail(err, "%.60s: tensor '%s' has shape %s, expected %s (num_labels %d)", file, name, got, want,
-                        c->labels);
+        return emb_fail(err, "%.60s: tensor '%s' has shape %s, expected %s (%s %d)", file, shown, got, want,
+                        gguf ? "labels" : "num_labels", c->labels);
     }
     size_t n = (size_t)d0 * (size_t)(nd == 2 ? d1 : 1);
     float *p = malloc(n * sizeof(float) + 1);
     if (!p) return emb_fail(err, "out of memory");
     if (emb_tensor_to_f32(t, n, p)) {
         free(p);
-        return emb_fail(err, "%.60s: tensor '%s' has dtype %s, expected F32, F16 or BF16", file, name,
+        return emb_fail(err, "%.60s: tensor '%s' has dtype %s, expected F32, F16 or BF16", file, shown,
                         emb_dtype_name(t->dtype));
     }
     XXH3_64bits_update(h, name, strlen(name) + 1);
     XXH3_64bits_update(h, p, n * sizeof(float));
     *out = p;
     return 0;
+}
+
+static int head_tensor(emb_classifier *c, const emb_encoder *e, XXH3_state_t *h, const char *name, int64_t d0,
+                       int64_t d1, int optional, float **out, char err[EMB_ERR_LEN]) {
+    return head_tensor_named(c, e, h, name, NULL, d0, d1, optional, out, err);
 }
 
 static int load_tensors(emb_classifier *c, const emb_encoder *e, int dense_bias, XXH3_state_t *h,
@@ -250,6 +260,53 @@ int emb_classifier_load(const char *dir, const emb_encoder *e, emb_classifier **
         else *out = c;
     }
     cJSON_Delete(root);
+    return rc;
+}
+
+/* The head's tensors of a GGUF reranker, under encoder_gguf's names (gguf/bert.c): cls as
+ * classifier.dense, cls.output as classifier.out_proj; biases optional, as llama.cpp has them. */
+static int load_gguf_tensors(emb_classifier *c, const emb_encoder *e, XXH3_state_t *h, char err[EMB_ERR_LEN]) {
+    int64_t H = c->H, L = c->labels;
+    if (!emb_encoder_file_tensor(e, "classifier.out_proj.weight", NULL))
+        return emb_fail(err,
+                        "%s: no tensor 'cls.output.weight': a reranker needs its output layer (llama.cpp's "
+                        "cls.output, Hugging Face's classifier.out_proj or BERT's classifier)",
+                        c->arch);
+    if (!emb_encoder_file_tensor(e, "classifier.dense.weight", NULL))
+        return emb_fail(err,
+                        "%s: no tensor 'cls.weight': the head's dense layer (XLM-R's classifier.dense, BERT's "
+                        "pooler.dense) is missing; llama.cpp's converter leaves BERT's pooler out, and without it "
+                        "the scores are not the model's",
+                        c->arch);
+    return head_tensor_named(c, e, h, "classifier.dense.weight", "cls.weight", H, H, 0, &c->dense_w, err) ||
+           head_tensor_named(c, e, h, "classifier.dense.bias", "cls.bias", H, -1, 1, &c->dense_b, err) ||
+           head_tensor_named(c, e, h, "classifier.out_proj.weight", "cls.output.weight", L, H, 0, &c->out_w,
+                             err) ||
+           head_tensor_named(c, e, h, "classifier.out_proj.bias", "cls.output.bias", L, -1, 1, &c->out_b, err);
+}
+
+int emb_classifier_load_gguf(const emb_encoder *e, const char *arch, int labels, emb_classifier **out,
+                             char err[EMB_ERR_LEN]) {
+    *out = NULL;
+    emb_classifier *c = calloc(1, sizeof *c);
+    XXH3_state_t *h = XXH3_createState();
+    if (!c || !h) {
+        free(c);
+        XXH3_freeState(h);
+        return emb_fail(err, "out of memory");
+    }
+    c->kind = HEAD_ROBERTA; /* out(tanh(dense(h[0]))): RoBERTa's head, and BERT's with its pooler as dense */
+    c->arch = arch;
+    c->labels = labels;
+    c->H = emb_encoder_get_config(e)->dims.hidden;
+    XXH3_64bits_reset(h);
+    int64_t settings[] = {c->kind, c->labels, 0, 0, c->score, 0, 'g'};
+    XXH3_64bits_update(h, settings, sizeof settings);
+    int rc = load_gguf_tensors(c, e, h, err);
+    c->fingerprint = XXH3_64bits_digest(h);
+    XXH3_freeState(h);
+    if (rc) emb_classifier_free(c);
+    else *out = c;
     return rc;
 }
 

@@ -24,6 +24,16 @@ typedef struct emb_classifier emb_classifier;
  * architecture this file does not know (a head of the wrong encoder, a missing tensor, a shape
  * that differs from the config's labels). */
 int emb_classifier_load(const char *dir, const emb_encoder *e, emb_classifier **out, char err[EMB_ERR_LEN]);
+/* The head of a GGUF reranker (arch "bert": BERT and XLM-R cross-encoders as llama.cpp's
+ * converter writes them) whose encoder e was opened from the file (encoder_gguf.h), computed as
+ * llama.cpp's rank pooling computes it: cls.output(tanh(cls(h[0]))), which is RoBERTa's head
+ * (cls = classifier.dense) and BERT's (cls = the pooler). labels: the rows of cls.output
+ * ({arch}.classifier.output_labels' count, else 1); arch: the name the head reports. No
+ * activation setting: sentence-transformers' default (Sigmoid for one label). A file without
+ * cls.weight is refused: BERT's converter drops the pooler, and the scores would not be the
+ * model's. */
+int emb_classifier_load_gguf(const emb_encoder *e, const char *arch, int labels, emb_classifier **out,
+                             char err[EMB_ERR_LEN]);
 void emb_classifier_free(emb_classifier *);
 
 int emb_classifier_labels(const emb_classifier *); /* num_labels: the logits per sequence */

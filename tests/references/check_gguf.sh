@@ -4,7 +4,7 @@
 # gguf_nomic_jina.py: NomicBERT, JinaBERT v2; gguf_decoder.py: Qwen3, and Gemma3
 # with and without its Dense layers) into build/gguf/, F32, F16
 # and Q8_0, then read by llama.cpp itself (node-llama-cpp, bench/package.json) and compared with
-# the Hugging Face references (gguf_llama_check.mjs). It proves the writer whose files the GGUF
+# the Hugging Face references (gguf_llama_check.mjs; the rerankers' scores: gguf_llama_rank.mjs). It proves the writer whose files the GGUF
 # loader is tested on. Then a probe file per block type (gguf_probe.py: Q4_0 ... Q6_K, the K types
 # included) that llama.cpp embeds against our vectors on the same file: equal to float32 rounding
 # when both widen the blocks alike.
@@ -67,6 +67,25 @@ line=$(node tests/references/gguf_llama_check.mjs tests/fixtures/models2/refs/ji
 pass=$((pass + ${line%% passed*}))
 f=${line#* passed, }
 fail=$((fail + ${f%% failed*}))
+# rerankers: the BERT and XLM-R cross-encoders of tests/references/rerank (gguf_bert.py,
+# gguf_xlmr.py), F32, F16, Q8_0, scored by llama.cpp's rank pooling (gguf_llama_rank.mjs) against
+# the references gguf_rank_refs.py makes of expected.json (it needs embed.so: BERT's with type ids 0)
+make -s embed.so >/dev/null || { echo "check-gguf: make embed.so failed"; fail=$((fail + 1)); }
+for m in bert xlmr; do
+    writer=gguf_bert.py
+    [ "$m" = xlmr ] && writer=gguf_xlmr.py
+    files=()
+    for t in f32 f16 q8_0; do
+        /usr/bin/python3 "tests/references/$writer" "tests/references/rerank/$m" "$out/$m-rank-$t.gguf" "$t" || { fail=$((fail + 1)); continue; }
+        files+=("$out/$m-rank-$t.gguf")
+    done
+    EMBED_EXT=embed.so /usr/bin/python3 tests/references/gguf_rank_refs.py tests/references/rerank/expected.json "$m" \
+        "$out/$m-rank-f32.gguf" "$out/$m-rank.json" || { fail=$((fail + 1)); continue; }
+    line=$(node tests/references/gguf_llama_rank.mjs "$out/$m-rank.json" "${files[@]}" | tee /dev/stderr | tail -n 1)
+    pass=$((pass + ${line%% passed*}))
+    f=${line#* passed, }
+    fail=$((fail + ${f%% failed*}))
+done
 # Qwen3 (the decoder's golden folder): F32, F16, Q8_0
 files=()
 for t in f32 f16 q8_0; do

@@ -84,6 +84,19 @@ def read_safetensors(path):
     return out
 
 
+def read_folder(d):
+    """A folder's weights: model.safetensors, or the shards that model.safetensors.index.json names."""
+    one = os.path.join(d, "model.safetensors")
+    if os.path.exists(one):
+        return read_safetensors(one)
+    with open(os.path.join(d, "model.safetensors.index.json")) as f:
+        shards = sorted(set(json.load(f)["weight_map"].values()))
+    out = {}
+    for s in shards:
+        out.update(read_safetensors(os.path.join(d, s)))
+    return out
+
+
 def encode(shape, values, wtype):
     """(ggml type, bytes) of a tensor: 1-D ones and F32 files in F32; F16; Q8_0, Q4_0, Q4_1, Q5_0
     or Q5_1 (gguf_quant.py's quantizers) where its rows are whole blocks of 32, else F16 (the

@@ -9,17 +9,19 @@ remove_extra_whitespaces (as the sentencepiece.bpe.model that XLM-R folders ship
 tokenizer.json's Strip and " {2,}" Replace steps say the same; the converter falls back on
 tokenizer_config.json's clean_up_tokenization_spaces only for a folder without that file), the
 precompiled charsmap, and the special ids (bos / cls <s>, eos / sep </s>, unk, pad, mask) with add_bos and
-add_eos. Plain Python.
-Usage: gguf_xlmr.py MODEL_DIR OUT.gguf f32|f16|q8_0"""
+add_eos. Plain Python. An XLMRobertaForSequenceClassification folder is written as a reranker,
+as the converter writes one (gguf_bert.py says how): no pooling_type key, the output labels,
+classifier.dense as cls and classifier.out_proj as cls.output ("rank-key": pooling_type 4 too).
+Usage: gguf_xlmr.py MODEL_DIR OUT.gguf f32|f16|q8_0 [rank-key]"""
 import base64
 import json
 import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from gguf_bert import ALWAYS_F32, gguf_name, pooling  # noqa: E402
+from gguf_bert import ALWAYS_F32, gguf_name, head_name, is_reranker, output_labels, pooling  # noqa: E402
 from gguf_layout import (ARR, BOOL, F32, I32, STR, U8, U32, base_metadata, encode, kv,  # noqa: E402
-                         read_safetensors, write_file)
+                         read_folder, write_file)
 
 UNKNOWN, CONTROL, USER_DEFINED, NORMAL = 2, 3, 4, 1
 
@@ -62,21 +64,26 @@ def t5_vocab(d):
     return out, len(tokens)
 
 
-def write(src, dst, wtype):
+def write(src, dst, wtype, mode="", labels=None):
     cfg = dict(json.load(open(os.path.join(src, "config.json"))))
     if cfg.get("model_type") != "xlm-roberta":
         raise SystemExit("gguf_xlmr.py: %s is not an XLM-R folder" % src)
     offset = cfg["pad_token_id"] + 1
     cfg["max_position_embeddings"] -= offset
     voc, n_vocab = t5_vocab(src)
+    rank = is_reranker(cfg)
     a = "bert"
+    pool = ([kv(a + ".pooling_type", U32, 4)] if mode == "rank-key" else []) if rank else \
+        [kv(a + ".pooling_type", U32, pooling(src))]
     kvs = base_metadata(a, os.path.basename(src.rstrip("/")), wtype, cfg) + [
            kv(a + ".attention.layer_norm_epsilon", F32, cfg.get("layer_norm_eps", 1e-5)),
-           kv(a + ".attention.causal", BOOL, False), kv(a + ".pooling_type", U32, pooling(src)),
-           kv("tokenizer.ggml.token_type_count", U32, cfg.get("type_vocab_size", 1))] + voc
+           kv(a + ".attention.causal", BOOL, False)] + pool + [
+           kv("tokenizer.ggml.token_type_count", U32, cfg.get("type_vocab_size", 1))] + (
+           output_labels(cfg, labels) if rank else []) + voc
     named = {}
-    for hf, (shape, vals) in read_safetensors(os.path.join(src, "model.safetensors")).items():
-        name = gguf_name(hf[len("roberta."):] if hf.startswith("roberta.") else hf)
+    for hf, (shape, vals) in read_folder(src).items():
+        name = gguf_name(hf[len("roberta."):] if hf.startswith("roberta.") else hf) or (
+            rank and head_name(hf, False))  # the converter drops the pooler: RoBERTa's head does not use it
         if name == "position_embd.weight":
             shape, vals = [shape[0] - offset, shape[1]], vals[offset * shape[1]:]
         if name:
@@ -92,6 +99,6 @@ def write(src, dst, wtype):
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 4 or sys.argv[3] not in ("f32", "f16", "q8_0"):
-        sys.exit("usage: gguf_xlmr.py MODEL_DIR OUT.gguf f32|f16|q8_0")
-    write(*sys.argv[1:])
+    if len(sys.argv) not in (4, 5) or sys.argv[3] not in ("f32", "f16", "q8_0") or sys.argv[4:] not in ([], ["rank-key"]):
+        sys.exit("usage: gguf_xlmr.py MODEL_DIR OUT.gguf f32|f16|q8_0 [rank-key]")
+    write(sys.argv[1], sys.argv[2], sys.argv[3], (sys.argv[4:] or [""])[0])

@@ -161,8 +161,9 @@ def files_that_say_something_else_are_refused_by_name():
     p = small_gguf(os.path.join(TMP, "none.gguf"), pooling=0)
     assert_error(con, "SELECT embed_load('bad', ?)", "none.gguf", "bert.pooling_type 0 (none) is not supported",
                  args=(p,))
-    p = small_gguf(os.path.join(TMP, "rank.gguf"), pooling=4)
-    assert_error(con, "SELECT embed_load('bad', ?)", "rank.gguf", "(rank)", args=(p,))
+    p = small_gguf(os.path.join(TMP, "rank.gguf"), arch="qwen3", pooling=4)  # a yes / no reranker
+    assert_error(con, "SELECT embed_load('bad', ?)", "rank.gguf",
+                 "a qwen3 reranker (pooling_type 4, rank) is not supported: bert files", args=(p,))
     p = small_gguf(os.path.join(TMP, "keys.gguf"))
     assert_error(con, "SELECT embed_load('bad', ?)", "keys.gguf", "key 'bert.embedding_length' is missing",
                  args=(p,))

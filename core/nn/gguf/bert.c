@@ -1,14 +1,18 @@
 /* GGUF "bert" (BertModel as convert_hf_to_gguf.py writes it: BERT, MiniLM, BGE, E5, GTE-small):
  * keys bert.embedding_length, block_count, attention.head_count, feed_forward_length,
  * attention.layer_norm_epsilon, attention.causal (must be false); the vocabulary, position and
- * token-type sizes from the tables' rows. */
+ * token-type sizes from the tables' rows. A cross-encoder's head (cls, cls.output: XLM-R's
+ * classifier.dense and out_proj) under RoBERTa's names, for classifier.c. */
 #include "nn/gguf/gguf_arch.h"
 #include <stdio.h>
 
 static const emb_gguf_name_pair TOP[] = {{"token_embd", "embeddings.word_embeddings"},
                                          {"position_embd", "embeddings.position_embeddings"},
                                          {"token_types", "embeddings.token_type_embeddings"},
-                                         {"token_embd_norm", "embeddings.LayerNorm"}},
+                                         {"token_embd_norm", "embeddings.LayerNorm"},
+                                         /* a reranker's head (llama.cpp's rank pooling) */
+                                         {"cls", "classifier.dense"},
+                                         {"cls.output", "classifier.out_proj"}},
                                 LAYER[] = {{"attn_q", "attention.self.query"},
                                            {"attn_k", "attention.self.key"},
                                            {"attn_v", "attention.self.value"},
