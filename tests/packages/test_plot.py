@@ -256,16 +256,19 @@ def bad_input_is_a_usage_error_naming_the_problem():
     refused(["positions", "OUT", "--positions", "4096", "--dims", "4096"], "more than 262144: ask for fewer")
     refused(["positions", "OUT", "--dims", "0"], "--dims must be from 1 to 4096, not 0")
     refused(["positions", "OUT", "--positions", "ten"], "invalid int value: 'ten'")
-    refused(["positions", "OUT", "--model", TINY, "--positions", "513"], "--positions 513: %s has 512 positions" % TINY)
+    refused(["positions", "OUT", "--model", TINY, "--positions", "513"],
+            "--positions 513: %s has 512 positions" % TINY)
     refused(["positions", "OUT", "--model", MINI, "--dims", "257"], "position vectors have 256 values")
     refused(["positions", os.path.join(TMP, "no", "such", "x.svg")], "no such folder to write the picture into")
     for text in ("", "   ", "\u200b"):
         refused(["attention", "OUT", "--model", TINY, "--text", text], "has no tokens")
     refused(["attention", "OUT", "--model", TINY], "the following arguments are required: --text")
-    refused(["attention", "OUT", "--model", TINY, "--text", "hi", "--layer", "0"], "--layer 0: %s has layers 1 to 2" % TINY)
-    refused(["attention", "OUT", "--model", TINY, "--text", "hi", "--layer", "3"], "--layer 3: %s has layers 1 to 2" % TINY)
-    refused(["attention", "OUT", "--model", MINI, "--text", "hi", "--head", "4"], "--head 4: %s has heads 0 to 3" % MINI)
-    refused(["attention", "OUT", "--model", MINI, "--text", "hi", "--head", "-1"], "--head -1: %s has heads 0 to 3" % MINI)
+    for layer in ("0", "3"):
+        refused(["attention", "OUT", "--model", TINY, "--text", "hi", "--layer", layer],
+                "--layer %s: %s has layers 1 to 2" % (layer, TINY))
+    for head in ("4", "-1"):
+        refused(["attention", "OUT", "--model", MINI, "--text", "hi", "--head", head],
+                "--head %s: %s has heads 0 to 3" % (head, MINI))
     refused(["attention", "OUT", "--model", TINY, "--text", " ".join(["word"] * 200)], "more than 128")
     refused([], "the following arguments are required")
 
