@@ -220,6 +220,8 @@ def the_fixture_models_attention_heads_every_layer():
     tokens = attention(TINY, "bert-tiny-uncased", 'a < b & "c"', [], list(range(1, cfg["num_hidden_layers"] + 1)),
                        list(range(cfg["num_attention_heads"])))
     assert "<" in tokens and "&" in tokens and '"' in tokens, tokens  # escaped in the file, read back as written
+    # a control character, which XML cannot hold even escaped, in the text (and so in the title)
+    attention(TINY, "bert-tiny-uncased", "late\x01 <bus>", ["--layer", "1", "--head", "0"], [1], [0])
 
 
 @test

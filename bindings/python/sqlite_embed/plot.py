@@ -51,8 +51,17 @@ def number(v):
     return "0" if s == "-0" else s
 
 
+def xml_text(s):
+    """s escaped, with the characters XML 1.0 cannot hold at all (control characters other than
+    tab and newline, lone surrogates, U+FFFE and U+FFFF) as U+FFFD: a --text may carry them, and
+    the file must still parse."""
+    return escape("".join(c if c in "\t\n" or (" " <= c < "\ud800") or ("\ue000" <= c < "\ufffe")
+                          or c >= "\U00010000" else "\ufffd" for c in s))
+
+
 def text(x, y, s, extra="", size=11):
-    return '<text x="%g" y="%g" font-family="sans-serif" font-size="%d"%s>%s</text>' % (x, y, size, extra, escape(s))
+    return '<text x="%g" y="%g" font-family="sans-serif" font-size="%d"%s>%s</text>' % (x, y, size, extra,
+                                                                                          xml_text(s))
 
 
 def heatmap(x0, y0, rows, cell, colour, label):
@@ -92,7 +101,7 @@ def document(width, height, title, body):
     return "\n".join(['<?xml version="1.0" encoding="UTF-8"?>',
                       '<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d">'
                       % (width, height, width, height),
-                      "<title>%s</title>" % escape(title),
+                      "<title>%s</title>" % xml_text(title),
                       '<rect width="100%" height="100%" fill="white"/>'] + body + ["</svg>", ""])
 
 
@@ -137,14 +146,11 @@ def position_rows(con, model, positions, dims):
     """The position table as rows of values: position_encoding(pos, dims) (the sinusoidal formula),
     or position_encoding(model, pos), the model's own vector (a learned table's row; for a
     rotary model the cos and sin of its angles) cut to its first dims values."""
-    if model is None:
-        sql, args = "SELECT position_encoding(?, ?)", lambda p: (p, dims)
-    else:
-        sql, args = "SELECT position_encoding(?, ?)", lambda p: (model, p)
+    args = (lambda p: (p, dims)) if model is None else (lambda p: (model, p))
     rows = []
     try:
         for p in range(positions):
-            rows.append(list(floats(con.execute(sql, args(p)).fetchone()[0])[:dims]))
+            rows.append(list(floats(con.execute("SELECT position_encoding(?, ?)", args(p)).fetchone()[0])[:dims]))
     except sqlite3.Error as e:
         raise PlotError(str(e))
     return rows
