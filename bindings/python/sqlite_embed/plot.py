@@ -97,6 +97,11 @@ def legend(x, y, width, low, high, stops, title):
     return out
 
 
+def title_width(title):
+    """About the pixels a title of 13 px sans-serif needs, so that a narrow picture does not cut it."""
+    return 20 + 7 * len(title)
+
+
 def document(width, height, title, body):
     return "\n".join(['<?xml version="1.0" encoding="UTF-8"?>',
                       '<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d">'
@@ -196,7 +201,7 @@ def positions_picture(con, args):
     body += legend(lx, top + 14, 160, -limit, limit,
                    [(0, hex_colour(NEGATIVE)), (0.5, hex_colour(ZERO)), (1, hex_colour(POSITIVE))], "value")
     width, height = max(lx + 200, left + w + 20), max(top + h + 45, 140)
-    return document(width, height, title, body), positions, dims
+    return document(max(width, title_width(title)), height, title, body), positions, dims
 
 
 def axis_ticks(left, top, cell, cols, rows):
@@ -265,8 +270,8 @@ def attention_picture(con, args):
     ly = top + len(layers) * panel_h + 14
     body += legend(lx, ly, 160, 0.0, limit, [(0, hex_colour(LIGHT)), (1, hex_colour(DARK))],
                    "weight (each row sums to 1)")
-    body.append(text(10, ly + 10, "rows: the token that reads (query); columns: the tokens it reads (keys)"))
-    return document(max(w, 420), ly + 40, title, body), n, len(layers) * len(heads)
+    body.append(text(10, ly + 50, "rows: the token that reads (query); columns: the tokens it reads (keys)"))
+    return document(max(w, 420, title_width(title)), ly + 60, title, body), n, len(layers) * len(heads)
 
 
 def token_labels(x0, y0, cell, labels):
