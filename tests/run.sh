@@ -119,6 +119,7 @@ if [ "${SANITIZE:-0}" != 1 ]; then
     # make dist's archives; the Python and npm packages installed as users install them; sqlite-utils.
     run_suite dist bash tests/install/test_dist.sh "$build" "$ext"
     run_suite python_package /usr/bin/python3 tests/packages/test_python.py "$ext"
+    run_suite python_plot /usr/bin/python3 tests/packages/test_plot.py "$ext"
     run_suite node_package /usr/bin/python3 tests/packages/test_node.py "$ext"
     run_suite sqlite_utils /usr/bin/python3 tests/packages/test_sqlite_utils.py "$ext"
 fi

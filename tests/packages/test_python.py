@@ -123,14 +123,15 @@ def a_wheel_for_this_platform_holds_the_library_version_and_licences():
     assert re.fullmatch(r"sqlite_embed-%s-py3-none-linux_%s\.whl" % (re.escape(version()), os.uname().machine),
                         name), name
     files = set(zipfile.ZipFile(os.path.join(dest, name)).namelist())
-    for f in ("embed.so", "embed_preload.so", "VERSION", "LICENSE", "LICENSE-MIT", "LICENSE-APACHE", "cli.py"):
+    for f in ("embed.so", "embed_preload.so", "VERSION", "LICENSE", "LICENSE-MIT", "LICENSE-APACHE", "cli.py",
+              "plot.py"):
         assert "sqlite_embed/" + f in files, (f, sorted(files))
 
 
 @test
 def the_command_has_help_and_a_version():
     out = cli("--help")
-    for word in ("index", "search", "models", "examples:"):
+    for word in ("index", "search", "models", "plot", "examples:"):
         assert word in out.stdout, out.stdout
     assert "resum" in cli("index", "--help").stdout
     assert cli("--version").stdout.strip() == "sqlite-embed %s" % version()

@@ -9,12 +9,15 @@ import time
 import urllib.parse
 
 import sqlite_embed
+from sqlite_embed import plot
 
 EPILOG = """examples:
   sqlite-embed index notes.db notes body --model models/sqlite-embed-mini
   sqlite-embed search notes.db notes_idx 'is the bus late?' --model models/sqlite-embed-mini -k 3
   sqlite-embed models models/sqlite-embed-mini
-  sqlite-embed models --db notes.db"""
+  sqlite-embed models --db notes.db
+  sqlite-embed plot positions positions.svg --positions 64 --dims 64
+  sqlite-embed plot attention heads.svg --model models/sqlite-embed-mini --text 'the bus is late' --layer 1"""
 
 
 def quote(name):
@@ -221,7 +224,7 @@ def parser():
     p = argparse.ArgumentParser(prog="sqlite-embed", description="Transformer embeddings in SQLite files.",
                                 epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--version", action="version", version="sqlite-embed %s" % sqlite_embed.__version__)
-    sub = p.add_subparsers(dest="command", metavar="{index,search,models}")
+    sub = p.add_subparsers(dest="command", metavar="{index,search,models,plot}")
     ix = sub.add_parser("index", help="embed a table's text column into an embed_index (resumable)",
                         description="Embeds TABLE.COLUMN into an embed_index keyed by the table's rowid, in "
                         "transactions of --batch rows. Rows already in the index are skipped, so an interrupted "
@@ -249,6 +252,7 @@ def parser():
     mo.add_argument("folders", nargs="*")
     mo.add_argument("--db", help="list this database's embed_index tables and their models")
     mo.set_defaults(fn=cmd_models)
+    plot.add_parser(sub)
     return p
 
 
@@ -264,6 +268,8 @@ def main(argv=None):
         p.error("-k must be at least 1")
     try:
         return args.fn(args)
+    except plot.PlotError as e:
+        args.parser.error(str(e))  # bad input to plot: usage and the problem, exit status 2
     except sqlite3.Error as e:
         print("sqlite-embed: %s" % e, file=sys.stderr)
         return 1
