@@ -116,19 +116,16 @@ TILE(1)
 TILE(2)
 TILE(3)
 #undef TILE
-static void (*const tiles[TILE_ROWS])(const emb_int8_gemm_kernels_args *, const int16_t *, const int16_t *, int,
-                                      int) = {tile1, tile2, tile3};
+static const emb_int8_gemm_avx2_tile tiles[TILE_ROWS] = {tile1, tile2, tile3};
 
 /* Rows in chunks whose widened codes (about 256 KB) stay in L2 while every panel meets them; in a
  * chunk, panels outside (each widened once, 32 Kp bytes: in L1 up to K = 1024) and row tiles
  * inside. */
-static int chunk_rows(int Kp) {
-    int mc = (256 * 1024) / (2 * Kp) / TILE_ROWS * TILE_ROWS;
-    return mc < 4 * TILE_ROWS ? 4 * TILE_ROWS : mc;
-}
-
-int emb_int8_gemm_avx2_run(const emb_int8_gemm_kernels_args *g, int m0, int m1, int p0, int p1) {
-    const int Kp = g->Kp, mc = chunk_rows(Kp);
+int emb_int8_gemm_avx2_chunks(const emb_int8_gemm_kernels_args *g, int m0, int m1, int p0, int p1, int tile_rows,
+                              const emb_int8_gemm_avx2_tile *row_tiles) {
+    const int Kp = g->Kp;
+    int mc = (256 * 1024) / (2 * Kp) / tile_rows * tile_rows;
+    mc = mc < 4 * tile_rows ? 4 * tile_rows : mc;
     int rows = m1 - m0 < mc ? m1 - m0 : mc;
     size_t abytes = ((size_t)rows * (size_t)Kp * 2 + 63) / 64 * 64;
     int16_t *a = aligned_alloc(64, abytes + (size_t)Kp * 32), *bw = a + abytes / 2;
@@ -139,13 +136,17 @@ int emb_int8_gemm_avx2_run(const emb_int8_gemm_kernels_args *g, int m0, int m1, 
             emb_int8_gemm_avx2_widen_u8(g->u + (size_t)m * (size_t)Kp, Kp, a + (size_t)(m - c0) * (size_t)Kp);
         for (int p = p0; p < p1; p++) {
             emb_int8_gemm_avx2_widen_s8(g->wp + (size_t)p * 16 * (size_t)Kp, 16 * (size_t)Kp, bw);
-            for (int m = c0; m < c1; m += TILE_ROWS)
-                tiles[(c1 - m < TILE_ROWS ? c1 - m : TILE_ROWS) - 1](g, a + (size_t)(m - c0) * (size_t)Kp, bw, m,
-                                                                     p);
+            for (int m = c0; m < c1; m += tile_rows)
+                row_tiles[(c1 - m < tile_rows ? c1 - m : tile_rows) - 1](g, a + (size_t)(m - c0) * (size_t)Kp, bw,
+                                                                         m, p);
         }
     }
     free(a);
     return 0;
+}
+
+int emb_int8_gemm_avx2_run(const emb_int8_gemm_kernels_args *g, int m0, int m1, int p0, int p1) {
+    return emb_int8_gemm_avx2_chunks(g, m0, m1, p0, p1, TILE_ROWS, tiles);
 }
 /* The register tiles below are written as rows of macro calls, which clang-format cannot lay out. */
 // clang-format off

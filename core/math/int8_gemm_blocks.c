@@ -255,29 +255,7 @@ T_AVX2 __attribute__((noinline)) static void tile16_1(const emb_int8_gemm_kernel
 T_AVX2 __attribute__((noinline)) static void tile16_2(const emb_int8_gemm_kernels_args *g, const int16_t *a,
                                                       const int16_t *w, int m, int p) { tile16(g, a, w, m, p, 2); }
 
-/* Rows in chunks of about 256 KB of widened codes; in a chunk, each panel widened once. -1 when
- * out of memory. */
-static int run_avx2(const emb_int8_gemm_kernels_args *g, int m0, int m1, int p0, int p1) {
-    const int Kp = g->Kp;
-    int mc = (256 * 1024) / (2 * Kp) / 2 * 2;
-    mc = mc < 8 ? 8 : mc;
-    int rows = m1 - m0 < mc ? m1 - m0 : mc;
-    size_t abytes = ((size_t)rows * (size_t)Kp * 2 + 63) / 64 * 64;
-    int16_t *a = aligned_alloc(64, abytes + (size_t)Kp * 32), *w = a + abytes / 2;
-    if (!a) return -1;
-    for (int c0 = m0; c0 < m1; c0 += mc) {
-        int c1 = m1 - c0 < mc ? m1 : c0 + mc;
-        for (int m = c0; m < c1; m++)
-            emb_int8_gemm_avx2_widen_u8(g->u + (size_t)m * (size_t)Kp, Kp, a + (size_t)(m - c0) * (size_t)Kp);
-        for (int p = p0; p < p1; p++) {
-            emb_int8_gemm_avx2_widen_s8(g->wp + (size_t)p * 16 * (size_t)Kp, 16 * (size_t)Kp, w);
-            for (int m = c0; m < c1; m += 2)
-                (c1 - m < 2 ? tile16_1 : tile16_2)(g, a + (size_t)(m - c0) * (size_t)Kp, w, m, p);
-        }
-    }
-    free(a);
-    return 0;
-}
+static const emb_int8_gemm_avx2_tile tiles16[2] = {tile16_1, tile16_2};
 #endif
 
 void emb_int8_gemm_blocks_run(emb_int8_gemm_path p, const emb_int8_gemm_kernels_args *g, int m0, int m1, int p0, int p1) {
@@ -286,7 +264,7 @@ void emb_int8_gemm_blocks_run(emb_int8_gemm_path p, const emb_int8_gemm_kernels_
     case EMB_I8_AVX512_VNNI: emb_int8_gemm_kernels_blocked(g, m0, m1, p0, p1, 2, tile512_any); return;
     case EMB_I8_AVX_VNNI: emb_int8_gemm_kernels_blocked(g, m0, m1, p0, p1, 1, tile256_any); return;
     case EMB_I8_AVX2:
-        if (run_avx2(g, m0, m1, p0, p1) == 0) return;
+        if (emb_int8_gemm_avx2_chunks(g, m0, m1, p0, p1, 2, tiles16) == 0) return;
         break; /* out of memory: the same sums in C */
     default: break;
     }

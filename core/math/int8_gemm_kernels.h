@@ -70,6 +70,13 @@ static inline void emb_int8_gemm_kernels_epilogue1(const emb_int8_gemm_kernels_a
 /* AVX2 without VNNI (int8_gemm_avx2.c): rows m0..m1-1, panels p0..p1-1, as
  * emb_int8_gemm_kernels_run; -1 (nothing done) when out of memory for the widened rows. */
 int emb_int8_gemm_avx2_run(const emb_int8_gemm_kernels_args *g, int m0, int m1, int p0, int p1);
+/* The AVX2 driver both weight layouts share: rows in chunks of about 256 KB of widened codes, each
+ * panel widened once per chunk, row_tiles[r - 1] computing r (<= tile_rows) rows x one panel.
+ * -1 when out of memory. */
+typedef void (*emb_int8_gemm_avx2_tile)(const emb_int8_gemm_kernels_args *g, const int16_t *a, const int16_t *w,
+                                        int m, int p);
+int emb_int8_gemm_avx2_chunks(const emb_int8_gemm_kernels_args *g, int m0, int m1, int p0, int p1, int tile_rows,
+                              const emb_int8_gemm_avx2_tile *row_tiles);
 /* AVX-VNNI (int8_gemm_avx2.c): one tile of mr (<= 6) rows x panel p (np is 1). */
 void emb_int8_gemm_avxvnni_tile(const emb_int8_gemm_kernels_args *g, int m, int p, int mr, int np);
 /* AVX2 (int8_gemm_avx2.c): n activation codes (a multiple of 4) widened to int16; n packed weight
