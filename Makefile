@@ -88,7 +88,7 @@ $(BUILD)/faults/tsan_index: tests/faults/tsan_index.c $(EXT_OBJ) $(BUILD)/libemb
 demo:
 	@EMBED_DEPS=build bash scripts/deps.sh
 	@$(MAKE) --no-print-directory all
-	sqlite3 -box :memory: '.load ./embed' '.read sql/demo.sql'
+	sqlite3 -box :memory: '.load ./embed' '.read sql/demo.sql' '.read sql/demo_search.sql'
 
 test: deps
 	@echo "test: building (make all)"
