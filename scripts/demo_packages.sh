@@ -2,12 +2,12 @@
 # The demo's documents: Debian packages as records for the sqlite3 shell's `.import --ascii`
 # (name, 0x1F, summary, 0x1F, description, 0x1E: no quoting rules to trip over), into the file $1.
 # From the archive's English descriptions when apt has them (Translation-en, after `apt-get
-# update`): every EMBED_DEMO_STEP-th package (default 40, about 1,700 of 64,000, so that the demo
-# indexes them in seconds); else, or with EMBED_DEMO_PACKAGES=installed (the tests), the installed
+# update`): every EMBED_DEMO_STEP-th package (default 10, about 6,800 of 68,000, which the demo
+# indexes in seconds with int8 weights); else, or with EMBED_DEMO_PACKAGES=installed (the tests), the installed
 # packages (dpkg-query).
 set -euo pipefail
 out=${1:?output file}
-step=${EMBED_DEMO_STEP:-40}
+step=${EMBED_DEMO_STEP:-10}
 mkdir -p "$(dirname "$out")"
 lists=$(ls /var/lib/apt/lists/*_main_i18n_Translation-en* 2>/dev/null || true)
 : > "$out.tmp"
