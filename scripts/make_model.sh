@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
-# make model: trains sqlite-embed's own small model from scratch (models/train/), as the shipped
-# models/sqlite-embed-mini was made: Debian's English package descriptions as (summary,
-# description) pairs, the training script with its fixed seeds, then the quality measurement.
+# make model: trains sqlite-embed's own small model from scratch (models/train/) in two stages:
+# masked-language pretraining on English text that Debian ships (models/train/corpus.json: packages
+# fetched by name and version, checked by sha256, and the archive's English package descriptions),
+# then in-batch negatives on (summary, description) pairs that keep the first stage's loss. Both
+# stages checkpoint into build/model/ and resume where they stopped: MODEL_MINUTES bounds each
+# run, so a 2-core machine trains it across several runs (hours in all); with CUDA, minutes.
 # The result goes to MODEL_OUT (default build/model/sqlite-embed-mini), never over the shipped
-# folder unless asked. About an hour on two cores. Needs Debian's python3-torch (installed here
-# when missing) and the archive's Translation-en lists (apt-get update with English descriptions).
-# Usage: scripts/make_model.sh EMBED_SO   (MODEL_OUT, MODEL_EPOCHS, MODEL_THREADS)
+# folder unless asked; then its search quality and word-in-context AUC are measured.
+# Needs Debian's python3-torch (installed here when missing) and the archive's Translation-en lists.
+# Usage: scripts/make_model.sh EMBED_SO   (MODEL_OUT, MODEL_MINUTES, MODEL_THREADS)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ext=${1:?embed.so path}
@@ -24,11 +27,22 @@ fi
 mkdir -p "$work"
 echo "model: the pairs (models/train/debian_pairs.py)"
 /usr/bin/python3 models/train/debian_pairs.py "$work/pairs.jsonl"
-echo "model: training (models/train/train.py; the log is $work/train.log)"
-rm -f "$work/train.log"
-/usr/bin/python3 models/train/train.py --pairs "$work/pairs.jsonl" --ext "$ext" \
-    --vocab tests/fixtures/tokenizers/vocab/bert-base-uncased --out "$out" \
-    --epochs "${MODEL_EPOCHS:-1}" --threads "${MODEL_THREADS:-2}" --log "$work/train.log"
+echo "model: the corpus (models/train/corpus.py)"
+/usr/bin/python3 models/train/corpus.py "$work/pairs.jsonl" "$work" "$work/corpus.txt"
+vocab=tests/fixtures/tokenizers/vocab/bert-base-uncased
+common=(--ext "$ext" --vocab "$vocab" --work "$work" --threads "${MODEL_THREADS:-2}" --minutes "${MODEL_MINUTES:-0}")
+stage() {  # a stage that stopped on its time budget (status 3) ends this run; the next resumes it
+    local rc=0
+    "$@" || rc=$?
+    [ "$rc" -ne 3 ] || { echo "model: stopped on MODEL_MINUTES; run make model again to go on"; exit 0; }
+    return "$rc"
+}
+echo "model: stage 1, masked-language pretraining (models/train/mlm.py; the log is $work/mlm.log)"
+stage /usr/bin/python3 models/train/mlm.py --corpus "$work/corpus.txt" "${common[@]}"
+echo "model: stage 2, sentences (models/train/train.py; the log is $work/train.log)"
+stage /usr/bin/python3 models/train/train.py --pairs "$work/pairs.jsonl" --init "$work/mlm.ckpt" \
+    --corpus "$work/corpus.txt" --out "$out" "${common[@]}"
 tail -n 2 "$work/train.log"
-echo "model: quality (bench/quality.py)"
+echo "model: quality (bench/quality.py, models/train/wic.py)"
 /usr/bin/python3 bench/quality.py "$ext" "$out" "$work/pairs.jsonl"
+/usr/bin/python3 models/train/wic.py "$ext" "$out"
