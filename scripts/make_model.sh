@@ -25,10 +25,16 @@ if ! ls /var/lib/apt/lists/*_i18n_Translation-en* >/dev/null 2>&1; then
     $sudo apt-get -o Acquire::Languages=en update -qq
 fi
 mkdir -p "$work"
-echo "model: the pairs (models/train/debian_pairs.py)"
-/usr/bin/python3 models/train/debian_pairs.py "$work/pairs.jsonl"
-echo "model: the corpus (models/train/corpus.py)"
-/usr/bin/python3 models/train/corpus.py "$work/pairs.jsonl" "$work" "$work/corpus.txt"
+# Made once and kept: the archive's lists move on between runs, and a resumed stage must read the
+# same text (mlm.py refuses a checkpoint made on another corpus).
+if [ ! -s "$work/pairs.jsonl" ]; then
+    echo "model: the pairs (models/train/debian_pairs.py)"
+    /usr/bin/python3 models/train/debian_pairs.py "$work/pairs.jsonl"
+fi
+if [ ! -s "$work/corpus.txt" ]; then
+    echo "model: the corpus (models/train/corpus.py)"
+    /usr/bin/python3 models/train/corpus.py "$work/pairs.jsonl" "$work" "$work/corpus.txt"
+fi
 vocab=tests/fixtures/tokenizers/vocab/bert-base-uncased
 common=(--ext "$ext" --vocab "$vocab" --work "$work" --threads "${MODEL_THREADS:-2}" --minutes "${MODEL_MINUTES:-0}")
 stage() {  # a stage that stopped on its time budget (status 3) ends this run; the next resumes it
