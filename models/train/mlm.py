@@ -52,7 +52,7 @@ def tokenized(ext, vocab, corpus, work):
     digest = hashlib.sha256(open(corpus, "rb").read()).hexdigest()
     cache = os.path.join(work, "corpus-%s.pt" % digest[:16])
     if os.path.exists(cache):
-        return torch.load(cache)
+        return torch.load(cache, weights_only=False)  # our own files; PyTorch 2.6 changed the default
     t0 = time.time()
     paras = [line.rstrip("\n") for line in open(corpus, encoding="utf-8")]
     ids = [s[1:-1] for s in net.tokenize(ext, vocab, paras, SEQ)]
@@ -162,7 +162,7 @@ def main():
         opt, lambda s: min(1.0, (s + 1) / warm) * max(0.0, (a.steps - s) / max(1, a.steps - warm)))
     ckpt, step = os.path.join(a.work, "mlm.ckpt"), 0
     if os.path.exists(ckpt):
-        st = torch.load(ckpt, map_location=dev)
+        st = torch.load(ckpt, map_location=dev, weights_only=False)
         if st["corpus"] != data["sha256"] or st["steps"] != a.steps or st["batch"] != a.batch:
             sys.exit("mlm: %s is for another corpus or schedule; remove it to start again" % ckpt)
         model.load_state_dict(st["model"])

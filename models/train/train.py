@@ -105,7 +105,7 @@ def main():
     head = mlm.MlmHead(model.word).to(dev)
     corpus = None
     if a.init:
-        st = torch.load(a.init, map_location=dev)
+        st = torch.load(a.init, map_location=dev, weights_only=False)
         model.load_state_dict(st["model"])
         head.load_state_dict(st["head"])
         corpus = mlm.Batches(mlm.tokenized(a.ext, a.vocab, a.corpus, a.work), a.mlm_batch, MLM_PASSES)
@@ -119,7 +119,7 @@ def main():
         opt, lambda s: min(1.0, (s + 1) / warm) * max(0.0, (total - s) / max(1, total - warm)))
     ckpt, step = os.path.join(a.work, "sentences.ckpt"), 0
     if os.path.exists(ckpt):
-        st = torch.load(ckpt, map_location=dev)
+        st = torch.load(ckpt, map_location=dev, weights_only=False)
         model.load_state_dict(st["model"])
         head.load_state_dict(st["head"])
         opt.load_state_dict(st["opt"])
