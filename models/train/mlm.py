@@ -13,7 +13,8 @@ optimiser, step) is written every --every steps and at --minutes; the saved fold
 is a BertModel that sqlite-embed loads.
 
 Usage: /usr/bin/python3 mlm.py --corpus CORPUS.txt --ext embed.so --vocab DIR --work DIR
-       [--steps 2000] [--batch 64] [--threads 2] [--minutes M] [--device auto|cpu|cuda]"""
+       [--steps 2000] [--batch 64] [--threads 2] [--minutes M] [--device auto|cpu|cuda]
+       [--precision auto|fp32|bf16]"""
 import argparse
 import hashlib
 import os
@@ -37,14 +38,14 @@ class MlmHead(nn.Module):
     def __init__(self, word):
         super().__init__()
         H = word.weight.shape[1]
-        self.dense, self.ln = nn.Linear(H, H), nn.LayerNorm(H, eps=1e-12)
+        self.dense, self.ln = net.Linear(H, H), nn.LayerNorm(H, eps=1e-12)
         self.word = word  # tied, as BERT's decoder
         self.bias = nn.Parameter(torch.zeros(word.weight.shape[0]))
         nn.init.normal_(self.dense.weight, std=0.02)
         nn.init.zeros_(self.dense.bias)
 
     def forward(self, h):
-        return self.ln(F.gelu(self.dense(h))) @ self.word.weight.T + self.bias
+        return net.matmul(self.ln(F.gelu(self.dense(h))), self.word.weight.T) + self.bias
 
 
 def tokenized(ext, vocab, corpus, work):
@@ -147,10 +148,12 @@ def main():
     ap.add_argument("--every", type=int, default=200)
     ap.add_argument("--minutes", type=float, default=0)
     ap.add_argument("--device", default="auto")
+    ap.add_argument("--precision", default="auto", choices=("auto", "fp32", "bf16"))
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
     dev = torch.device("cuda" if a.device == "auto" and torch.cuda.is_available() else
                        ("cpu" if a.device == "auto" else a.device))
+    precision = net.Precision.choose(a.precision, dev)
     torch.manual_seed(SEED)
     data = tokenized(a.ext, a.vocab, a.corpus, a.work)
     model = net.Encoder(net.CFG).to(dev)
@@ -172,6 +175,7 @@ def main():
         step = st["step"]
         print("mlm: resumed at step %d of %d" % (step, a.steps), file=sys.stderr)
     batches, t0, log = Batches(data, a.batch), time.time(), open(os.path.join(a.work, "mlm.log"), "a")
+    print("from step %d on %s, %s products, %d threads" % (step, dev, precision, a.threads), file=log, flush=True)
     loss_sum = acc_sum = n_sum = 0.0
     while step < a.steps:
         ids, attn = batches.at(step)
@@ -181,7 +185,7 @@ def main():
         logits = head(h[chosen])
         target = ids.to(dev)[chosen]
         loss = F.cross_entropy(logits, target)
-        opt.zero_grad()
+        opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(params, 1.0)
         opt.step()

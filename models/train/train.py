@@ -11,7 +11,8 @@ pass's seed, the corpus batches and masks come from mlm.py's step-seeded functio
 stopped after a checkpoint and resumed gives the same model.
 
 Usage: /usr/bin/python3 train.py --pairs PAIRS.jsonl --ext embed.so --vocab DIR --out DIR --work DIR
-       [--init mlm.ckpt --corpus CORPUS.txt] [--epochs 1] [--batch 128] [--threads 2] [--minutes M]"""
+       [--init mlm.ckpt --corpus CORPUS.txt] [--epochs 1] [--batch 128] [--threads 2] [--minutes M]
+       [--device auto|cpu|cuda] [--precision auto|fp32|bf16]"""
 import argparse
 import json
 import os
@@ -81,6 +82,7 @@ def arguments():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--minutes", type=float, default=0)
     ap.add_argument("--device", default="auto")
+    ap.add_argument("--precision", default="auto", choices=("auto", "fp32", "bf16"))
     a = ap.parse_args()
     if a.init and not a.corpus:
         ap.error("--init needs --corpus (the masked-language batches that keep the first stage)")
@@ -92,6 +94,7 @@ def main():
     torch.set_num_threads(a.threads)
     dev = torch.device("cuda" if a.device == "auto" and torch.cuda.is_available() else
                        ("cpu" if a.device == "auto" else a.device))
+    precision = net.Precision.choose(a.precision, dev)
     torch.manual_seed(SEED)
     rows = [json.loads(line) for line in open(a.pairs)]
     train = [r for r in rows if r["split"] == "train"]
@@ -126,6 +129,7 @@ def main():
         sched.load_state_dict(st["sched"])
         step = st["step"]
         print("resumed at step %d of %d" % (step, total), file=log, flush=True)
+    print("from step %d on %s, %s products, %d threads" % (step, dev, precision, a.threads), file=log, flush=True)
     t0 = time.time()
     while step < total:
         idx = batch_of(len(train), a.batch, step)
@@ -141,7 +145,7 @@ def main():
             h = model(inputs.to(dev), attn.to(dev))
             chosen = chosen.to(dev)
             mlm_loss = F.cross_entropy(head(h[chosen]), ids.to(dev)[chosen])
-        opt.zero_grad()
+        opt.zero_grad(set_to_none=True)
         (loss + a.mlm_weight * mlm_loss).backward()
         torch.nn.utils.clip_grad_norm_(params, 1.0)
         opt.step()
