@@ -8,12 +8,13 @@ contextual vector tell "left" the verb from "left" the direction; in-batch negat
 Everything that decides a step is a function of the seed and the step number: the paragraph
 order of each pass (shuffled with the pass's seed, packed into sequences of at most 128 tokens
 joined by [SEP]) and the masks (a generator seeded with the step). So a run stopped after any
-checkpoint and resumed gives the same model as one that never stopped. A checkpoint (model,
+checkpoint and resumed gives the same model as one that never stopped. The learning rate warms up
+over 100 steps and then stays, so a run can also be taken past its --steps later. A checkpoint (model,
 optimiser, step) is written every --every steps and at --minutes; the saved folder beside it
 is a BertModel that sqlite-embed loads.
 
 Usage: /usr/bin/python3 mlm.py --corpus CORPUS.txt --ext embed.so --vocab DIR --work DIR
-       [--steps 2000] [--batch 64] [--threads 2] [--minutes M] [--device auto|cpu|cuda]
+       [--steps 20000] [--batch 64] [--threads 2] [--minutes M] [--device auto|cpu|cuda]
        [--precision auto|fp32|bf16]"""
 import argparse
 import hashlib
@@ -31,6 +32,7 @@ import model as net  # noqa: E402  (the encoder, the tokenizer call and the fold
 
 SEED = 20261206
 SEQ = 128
+WARMUP = 100
 CLS, SEP, MASK, FIRST_WORD = 101, 102, 103, 999  # bert-base-uncased ids; below 999: specials, unused
 
 
@@ -141,7 +143,7 @@ def main():
     ap = argparse.ArgumentParser()
     for name in ("--corpus", "--ext", "--vocab", "--work"):
         ap.add_argument(name, required=True)
-    ap.add_argument("--steps", type=int, default=2000)
+    ap.add_argument("--steps", type=int, default=20000)
     ap.add_argument("--batch", type=int, default=64)
     ap.add_argument("--lr", type=float, default=5e-4)
     ap.add_argument("--threads", type=int, default=2)
@@ -160,14 +162,14 @@ def main():
     head = MlmHead(model.word).to(dev)
     params = list(model.parameters()) + [p for n, p in head.named_parameters() if not n.startswith("word.")]
     opt = torch.optim.AdamW(params, lr=a.lr, weight_decay=0.01)
-    warm = max(1, a.steps // 20)
-    sched = torch.optim.lr_scheduler.LambdaLR(
-        opt, lambda s: min(1.0, (s + 1) / warm) * max(0.0, (a.steps - s) / max(1, a.steps - warm)))
+    # warm-up, then a constant rate: a run can be taken further later without changing its past
+    # steps (the sentence stage that follows has its own warm-up and decay)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / WARMUP))
     ckpt, step = os.path.join(a.work, "mlm.ckpt"), 0
     if os.path.exists(ckpt):
         st = torch.load(ckpt, map_location=dev, weights_only=False)
-        if st["corpus"] != data["sha256"] or st["steps"] != a.steps or st["batch"] != a.batch:
-            sys.exit("mlm: %s is for another corpus or schedule; remove it to start again" % ckpt)
+        if st["corpus"] != data["sha256"] or st["batch"] != a.batch:
+            sys.exit("mlm: %s is for another corpus or batch size; remove it to start again" % ckpt)
         model.load_state_dict(st["model"])
         head.load_state_dict(st["head"])
         opt.load_state_dict(st["opt"])
@@ -202,7 +204,7 @@ def main():
             loss_sum = acc_sum = n_sum = 0.0
         if step % a.every == 0 or step == a.steps or out_of_time:
             save({"model": model.state_dict(), "head": head.state_dict(), "opt": opt.state_dict(),
-                  "sched": sched.state_dict(), "step": step, "steps": a.steps, "batch": a.batch,
+                  "sched": sched.state_dict(), "step": step, "batch": a.batch,
                   "corpus": data["sha256"]}, ckpt)
             net.save_folder(model.cpu(), os.path.join(a.work, "mlm-model"), a.vocab)
             model.to(dev)
