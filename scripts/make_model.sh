@@ -5,6 +5,8 @@
 # then in-batch negatives on (summary, description) pairs that keep the first stage's loss. Both
 # stages checkpoint into build/model/ and resume where they stopped: MODEL_MINUTES bounds each
 # run, so a 2-core machine trains it across several runs (hours in all); with CUDA, minutes.
+# Stage 1 also writes its weights to models/train/carry/mlm.safetensors (float16, committed), and a
+# checkout without build/model/mlm.ckpt starts from there: the steps outlive the build folder.
 # The result goes to MODEL_OUT (default build/model/sqlite-embed-mini), never over the shipped
 # folder unless asked; then its search quality and word-in-context AUC are measured.
 # Needs Debian's python3-torch (installed here when missing) and the archive's Translation-en lists.
@@ -44,7 +46,8 @@ stage() {  # a stage that stopped on its time budget (status 3) ends this run; t
     return "$rc"
 }
 echo "model: stage 1, masked-language pretraining (models/train/mlm.py; the log is $work/mlm.log)"
-stage /usr/bin/python3 models/train/mlm.py --corpus "$work/corpus.txt" "${common[@]}"
+stage /usr/bin/python3 models/train/mlm.py --corpus "$work/corpus.txt" "${common[@]}" \
+    --carry models/train/carry/mlm.safetensors
 echo "model: stage 2, sentences (models/train/train.py; the log is $work/train.log)"
 stage /usr/bin/python3 models/train/train.py --pairs "$work/pairs.jsonl" --init "$work/mlm.ckpt" \
     --corpus "$work/corpus.txt" --out "$out" "${common[@]}"

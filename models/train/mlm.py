@@ -15,7 +15,7 @@ is a BertModel that sqlite-embed loads.
 
 Usage: /usr/bin/python3 mlm.py --corpus CORPUS.txt --ext embed.so --vocab DIR --work DIR
        [--steps 20000] [--batch 64] [--threads 2] [--minutes M] [--device auto|cpu|cuda]
-       [--precision auto|fp32|bf16]"""
+       [--precision auto|fp32|bf16] [--carry WEIGHTS.safetensors]"""
 import argparse
 import hashlib
 import os
@@ -139,6 +139,27 @@ def save(state, path):
     os.replace(path + ".tmp", path)
 
 
+def save_carry(path, model, head, step, a, corpus):
+    """The weights alone, in float16 (22 MB instead of the checkpoint's 130): small enough to commit,
+    so that a machine whose build/ does not outlive a session can take the stage further."""
+    t = {"model." + k: v.cpu() for k, v in model.state_dict().items()}
+    t.update({"head." + k: v.cpu() for k, v in head.state_dict().items() if not k.startswith("word.")})
+    net.save_safetensors(path, t, torch.float16, {"step": str(step), "batch": str(a.batch),
+                                                  "lr": str(a.lr), "corpus": corpus})
+
+
+def load_carry(path, model, head, a, corpus, log):
+    """Starts from a carried file: its weights and step; AdamW's moments start again (warm-up)."""
+    t, meta = net.load_safetensors(path)
+    if int(meta["batch"]) != a.batch:
+        sys.exit("mlm: %s was trained with batch %s, not %d" % (path, meta["batch"], a.batch))
+    model.load_state_dict({k[6:]: v for k, v in t.items() if k.startswith("model.")})
+    head.load_state_dict({k[5:]: v for k, v in t.items() if k.startswith("head.")}, strict=False)
+    if meta["corpus"] != corpus:  # the archive's descriptions moved on: the steps read the new text
+        print("carried from corpus %s, now %s" % (meta["corpus"][:16], corpus[:16]), file=log, flush=True)
+    return int(meta["step"])
+
+
 def main():
     ap = argparse.ArgumentParser()
     for name in ("--corpus", "--ext", "--vocab", "--work"):
@@ -151,6 +172,8 @@ def main():
     ap.add_argument("--minutes", type=float, default=0)
     ap.add_argument("--device", default="auto")
     ap.add_argument("--precision", default="auto", choices=("auto", "fp32", "bf16"))
+    ap.add_argument("--carry", help="weights file to start from when WORK has no checkpoint, "
+                    "and to write at every checkpoint (see save_carry)")
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
     dev = torch.device("cuda" if a.device == "auto" and torch.cuda.is_available() else
@@ -176,7 +199,11 @@ def main():
         sched.load_state_dict(st["sched"])
         step = st["step"]
         print("mlm: resumed at step %d of %d" % (step, a.steps), file=sys.stderr)
-    batches, t0, log = Batches(data, a.batch), time.time(), open(os.path.join(a.work, "mlm.log"), "a")
+    log = open(os.path.join(a.work, "mlm.log"), "a")
+    if step == 0 and a.carry and os.path.exists(a.carry):
+        step = load_carry(a.carry, model, head, a, data["sha256"], log)
+        print("mlm: carried from %s at step %d" % (a.carry, step), file=sys.stderr)
+    batches, t0 = Batches(data, a.batch), time.time()
     print("from step %d on %s, %s products, %d threads" % (step, dev, precision, a.threads), file=log, flush=True)
     loss_sum = acc_sum = n_sum = 0.0
     while step < a.steps:
@@ -207,6 +234,8 @@ def main():
                   "sched": sched.state_dict(), "step": step, "batch": a.batch,
                   "corpus": data["sha256"]}, ckpt)
             net.save_folder(model.cpu(), os.path.join(a.work, "mlm-model"), a.vocab)
+            if a.carry:
+                save_carry(a.carry, model, head, step, a, data["sha256"])
             model.to(dev)
         if out_of_time:
             print("mlm: stopped at step %d of %d after %.0f minutes; run again to go on" % (

@@ -122,8 +122,8 @@ def pad(seqs):
     return ids, mask
 
 
-def save_safetensors(path, tensors, dtype):
-    header, blobs, off = {}, [], 0
+def save_safetensors(path, tensors, dtype, metadata=None):
+    header, blobs, off = ({"__metadata__": metadata} if metadata else {}), [], 0
     for name, t in tensors.items():
         b = t.detach().to(dtype).contiguous().numpy().tobytes()
         header[name] = {"dtype": "F16" if dtype == torch.float16 else "F32", "shape": list(t.shape),
@@ -132,10 +132,25 @@ def save_safetensors(path, tensors, dtype):
         off += len(b)
     h = json.dumps(header, separators=(",", ":")).encode()
     h += b" " * (-len(h) % 8)
-    with open(path, "wb") as f:
+    with open(path + ".tmp", "wb") as f:
         f.write(struct.pack("<Q", len(h)) + h)
         for b in blobs:
             f.write(b)
+    os.replace(path + ".tmp", path)
+
+
+def load_safetensors(path):
+    """The F16 / F32 tensors of a file save_safetensors wrote (as float32) and its metadata."""
+    with open(path, "rb") as f:
+        n = struct.unpack("<Q", f.read(8))[0]
+        header = json.loads(f.read(n))
+        data = f.read()
+    meta, out = header.pop("__metadata__", {}), {}
+    for name, h in header.items():
+        dtype = {"F16": torch.float16, "F32": torch.float32}[h["dtype"]]
+        a, b = h["data_offsets"]
+        out[name] = torch.frombuffer(bytearray(data[a:b]), dtype=dtype).reshape(h["shape"]).float()
+    return out, meta
 
 
 def hf_tensors(model):

@@ -11,7 +11,7 @@ pass's seed, the corpus batches and masks come from mlm.py's step-seeded functio
 stopped after a checkpoint and resumed gives the same model.
 
 Usage: /usr/bin/python3 train.py --pairs PAIRS.jsonl --ext embed.so --vocab DIR --out DIR --work DIR
-       [--init mlm.ckpt --corpus CORPUS.txt] [--epochs 1] [--batch 128] [--threads 2] [--minutes M]
+       [--init mlm.ckpt|mlm.safetensors --corpus CORPUS.txt] [--epochs 1] [--batch 128] [--threads 2] [--minutes M]
        [--device auto|cpu|cuda] [--precision auto|fp32|bf16]"""
 import argparse
 import json
@@ -89,6 +89,20 @@ def arguments():
     return a
 
 
+def load_init(path, model, head, dev):
+    """The first stage's weights, from its checkpoint or from its carried file (mlm.save_carry)."""
+    if path.endswith(".safetensors"):
+        t, meta = net.load_safetensors(path)
+        model.load_state_dict({k[6:]: v for k, v in t.items() if k.startswith("model.")})
+        head.load_state_dict({k[5:]: v for k, v in t.items() if k.startswith("head.")}, strict=False)
+        model.to(dev), head.to(dev)
+        return int(meta["step"])
+    st = torch.load(path, map_location=dev, weights_only=False)
+    model.load_state_dict(st["model"])
+    head.load_state_dict(st["head"])
+    return st["step"]
+
+
 def main():
     a = arguments()
     torch.set_num_threads(a.threads)
@@ -108,11 +122,9 @@ def main():
     head = mlm.MlmHead(model.word).to(dev)
     corpus = None
     if a.init:
-        st = torch.load(a.init, map_location=dev, weights_only=False)
-        model.load_state_dict(st["model"])
-        head.load_state_dict(st["head"])
+        init_step = load_init(a.init, model, head, dev)
         corpus = mlm.Batches(mlm.tokenized(a.ext, a.vocab, a.corpus, a.work), a.mlm_batch, MLM_PASSES)
-        print("from %s (masked-language step %d)" % (a.init, st["step"]), file=log, flush=True)
+        print("from %s (masked-language step %d)" % (a.init, init_step), file=log, flush=True)
     params = list(model.parameters()) + ([p for n, p in head.named_parameters() if not n.startswith("word.")]
                                          if corpus else [])
     opt = torch.optim.AdamW(params, lr=a.lr, weight_decay=0.01)
