@@ -123,7 +123,8 @@ def main():
     corpus = None
     if a.init:
         init_step = load_init(a.init, model, head, dev)
-        corpus = mlm.Batches(mlm.tokenized(a.ext, a.vocab, a.corpus, a.work), a.mlm_batch, MLM_PASSES)
+        if a.mlm_weight > 0:  # --mlm-weight 0: the sentence loss alone, from the first stage's weights
+            corpus = mlm.Batches(mlm.tokenized(a.ext, a.vocab, a.corpus, a.work), a.mlm_batch, MLM_PASSES)
         print("from %s (masked-language step %d)" % (a.init, init_step), file=log, flush=True)
     params = list(model.parameters()) + ([p for n, p in head.named_parameters() if not n.startswith("word.")]
                                          if corpus else [])
