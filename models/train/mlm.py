@@ -205,7 +205,7 @@ def main():
         print("mlm: carried from %s at step %d" % (a.carry, step), file=sys.stderr)
     batches, t0 = Batches(data, a.batch), time.time()
     print("from step %d on %s, %s products, %d threads" % (step, dev, precision, a.threads), file=log, flush=True)
-    loss_sum = acc_sum = n_sum = 0.0
+    loss_sum = acc_sum = n_sum = steps_sum = 0.0
     while step < a.steps:
         ids, attn = batches.at(step)
         inputs, chosen = mask_batch(ids, attn, step)
@@ -220,15 +220,15 @@ def main():
         opt.step()
         sched.step()
         step += 1
-        loss_sum += loss.item()
+        loss_sum, steps_sum = loss_sum + loss.item(), steps_sum + 1
         acc_sum += (logits.argmax(-1) == target).float().sum().item()
         n_sum += len(target)
         out_of_time = a.minutes and time.time() - t0 > a.minutes * 60
         if step % 50 == 0 or step == a.steps or out_of_time:
             print("step %d/%d loss %.4f masked accuracy %.4f lr %.2e %.0f s" % (
-                step, a.steps, loss_sum / 50, acc_sum / max(1, n_sum), sched.get_last_lr()[0], time.time() - t0),
+                step, a.steps, loss_sum / steps_sum, acc_sum / max(1, n_sum), sched.get_last_lr()[0], time.time() - t0),
                 file=log, flush=True)
-            loss_sum = acc_sum = n_sum = 0.0
+            loss_sum = acc_sum = n_sum = steps_sum = 0.0
         if step % a.every == 0 or step == a.steps or out_of_time:
             save({"model": model.state_dict(), "head": head.state_dict(), "opt": opt.state_dict(),
                   "sched": sched.state_dict(), "step": step, "batch": a.batch,
