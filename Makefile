@@ -219,8 +219,9 @@ uninstall:
 dist: $(EXT_SO) $(PRELOAD_SO) $(BUILD)/libembedcore.a
 	@bash scripts/dist.sh $(BUILD) $(EXT_SO) $(PRELOAD_SO)
 
-# make model: trains the shipped model's recipe from scratch into build/model/ in two resumable
-# stages (scripts/make_model.sh; hours on two cores, MODEL_MINUTES bounds a run), then measures it.
+# make model: trains the next shipped model into build/model/ in two resumable stages
+# (scripts/make_model.sh; hours on two cores, MODEL_MINUTES bounds a run; the first stage goes on
+# from its committed weights in models/train/carry/), then measures it.
 # The tests never train.
 model: all
 	@bash scripts/make_model.sh $(EXT_SO)
