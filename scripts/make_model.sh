@@ -50,7 +50,7 @@ stage /usr/bin/python3 models/train/mlm.py --corpus "$work/corpus.txt" "${common
     --carry models/train/carry/mlm.safetensors
 echo "model: stage 2, sentences (models/train/train.py; the log is $work/train.log)"
 stage /usr/bin/python3 models/train/train.py --pairs "$work/pairs.jsonl" --init "$work/mlm.ckpt" \
-    --corpus "$work/corpus.txt" --out "$out" "${common[@]}"
+    --corpus "$work/corpus.txt" --epochs 2 --mlm-batch 8 --out "$out" "${common[@]}"
 tail -n 2 "$work/train.log"
 echo "model: quality (bench/quality.py, models/train/wic.py)"
 /usr/bin/python3 bench/quality.py "$ext" "$out" "$work/pairs.jsonl"
