@@ -148,13 +148,20 @@ def save_carry(path, model, head, step, a, corpus):
                                                   "lr": str(a.lr), "corpus": corpus})
 
 
-def load_carry(path, model, head, a, corpus, log):
-    """Starts from a carried file: its weights and step; AdamW's moments start again (warm-up)."""
+def load_carried_weights(path, model, head):
+    """Puts a carried file's weights into model and head (its tied word rows are the model's); returns
+    its metadata."""
     t, meta = net.load_safetensors(path)
-    if int(meta["batch"]) != a.batch:
-        sys.exit("mlm: %s was trained with batch %s, not %d" % (path, meta["batch"], a.batch))
     model.load_state_dict({k[6:]: v for k, v in t.items() if k.startswith("model.")})
     head.load_state_dict({k[5:]: v for k, v in t.items() if k.startswith("head.")}, strict=False)
+    return meta
+
+
+def load_carry(path, model, head, a, corpus, log):
+    """Starts from a carried file: its weights and step; AdamW's moments start again (warm-up)."""
+    meta = load_carried_weights(path, model, head)
+    if int(meta["batch"]) != a.batch:  # the step's batches would not be the ones it counts
+        sys.exit("mlm: %s was trained with batch %s, not %d" % (path, meta["batch"], a.batch))
     if meta["corpus"] != corpus:  # the archive's descriptions moved on: the steps read the new text
         print("carried from corpus %s, now %s" % (meta["corpus"][:16], corpus[:16]), file=log, flush=True)
     return int(meta["step"])

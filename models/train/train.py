@@ -92,10 +92,9 @@ def arguments():
 def load_init(path, model, head, dev):
     """The first stage's weights, from its checkpoint or from its carried file (mlm.save_carry)."""
     if path.endswith(".safetensors"):
-        t, meta = net.load_safetensors(path)
-        model.load_state_dict({k[6:]: v for k, v in t.items() if k.startswith("model.")})
-        head.load_state_dict({k[5:]: v for k, v in t.items() if k.startswith("head.")}, strict=False)
-        model.to(dev), head.to(dev)
+        meta = mlm.load_carried_weights(path, model, head)
+        model.to(dev)
+        head.to(dev)
         return int(meta["step"])
     st = torch.load(path, map_location=dev, weights_only=False)
     model.load_state_dict(st["model"])
