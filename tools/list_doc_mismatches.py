@@ -6,7 +6,6 @@ of stopping at the first. For the day the shipped model changes and its numbers 
 Usage (from the repository root, after make): tools/list_doc_mismatches.py PAGE.md [PAGE.md ...]
    the extension is EMBED_EXT, or ./embed.so
 """
-import json
 import os
 import sqlite3
 import subprocess
@@ -15,17 +14,6 @@ import sys
 os.environ.setdefault("EMBED_EXT", os.path.abspath("embed.so"))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "sql"))
 import test_readme as T  # noqa: E402
-
-
-def check_value(where, stmt, rows, want):
-    got = list(rows[0]) if len(rows[0]) > 1 else rows[0][0]
-    got = json.loads(got) if isinstance(got, str) and got[:1] == "[" else got
-    if isinstance(want, list):
-        ok = isinstance(got, list) and len(got) == len(want) and all(T.same(a, b) for a, b in zip(got, want))
-    else:
-        ok = T.same(got, want)
-    if not ok:
-        print("%s: the page says %r, the statement returns %r: %s" % (where, want, got, " ".join(stmt.split())[:100]))
 
 
 def run_sql(con, where, text):
@@ -43,8 +31,10 @@ def run_sql(con, where, text):
             cur = None
             continue
         want = T.expected_value(comment)
-        if want is not None and rows:
-            check_value(where, stmt, rows, want[0])
+        ok, got = T.value_matches(rows, want[0]) if want is not None and rows else (True, None)
+        if not ok:
+            print("%s: the page says %r, the statement returns %r: %s"
+                  % (where, want[0], got, " ".join(stmt.split())[:100]))
     return cur, rows
 
 

@@ -93,6 +93,15 @@ def same(got, want):
     return got == want
 
 
+def value_matches(rows, want):
+    """(whether the first row is the value a `-- comment` states, the value compared)."""
+    got = list(rows[0]) if len(rows[0]) > 1 else rows[0][0]  # a row, or its one value
+    got = json.loads(got) if isinstance(got, str) and got[:1] == "[" else got
+    if isinstance(want, list):
+        return isinstance(got, list) and len(got) == len(want) and all(same(a, b) for a, b in zip(got, want)), got
+    return same(got, want), got
+
+
 def check_output(rows, names, shown, where):
     """rows and column names against a box the sqlite3 shell printed."""
     table = [[cell.strip() for cell in line.strip().strip("│").split("│")]
@@ -160,12 +169,8 @@ def run_page(path):
                 want = expected_value(comment)
                 if want is not None:
                     assert rows, "%s: %s returned no row, the page says %r" % (where, stmt, want[0])
-                    got = list(rows[0]) if len(rows[0]) > 1 else rows[0][0]  # a row, or its one value
-                    got = json.loads(got) if isinstance(got, str) and got[:1] == "[" else got
-                    assert same(got, want[0]) if not isinstance(want[0], list) else \
-                        isinstance(got, list) and len(got) == len(want[0]) and \
-                        all(same(a, b) for a, b in zip(got, want[0])), \
-                        "%s: %s returned %r, the page says %r" % (where, stmt, got, want[0])
+                    ok, got = value_matches(rows, want[0])
+                    assert ok, "%s: %s returned %r, the page says %r" % (where, stmt, got, want[0])
                     checked += 1
             nxt = all_blocks[i + 1] if i + 1 < len(all_blocks) else None
             if nxt and nxt[0] == "" and "│" in nxt[2] and cur is not None:
