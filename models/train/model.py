@@ -168,15 +168,6 @@ def hf_tensors(model):
     return t
 
 
-def load_folder(path):
-    """An Encoder with the weights of a folder save_folder wrote (the shipped model's, say)."""
-    model, (t, _) = Encoder(CFG), load_safetensors(os.path.join(path, "model.safetensors"))
-    with torch.no_grad():
-        for name, p in hf_tensors(model).items():
-            p.copy_(t[name])
-    return model
-
-
 def save_folder(model, out, vocab):
     os.makedirs(os.path.join(out, "1_Pooling"), exist_ok=True)
     cfg = dict(CFG, architectures=["BertModel"], model_type="bert", hidden_act="gelu",

@@ -4,19 +4,14 @@ pairs, keeping the masked-language stage's knowledge of words in context.
 The loss is sentence-transformers' MultipleNegativesRankingLoss (cosine similarities times 20,
 cross-entropy both ways; mean pooling, normalised). With --init the encoder starts from mlm.py's
 checkpoint and each step also pays the masked-language loss on a batch of the corpus (weight
---mlm-weight), so the sentence objective does not wash out what a word's neighbours say. With
---teacher each step also pulls the pooled vectors of the summaries and descriptions towards a
-trained model's (sentence-transformers' distillation, here as 1 - cosine, weight --teacher-weight):
-a model that already searches well passes on where it puts a text, the first stage how words
-change with their neighbours.
+--mlm-weight), so the sentence objective does not wash out what a word's neighbours say.
 
 Every step is a function of the seed and the step number (each pass's order is shuffled with the
 pass's seed, the corpus batches and masks come from mlm.py's step-seeded functions), so a run
 stopped after a checkpoint and resumed gives the same model.
 
 Usage: /usr/bin/python3 train.py --pairs PAIRS.jsonl --ext embed.so --vocab DIR --out DIR --work DIR
-       [--init mlm.ckpt|mlm.safetensors --corpus CORPUS.txt] [--teacher MODEL_DIR [--teacher-weight 1]]
-       [--epochs 1] [--batch 128] [--threads 2] [--minutes M]
+       [--init mlm.ckpt|mlm.safetensors --corpus CORPUS.txt] [--epochs 1] [--batch 128] [--threads 2] [--minutes M]
        [--device auto|cpu|cuda] [--precision auto|fp32|bf16]"""
 import argparse
 import json
@@ -81,8 +76,6 @@ def arguments():
     ap.add_argument("--corpus", default=None)
     ap.add_argument("--mlm-weight", type=float, default=0.5)
     ap.add_argument("--mlm-batch", type=int, default=32)
-    ap.add_argument("--teacher", default=None)
-    ap.add_argument("--teacher-weight", type=float, default=1.0)
     ap.add_argument("--epochs", type=float, default=1.0)
     ap.add_argument("--batch", type=int, default=128)
     ap.add_argument("--lr", type=float, default=5e-4)
@@ -109,15 +102,6 @@ def load_init(path, model, head, dev):
     return st["step"]
 
 
-def distillation(teacher, batches, vectors):
-    """1 - cosine between the student's pooled vectors and the teacher's, over every text of the step."""
-    if teacher is None:
-        return torch.zeros(())
-    with torch.no_grad():
-        target = [teacher.embed(*b) for b in batches]
-    return sum((1 - (v * t).sum(-1)).mean() for v, t in zip(vectors, target)) / len(vectors)
-
-
 def main():
     a = arguments()
     torch.set_num_threads(a.threads)
@@ -141,9 +125,6 @@ def main():
         if a.mlm_weight > 0:  # --mlm-weight 0: the sentence loss alone, from the first stage's weights
             corpus = mlm.Batches(mlm.tokenized(a.ext, a.vocab, a.corpus, a.work), a.mlm_batch, MLM_PASSES)
         print("from %s (masked-language step %d)" % (a.init, init_step), file=log, flush=True)
-    teacher = net.load_folder(a.teacher).to(dev).eval() if a.teacher else None
-    if teacher is not None:
-        print("teacher %s, weight %g" % (a.teacher, a.teacher_weight), file=log, flush=True)
     params = list(model.parameters()) + ([p for n, p in head.named_parameters() if not n.startswith("word.")]
                                          if corpus else [])
     opt = torch.optim.AdamW(params, lr=a.lr, weight_decay=0.01)
@@ -164,8 +145,8 @@ def main():
     t0 = time.time()
     while step < total:
         idx = batch_of(len(train), a.batch, step)
-        batches = [[t.to(dev) for t in net.pad([seqs[i] for i in idx])] for seqs in (tq, td)]
-        q, d = (model.embed(*b) for b in batches)
+        q = model.embed(*(t.to(dev) for t in net.pad([tq[i] for i in idx])))
+        d = model.embed(*(t.to(dev) for t in net.pad([td[i] for i in idx])))
         sims = 20.0 * q @ d.T
         labels = torch.arange(len(idx), device=dev)
         loss = (F.cross_entropy(sims, labels) + F.cross_entropy(sims.T, labels)) / 2
@@ -176,17 +157,16 @@ def main():
             h = model(inputs.to(dev), attn.to(dev))
             chosen = chosen.to(dev)
             mlm_loss = F.cross_entropy(head(h[chosen]), ids.to(dev)[chosen])
-        kd_loss = distillation(teacher, batches, (q, d))
         opt.zero_grad(set_to_none=True)
-        (loss + a.mlm_weight * mlm_loss + a.teacher_weight * kd_loss).backward()
+        (loss + a.mlm_weight * mlm_loss).backward()
         torch.nn.utils.clip_grad_norm_(params, 1.0)
         opt.step()
         sched.step()
         step += 1
         out_of_time = a.minutes and time.time() - t0 > a.minutes * 60
         if step % 25 == 0 or step == total or out_of_time:
-            print("step %d/%d loss %.4f masked-language loss %.4f distillation %.4f lr %.2e %.0f s" % (
-                step, total, loss.item(), mlm_loss.item(), kd_loss.item(), sched.get_last_lr()[0], time.time() - t0),
+            print("step %d/%d loss %.4f masked-language loss %.4f lr %.2e %.0f s" % (
+                step, total, loss.item(), mlm_loss.item(), sched.get_last_lr()[0], time.time() - t0),
                 file=log, flush=True)
         if step % 50 == 0 or step == total or out_of_time:
             mlm.save({"model": model.state_dict(), "head": head.state_dict(), "opt": opt.state_dict(),
