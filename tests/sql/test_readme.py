@@ -122,8 +122,14 @@ def check_output(rows, names, shown, where):
             assert ok, "%s: shown %r, returned %r" % (where, cell, value)
 
 
-def run_page(path):
-    """Runs every snippet of one page in a fresh folder and connection; returns (ran, checked)."""
+def raise_failure(message):
+    raise AssertionError(message)
+
+
+def run_page(path, fail=raise_failure):
+    """Runs every snippet of one page in a fresh folder and connection; returns (ran, checked).
+    Each mismatch goes to fail(message): the tests stop at the first, tools/list_doc_mismatches.py
+    prints them all and goes on."""
     name = os.path.relpath(path, ROOT)
     d = workdir()
     cwd = os.getcwd()
@@ -149,7 +155,8 @@ def run_page(path):
             if lang == "python":
                 out = subprocess.run([sys.executable, "-c", text], cwd=d, capture_output=True, text=True,
                                      timeout=120)
-                assert out.returncode == 0, "%s: %s" % (where, out.stderr)
+                if out.returncode:
+                    fail("%s: %s" % (where, out.stderr))
                 ran += 1
                 continue
             if lang != "sql":
@@ -159,22 +166,29 @@ def run_page(path):
                 if stmt.startswith(".load "):
                     con.load_extension(stmt.split(None, 1)[1])
                     continue
-                assert not stmt.startswith("."), "%s: dot-command %r not supported here" % (where, stmt)
+                if stmt.startswith("."):
+                    fail("%s: dot-command %r not supported here" % (where, stmt))
+                    continue
                 try:
                     cur = con.execute(stmt)
                     rows = cur.fetchall()
                 except sqlite3.Error as e:
-                    raise AssertionError("%s: %s\n  in: %s" % (where, e, stmt))
+                    fail("%s: %s\n  in: %s" % (where, e, stmt))
+                    cur = None
+                    continue
                 ran += 1
                 want = expected_value(comment)
                 if want is not None:
-                    assert rows, "%s: %s returned no row, the page says %r" % (where, stmt, want[0])
-                    ok, got = value_matches(rows, want[0])
-                    assert ok, "%s: %s returned %r, the page says %r" % (where, stmt, got, want[0])
+                    ok, got = value_matches(rows, want[0]) if rows else (False, "no row")
+                    if not ok:
+                        fail("%s: %s returned %r, the page says %r" % (where, stmt, got, want[0]))
                     checked += 1
             nxt = all_blocks[i + 1] if i + 1 < len(all_blocks) else None
             if nxt and nxt[0] == "" and "│" in nxt[2] and cur is not None:
-                check_output(rows, [c[0] for c in cur.description or []], nxt[2], where)
+                try:
+                    check_output(rows, [c[0] for c in cur.description or []], nxt[2], where)
+                except AssertionError as e:
+                    fail("%s\n   the rows returned: %r" % (e, rows))
                 checked += 1
         for (model,) in admin.execute("SELECT name FROM embed_models").fetchall():
             if model not in before:
