@@ -4,15 +4,17 @@ pairs, keeping the masked-language stage's knowledge of words in context.
 The loss is sentence-transformers' MultipleNegativesRankingLoss (cosine similarities times 20,
 cross-entropy both ways; mean pooling, normalised). With --init the encoder starts from mlm.py's
 checkpoint and each step also pays the masked-language loss on a batch of the corpus (weight
---mlm-weight), so the sentence objective does not wash out what a word's neighbours say.
+--mlm-weight), so the sentence objective does not wash out what a word's neighbours say. With
+--short-weight W each step also pays W times the loss of two or three words of each summary
+finding its description (one direction), for queries as short as people type.
 
 Every step is a function of the seed and the step number (each pass's order is shuffled with the
 pass's seed, the corpus batches and masks come from mlm.py's step-seeded functions), so a run
 stopped after a checkpoint and resumed gives the same model.
 
 Usage: /usr/bin/python3 train.py --pairs PAIRS.jsonl --ext embed.so --vocab DIR --out DIR --work DIR
-       [--init mlm.ckpt|mlm.safetensors --corpus CORPUS.txt] [--epochs 1] [--batch 128] [--threads 2] [--minutes M]
-       [--device auto|cpu|cuda] [--precision auto|fp32|bf16]"""
+       [--init mlm.ckpt|mlm.safetensors --corpus CORPUS.txt] [--short-weight 0] [--epochs 1]
+       [--batch 128] [--threads 2] [--minutes M] [--device auto|cpu|cuda] [--precision auto|fp32|bf16]"""
 import argparse
 import json
 import os
@@ -59,6 +61,28 @@ def evaluate(model, queries, docs, dev):
     return found.float().mean().item(), mrr
 
 
+STOP = set("a an and as at by for from in into of on or the to with".split())
+
+
+def short_query(summary, rng):
+    """Two or three words of a summary that neither start nor end on a little word ("compression
+    utility", "compress files"): something like what people type into a search box."""
+    w = [t.strip("()[],;:") for t in summary.split()]
+    w = [t for t in w if any(c.isalnum() for c in t)]
+    spans = [w[i:i + n] for n in (2, 3) for i in range(len(w) - n + 1)
+             if w[i].lower() not in STOP and w[i + n - 1].lower() not in STOP]
+    return " ".join(rng.choice(spans)) if spans else summary
+
+
+def short_queries(ext, vocab, train, passes):
+    """Each pass's short query of each pair, drawn in pair order from a generator seeded with the pass."""
+    out = []
+    for p in range(passes):
+        rng = random.Random(SEED * 7 + p)
+        out.append(net.tokenize(ext, vocab, [short_query(r["summary"], rng) for r in train], MAX_SUMMARY))
+    return out
+
+
 def batch_of(n, batch, step):
     """The pair indices of a step: pass p's order is a shuffle seeded with p."""
     per = n // batch
@@ -76,6 +100,7 @@ def arguments():
     ap.add_argument("--corpus", default=None)
     ap.add_argument("--mlm-weight", type=float, default=0.5)
     ap.add_argument("--mlm-batch", type=int, default=32)
+    ap.add_argument("--short-weight", type=float, default=0.0)
     ap.add_argument("--epochs", type=float, default=1.0)
     ap.add_argument("--batch", type=int, default=128)
     ap.add_argument("--lr", type=float, default=5e-4)
@@ -116,6 +141,8 @@ def main():
     td = net.tokenize(a.ext, a.vocab, [r["description"] for r in train], MAX_DESC)
     eq = net.tokenize(a.ext, a.vocab, [r["summary"] for r in test], MAX_SUMMARY)
     ed = net.tokenize(a.ext, a.vocab, [r["description"] for r in test], MAX_DESC)
+    per = len(train) // a.batch
+    ts = short_queries(a.ext, a.vocab, train, -(-int(per * a.epochs) // per)) if a.short_weight else None
     log = open(os.path.join(a.work, "train.log"), "a")
     model = net.Encoder(net.CFG).to(dev)
     head = mlm.MlmHead(model.word).to(dev)
@@ -150,6 +177,9 @@ def main():
         sims = 20.0 * q @ d.T
         labels = torch.arange(len(idx), device=dev)
         loss = (F.cross_entropy(sims, labels) + F.cross_entropy(sims.T, labels)) / 2
+        if ts:
+            qs = model.embed(*(t.to(dev) for t in net.pad([ts[step // per][i] for i in idx])))
+            loss = loss + a.short_weight * F.cross_entropy(20.0 * qs @ d.T, labels)
         mlm_loss = torch.zeros(())
         if corpus:
             ids, attn = corpus.at(step)
