@@ -141,8 +141,9 @@ def main():
     td = net.tokenize(a.ext, a.vocab, [r["description"] for r in train], MAX_DESC)
     eq = net.tokenize(a.ext, a.vocab, [r["summary"] for r in test], MAX_SUMMARY)
     ed = net.tokenize(a.ext, a.vocab, [r["description"] for r in test], MAX_DESC)
-    per = len(train) // a.batch
-    ts = short_queries(a.ext, a.vocab, train, -(-int(per * a.epochs) // per)) if a.short_weight else None
+    per = len(train) // a.batch  # steps in a pass, as batch_of counts them
+    total = int(per * a.epochs)
+    ts = short_queries(a.ext, a.vocab, train, -(-total // per)) if a.short_weight else None
     log = open(os.path.join(a.work, "train.log"), "a")
     model = net.Encoder(net.CFG).to(dev)
     head = mlm.MlmHead(model.word).to(dev)
@@ -155,7 +156,6 @@ def main():
     params = list(model.parameters()) + ([p for n, p in head.named_parameters() if not n.startswith("word.")]
                                          if corpus else [])
     opt = torch.optim.AdamW(params, lr=a.lr, weight_decay=0.01)
-    total = int(len(train) // a.batch * a.epochs)
     warm = max(1, total // 20)
     sched = torch.optim.lr_scheduler.LambdaLR(
         opt, lambda s: min(1.0, (s + 1) / warm) * max(0.0, (total - s) / max(1, total - warm)))
