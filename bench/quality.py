@@ -32,8 +32,9 @@ def connect(ext):
 def build(con, model, weights, docs):
     """docs: [(rowid, text)] into an exact embed_index and an FTS5 table."""
     opts = json.dumps({"weights": weights})
-    con.execute("SELECT embed_load('q', ?, ?)", (model, opts))
-    con.execute("CREATE VIRTUAL TABLE ix USING embed_index(model = 'q')")
+    name = "q_" + weights  # loaded models outlive the connection: one name per weight type
+    con.execute("SELECT embed_load(?, ?, ?)", (name, model, opts))
+    con.execute("CREATE VIRTUAL TABLE ix USING embed_index(model = '%s')" % name)
     con.execute("CREATE VIRTUAL TABLE ft USING fts5(body)")
     t0 = time.time()
     with con:
