@@ -5,12 +5,14 @@
 # then in-batch negatives on (summary, description) pairs that keep the first stage's loss. Both
 # stages checkpoint into build/model/ and resume where they stopped: MODEL_MINUTES bounds each
 # run, so a 2-core machine trains it across several runs (hours in all); with CUDA, minutes.
-# Stage 1 also writes its weights to models/train/carry/mlm.safetensors (float16, committed), and a
-# checkout without build/model/mlm.ckpt starts from there: the steps outlive the build folder.
+# Stage 1 runs to MODEL_FIRST_STEPS (7,631: the shipped model's) and writes its weights to
+# models/train/carry/mlm.safetensors (float16, committed) as it goes; a checkout without
+# build/model/mlm.ckpt starts from there, so the steps outlive the build folder, and stage 2 starts
+# from those weights (a checkout whose carry is already there goes straight to stage 2: an hour).
 # The result goes to MODEL_OUT (default build/model/sqlite-embed-mini), never over the shipped
 # folder unless asked; then its search quality and word-in-context AUC are measured.
 # Needs Debian's python3-torch (installed here when missing) and the archive's Translation-en lists.
-# Usage: scripts/make_model.sh EMBED_SO   (MODEL_OUT, MODEL_MINUTES, MODEL_THREADS)
+# Usage: scripts/make_model.sh EMBED_SO   (MODEL_OUT, MODEL_MINUTES, MODEL_THREADS, MODEL_FIRST_STEPS)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ext=${1:?embed.so path}
@@ -46,11 +48,13 @@ stage() {  # a stage that stopped on its time budget (status 3) ends this run; t
     return "$rc"
 }
 echo "model: stage 1, masked-language pretraining (models/train/mlm.py; the log is $work/mlm.log)"
+carry=models/train/carry/mlm.safetensors
 stage /usr/bin/python3 models/train/mlm.py --corpus "$work/corpus.txt" "${common[@]}" \
-    --carry models/train/carry/mlm.safetensors
+    --carry "$carry" --steps "${MODEL_FIRST_STEPS:-7631}"
 echo "model: stage 2, sentences (models/train/train.py; the log is $work/train.log)"
-stage /usr/bin/python3 models/train/train.py --pairs "$work/pairs.jsonl" --init "$work/mlm.ckpt" \
-    --corpus "$work/corpus.txt" --epochs 2 --mlm-batch 8 --out "$out" "${common[@]}"
+stage /usr/bin/python3 models/train/train.py --pairs "$work/pairs.jsonl" --init "$carry" \
+    --corpus "$work/corpus.txt" --epochs 3 --lr 1e-3 --mlm-weight 1 --mlm-batch 8 --short-weight 1 \
+    --out "$out" "${common[@]}"
 tail -n 2 "$work/train.log"
 echo "model: quality (bench/quality.py, models/train/wic.py)"
 /usr/bin/python3 bench/quality.py "$ext" "$out" "$work/pairs.jsonl"
