@@ -86,7 +86,7 @@ SELECT '   Attention mixes in the neighbours: the contextual vectors ' ||
        CASE WHEN c.equal = 1 THEN 'are equal.'
             ELSE CASE WHEN c.cosine < 1 THEN 'differ' ELSE 'barely differ' END ||
                  CASE WHEN (SELECT count(*) FROM g) = 1 THEN ', ' || (SELECT how FROM g) || ' than the inputs do.'
-                      ELSE ' (' || (SELECT group_concat(words || ' ' || replace(how, 'as much as', 'equally'), '; ')
+                      ELSE char(10) || '   (' || (SELECT group_concat(words || ' ' || replace(how, 'as much as', 'equally'), '; ')
                                       FROM g) || ' than the inputs).' END END
   FROM c;
 
